@@ -1,0 +1,1 @@
+"""chainlens.analyzer: PyFlink source -> StreamGraph -> JobGraph, without a JVM."""

@@ -1,0 +1,1 @@
+"""Plain data types shared by every stage: source positions, graphs, findings."""

@@ -1,0 +1,1 @@
+"""chainlens.hooks: the command line and the pre-commit entry points."""

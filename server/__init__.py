@@ -1,0 +1,1 @@
+"""chainlens.server: the language server (an adapter over chainlens.analyzer)."""
