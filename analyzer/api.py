@@ -1,0 +1,163 @@
+"""The analyzer's entry points: source text in, graphs and problems out.
+
+``analyze_source`` never raises: a file that cannot be read, decoded or parsed,
+or that trips the analyzer, yields an :class:`AnalysisResult` whose ``problems``
+say where and why.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from chainlens.analyzer.compile.pipeline import CompiledJob, compile_jobs
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract.interpreter import interpret
+from chainlens.analyzer.extract.program import Problem
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.values import Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisResult:
+    """Everything chainlens knows about one file."""
+
+    path: str
+    jobs: tuple[CompiledJob, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    unknowns: tuple[Unknown, ...] = ()
+    uses_pyflink: bool = False
+    parse_seconds: float = 0.0
+    analysis_seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Tell whether the file was analysed without a blocking problem."""
+        return not any(p.code in BLOCKING for p in self.problems)
+
+
+BLOCKING = frozenset({"syntax-error", "decode-error", "read-error", "too-large", "internal-error"})
+
+
+def uses_pyflink(text: str) -> bool:
+    """Tell cheaply whether a file may use PyFlink (before parsing it)."""
+    return "pyflink" in text
+
+
+def analyze_source(path: str, text: str, config: Config | None = None) -> AnalysisResult:
+    """Analyse one PyFlink program given as text. Never raises."""
+    config = config or Config()
+    started = time.perf_counter()
+    if len(text) > config.max_file_bytes:
+        return AnalysisResult(
+            path,
+            problems=(
+                Problem(
+                    "too-large",
+                    f"the file has {len(text):,} characters, more than the limit of "
+                    f"{config.max_file_bytes:,}; it was not analysed",
+                    _start(),
+                ),
+            ),
+        )
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        where = SourceRange(
+            SourcePosition(exc.raw_line, exc.raw_column),
+            SourcePosition(exc.raw_line, exc.raw_column + 1),
+        )
+        message = str(exc).splitlines()[0] if str(exc) else "syntax error"
+        return AnalysisResult(path, problems=(Problem("syntax-error", message, where),))
+    except Exception as exc:  # noqa: BLE001 - LibCST may fail on odd input
+        return AnalysisResult(
+            path, problems=(Problem("syntax-error", f"cannot parse: {exc}", _start()),)
+        )
+    parsed = time.perf_counter()
+    try:
+        program = interpret(module, text)
+        jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
+    except RecursionError:
+        return AnalysisResult(
+            path,
+            problems=(Problem("internal-error", "the program is nested too deeply", _start()),),
+            uses_pyflink=uses_pyflink(text),
+        )
+    except Exception as exc:  # noqa: BLE001 - the per-file boundary: report, never raise
+        return AnalysisResult(
+            path,
+            problems=(
+                Problem("internal-error", f"chainlens failed on this file: {exc!r}", _start()),
+            ),
+            uses_pyflink=uses_pyflink(text),
+        )
+    finished = time.perf_counter()
+    unknowns: dict[Unknown, None] = {}
+    for u in program.unknowns:
+        unknowns.setdefault(u, None)
+    for job in jobs:
+        for u in job.unknowns:
+            unknowns.setdefault(u, None)
+    return AnalysisResult(
+        path,
+        jobs=jobs,
+        problems=tuple(program.problems),
+        unknowns=tuple(unknowns),
+        uses_pyflink=uses_pyflink(text),
+        parse_seconds=parsed - started,
+        analysis_seconds=finished - started,
+    )
+
+
+def analyze_file(path: str | Path, config: Config | None = None) -> AnalysisResult:
+    """Read and analyse one file. Never raises."""
+    name = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return AnalysisResult(
+            name, problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),)
+        )
+    return analyze_bytes(name, data, config)
+
+
+def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> AnalysisResult:
+    """Decode (UTF-8, as Python does by default) and analyse. Never raises."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+        where = SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1))
+        return AnalysisResult(
+            path,
+            problems=(
+                Problem(
+                    "decode-error",
+                    f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+                    f"line {line}, column {column})",
+                    where,
+                ),
+            ),
+        )
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return analyze_source(path, text, config)
+
+
+def _until_rejected(jobs: list[CompiledJob]) -> tuple[CompiledJob, ...]:
+    """Keep the jobs up to the first one Flink rejects: its error ends the program."""
+    kept: list[CompiledJob] = []
+    for job in jobs:
+        kept.append(job)
+        if job.error is not None:
+            break
+    return tuple(kept)
+
+
+def _start() -> SourceRange:
+    return SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))

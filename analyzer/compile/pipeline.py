@@ -1,0 +1,147 @@
+"""From submitted jobs to StreamGraphs and JobGraphs: P1 -> P2 -> P3 -> P4.
+
+Each submission replays what PyFlink does in ``_generate_stream_graph`` (or in
+``execute_and_collect``), then ``StreamingJobGraphGenerator``.  Transformation ids
+follow Flink's JVM-wide counter across the jobs of one program, including the
+ids PyFlink's rewrites consume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from chainlens.analyzer.compile.job_graph_gen import build_job_graph
+from chainlens.analyzer.compile.python_fusion import Workspace, align_transformations, optimize
+from chainlens.analyzer.compile.stream_graph_gen import (
+    build_stream_graph,
+    resolve_default_parallelism,
+)
+from chainlens.analyzer.model.enums import OperatorKind
+from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
+from chainlens.analyzer.model.stream_graph import StreamGraph
+from chainlens.analyzer.model.transformation import JobSpec, Transformation, TransformationKind
+from chainlens.analyzer.model.values import Text, Unknown
+
+COLLECT_SINK_NAME = "Data stream collect sink"
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledJob:
+    """One submission with the graphs Flink would build for it.
+
+    ``error`` is set when Flink refuses the job (then graphs may be missing).
+    """
+
+    spec: JobSpec
+    job_name: Text
+    stream_graph: StreamGraph | None
+    job_graph: JobGraph | None
+    error: JobGraphError | None
+    unknowns: tuple[Unknown, ...]
+
+
+class _Counter:
+    def __init__(self, start: int) -> None:
+        self.value = start
+
+    def __call__(self) -> int:
+        value = self.value
+        self.value += 1
+        return value
+
+
+def _shift_job(job: JobSpec, shift: dict[int, int]) -> JobSpec:
+    """Renumber a job's transformations after earlier jobs consumed extra ids."""
+
+    def moved(tid: int) -> int:
+        return tid + sum(extra for start, extra in shift.items() if tid >= start)
+
+    if not any(shift.values()):
+        return job
+    transformations = {
+        moved(tid): replace(t, id=moved(tid), inputs=tuple(moved(i) for i in t.inputs))
+        for tid, t in job.transformations.items()
+    }
+    return replace(
+        job,
+        transformations=transformations,
+        env_order=tuple(moved(t) for t in job.env_order),
+        next_id=moved(job.next_id),
+        collect_input=moved(job.collect_input) if job.collect_input is not None else None,
+    )
+
+
+def compile_job(job: JobSpec, default_parallelism: int | None) -> tuple[CompiledJob, int]:
+    """Compile one submission; also return how many ids the rewrites consumed."""
+    counter = _Counter(job.next_id)
+    transformations, env = resolve_default_parallelism(
+        dict(job.transformations), job.env, default_parallelism
+    )
+    ws = Workspace(transformations, list(job.env_order), counter)
+    collect = job.trigger == "execute_and_collect"
+    default_name = "DataStream Collect" if collect else "Flink Streaming Job"
+    job_name: Text = job.job_name if job.job_name is not None else default_name
+    stream_graph: StreamGraph | None = None
+    job_graph: JobGraph | None = None
+    error: JobGraphError | None = None
+    try:
+        align_transformations(ws)
+        if env.python_chaining_enabled:
+            extra = (job.collect_input,) if job.collect_input is not None else ()
+            replaced = optimize(ws, extra)
+        else:
+            replaced = {}
+        if job.collect_input is not None:
+            target = replaced.get(job.collect_input, job.collect_input)
+            sink_id = counter()
+            ws.put(
+                Transformation(
+                    id=sink_id,
+                    kind=TransformationKind.LEGACY_SINK,
+                    name=COLLECT_SINK_NAME,
+                    inputs=(target,),
+                    operator=OperatorKind.COLLECT_SINK,
+                    parallelism=1,
+                    parallelism_configured=True,
+                    uid=f"dataStreamCollect_{sink_id}",
+                    api="execute_and_collect",
+                    hidden=True,
+                    range=job.range,
+                )
+            )
+            ws.env_order.append(sink_id)
+        stream_graph, p3_unknowns = build_stream_graph(
+            ws.transformations, ws.env_order, env, job_name, counter
+        )
+        ws.unknowns.extend(p3_unknowns)
+        job_graph = build_job_graph(stream_graph)
+    except JobGraphError as exc:
+        error = exc
+    unknowns = tuple(job.unknowns) + tuple(ws.unknowns)
+    if job_graph is not None:
+        unknowns += job_graph.unknowns
+    compiled = CompiledJob(job, job_name, stream_graph, job_graph, error, _dedupe(unknowns))
+    return compiled, counter.value - job.next_id
+
+
+def compile_jobs(
+    jobs: Sequence[JobSpec], default_parallelism: int | None
+) -> list[CompiledJob]:
+    """Compile every submission of a program in order, threading the id counter."""
+    shift: dict[int, int] = {}
+    result: list[CompiledJob] = []
+    for job in jobs:
+        original_next = job.next_id
+        shifted = _shift_job(job, shift)
+        compiled, consumed = compile_job(shifted, default_parallelism)
+        shift[original_next] = consumed
+        result.append(compiled)
+    return result
+
+
+def _dedupe(items: tuple[Unknown, ...]) -> tuple[Unknown, ...]:
+    seen: dict[Unknown, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return tuple(seen)

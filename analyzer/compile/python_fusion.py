@@ -1,0 +1,297 @@
+"""PyFlink's rewrites before Flink sees the graph: alignment (P1) and fusion (P2).
+
+P1 mirrors ``PythonConfigUtil.configPythonOperator`` (``alignTransformation``);
+P2 mirrors ``PythonOperatorChainingOptimizer.optimize`` (Flink 2.3): adjacent
+Python operators become one transformation named ``"A, B"`` that keeps only the
+first one's uid and uid hash.  See flink-semantics.md §3 and §4.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
+from chainlens.analyzer.model.stream_graph import FusedMember
+from chainlens.analyzer.model.transformation import Transformation, TransformationKind
+from chainlens.analyzer.model.values import Symbol, Unknown, same_value
+
+KEY_BY_MAP = "_stream_key_by_map_operator"
+PARTITION_CUSTOM_MAP = "_partition_custom_map_operator"
+KEYED_VALUES = "_keyed_stream_values_operator"
+
+_FUSABLE_UP = frozenset(
+    {
+        OperatorKind.PYTHON_PROCESS,
+        OperatorKind.PYTHON_KEYED_PROCESS,
+        OperatorKind.PYTHON_CO_PROCESS,
+        OperatorKind.PYTHON_KEYED_CO_PROCESS,
+        OperatorKind.PYTHON_WINDOW,
+    }
+)
+_BROADCAST_KINDS = frozenset(
+    {TransformationKind.BROADCAST_STATE, TransformationKind.KEYED_BROADCAST_STATE}
+)
+
+
+@dataclass(slots=True)
+class Workspace:
+    """The mutable transformation DAG of one submission while PyFlink rewrites it."""
+
+    transformations: dict[int, Transformation]
+    env_order: list[int]
+    new_id: Callable[[], int]
+    unknowns: list[Unknown] = field(default_factory=list)
+
+    def get(self, tid: int) -> Transformation:
+        return self.transformations[tid]
+
+    def put(self, t: Transformation) -> Transformation:
+        self.transformations[t.id] = t
+        return t
+
+    def forward_partition(self, input_id: int) -> Transformation:
+        """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
+        source = self.get(input_id)
+        return self.put(
+            Transformation(
+                id=self.new_id(),
+                kind=TransformationKind.PARTITION,
+                name="Partition",
+                inputs=(input_id,),
+                parallelism=source.parallelism,
+                partitioner=Partitioner.FORWARD,
+                api="alignment",
+                hidden=True,
+                range=source.range,
+            )
+        )
+
+
+def align_transformations(ws: Workspace) -> None:
+    """Mirror ``PythonConfigUtil.alignTransformation`` over ``env.transformations``.
+
+    The values operator takes its consumer's parallelism and slot sharing group;
+    the key-by and partition-custom maps take their input's.  Both get a FORWARD
+    partition in front, which is why a partitioner right before ``key_by`` is lost.
+    """
+    for tid in list(ws.env_order):
+        t = ws.get(tid)
+        if not t.inputs:
+            continue
+        first = ws.get(t.inputs[0])
+        if first.name == KEYED_VALUES:
+            changes: dict[str, object] = {
+                "parallelism": t.parallelism,
+                "parallelism_configured": False,
+            }
+            if t.slot_sharing_group is not None:
+                changes["slot_sharing_group"] = t.slot_sharing_group
+            ws.put(replace(first, **changes))  # type: ignore[arg-type]
+            part = ws.forward_partition(first.id)
+            t = ws.put(replace(t, inputs=(part.id, *t.inputs[1:])))
+        if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
+            source = ws.get(t.inputs[0])
+            parallelism = source.parallelism
+            if source.kind is TransformationKind.PARTITION and source.inputs:
+                parallelism = ws.get(source.inputs[0]).parallelism
+            changes = {"parallelism": parallelism}
+            if source.slot_sharing_group is not None:
+                changes["slot_sharing_group"] = source.slot_sharing_group
+            part = ws.forward_partition(source.id)
+            changes["inputs"] = (part.id,)
+            ws.put(replace(t, **changes))  # type: ignore[arg-type]
+
+
+def _consumers(ws: Workspace, roots: list[int]) -> dict[int, list[int]]:
+    """Map each transformation reachable from ``roots`` to its consumers."""
+    consumers: dict[int, list[int]] = {}
+    seen: set[int] = set()
+    queue = deque(roots)
+    while queue:
+        tid = queue.popleft()
+        if tid in seen:
+            continue
+        seen.add(tid)
+        for input_id in ws.get(tid).inputs:
+            users = consumers.setdefault(input_id, [])
+            if tid not in users:
+                users.append(tid)
+            queue.append(input_id)
+    return consumers
+
+
+def members_of(t: Transformation) -> tuple[FusedMember, ...]:
+    """Return the user-visible operations ``t`` stands for (itself if not fused)."""
+    if t.members:
+        return t.members
+    return (
+        FusedMember(
+            name=t.name,
+            api=t.api,
+            uid=t.uid,
+            uid_hash=t.uid_hash,
+            range=t.range,
+        ),
+    )
+
+
+def _equal(ws: Workspace, a: object, b: object, what: str, t: Transformation) -> bool:
+    decided = same_value(a, b)
+    if decided is None:
+        ws.unknowns.append(
+            Unknown(
+                f"Python operator fusion of {t.name}",
+                f"the {what} of the two operators cannot be compared statically "
+                f"({a} vs {b}); assumed different",
+                t.range,
+            )
+        )
+        return False
+    return decided
+
+
+def _chain_with_input_if_possible(
+    ws: Workspace, t: Transformation, consumers: dict[int, list[int]]
+) -> Transformation | None:
+    """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
+    if t.kind is not TransformationKind.ONE_INPUT or t.operator is not OperatorKind.PYTHON_PROCESS:
+        return None
+    up = ws.get(t.inputs[0])
+    path: list[Transformation] = []
+    while up.kind is TransformationKind.PARTITION:
+        if up.partitioner is not Partitioner.FORWARD:
+            return None
+        path.append(up)
+        up = ws.get(up.inputs[0])
+    if up.kind in _BROADCAST_KINDS or up.operator not in _FUSABLE_UP:
+        return None
+    if up.chaining_strategy is ChainingStrategy.NEVER:
+        return None
+    if t.chaining_strategy is not ChainingStrategy.ALWAYS:
+        return None
+    for hop in (up, *path):
+        if len(consumers.get(hop.id, ())) != 1:
+            return None
+    if not _equal(ws, up.parallelism, t.parallelism, "parallelism", t):
+        return None
+    if not _equal(ws, up.max_parallelism, t.max_parallelism, "max parallelism", t):
+        return None
+    if not _equal(ws, up.slot_sharing_group, t.slot_sharing_group, "slot sharing group", t):
+        return None
+    return _create_chained_transformation(ws, up, t)
+
+
+def _join(a: object, b: object) -> str:
+    return f"{a}, {b}"
+
+
+def _create_chained_transformation(
+    ws: Workspace, up: Transformation, t: Transformation
+) -> Transformation:
+    """Mirror ``createChainedTransformation``: up's settings, t's output, joined names."""
+    dropped = tuple(
+        replace(
+            m,
+            dropped_uid=m.dropped_uid or m.uid is not None,
+            dropped_uid_hash=m.dropped_uid_hash or m.uid_hash is not None,
+        )
+        for m in members_of(t)
+    )
+    description: object
+    if up.description is not None and t.description is not None:
+        description = _join(up.description, t.description)
+    else:
+        description = up.description if up.description is not None else t.description
+    name = _join(up.name, t.name)
+    fused = Transformation(
+        id=ws.new_id(),
+        kind=up.kind,
+        name=name,
+        inputs=up.inputs,
+        operator=up.operator,
+        parallelism=up.parallelism,
+        parallelism_configured=up.parallelism_configured,
+        max_parallelism=up.max_parallelism,
+        slot_sharing_group=up.slot_sharing_group,
+        uid=up.uid,
+        uid_hash=up.uid_hash,
+        description=description if isinstance(description, str | Symbol) else None,
+        chaining_strategy=up.chaining_strategy,
+        output_type=t.output_type,
+        keyed=up.keyed,
+        api=up.api,
+        hidden=up.hidden and t.hidden,
+        members=members_of(up) + dropped,
+        range=up.range,
+    )
+    return ws.put(fused)
+
+
+def optimize(ws: Workspace, extra_roots: tuple[int, ...] = ()) -> dict[int, int]:
+    """Mirror ``PythonOperatorChainingOptimizer.optimize`` on ``ws.env_order``.
+
+    Rewrites ``ws.env_order`` to the optimizer's output order (which drives the
+    StreamGraph's out-edge order) and returns, for every fused-away
+    transformation, the id of the transformation that replaced it.
+    """
+    roots = list(ws.env_order) + [r for r in extra_roots if r not in ws.env_order]
+    consumers = _consumers(ws, roots)
+    replaced: dict[int, int] = {}
+    chained: dict[int, None] = {}
+    done: set[int] = set()
+    queue: deque[int] = deque(roots)
+    while queue:
+        tid = queue.popleft()
+        if tid in done:
+            continue
+        done.add(tid)
+        t = ws.get(tid)
+        fused = _chain_with_input_if_possible(ws, t, consumers)
+        if fused is None:
+            new, old = t, ()
+        else:
+            up_id = _fused_up_id(ws, t)
+            new, old = fused, (up_id, t.id)
+            _rewire(ws, consumers, fused, up_id, t.id)
+            for old_id in old:
+                replaced[old_id] = fused.id
+        chained[new.id] = None
+        for old_id in old:
+            chained.pop(old_id, None)
+            done.add(old_id)
+        queue.append(new.id)
+        queue.extend(new.inputs)
+    ws.env_order = list(chained)
+    for old_id, new_id in list(replaced.items()):
+        while new_id in replaced:
+            new_id = replaced[new_id]
+        replaced[old_id] = new_id
+    return replaced
+
+
+def _fused_up_id(ws: Workspace, t: Transformation) -> int:
+    up = ws.get(t.inputs[0])
+    while up.kind is TransformationKind.PARTITION:
+        up = ws.get(up.inputs[0])
+    return up.id
+
+
+def _rewire(
+    ws: Workspace,
+    consumers: dict[int, list[int]],
+    fused: Transformation,
+    up_id: int,
+    t_id: int,
+) -> None:
+    """Point t's consumers at the fused transformation; fix the consumer map."""
+    users = consumers.pop(t_id, [])
+    for user_id in users:
+        user = ws.get(user_id)
+        ws.put(replace(user, inputs=tuple(fused.id if i == t_id else i for i in user.inputs)))
+    consumers[fused.id] = users
+    consumers.pop(up_id, None)
+    for input_id in fused.inputs:
+        current = consumers.get(input_id, [])
+        consumers[input_id] = [fused.id if u == up_id else u for u in current]

@@ -1,0 +1,444 @@
+"""Transformations -> StreamGraph (P3).
+
+Mirrors ``StreamGraphGenerator.generate`` and its translators (Flink 2.3):
+inputs are translated before their consumers, partitions and side outputs become
+virtual nodes folded into edges, unions concatenate their inputs, Sink V2
+transformations expand into Writer (and Committer) operators, and edges get
+their default partitioner in ``StreamGraph.createActualEdge``.  See
+flink-semantics.md §5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from chainlens.analyzer.model.enums import (
+    ChainingStrategy,
+    ExchangeMode,
+    GlobalExchangeMode,
+    JobType,
+    OperatorKind,
+    Partitioner,
+    RuntimeMode,
+)
+from chainlens.analyzer.model.job_graph import JobGraphError
+from chainlens.analyzer.model.stream_graph import (
+    StreamEdge,
+    StreamGraph,
+    StreamGraphSettings,
+    StreamNode,
+)
+from chainlens.analyzer.model.transformation import (
+    EnvSettings,
+    Transformation,
+    TransformationKind,
+)
+from chainlens.analyzer.model.values import (
+    DEFAULT_PARALLELISM,
+    Parallelism,
+    Symbol,
+    Text,
+    Unknown,
+    same_value,
+)
+
+DEFAULT_SLOT_SHARING_GROUP = "default"
+
+_SHUFFLE_MODES = {
+    "ALL_EXCHANGES_BLOCKING": GlobalExchangeMode.ALL_EDGES_BLOCKING,
+    "ALL_EXCHANGES_PIPELINED": GlobalExchangeMode.ALL_EDGES_PIPELINED,
+    "ALL_EXCHANGES_HYBRID_FULL": GlobalExchangeMode.ALL_EDGES_HYBRID_FULL,
+    "ALL_EXCHANGES_HYBRID_SELECTIVE": GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE,
+}
+
+
+@dataclass(slots=True)
+class _Virtual:
+    input_id: int
+    partitioner: Partitioner | None
+    exchange_mode: ExchangeMode | None
+    output_tag: str | None
+
+
+@dataclass(slots=True)
+class _Builder:
+    transformations: dict[int, Transformation]
+    env: EnvSettings
+    job_type: JobType
+    new_id: Callable[[], int]
+    nodes: dict[int, StreamNode] = field(default_factory=dict)
+    edges: list[StreamEdge] = field(default_factory=list)
+    virtual: dict[int, _Virtual] = field(default_factory=dict)
+    done: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    unknowns: list[Unknown] = field(default_factory=list)
+
+    @property
+    def dynamic(self) -> bool:
+        return self.job_type is JobType.BATCH
+
+    # ---------------------------------------------------------------- helpers
+
+    def parallelism_of(self, t: Transformation) -> Parallelism:
+        return t.parallelism if t.parallelism is not None else self.env.parallelism
+
+    def max_parallelism_of(self, t: Transformation) -> int | Symbol:
+        if t.max_parallelism is not None and not (
+            isinstance(t.max_parallelism, int) and t.max_parallelism <= 0
+        ):
+            return t.max_parallelism
+        env_max = self.env.max_parallelism
+        if isinstance(env_max, Symbol) or (isinstance(env_max, int) and env_max > 0):
+            return env_max
+        return -1
+
+    def group_of(self, node_or_virtual: int) -> Text:
+        while node_or_virtual in self.virtual:
+            node_or_virtual = self.virtual[node_or_virtual].input_id
+        return self.nodes[node_or_virtual].slot_sharing_group
+
+    def determine_slot_sharing_group(
+        self, specified: Text | None, input_ids: tuple[int, ...]
+    ) -> Text:
+        """Mirror ``StreamGraphGenerator.determineSlotSharingGroup``."""
+        if specified is not None:
+            return specified
+        group: Text | None = None
+        for input_id in input_ids:
+            candidate = self.group_of(input_id)
+            if group is None:
+                group = candidate
+            elif group != candidate:
+                return DEFAULT_SLOT_SHARING_GROUP
+        return group if group is not None else DEFAULT_SLOT_SHARING_GROUP
+
+    # ------------------------------------------------------------ translation
+
+    def transform(self, tid: int) -> tuple[int, ...]:
+        """Mirror ``StreamGraphGenerator.transform``: translate once, inputs first."""
+        if tid in self.done:
+            return self.done[tid]
+        t = self.transformations[tid]
+        kind = t.kind
+        if kind is TransformationKind.UNION:
+            result: tuple[int, ...] = ()
+            for input_id in t.inputs:
+                result += self.transform(input_id)
+        elif kind is TransformationKind.PARTITION:
+            result = self.translate_partition(t)
+        elif kind is TransformationKind.SIDE_OUTPUT:
+            ids: list[int] = []
+            for upstream in self.transform(t.inputs[0]):
+                vid = self.new_id()
+                self.virtual[vid] = _Virtual(upstream, None, None, t.output_tag)
+                ids.append(vid)
+            result = tuple(ids)
+        elif kind is TransformationKind.SINK:
+            result = self.expand_sink(t)
+        else:
+            result = self.translate_operator(t)
+        self.done[tid] = result
+        return result
+
+    def translate_partition(self, t: Transformation) -> tuple[int, ...]:
+        mode = t.exchange_mode
+        if mode is ExchangeMode.BATCH and self.job_type is JobType.STREAMING:
+            mode = ExchangeMode.UNDEFINED
+        ids: list[int] = []
+        for upstream in self.transform(t.inputs[0]):
+            vid = self.new_id()
+            self.virtual[vid] = _Virtual(upstream, t.partitioner, mode, None)
+            ids.append(vid)
+        return tuple(ids)
+
+    def translate_operator(self, t: Transformation) -> tuple[int, ...]:
+        inputs = [self.transform(i) for i in t.inputs]
+        flat = tuple(i for group in inputs for i in group)
+        kind = t.kind
+        is_source = kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+        is_sink = kind is TransformationKind.LEGACY_SINK
+        name: Text = t.name
+        if is_source:
+            name = _prefixed("Source: ", t.name)
+        elif is_sink:
+            name = _prefixed("Sink: ", t.name)
+        strategy = t.chaining_strategy
+        if self.dynamic and t.keyed and strategy in (
+            ChainingStrategy.ALWAYS,
+            ChainingStrategy.HEAD_WITH_SOURCES,
+        ):
+            strategy = ChainingStrategy.HEAD  # BatchExecutionUtils.adjustChainingStrategy
+        node = StreamNode(
+            id=t.id,
+            name=name,
+            operator=t.operator,
+            chaining_strategy=strategy,
+            parallelism=self.parallelism_of(t),
+            max_parallelism=self.max_parallelism_of(t),
+            slot_sharing_group=self.determine_slot_sharing_group(t.slot_sharing_group, flat),
+            uid=t.uid,
+            user_hash=t.uid_hash,
+            is_source=is_source,
+            is_sink=is_sink,
+            parallelism_configured=t.parallelism_configured,
+            description=t.description,
+            keyed=t.keyed,
+            api=t.api,
+            hidden=t.hidden,
+            members=t.members,
+            range=t.range,
+        )
+        self.nodes[t.id] = node
+        two_input = len(t.inputs) > 1
+        for position, group in enumerate(inputs):
+            type_number = position + 1 if two_input else 0
+            for upstream in group:
+                self.add_edge(upstream, t.id, type_number)
+        return (t.id,)
+
+    def expand_sink(self, t: Transformation) -> tuple[int, ...]:
+        """Mirror ``SinkTransformationTranslator``: Writer, then Committer if any."""
+        sink_name = t.name
+        writer = replace(
+            t,
+            id=self.new_id(),
+            kind=TransformationKind.ONE_INPUT,
+            name=_prefixed("", sink_name, ": Writer"),
+            operator=OperatorKind.SINK_WRITER,
+        )
+        self.transformations[writer.id] = writer
+        last = writer
+        if t.has_committer:
+            part = Transformation(
+                id=self.new_id(),
+                kind=TransformationKind.PARTITION,
+                name="Partition",
+                inputs=(writer.id,),
+                partitioner=Partitioner.FORWARD,
+                exchange_mode=ExchangeMode.BATCH,
+                api=t.api,
+                hidden=True,
+                range=t.range,
+            )
+            self.transformations[part.id] = part
+            committer_uid: Text | None = None
+            if isinstance(t.uid, str):
+                committer_uid = "Sink Committer: " + t.uid
+            elif isinstance(t.uid, Symbol):
+                committer_uid = t.uid
+            committer = replace(
+                t,
+                id=self.new_id(),
+                kind=TransformationKind.ONE_INPUT,
+                name=_prefixed("", sink_name, ": Committer"),
+                inputs=(part.id,),
+                operator=OperatorKind.SINK_COMMITTER,
+                uid=committer_uid,
+                uid_hash=None,
+            )
+            self.transformations[committer.id] = committer
+            last = committer
+        self.transform(last.id)
+        return (last.id,)
+
+    # ------------------------------------------------------------------ edges
+
+    def add_edge(
+        self,
+        upstream: int,
+        downstream: int,
+        type_number: int,
+        partitioner: Partitioner | None = None,
+        output_tag: str | None = None,
+        exchange_mode: ExchangeMode | None = None,
+    ) -> None:
+        """Mirror ``StreamGraph.addEdgeInternal``: resolve virtual nodes."""
+        while upstream in self.virtual:
+            v = self.virtual[upstream]
+            if v.output_tag is not None and output_tag is None:
+                output_tag = v.output_tag
+            if v.partitioner is not None or v.exchange_mode is not None:
+                if partitioner is None:
+                    partitioner = v.partitioner
+                exchange_mode = v.exchange_mode
+            upstream = v.input_id
+        self.create_actual_edge(upstream, downstream, type_number, partitioner,
+                                output_tag, exchange_mode)
+
+    def create_actual_edge(
+        self,
+        upstream: int,
+        downstream: int,
+        type_number: int,
+        partitioner: Partitioner | None,
+        output_tag: str | None,
+        exchange_mode: ExchangeMode | None,
+    ) -> None:
+        """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
+        up = self.nodes[upstream]
+        down = self.nodes[downstream]
+        same = same_value(up.parallelism, down.parallelism)
+        if partitioner is None:
+            if same is None:
+                self.unknowns.append(
+                    Unknown(
+                        f"edge {up.name} -> {down.name}",
+                        f"parallelism {up.parallelism} vs {down.parallelism} cannot be "
+                        "compared statically: FORWARD if equal, else REBALANCE "
+                        "(assumed REBALANCE)",
+                        down.range,
+                    )
+                )
+            if same:
+                partitioner = (
+                    Partitioner.FORWARD_FOR_UNSPECIFIED if self.dynamic else Partitioner.FORWARD
+                )
+            else:
+                partitioner = Partitioner.REBALANCE
+        if partitioner.is_forward and same is not True:
+            if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+                partitioner = Partitioner.HASH
+            elif same is False:
+                raise JobGraphError(
+                    "Forward partitioning does not allow change of parallelism. "
+                    f"Upstream operation: {up.name}-{up.id} parallelism: {up.parallelism}, "
+                    f"downstream operation: {down.name}-{down.id} parallelism: "
+                    f"{down.parallelism} You must use another partitioning strategy, "
+                    "such as broadcast, rebalance, shuffle or global.",
+                    down.id,
+                )
+            else:
+                self.unknowns.append(
+                    Unknown(
+                        f"edge {up.name} -> {down.name}",
+                        "a forward partition between parallelisms that cannot be compared "
+                        "statically: Flink rejects the job if they differ",
+                        down.range,
+                    )
+                )
+        self.edges.append(
+            StreamEdge(
+                source_id=upstream,
+                target_id=downstream,
+                partitioner=partitioner,
+                exchange_mode=exchange_mode or ExchangeMode.UNDEFINED,
+                type_number=type_number,
+                output_tag=output_tag,
+                range=down.range,
+            )
+        )
+
+
+def _prefixed(prefix: str, name: Text, suffix: str = "") -> Text:
+    if isinstance(name, Symbol):
+        return name
+    return prefix + name + suffix
+
+
+def resolve_job_type(
+    env: EnvSettings, transformations: dict[int, Transformation]
+) -> tuple[JobType, Unknown | None]:
+    """Decide STREAMING or BATCH as ``StreamGraphGenerator`` does (§5.4)."""
+    mode = env.runtime_mode
+    sources = [
+        t
+        for t in transformations.values()
+        if t.kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+    ]
+    if isinstance(mode, Symbol):
+        return JobType.STREAMING, Unknown(
+            "runtime mode", f"{mode.reason}; assumed STREAMING", mode.range
+        )
+    if mode is RuntimeMode.STREAMING:
+        return JobType.STREAMING, None
+    unbounded = [s for s in sources if s.bounded is False]
+    undecided = [s for s in sources if s.bounded is None]
+    if mode is RuntimeMode.BATCH:
+        if unbounded:
+            raise JobGraphError(
+                "Detected an UNBOUNDED source with the 'execution.runtime-mode' set to "
+                "'BATCH'. This combination is not allowed, please set the "
+                "'execution.runtime-mode' to STREAMING or AUTOMATIC",
+                unbounded[0].id,
+            )
+        return JobType.BATCH, None
+    if unbounded:
+        return JobType.STREAMING, None
+    if undecided:
+        return JobType.BATCH, Unknown(
+            "runtime mode",
+            "AUTOMATIC mode depends on whether every source is bounded, which is not "
+            "known for all sources (assumed bounded)",
+            undecided[0].range,
+        )
+    return JobType.BATCH, None
+
+
+def resolve_default_parallelism(
+    transformations: dict[int, Transformation],
+    env: EnvSettings,
+    default_parallelism: int | None,
+) -> tuple[dict[int, Transformation], EnvSettings]:
+    """Replace the environment-default symbol by a number, when one is given."""
+    if default_parallelism is None:
+        return transformations, env
+    resolved = {
+        tid: replace(t, parallelism=default_parallelism)
+        if t.parallelism == DEFAULT_PARALLELISM
+        else t
+        for tid, t in transformations.items()
+    }
+    if env.parallelism == DEFAULT_PARALLELISM:
+        env = replace(env, parallelism=default_parallelism)
+    return resolved, env
+
+
+def build_stream_graph(
+    transformations: dict[int, Transformation],
+    order: list[int],
+    env: EnvSettings,
+    job_name: Text,
+    new_id: Callable[[], int],
+) -> tuple[StreamGraph, list[Unknown]]:
+    """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list ``order``.
+
+    Raises :class:`JobGraphError` when Flink would refuse to build the graph.
+    """
+    job_type, mode_unknown = resolve_job_type(env, transformations)
+    builder = _Builder(dict(transformations), env, job_type, new_id)
+    if mode_unknown is not None:
+        builder.unknowns.append(mode_unknown)
+    for tid in order:
+        builder.transform(tid)
+    if job_type is JobType.BATCH:
+        global_mode = _SHUFFLE_MODES.get(env.batch_shuffle_mode, GlobalExchangeMode.ALL_EDGES_BLOCKING)
+    else:
+        global_mode = GlobalExchangeMode.ALL_EDGES_PIPELINED
+    chaining = env.chaining_enabled
+    settings = StreamGraphSettings(
+        job_name=job_name,
+        job_type=job_type,
+        chaining_enabled=chaining,
+        chain_different_max_parallelism=env.chain_different_max_parallelism,
+        global_exchange_mode=global_mode,
+        dynamic=job_type is JobType.BATCH,
+        all_vertices_in_same_slot_sharing_group=job_type is JobType.STREAMING,
+        auto_parallelism=env.auto_parallelism,
+        vertex_name_include_index_prefix=env.vertex_name_include_index_prefix,
+    )
+    # Out-edge order is creation order per source node; group the edges so.
+    by_source: dict[int, list[int]] = {}
+    for index, edge in enumerate(builder.edges):
+        by_source.setdefault(edge.source_id, []).append(index)
+    ordered: list[int] = [i for nid in sorted(by_source) for i in by_source[nid]]
+    position = {old: new for new, old in enumerate(ordered)}
+    in_order: dict[int, list[int]] = {}
+    for index, edge in enumerate(builder.edges):
+        in_order.setdefault(edge.target_id, []).append(position[index])
+    graph = StreamGraph(
+        nodes=tuple(builder.nodes[n] for n in sorted(builder.nodes)),
+        edges=tuple(builder.edges[i] for i in ordered),
+        in_edge_order={k: tuple(v) for k, v in in_order.items()},
+        settings=settings,
+    )
+    return graph, builder.unknowns

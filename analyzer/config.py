@@ -1,0 +1,21 @@
+"""Analysis settings (frozen, one per analysed file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Files larger than this are not analysed (reported instead).
+MAX_FILE_BYTES = 5_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What the analysis needs to know that the program does not say itself.
+
+    ``default_parallelism`` is the environment's default parallelism (Flink's
+    local default is the machine's core count); ``None`` keeps it symbolic, so
+    results hold for any value.
+    """
+
+    default_parallelism: int | None = None
+    max_file_bytes: int = MAX_FILE_BYTES

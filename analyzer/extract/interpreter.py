@@ -1,0 +1,949 @@
+"""An abstract interpreter that replays a PyFlink program's API calls.
+
+It walks the LibCST tree as Python would execute it (module statements in order,
+function bodies when they are called, loops over literal sequences, branches on
+known conditions) but evaluates only what can be known without running code:
+literals, constants, arithmetic, f-strings, PyFlink objects.  Everything else is
+opaque, and where an opaque value would change the graph it becomes a Symbol and
+an "unknown" fact.  The analysed program is never imported or executed.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterator, Sequence
+
+import libcst as cst
+
+from chainlens.analyzer.extract import pyflink_api as api
+from chainlens.analyzer.extract.positions import CallLocator
+from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.values import (
+    BoundMethod,
+    ClassDef,
+    ConfigValue,
+    EnvRef,
+    FunctionDef,
+    Instance,
+    Opaque,
+    PyObject,
+    QualifiedRef,
+    Stream,
+    TypeInfo,
+)
+from chainlens.analyzer.model.enums import OutputType
+from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.values import Symbol
+
+MAX_CALL_DEPTH = 40
+MAX_LOOP_ITERATIONS = 1000
+
+
+class _Return(Exception):
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Stop(Exception):
+    """The program stops here (``raise``, ``sys.exit()``)."""
+
+
+_BINOPS: dict[type[cst.BaseBinaryOp], Callable[[object, object], object]] = {
+    cst.Add: operator.add,
+    cst.Subtract: operator.sub,
+    cst.Multiply: operator.mul,
+    cst.Divide: operator.truediv,
+    cst.FloorDivide: operator.floordiv,
+    cst.Modulo: operator.mod,
+    cst.Power: operator.pow,
+}
+
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[object, object], object]] = {
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.GreaterThan: operator.gt,
+    cst.GreaterThanEqual: operator.ge,
+    cst.In: lambda a, b: a in b,  # type: ignore[operator]
+    cst.NotIn: lambda a, b: a not in b,  # type: ignore[operator]
+    cst.Is: operator.is_,
+    cst.IsNot: operator.is_not,
+}
+
+_LITERAL_TYPES = (int, float, str, bool, type(None), bytes)
+_SEQ_OR_LITERAL = (*_LITERAL_TYPES, list, tuple)
+_ANY_LITERAL = (*_LITERAL_TYPES, list, tuple, dict, set)
+
+# Types.X() -> what alignment needs to know.
+_ROW_TYPES = frozenset({"ROW", "ROW_NAMED"})
+_PICKLED_TYPES = frozenset({"PICKLED_BYTE_ARRAY"})
+
+# Builder-style objects: attributes their methods set.
+_BUILDER_FLAGS: dict[str, tuple[str, object]] = {
+    "with_timestamp_assigner": ("timestamp_assigner", True),
+    "monitor_continuously": ("bounded", False),
+}
+
+_SINKS_WITH_COMMITTER = frozenset({"FileSink", "KafkaSink"})
+_BOUNDED_SOURCES = frozenset({"NumberSequenceSource", "FileSource"})
+_UNBOUNDED_SOURCES = frozenset({"KafkaSource", "PulsarSource"})
+_DYNAMIC_GAP = {
+    "ProcessingTimeSessionWindows": "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows": "DynamicEventTimeSessionWindows",
+}
+# Sources of values that cannot be known without running the program.
+_DYNAMIC_ORIGINS = {
+    "sys.argv": "command-line arguments (sys.argv)",
+    "os.environ": "an environment variable",
+    "os.getenv": "an environment variable",
+    "os.environ.get": "an environment variable",
+    "builtins.input": "user input",
+    "builtins.open": "a file's content",
+    "argparse.ArgumentParser": "command-line arguments (argparse)",
+}
+
+
+class Interpreter:
+    """Replay one module; the result is ``self.program``."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self.module = module
+        self.program = Program()
+        self.locator = CallLocator(module, text)
+        self.globals: dict[str, object] = {"__name__": "__main__"}
+        self.depth = 0
+        self._current_range: SourceRange | None = None
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> Program:
+        """Execute the module's statements in order."""
+        try:
+            self.exec_block(self.module.body, self.globals)
+        except (_Stop, _Return, _Break, _Continue):
+            pass
+        return self.program
+
+    # -------------------------------------------------------------- statements
+
+    def exec_block(
+        self, body: Sequence[cst.BaseStatement | cst.BaseSmallStatement], scope: dict[str, object]
+    ) -> None:
+        for stmt in body:
+            self.exec_statement(stmt, scope)
+
+    def exec_statement(
+        self, stmt: cst.BaseStatement | cst.BaseSmallStatement, scope: dict[str, object]
+    ) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.exec_small(small, scope)
+        elif isinstance(stmt, cst.FunctionDef):
+            scope[stmt.name.value] = FunctionDef(stmt, scope, stmt.name.value)
+        elif isinstance(stmt, cst.ClassDef):
+            bases = tuple(_dotted(b.value) for b in stmt.bases)
+            scope[stmt.name.value] = ClassDef(stmt.name.value, bases)
+        elif isinstance(stmt, cst.If):
+            self.exec_if(stmt, scope)
+        elif isinstance(stmt, cst.For):
+            self.exec_for(stmt, scope)
+        elif isinstance(stmt, cst.While):
+            self.exec_while(stmt, scope)
+        elif isinstance(stmt, cst.Try | cst.TryStar):
+            self.exec_block(stmt.body.body, scope)
+            if stmt.orelse is not None:
+                self.exec_block(stmt.orelse.body.body, scope)
+            if stmt.finalbody is not None:
+                self.exec_block(stmt.finalbody.body.body, scope)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                value = self.eval(item.item, scope)
+                if item.asname is not None:
+                    self.assign(item.asname.name, value, scope)
+            self.exec_block(_body(stmt.body), scope)
+        elif isinstance(stmt, cst.Match):
+            self.note_unknown("match statement", "branches are not followed", stmt)
+        elif isinstance(stmt, cst.BaseSmallStatement):
+            self.exec_small(stmt, scope)
+
+    def exec_small(self, stmt: cst.BaseSmallStatement, scope: dict[str, object]) -> None:
+        if isinstance(stmt, cst.Expr):
+            self.eval(stmt.value, scope)
+        elif isinstance(stmt, cst.Assign):
+            value = self.eval(stmt.value, scope)
+            for target in stmt.targets:
+                self.assign(target.target, value, scope)
+        elif isinstance(stmt, cst.AnnAssign):
+            if stmt.value is not None:
+                self.assign(stmt.target, self.eval(stmt.value, scope), scope)
+        elif isinstance(stmt, cst.AugAssign):
+            current = self.eval(stmt.target, scope)
+            right = self.eval(stmt.value, scope)
+            op_type = type(stmt.operator)
+            binop = {
+                cst.AddAssign: operator.add,
+                cst.SubtractAssign: operator.sub,
+                cst.MultiplyAssign: operator.mul,
+                cst.FloorDivideAssign: operator.floordiv,
+                cst.DivideAssign: operator.truediv,
+                cst.ModuloAssign: operator.mod,
+            }.get(op_type)  # type: ignore[call-overload]
+            self.assign(stmt.target, self.arith(binop, current, right), scope)
+        elif isinstance(stmt, cst.Return):
+            raise _Return(self.eval(stmt.value, scope) if stmt.value is not None else None)
+        elif isinstance(stmt, cst.Import):
+            for alias in stmt.names:
+                dotted = _dotted(alias.name)
+                if alias.asname is not None:
+                    self.assign(alias.asname.name, QualifiedRef(dotted), scope)
+                else:
+                    top = dotted.split(".", 1)[0]
+                    scope[top] = QualifiedRef(top)
+        elif isinstance(stmt, cst.ImportFrom):
+            if stmt.module is None or isinstance(stmt.names, cst.ImportStar):
+                return
+            module = _dotted(stmt.module)
+            for alias in stmt.names:
+                name = _dotted(alias.name)
+                local = (
+                    alias.asname.name.value  # type: ignore[union-attr]
+                    if alias.asname is not None
+                    else name
+                )
+                scope[local] = QualifiedRef(f"{module}.{name}")
+        elif isinstance(stmt, cst.Raise):
+            raise _Stop()
+        elif isinstance(stmt, cst.Break):
+            raise _Break()
+        elif isinstance(stmt, cst.Continue):
+            raise _Continue()
+        elif isinstance(stmt, cst.Global | cst.Nonlocal | cst.Pass | cst.Assert | cst.Del):
+            return
+
+    def exec_if(self, stmt: cst.If, scope: dict[str, object]) -> None:
+        test = self.eval(stmt.test, scope)
+        truth = _truth(test)
+        if truth is None:
+            self.note_unknown(
+                "branch",
+                f"the condition `{_code(stmt.test)}` is not known statically; "
+                "the first branch is analysed",
+                stmt.test,
+            )
+            truth = True
+        if truth:
+            self.exec_block(_body(stmt.body), scope)
+        elif isinstance(stmt.orelse, cst.If):
+            self.exec_if(stmt.orelse, scope)
+        elif isinstance(stmt.orelse, cst.Else):
+            self.exec_block(_body(stmt.orelse.body), scope)
+
+    def exec_for(self, stmt: cst.For, scope: dict[str, object]) -> None:
+        iterable = self.eval(stmt.iter, scope)
+        items = _iterate(iterable)
+        if items is None:
+            self.note_unknown(
+                "loop",
+                f"`{_code(stmt.iter)}` is not known statically; the loop body is analysed once",
+                stmt.iter,
+            )
+            items = [Symbol("loop item", "not known statically")]
+        try:
+            for count, item in enumerate(items):
+                if count >= MAX_LOOP_ITERATIONS:
+                    self.note_unknown("loop", "too many iterations to follow", stmt.iter)
+                    break
+                self.assign(stmt.target, item, scope)
+                try:
+                    self.exec_block(_body(stmt.body), scope)
+                except _Continue:
+                    continue
+            else:
+                if stmt.orelse is not None:
+                    self.exec_block(_body(stmt.orelse.body), scope)
+        except _Break:
+            pass
+
+    def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
+        self.note_unknown(
+            "loop", "a while loop's iterations are not followed; its body is analysed once",
+            stmt.test,
+        )
+        try:
+            self.exec_block(_body(stmt.body), scope)
+        except (_Break, _Continue):
+            pass
+
+    def assign(self, target: cst.BaseExpression | cst.BaseAssignTargetExpression,
+               value: object, scope: dict[str, object]) -> None:
+        if isinstance(target, cst.Name):
+            scope[target.value] = value
+        elif isinstance(target, cst.Tuple | cst.List):
+            items = _iterate(value)
+            elements = [e.value for e in target.elements]
+            if items is not None and len(items) == len(elements):
+                for element, item in zip(elements, items, strict=True):
+                    self.assign(element, item, scope)
+            else:
+                for element in elements:
+                    self.assign(element, Opaque("unpacked"), scope)
+        elif isinstance(target, cst.Subscript):
+            container = self.eval(target.value, scope)
+            if isinstance(container, dict) and len(target.slice) == 1:
+                index = target.slice[0].slice
+                if isinstance(index, cst.Index):
+                    key = self.eval(index.value, scope)
+                    if isinstance(key, _LITERAL_TYPES):
+                        container[key] = value
+        elif isinstance(target, cst.Attribute):
+            owner = self.eval(target.value, scope)
+            if isinstance(owner, Instance):
+                return
+
+    # ------------------------------------------------------------- expressions
+
+    def eval(self, node: cst.BaseExpression, scope: dict[str, object]) -> object:
+        method = getattr(self, "eval_" + type(node).__name__, None)
+        if method is None:
+            return Opaque(type(node).__name__)
+        return method(node, scope)  # type: ignore[no-any-return]
+
+    def lookup(self, name: str, scope: dict[str, object]) -> object:
+        if name in scope:
+            return scope[name]
+        if name in self.globals:
+            return self.globals[name]
+        return QualifiedRef(f"builtins.{name}")
+
+    def eval_Name(self, node: cst.Name, scope: dict[str, object]) -> object:
+        if node.value == "True":
+            return True
+        if node.value == "False":
+            return False
+        if node.value == "None":
+            return None
+        return self.lookup(node.value, scope)
+
+    def eval_Integer(self, node: cst.Integer, scope: dict[str, object]) -> object:
+        return int(node.value.replace("_", ""), 0)
+
+    def eval_Float(self, node: cst.Float, scope: dict[str, object]) -> object:
+        return float(node.value.replace("_", ""))
+
+    def eval_SimpleString(self, node: cst.SimpleString, scope: dict[str, object]) -> object:
+        return node.evaluated_value
+
+    def eval_ConcatenatedString(
+        self, node: cst.ConcatenatedString, scope: dict[str, object]
+    ) -> object:
+        left = self.eval(node.left, scope)
+        right = self.eval(node.right, scope)
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        return _derived(left, right)
+
+    def eval_FormattedString(self, node: cst.FormattedString, scope: dict[str, object]) -> object:
+        parts: list[str] = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value.replace("{{", "{").replace("}}", "}"))
+                continue
+            value = self.eval(part.expression, scope)
+            if isinstance(value, Symbol):
+                return value
+            if not isinstance(value, _LITERAL_TYPES) or part.format_spec or part.conversion:
+                if part.format_spec is None and part.conversion is None and isinstance(
+                    value, _LITERAL_TYPES
+                ):
+                    parts.append(str(value))
+                    continue
+                formatted = _format(value, part, self, scope)
+                if formatted is None:
+                    return Symbol(f"f-string {_code(node)}", "not known statically")
+                parts.append(formatted)
+            else:
+                parts.append(str(value))
+        return "".join(parts)
+
+    def eval_Tuple(self, node: cst.Tuple, scope: dict[str, object]) -> object:
+        return tuple(self._elements(node.elements, scope))
+
+    def eval_List(self, node: cst.List, scope: dict[str, object]) -> object:
+        return list(self._elements(node.elements, scope))
+
+    def eval_Set(self, node: cst.Set, scope: dict[str, object]) -> object:
+        items = list(self._elements(node.elements, scope))
+        return Opaque("set") if any(not _hashable(i) for i in items) else set(items)
+
+    def _elements(
+        self, elements: Sequence[cst.BaseElement], scope: dict[str, object]
+    ) -> Iterator[object]:
+        for element in elements:
+            value = self.eval(element.value, scope)
+            if isinstance(element, cst.StarredElement):
+                items = _iterate(value)
+                if items is None:
+                    yield Opaque("starred")
+                else:
+                    yield from items
+            else:
+                yield value
+
+    def eval_Dict(self, node: cst.Dict, scope: dict[str, object]) -> object:
+        result: dict[object, object] = {}
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key = self.eval(element.key, scope)
+                value = self.eval(element.value, scope)
+                if _hashable(key):
+                    result[key] = value
+            else:
+                other = self.eval(element.value, scope)
+                if isinstance(other, dict):
+                    result.update(other)
+        return result
+
+    def eval_Subscript(self, node: cst.Subscript, scope: dict[str, object]) -> object:
+        container = self.eval(node.value, scope)
+        if isinstance(container, QualifiedRef) and container.qualname == "sys.argv":
+            return self.dynamic("sys.argv", node)
+        if isinstance(container, QualifiedRef) and container.qualname == "os.environ":
+            return self.dynamic("os.environ", node)
+        if isinstance(container, Symbol):
+            return container
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return Opaque("slice")
+        key = self.eval(node.slice[0].slice.value, scope)
+        if isinstance(key, Symbol):
+            return key
+        try:
+            if isinstance(container, list | tuple | str) and isinstance(key, int):
+                return container[key]
+            if isinstance(container, dict) and _hashable(key):
+                return container[key]
+        except (IndexError, KeyError):
+            return Opaque("missing item")
+        return Opaque("item")
+
+    def eval_BinaryOperation(self, node: cst.BinaryOperation, scope: dict[str, object]) -> object:
+        left = self.eval(node.left, scope)
+        right = self.eval(node.right, scope)
+        return self.arith(_BINOPS.get(type(node.operator)), left, right)
+
+    def arith(
+        self, op: Callable[[object, object], object] | None, left: object, right: object
+    ) -> object:
+        if isinstance(left, Symbol) or isinstance(right, Symbol):
+            return _derived(left, right)
+        if op is None:
+            return Opaque("operation")
+        if isinstance(left, _SEQ_OR_LITERAL) and isinstance(right, _SEQ_OR_LITERAL):
+            try:
+                return op(left, right)
+            except Exception:  # noqa: BLE001 - the program itself would fail here
+                return Opaque("failed operation")
+        return Opaque("operation")
+
+    def eval_UnaryOperation(self, node: cst.UnaryOperation, scope: dict[str, object]) -> object:
+        value = self.eval(node.expression, scope)
+        if isinstance(value, Symbol):
+            return value
+        if isinstance(node.operator, cst.Not):
+            truth = _truth(value)
+            return Opaque("not") if truth is None else not truth
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(node.operator, cst.Minus):
+                return -value
+            if isinstance(node.operator, cst.Plus):
+                return value
+        return Opaque("unary")
+
+    def eval_BooleanOperation(
+        self, node: cst.BooleanOperation, scope: dict[str, object]
+    ) -> object:
+        left = self.eval(node.left, scope)
+        truth = _truth(left)
+        if truth is None:
+            right = self.eval(node.right, scope)
+            return _derived(left, right) if isinstance(left, Symbol) else Opaque("bool")
+        if isinstance(node.operator, cst.And):
+            return self.eval(node.right, scope) if truth else left
+        return left if truth else self.eval(node.right, scope)
+
+    def eval_Comparison(self, node: cst.Comparison, scope: dict[str, object]) -> object:
+        left = self.eval(node.left, scope)
+        result: object = True
+        for target in node.comparisons:
+            right = self.eval(target.comparator, scope)
+            op = _COMPARE.get(type(target.operator))
+            if op is None or not _comparable(left) or not _comparable(right):
+                if isinstance(left, Symbol) or isinstance(right, Symbol):
+                    return _derived(left, right)
+                return Opaque("comparison")
+            try:
+                outcome = op(left, right)
+            except TypeError:
+                return Opaque("comparison")
+            if not outcome:
+                return False
+            result = outcome
+            left = right
+        return result
+
+    def eval_IfExp(self, node: cst.IfExp, scope: dict[str, object]) -> object:
+        truth = _truth(self.eval(node.test, scope))
+        if truth is None:
+            body = self.eval(node.body, scope)
+            orelse = self.eval(node.orelse, scope)
+            if body == orelse and isinstance(body, _LITERAL_TYPES):
+                return body
+            return Symbol(f"`{_code(node)}`", "depends on a condition not known statically")
+        return self.eval(node.body if truth else node.orelse, scope)
+
+    def eval_Lambda(self, node: cst.Lambda, scope: dict[str, object]) -> object:
+        return Opaque("lambda")
+
+    def eval_Attribute(self, node: cst.Attribute, scope: dict[str, object]) -> object:
+        owner = self.eval(node.value, scope)
+        name = node.attr.value
+        if isinstance(owner, QualifiedRef):
+            return QualifiedRef(f"{owner.qualname}.{name}")
+        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | Instance):
+            return BoundMethod(owner, name)
+        if isinstance(owner, Symbol):
+            return owner
+        if isinstance(owner, str | list | dict | tuple):
+            return BoundMethod(owner, name)
+        return Opaque(f"attribute {name}")
+
+    def eval_ListComp(self, node: cst.ListComp, scope: dict[str, object]) -> object:
+        return self._comprehension(node, scope)
+
+    def eval_GeneratorExp(self, node: cst.GeneratorExp, scope: dict[str, object]) -> object:
+        return self._comprehension(node, scope)
+
+    def _comprehension(
+        self, node: cst.ListComp | cst.GeneratorExp, scope: dict[str, object]
+    ) -> object:
+        clause = node.for_in
+        if clause.inner_for_in is not None or clause.ifs:
+            return Opaque("comprehension")
+        items = _iterate(self.eval(clause.iter, scope))
+        if items is None:
+            return Opaque("comprehension")
+        inner = dict(scope)
+        result = []
+        for item in items:
+            self.assign(clause.target, item, inner)
+            result.append(self.eval(node.elt, inner))
+        return result
+
+    # ------------------------------------------------------------------- calls
+
+    def eval_Call(self, node: cst.Call, scope: dict[str, object]) -> object:
+        func = self.eval(node.func, scope)
+        positional: list[object] = []
+        keywords: dict[str, object] = {}
+        for arg in node.args:
+            value = self.eval(arg.value, scope)
+            if arg.keyword is not None:
+                keywords[arg.keyword.value] = value
+            elif arg.star == "*":
+                items = _iterate(value)
+                positional.extend(items if items is not None else [Opaque("*args")])
+            elif arg.star == "**":
+                if isinstance(value, dict):
+                    keywords.update({str(k): v for k, v in value.items()})
+            else:
+                positional.append(value)
+        where = self.locator.range_of(node)
+        call = api.Call(self.program, api.Args(positional, keywords), where)
+        return self.call(func, call, node)
+
+    def call(self, func: object, call: api.Call, node: cst.Call) -> object:
+        if isinstance(func, BoundMethod):
+            return self.call_method(func, call, node)
+        if isinstance(func, FunctionDef):
+            return self.call_function(func, call, node)
+        if isinstance(func, ClassDef):
+            return Instance(func)
+        if isinstance(func, QualifiedRef):
+            return self.call_qualified(func, call, node)
+        if isinstance(func, Symbol):
+            return func
+        return Opaque("call result")
+
+    def call_function(self, func: FunctionDef, call: api.Call, node: cst.Call) -> object:
+        if self.depth >= MAX_CALL_DEPTH:
+            self.note_unknown("call", f"recursion into {func.name}() is not followed", node)
+            return Opaque("recursion")
+        local: dict[str, object] = {}
+        params = func.node.params
+        ordered = [*params.posonly_params, *params.params]
+        for index, param in enumerate(ordered):
+            name = param.name.value
+            if index < len(call.args.positional):
+                local[name] = call.args.positional[index]
+            elif name in call.args.keywords:
+                local[name] = call.args.keywords[name]
+            elif param.default is not None:
+                local[name] = self.eval(param.default, func.closure)
+            else:
+                local[name] = Opaque("missing argument")
+        for param in params.kwonly_params:
+            name = param.name.value
+            if name in call.args.keywords:
+                local[name] = call.args.keywords[name]
+            elif param.default is not None:
+                local[name] = self.eval(param.default, func.closure)
+        if isinstance(params.star_arg, cst.Param):
+            local[params.star_arg.name.value] = tuple(call.args.positional[len(ordered):])
+        if params.star_kwarg is not None:
+            local[params.star_kwarg.name.value] = {
+                k: v for k, v in call.args.keywords.items() if k not in local
+            }
+        scope = _ChainScope(local, func.closure)
+        self.depth += 1
+        try:
+            body = func.node.body
+            self.exec_block(_body(body), scope)
+        except _Return as ret:
+            return ret.value
+        except (_Break, _Continue):
+            return None
+        finally:
+            self.depth -= 1
+        return None
+
+    def call_method(self, method: BoundMethod, call: api.Call, node: cst.Call) -> object:
+        receiver, name = method.receiver, method.name
+        if isinstance(receiver, Stream):
+            result = api.stream_method(call, receiver, name)
+            if result is None:
+                self.program.problem(
+                    "unknown-api",
+                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API chainlens knows; "
+                    "the graph after it is not followed",
+                    call.where,
+                )
+                return Opaque(f"unknown {name}")
+            return result
+        if isinstance(receiver, EnvRef):
+            result = api.env_method(call, receiver, name)
+            if result is None:
+                self.program.problem(
+                    "unknown-api",
+                    f"StreamExecutionEnvironment.{name}() is not an API chainlens knows",
+                    call.where,
+                )
+                return Opaque(f"unknown {name}")
+            return result
+        if isinstance(receiver, ConfigValue):
+            return self.config_method(receiver, name, call)
+        if isinstance(receiver, PyObject):
+            return self.object_method(receiver, name, call)
+        if isinstance(receiver, list) and name in ("append", "extend"):
+            if name == "append" and call.args.positional:
+                receiver.append(call.args.positional[0])
+            elif name == "extend" and call.args.positional:
+                items = _iterate(call.args.positional[0])
+                if items is not None:
+                    receiver.extend(items)
+            return None
+        if isinstance(receiver, dict) and name == "get":
+            key = call.args.get(0, "key")
+            if _hashable(key) and key in receiver:
+                return receiver[key]
+            return call.args.get(1, "default")
+        if isinstance(receiver, dict) and name in ("items", "keys", "values"):
+            return list(getattr(receiver, name)())
+        if isinstance(receiver, str) and name in (
+            "upper", "lower", "strip", "title", "capitalize", "replace", "format", "join"
+        ):
+            try:
+                return getattr(receiver, name)(*call.args.positional, **call.args.keywords)
+            except Exception:  # noqa: BLE001 - the program itself would fail here
+                return Opaque("string")
+        return Opaque(f"{name}()")
+
+    def config_method(self, config: ConfigValue, name: str, call: api.Call) -> object:
+        if name.startswith("set_") or name == "set":
+            key = call.args.get(0, "key")
+            value = call.args.get(1, "value")
+            if isinstance(key, str):
+                config.entries[key] = value
+            else:
+                self.program.unknown("configuration key", "not known statically", call.where)
+            return config
+        if name == "get_string" or name == "get_integer" or name == "get":
+            key = call.args.get(0, "key")
+            return config.entries.get(key, call.args.get(1, "default")) if isinstance(
+                key, str
+            ) else Opaque("config")
+        return Opaque("config")
+
+    def object_method(self, obj: PyObject, name: str, call: api.Call) -> object:
+        flag = _BUILDER_FLAGS.get(name)
+        if flag is not None:
+            attrs = dict(obj.attrs)
+            attrs[flag[0]] = flag[1]
+            return PyObject(obj.qualname, obj.args, obj.kwargs, attrs)
+        return obj
+
+    def call_qualified(self, ref: QualifiedRef, call: api.Call, node: cst.Call) -> object:
+        qual = ref.qualname
+        parts = qual.split(".")
+        last = parts[-1]
+        owner = parts[-2] if len(parts) > 1 else ""
+        if qual in _DYNAMIC_ORIGINS:
+            return self.dynamic(qual, node)
+        if parts[0] == "builtins":
+            return self.call_builtin(last, call, node)
+        if qual in ("sys.exit", "os._exit"):
+            raise _Stop()
+        if parts[0] != "pyflink":
+            return Opaque(f"{qual}()")
+        if len(parts) > 1 and parts[1] == "table":
+            self.program.problem(
+                "unsupported",
+                f"{last}: the Table API is not analysed; jobs it submits are not shown",
+                call.where,
+            )
+            return Opaque(f"{qual}()")
+        if owner == "StreamExecutionEnvironment" and last in (
+            "get_execution_environment", "create_local_environment"
+        ):
+            return api.new_environment(call, self.program)
+        if last == "Configuration":
+            entries: dict[str, object] = {}
+            return ConfigValue(entries)
+        if owner == "Types":
+            return _type_info(last, call)
+        if last[:1].isupper():
+            obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
+            return _with_known_attrs(obj)
+        if owner[:1].isupper():
+            cls_name = owner
+            if last == "with_dynamic_gap":
+                cls_name = _DYNAMIC_GAP.get(owner, owner)
+            cls_qual = ".".join([*parts[:-2], cls_name])
+            obj = PyObject(cls_qual, tuple(call.args.positional), dict(call.args.keywords))
+            return _with_known_attrs(obj)
+        return Opaque(f"{qual}()")
+
+    def call_builtin(self, name: str, call: api.Call, node: cst.Call) -> object:
+        args = call.args.positional
+        first = args[0] if args else None
+        if any(isinstance(a, Symbol) for a in args) and name in (
+            "int", "str", "float", "bool", "abs", "round", "max", "min"
+        ):
+            return next(a for a in args if isinstance(a, Symbol))
+        try:
+            if name == "int" and isinstance(first, str | int | float):
+                return int(first, *args[1:2]) if isinstance(first, str) else int(first)
+            if name == "str" and isinstance(first, _LITERAL_TYPES):
+                return str(first)
+            if name == "float" and isinstance(first, str | int | float):
+                return float(first)
+            if name == "bool" and isinstance(first, _LITERAL_TYPES):
+                return bool(first)
+            if name == "len" and isinstance(first, list | tuple | str | dict):
+                return len(first)
+            if name == "range" and all(isinstance(a, int) for a in args):
+                return list(range(*args))  # type: ignore[arg-type]
+            if name in ("max", "min", "abs", "round", "sum", "sorted", "reversed") and args:
+                items = args if len(args) > 1 else _iterate(first)
+                if items is not None and all(isinstance(i, int | float | str) for i in items):
+                    fn = {"max": max, "min": min, "sum": sum, "sorted": sorted,
+                          "reversed": lambda x: list(reversed(x)),
+                          "abs": lambda x: abs(x[0]), "round": lambda x: round(x[0])}[name]
+                    return fn(list(items))
+            if name in ("list", "tuple"):
+                items = _iterate(first) if args else []
+                if items is not None:
+                    return list(items) if name == "list" else tuple(items)
+            if name == "enumerate":
+                items = _iterate(first)
+                if items is not None:
+                    return list(enumerate(items))
+            if name == "zip":
+                lists = [_iterate(a) for a in args]
+                if all(item is not None for item in lists):
+                    return list(zip(*lists, strict=False))  # type: ignore[arg-type]
+            if name == "dict":
+                if not args:
+                    return dict(call.args.keywords)
+        except (TypeError, ValueError):
+            return Opaque(f"{name}()")
+        if name in ("input", "open"):
+            return self.dynamic(f"builtins.{name}", node)
+        if name in ("print", "isinstance", "hasattr", "repr", "iter", "next", "super",
+                    "set", "frozenset", "type", "id", "hash", "callable", "getattr"):
+            return Opaque(f"{name}()")
+        return Opaque(f"{name}()")
+
+    # ----------------------------------------------------------------- helpers
+
+    def dynamic(self, origin: str, node: cst.CSTNode) -> Symbol:
+        reason = _DYNAMIC_ORIGINS.get(origin, "a value known only when the program runs")
+        where = self.range_near(node)
+        label = f"`{_code(node)}`"
+        return Symbol(label, f"comes from {reason}", where)
+
+    def range_near(self, node: cst.CSTNode) -> SourceRange | None:
+        if isinstance(node, cst.Call):
+            return self.locator.range_of(node)
+        for child in _walk(node):
+            if isinstance(child, cst.Call):
+                return self.locator.range_of(child)
+        return None
+
+    def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
+        self.program.unknown(subject, reason, self.range_near(node))
+
+
+class _ChainScope(dict[str, object]):
+    """A function's locals, falling back to the defining scope for reads."""
+
+    def __init__(self, local: dict[str, object], outer: dict[str, object]) -> None:
+        super().__init__(local)
+        self.outer = outer
+
+    def __missing__(self, key: str) -> object:
+        return self.outer[key]
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key) or key in self.outer
+
+
+def _body(
+    body: cst.BaseSuite,
+) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return body.body
+    return ()
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return "?"
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+_EMPTY_MODULE = cst.Module(body=())
+
+
+def _code(node: cst.CSTNode) -> str:
+    text = _EMPTY_MODULE.code_for_node(node).strip()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _truth(value: object) -> bool | None:
+    if isinstance(value, Symbol | Opaque | QualifiedRef | BoundMethod):
+        return None
+    if isinstance(value, _ANY_LITERAL):
+        return bool(value)
+    return True
+
+
+def _iterate(value: object) -> list[object] | None:
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return list(value.keys())
+    if isinstance(value, str):
+        return list(value)
+    return None
+
+
+def _hashable(value: object) -> bool:
+    return isinstance(value, _LITERAL_TYPES) or (
+        isinstance(value, tuple) and all(_hashable(v) for v in value)
+    )
+
+
+def _comparable(value: object) -> bool:
+    return isinstance(value, _ANY_LITERAL)
+
+
+def _derived(*values: object) -> object:
+    for value in values:
+        if isinstance(value, Symbol):
+            return Symbol(value.name, value.reason, value.range)
+    return Opaque("derived")
+
+
+def _format(
+    value: object,
+    part: cst.FormattedStringExpression,
+    interp: Interpreter,
+    scope: dict[str, object],
+) -> str | None:
+    if not isinstance(value, _LITERAL_TYPES):
+        return None
+    text: object = value
+    if part.conversion == "r":
+        text = repr(value)
+    elif part.conversion == "s":
+        text = str(value)
+    spec = ""
+    if part.format_spec:
+        pieces = []
+        for piece in part.format_spec:
+            if isinstance(piece, cst.FormattedStringText):
+                pieces.append(piece.value)
+            else:
+                inner = interp.eval(piece.expression, scope)
+                if not isinstance(inner, _LITERAL_TYPES):
+                    return None
+                pieces.append(str(inner))
+        spec = "".join(pieces)
+    try:
+        return format(text, spec)
+    except (TypeError, ValueError):
+        return None
+
+
+def _type_info(name: str, call: api.Call) -> TypeInfo:
+    if name in _ROW_TYPES:
+        return TypeInfo(OutputType.ROW, name)
+    if name in _PICKLED_TYPES:
+        return TypeInfo(OutputType.PICKLED, name)
+    return TypeInfo(OutputType.OTHER, name)
+
+
+def _with_known_attrs(obj: PyObject) -> PyObject:
+    name = obj.simple_name
+    if name in _BOUNDED_SOURCES:
+        obj.attrs.setdefault("bounded", True)
+    elif name in _UNBOUNDED_SOURCES:
+        obj.attrs.setdefault("bounded", False)
+    if name in _SINKS_WITH_COMMITTER:
+        obj.attrs.setdefault("committer", True)
+    return obj
+
+
+def interpret(module: cst.Module, text: str) -> Program:
+    """Replay ``module`` (its source is ``text``) and return what it built."""
+    return Interpreter(module, text).run()

@@ -1,0 +1,136 @@
+"""Abstract values the interpreter computes for Python expressions.
+
+The interpreter never runs the analysed program: it evaluates what it can know
+statically (literals, constants, PyFlink objects) and gives everything else an
+:class:`Opaque` value, or a :class:`~chainlens.analyzer.model.values.Symbol` where
+the value would matter to the graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from chainlens.analyzer.model.enums import OutputType
+from chainlens.analyzer.model.values import Symbol
+
+if TYPE_CHECKING:
+    from chainlens.analyzer.extract.program import EnvState
+
+
+class Opaque:
+    """A value that does not matter to the graph (a user function, a lambda, ...)."""
+
+    __slots__ = ("description",)
+
+    def __init__(self, description: str = "") -> None:
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"Opaque({self.description})"
+
+
+@dataclass(eq=False, slots=True)
+class QualifiedRef:
+    """A name imported from a module: a class, function or module of PyFlink."""
+
+    qualname: str
+
+
+@dataclass(eq=False, slots=True)
+class PyObject:
+    """An instance of a known PyFlink class, with its evaluated arguments."""
+
+    qualname: str
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def simple_name(self) -> str:
+        """Return the class name without its module."""
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass(eq=False, slots=True)
+class TypeInfo:
+    """A ``Types.X()`` value: what alignment and descriptions need of it."""
+
+    output_type: OutputType
+    text: str
+
+
+@dataclass(eq=False, slots=True)
+class FunctionDef:
+    """A function defined in the analysed module (interpreted when called)."""
+
+    node: cst.FunctionDef
+    closure: dict[str, object]
+    name: str
+
+
+@dataclass(eq=False, slots=True)
+class ClassDef:
+    """A class defined in the analysed module; its instances are user functions."""
+
+    name: str
+    bases: tuple[str, ...]
+
+
+@dataclass(eq=False, slots=True)
+class Instance:
+    """An instance of a class defined in the analysed module."""
+
+    cls: ClassDef
+
+
+@dataclass(eq=False, slots=True)
+class BoundMethod:
+    """``obj.method`` before it is called."""
+
+    receiver: object
+    name: str
+
+
+@dataclass(eq=False, slots=True)
+class EnvRef:
+    """A ``StreamExecutionEnvironment`` (several names may refer to one env)."""
+
+    state: EnvState
+
+
+@dataclass(eq=False, slots=True)
+class ConfigValue:
+    """A ``pyflink.common.Configuration`` with the keys set so far."""
+
+    entries: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(eq=False, slots=True)
+class Stream:
+    """A stream-like PyFlink object bound to a transformation.
+
+    ``kind`` is the Python class: ``DataStream``, ``KeyedStream``,
+    ``WindowedStream``, ``AllWindowedStream``, ``ConnectedStreams``,
+    ``BroadcastStream``, ``BroadcastConnectedStream``, ``DataStreamSink``.
+    """
+
+    kind: str
+    env: EnvState
+    tid: int
+    output_type: OutputType = OutputType.OTHER
+    origin: Stream | None = None  # KeyedStream: the stream that was keyed
+    original_type: OutputType = OutputType.OTHER  # KeyedStream: type before keying
+    other: Stream | None = None  # ConnectedStreams / BroadcastConnected: 2nd input
+    assigner: str = ""  # WindowedStream: assigner class name
+    assigner_text: str = ""
+
+
+UNSET = Opaque("unset")
+
+
+def is_symbolic(value: object) -> bool:
+    """Tell whether ``value`` is a Symbol (unknown at analysis time)."""
+    return isinstance(value, Symbol)

@@ -1,0 +1,123 @@
+"""Transformations: the DAG PyFlink's API calls build, before any rewriting.
+
+Mirrors ``org.apache.flink.api.dag.Transformation`` and its subclasses closely
+enough to replay PyFlink's alignment (P1), its Python operator fusion (P2) and
+``StreamGraphGenerator`` (P3).  Ids follow Flink's JVM-wide counter: every
+transformation consumes one, in creation order.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from chainlens.analyzer.model.enums import (
+    ChainingStrategy,
+    ExchangeMode,
+    OperatorKind,
+    OutputType,
+    Partitioner,
+    RuntimeMode,
+)
+from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.stream_graph import FusedMember
+from chainlens.analyzer.model.values import (
+    DEFAULT_PARALLELISM,
+    Parallelism,
+    Symbol,
+    Text,
+    Unknown,
+)
+
+
+class TransformationKind(enum.Enum):
+    """The Java ``Transformation`` subclass."""
+
+    SOURCE = "SourceTransformation"
+    LEGACY_SOURCE = "LegacySourceTransformation"
+    ONE_INPUT = "OneInputTransformation"
+    TWO_INPUT = "TwoInputTransformation"
+    PARTITION = "PartitionTransformation"
+    UNION = "UnionTransformation"
+    SIDE_OUTPUT = "SideOutputTransformation"
+    LEGACY_SINK = "LegacySinkTransformation"
+    SINK = "SinkTransformation"
+    TIMESTAMPS_WATERMARKS = "TimestampsAndWatermarksTransformation"
+    BROADCAST_STATE = "PythonBroadcastStateTransformation"
+    KEYED_BROADCAST_STATE = "PythonKeyedBroadcastStateTransformation"
+
+    @property
+    def is_virtual(self) -> bool:
+        """Tell whether no StreamNode is created for this kind."""
+        return self in (
+            TransformationKind.PARTITION,
+            TransformationKind.UNION,
+            TransformationKind.SIDE_OUTPUT,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Transformation:
+    """One transformation; ``None`` fields mean "not set" (Flink's -1 / null)."""
+
+    id: int
+    kind: TransformationKind
+    name: Text
+    inputs: tuple[int, ...] = ()
+    operator: OperatorKind = OperatorKind.NONE
+    parallelism: Parallelism | None = None
+    parallelism_configured: bool = False
+    max_parallelism: int | Symbol | None = None
+    slot_sharing_group: Text | None = None
+    uid: Text | None = None
+    uid_hash: Text | None = None
+    description: Text | None = None
+    chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
+    partitioner: Partitioner | None = None
+    exchange_mode: ExchangeMode = ExchangeMode.UNDEFINED
+    output_tag: str | None = None
+    output_type: OutputType = OutputType.OTHER
+    keyed: bool = False
+    bounded: bool | None = None
+    has_committer: bool = False
+    api: str = ""
+    hidden: bool = False
+    members: tuple[FusedMember, ...] = ()
+    range: SourceRange | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSettings:
+    """What the environment's configuration says at the time of a submission."""
+
+    parallelism: Parallelism = DEFAULT_PARALLELISM
+    max_parallelism: int | Symbol | None = None
+    chaining_enabled: bool | Symbol = True
+    chain_different_max_parallelism: bool = True
+    python_chaining_enabled: bool = True
+    python_execution_mode: str = "process"
+    runtime_mode: RuntimeMode | Symbol = RuntimeMode.STREAMING
+    batch_shuffle_mode: str = "ALL_EXCHANGES_BLOCKING"
+    auto_parallelism: bool = True
+    vertex_name_include_index_prefix: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """One submission (``execute``/``execute_async``/``execute_and_collect``).
+
+    ``transformations`` holds every transformation reachable from the job, by id;
+    ``env_order`` is PyFlink's ``env.transformations`` list at submission time.
+    ``collect_input`` is the stream ``execute_and_collect`` was called on.
+    """
+
+    index: int
+    trigger: str
+    job_name: Text | None
+    env: EnvSettings
+    transformations: dict[int, Transformation]
+    env_order: tuple[int, ...]
+    next_id: int  # the JVM id counter when the submission starts
+    collect_input: int | None = None
+    range: SourceRange | None = None
+    unknowns: tuple[Unknown, ...] = field(default=())
