@@ -86,6 +86,10 @@ def compile_job(job: JobSpec, default_parallelism: int | None) -> tuple[Compiled
     job_graph: JobGraph | None = None
     error: JobGraphError | None = None
     try:
+        if not ws.env_order and job.collect_input is None:
+            raise JobGraphError(
+                "No operators defined in streaming topology. Cannot execute."
+            )
         align_transformations(ws)
         if env.python_chaining_enabled:
             extra = (job.collect_input,) if job.collect_input is not None else ()

@@ -121,14 +121,16 @@ class Interpreter:
         self.locator = CallLocator(module, text)
         self.globals: dict[str, object] = {"__name__": "__main__"}
         self.depth = 0
-        self._current_range: SourceRange | None = None
+        self.top = 0  # the top-level statement whose code is being executed
 
     # ------------------------------------------------------------------ driver
 
     def run(self) -> Program:
         """Execute the module's statements in order."""
         try:
-            self.exec_block(self.module.body, self.globals)
+            for index, stmt in enumerate(self.module.body):
+                self.top = index
+                self.exec_statement(stmt, self.globals)
         except (_Stop, _Return, _Break, _Continue):
             pass
         return self.program
@@ -148,7 +150,7 @@ class Interpreter:
             for small in stmt.body:
                 self.exec_small(small, scope)
         elif isinstance(stmt, cst.FunctionDef):
-            scope[stmt.name.value] = FunctionDef(stmt, scope, stmt.name.value)
+            scope[stmt.name.value] = FunctionDef(stmt, scope, stmt.name.value, self.top)
         elif isinstance(stmt, cst.ClassDef):
             bases = tuple(_dotted(b.value) for b in stmt.bases)
             scope[stmt.name.value] = ClassDef(stmt.name.value, bases)
@@ -340,6 +342,10 @@ class Interpreter:
         return float(node.value.replace("_", ""))
 
     def eval_SimpleString(self, node: cst.SimpleString, scope: dict[str, object]) -> object:
+        raw = node.value
+        if "\\" not in raw and raw[:1] in ("'", '"'):
+            quote = 3 if raw[:3] in ("\"\"\"", "\'\'\'") else 1
+            return raw[quote:-quote]
         return node.evaluated_value
 
     def eval_ConcatenatedString(
@@ -565,7 +571,7 @@ class Interpreter:
                     keywords.update({str(k): v for k, v in value.items()})
             else:
                 positional.append(value)
-        where = self.locator.range_of(node)
+        where = self.locator.range_of(node, self.top)
         call = api.Call(self.program, api.Args(positional, keywords), where)
         return self.call(func, call, node)
 
@@ -613,6 +619,7 @@ class Interpreter:
             }
         scope = _ChainScope(local, func.closure)
         self.depth += 1
+        caller_top, self.top = self.top, func.top
         try:
             body = func.node.body
             self.exec_block(_body(body), scope)
@@ -622,6 +629,7 @@ class Interpreter:
             return None
         finally:
             self.depth -= 1
+            self.top = caller_top
         return None
 
     def call_method(self, method: BoundMethod, call: api.Call, node: cst.Call) -> object:
@@ -801,10 +809,10 @@ class Interpreter:
 
     def range_near(self, node: cst.CSTNode) -> SourceRange | None:
         if isinstance(node, cst.Call):
-            return self.locator.range_of(node)
+            return self.locator.range_of(node, self.top)
         for child in _walk(node):
             if isinstance(child, cst.Call):
-                return self.locator.range_of(child)
+                return self.locator.range_of(child, self.top)
         return None
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:

@@ -19,36 +19,175 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 
+# Fields that never contain a call: whitespace, punctuation, operators.
+_SKIP_PREFIXES = (
+    "whitespace",
+    "lpar",
+    "rpar",
+    "lbracket",
+    "rbracket",
+    "lbrace",
+    "rbrace",
+    "comma",
+    "semicolon",
+    "colon",
+    "equal",
+    "star",
+    "dot",
+    "operator",
+    "leading_lines",
+    "lines_after",
+    "header",
+    "footer",
+    "newline",
+    "trailing_whitespace",
+    "footer",
+    "asynchronous",
+    "arrow",
+    "first_line",
+    "empty_lines",
+    "indent",
+    "value_lines",
+)
+# Nodes whose dataclass field order differs from source order.
+_SOURCE_ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.FunctionDef: ("decorators", "name", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+# Nodes that never contain a call (or whose calls are not paired: f-strings).
+_LEAVES: frozenset[type] = frozenset(
+    {
+        cst.Name,
+        cst.Integer,
+        cst.Float,
+        cst.Imaginary,
+        cst.SimpleString,
+        cst.FormattedString,
+        cst.Ellipsis,
+        cst.Pass,
+        cst.Break,
+        cst.Continue,
+        cst.Import,
+        cst.ImportFrom,
+        cst.Global,
+        cst.Nonlocal,
+        cst.EmptyLine,
+        cst.Comment,
+        cst.Newline,
+        cst.TrailingWhitespace,
+        cst.SimpleWhitespace,
+        cst.ParenthesizedWhitespace,
+    }
+)
+# Where only some fields can hold a call.
+_ONLY: dict[type, tuple[str, ...]] = {
+    cst.Attribute: ("value",),
+    cst.Arg: ("value",),
+    cst.Param: ("annotation", "default"),
+    cst.Call: ("func", "args"),
+    cst.Decorator: ("decorator",),
+}
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names: tuple[str, ...]
+    if cls in _LEAVES or not (isinstance(cls, type) and issubclass(cls, cst.CSTNode)):
+        names = ()
+    elif cls in _ONLY:
+        names = _ONLY[cls]
+    else:
+        names = _SOURCE_ORDER.get(cls) or tuple(
+            name
+            for name in cls.__dataclass_fields__  # type: ignore[attr-defined]
+            if not name.startswith(_SKIP_PREFIXES)
+        )
+    _FIELDS[cls] = names
+    return names
+
+
 class _CstCalls:
-    """Collect LibCST calls in source order (pre-order), skipping f-strings."""
+    """Collect LibCST calls in source order (pre-order), skipping f-strings.
+
+    Walks dataclass fields directly, dispatching on the exact type:
+    ``CSTNode.children`` runs a whole visitor per node and ``isinstance`` on
+    LibCST's abstract classes is slow; both would cost more than parsing.
+    """
 
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
 
-    def walk(self, node: cst.CSTNode) -> None:
-        stack: list[cst.CSTNode] = [node]
+    def walk(self, node: object) -> None:
+        stack: list[object] = [node]
         calls = self.calls
+        fields_of = _FIELDS
         while stack:
             current = stack.pop()
-            if isinstance(current, cst.FormattedString):
+            cls = type(current)
+            if cls is tuple or cls is list:
+                stack.extend(reversed(current))  # type: ignore[call-overload]
                 continue
-            if isinstance(current, cst.Call):
-                calls.append(current)
-            children = current.children
-            if children:
-                stack.extend(reversed(children))
+            fields = fields_of.get(cls)
+            if fields is None:
+                fields = _fields(cls)
+            if not fields:
+                continue
+            if cls is cst.Call:
+                calls.append(current)  # type: ignore[arg-type]
+            for name in reversed(fields):
+                value = getattr(current, name)
+                if value is not None:
+                    stack.append(value)
+
+
+_AST_SKIP_FIELDS = frozenset({"ctx", "op", "type_comment", "kind"})
+_AST_LEAVES: frozenset[type] = frozenset(
+    {ast.Name, ast.Constant, ast.JoinedStr, ast.Import, ast.ImportFrom, ast.Pass,
+     ast.Break, ast.Continue, ast.Global, ast.Nonlocal, ast.alias}
+)
+_AST_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _ast_fields(cls: type) -> tuple[str, ...]:
+    names = _AST_FIELDS.get(cls)
+    if names is None:
+        if cls in _AST_LEAVES:
+            names = ()
+        else:
+            names = tuple(
+                f for f in getattr(cls, "_fields", ()) if f not in _AST_SKIP_FIELDS
+            )
+        _AST_FIELDS[cls] = names
+    return names
 
 
 def _ast_calls(tree: ast.AST) -> list[ast.Call]:
+    """Collect calls outside f-strings, sorted into source (pre-)order."""
     found: list[ast.Call] = []
-    stack: list[ast.AST] = [tree]
+    stack: list[object] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.JoinedStr):
+        cls = type(node)
+        if cls is list:
+            stack.extend(node)  # type: ignore[call-overload]
             continue
-        if isinstance(node, ast.Call):
-            found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        fields = _AST_FIELDS.get(cls)
+        if fields is None:
+            fields = _ast_fields(cls)
+        if not fields:
+            continue
+        if cls is ast.Call:
+            found.append(node)  # type: ignore[arg-type]
+        for name in fields:
+            value = getattr(node, name, None)
+            if value is not None:
+                stack.append(value)
     found.sort(
         key=lambda c: (
             c.lineno,
@@ -64,34 +203,68 @@ class CallLocator:
     """Map each ``cst.Call`` of a module to the range of its API name and arguments.
 
     For ``stream.map(f)`` the range covers ``map(f)``; for a plain ``f(x)`` the
-    whole call.
+    whole call.  Work is done per top-level statement, and only for statements
+    whose calls are asked for: the bodies of user functions that the program
+    never calls (most of a typical file) are never walked.
     """
 
     def __init__(self, module: cst.Module, text: str) -> None:
+        self._module = module
+        self._text = text
         self._ranges: dict[int, SourceRange] = {}
-        self._keep: list[cst.Call] = []
-        collector = _CstCalls()
-        collector.walk(module)
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            tree = None
-        calls = _ast_calls(tree) if tree is not None else []
-        if tree is not None and len(calls) == len(collector.calls):
-            lines = text.splitlines()
-            for cst_call, ast_call in zip(collector.calls, calls, strict=True):
-                self._ranges[id(cst_call)] = _range_of(ast_call, lines)
-            self._keep = collector.calls
-        else:
-            self._from_metadata(module)
+        self._done: set[int] = set()
+        self._tree: ast.Module | None = None
+        self._ast_start: list[int] = []
+        self._lines: list[str] = []
+        self._metadata_used = False
 
-    def _from_metadata(self, module: cst.Module) -> None:
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    def _prepare(self) -> bool:
+        if self._tree is not None:
+            return True
+        try:
+            tree = ast.parse(self._text)
+        except (SyntaxError, ValueError):
+            return False
+        starts = []
+        position = 0
+        for stmt in self._module.body:
+            starts.append(position)
+            position += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        if position != len(tree.body):
+            return False
+        starts.append(position)
+        self._tree = tree
+        self._ast_start = starts
+        self._lines = self._text.splitlines()
+        return True
+
+    def _index_statement(self, top: int) -> None:
+        self._done.add(top)
+        if self._metadata_used:
+            return
+        if not self._prepare() or not 0 <= top < len(self._module.body):
+            self._from_metadata()
+            return
+        assert self._tree is not None
+        collector = _CstCalls()
+        collector.walk(self._module.body[top])
+        statements = self._tree.body[self._ast_start[top] : self._ast_start[top + 1]]
+        calls: list[ast.Call] = []
+        for stmt in statements:
+            calls.extend(_ast_calls(stmt))
+        if len(calls) != len(collector.calls):
+            self._from_metadata()
+            return
+        for cst_call, ast_call in zip(collector.calls, calls, strict=True):
+            self._ranges[id(cst_call)] = _range_of(ast_call, self._lines)
+
+    def _from_metadata(self) -> None:
+        self._metadata_used = True
+        wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
         collector = _CstCalls()
-        collector.walk(module)
-        calls = collector.calls
-        for call in calls:
+        collector.walk(self._module)
+        for call in collector.calls:
             code_range = positions.get(call)
             if code_range is None:
                 continue
@@ -105,11 +278,14 @@ class CallLocator:
                 SourcePosition(start.line, start.column),
                 SourcePosition(code_range.end.line, code_range.end.column),
             )
-        self._keep = calls
 
-    def range_of(self, call: cst.Call) -> SourceRange | None:
-        """Return the range of ``call``, or None for a node of another module."""
-        return self._ranges.get(id(call))
+    def range_of(self, call: cst.Call, top: int) -> SourceRange | None:
+        """Return the range of ``call``, found in top-level statement ``top``."""
+        found = self._ranges.get(id(call))
+        if found is None and top not in self._done:
+            self._index_statement(top)
+            found = self._ranges.get(id(call))
+        return found
 
 
 def _column(lines: list[str], line: int, byte_offset: int) -> int:

@@ -69,6 +69,7 @@ class FunctionDef:
     node: cst.FunctionDef
     closure: dict[str, object]
     name: str
+    top: int  # index of the top-level statement that contains the definition
 
 
 @dataclass(eq=False, slots=True)

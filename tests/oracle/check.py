@@ -1,0 +1,85 @@
+"""Compare chainlens's prediction for a program with what real Flink built.
+
+``expected`` is a document written by ``tests/oracle/generate.py`` (or by the
+shared oracle, whose keys are the same): its jobs, in submission order, each with
+Flink's StreamGraph and JobGraph, or the error Flink raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from chainlens.analyzer.api import AnalysisResult, analyze_file
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.report import job_to_json
+from tests.oracle.compare import compare_jobs
+
+
+def source_sha256(path: Path) -> str:
+    """Return the hash the generator records for a program file."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def local_parallelism(expected: Mapping[str, Any]) -> int:
+    """Return the default parallelism real Flink ran the program with."""
+    meta = expected.get("_meta") or expected.get("oracle") or {}
+    return int(meta.get("local_default_parallelism", 4))
+
+
+def _error_message(doc: Mapping[str, Any] | None) -> str:
+    if not doc:
+        return ""
+    return str(doc.get("message") or "")
+
+
+def _same_error(flink: str, ours: str) -> bool:
+    flink_text = " ".join(flink.split())
+    ours_text = " ".join(ours.split())
+    return bool(ours_text) and (ours_text in flink_text)
+
+
+def analyse_like_flink(program: Path, expected: Mapping[str, Any]) -> AnalysisResult:
+    """Analyse ``program`` with the default parallelism Flink used."""
+    return analyze_file(program, Config(default_parallelism=local_parallelism(expected)))
+
+
+def differences(program: Path, expected: Mapping[str, Any]) -> list[str]:
+    """Return every difference between chainlens's jobs and Flink's (empty: equal)."""
+    result = analyse_like_flink(program, expected)
+    if result.problems:
+        return [f"chainlens problem: {p.code}: {p.message}" for p in result.problems]
+    flink_jobs = list(expected.get("jobs") or [])
+    ours = list(result.jobs)
+    diffs: list[str] = []
+    # A job Flink refuses while building its StreamGraph raises in the program
+    # before any job is recorded: it shows only as the program's error.
+    if len(ours) == len(flink_jobs) + 1 and ours[-1].error is not None:
+        flink_error = _error_message(expected.get("error"))
+        if not _same_error(flink_error, ours[-1].error.message):
+            diffs.append(
+                f"last job: chainlens says Flink rejects it with {ours[-1].error.message!r}, "
+                f"Flink said {flink_error!r}"
+            )
+        ours = ours[:-1]
+    if len(ours) != len(flink_jobs):
+        return [*diffs, f"chainlens found {len(ours)} job(s), Flink built {len(flink_jobs)}"]
+    for index, (mine, theirs) in enumerate(zip(ours, flink_jobs, strict=True)):
+        prefix = f"job {index}: "
+        rejected = bool(theirs.get("rejected_by_flink")) or theirs.get("job_graph") is None
+        if rejected:
+            flink_error = _error_message(theirs.get("error"))
+            if mine.error is None:
+                diffs.append(prefix + f"Flink rejects the job ({flink_error!r}), chainlens does not")
+            elif not _same_error(flink_error, mine.error.message):
+                diffs.append(
+                    prefix + f"rejection differs: {mine.error.message!r} vs {flink_error!r}"
+                )
+            continue
+        if mine.error is not None:
+            diffs.append(prefix + f"chainlens says Flink rejects it: {mine.error.message}")
+            continue
+        diffs.extend(prefix + d for d in compare_jobs(theirs, job_to_json(mine)))
+    return diffs
