@@ -79,7 +79,7 @@ def analyze_source(path: str, text: str, config: Config | None = None) -> Analys
         )
     parsed = time.perf_counter()
     try:
-        program = interpret(module, text)
+        program = interpret(module, text, config.argv)
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:
         return AnalysisResult(
@@ -139,7 +139,7 @@ def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> Analy
                 Problem(
                     "decode-error",
                     f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
-                    f"line {line}, column {column})",
+                    f"line {line}, column {column + 1})",
                     where,
                 ),
             ),

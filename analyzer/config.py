@@ -14,8 +14,12 @@ class Config:
 
     ``default_parallelism`` is the environment's default parallelism (Flink's
     local default is the machine's core count); ``None`` keeps it symbolic, so
-    results hold for any value.
+    results hold for any value.  ``argv`` lets programs that read their command
+    line (``sys.argv``, argparse) be analysed as they would run with it.
     """
 
     default_parallelism: int | None = None
     max_file_bytes: int = MAX_FILE_BYTES
+    #: the command-line arguments the program is assumed to run with (after the
+    #: program name); None: not known, so values read from them are unknown.
+    argv: tuple[str, ...] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -55,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the environment's default parallelism (Flink's local default is the "
         "number of CPU cores); without it, results hold for any value",
     )
+    graph.add_argument(
+        "--argv",
+        default=None,
+        metavar="ARGS",
+        help="analyse as if the program ran with these command-line arguments "
+        "(one string, split like a shell does; '' for none); without it, values "
+        "read from the command line are reported as unknown",
+    )
     return parser
 
 
@@ -67,7 +76,8 @@ def _exit_code(results: Sequence[AnalysisResult]) -> int:
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
-    config = Config(default_parallelism=args.default_parallelism)
+    argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
+    config = Config(default_parallelism=args.default_parallelism, argv=argv)
     results = [analyze_file(path, config) for path in args.files]
     if args.format == "json":
         text = json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"

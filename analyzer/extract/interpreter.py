@@ -19,12 +19,14 @@ from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.positions import CallLocator
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.values import (
+    ArgParser,
     BoundMethod,
     ClassDef,
     ConfigValue,
     EnvRef,
     FunctionDef,
     Instance,
+    Namespace,
     Opaque,
     PyObject,
     QualifiedRef,
@@ -115,8 +117,11 @@ _DYNAMIC_ORIGINS = {
 class Interpreter:
     """Replay one module; the result is ``self.program``."""
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(
+        self, module: cst.Module, text: str, argv: Sequence[str] | None = None
+    ) -> None:
         self.module = module
+        self.argv = list(argv) if argv is not None else None
         self.program = Program()
         self.locator = CallLocator(module, text)
         self.globals: dict[str, object] = {"__name__": "__main__"}
@@ -333,7 +338,17 @@ class Interpreter:
             return False
         if node.value == "None":
             return None
-        return self.lookup(node.value, scope)
+        return self.known_argv(self.lookup(node.value, scope))
+
+    def known_argv(self, value: object) -> object:
+        """Give ``sys.argv`` its value when the arguments are assumed known."""
+        if (
+            self.argv is not None
+            and isinstance(value, QualifiedRef)
+            and value.qualname == "sys.argv"
+        ):
+            return ["program.py", *self.argv]
+        return value
 
     def eval_Integer(self, node: cst.Integer, scope: dict[str, object]) -> object:
         return int(node.value.replace("_", ""), 0)
@@ -426,6 +441,17 @@ class Interpreter:
             return self.dynamic("os.environ", node)
         if isinstance(container, Symbol):
             return container
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+            part = node.slice[0].slice
+            bounds = [
+                self.eval(b, scope) if b is not None else None
+                for b in (part.lower, part.upper, part.step)
+            ]
+            if isinstance(container, list | tuple | str) and all(
+                b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds
+            ):
+                return container[slice(*bounds)]  # type: ignore[misc]
+            return Opaque("slice")
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return Opaque("slice")
         key = self.eval(node.slice[0].slice.value, scope)
@@ -522,8 +548,10 @@ class Interpreter:
         owner = self.eval(node.value, scope)
         name = node.attr.value
         if isinstance(owner, QualifiedRef):
-            return QualifiedRef(f"{owner.qualname}.{name}")
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | Instance):
+            return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
+        if isinstance(owner, Namespace):
+            return owner.values.get(name, Opaque(f"argument {name}"))
+        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | Instance | ArgParser):
             return BoundMethod(owner, name)
         if isinstance(owner, Symbol):
             return owner
@@ -657,6 +685,8 @@ class Interpreter:
             return result
         if isinstance(receiver, ConfigValue):
             return self.config_method(receiver, name, call)
+        if isinstance(receiver, ArgParser):
+            return self.argparse_method(receiver, name, call)
         if isinstance(receiver, PyObject):
             return self.object_method(receiver, name, call)
         if isinstance(receiver, list) and name in ("append", "extend"):
@@ -699,6 +729,26 @@ class Interpreter:
             ) else Opaque("config")
         return Opaque("config")
 
+    def argparse_method(self, parser: ArgParser, name: str, call: api.Call) -> object:
+        """Follow ``add_argument`` and ``parse_args``/``parse_known_args``."""
+        if name == "add_argument":
+            flags = [f for f in call.args.positional if isinstance(f, str)]
+            option: dict[str, object] = dict(call.args.keywords)
+            option["flags"] = flags
+            if "dest" not in option and flags:
+                longest = max(flags, key=len)
+                option["dest"] = longest.lstrip("-").replace("-", "_")
+            parser.options.append(option)
+            return Opaque("argument")
+        if name in ("parse_args", "parse_known_args"):
+            given = call.args.get(0, "args")
+            args = _iterate(given) if given is not None else self.argv
+            if args is None or not all(isinstance(a, str) for a in args):
+                return Symbol("command-line arguments", "not known statically")
+            namespace = _parse_arguments(parser, [str(a) for a in args])
+            return (namespace, []) if name == "parse_known_args" else namespace
+        return Opaque(f"{name}()")
+
     def object_method(self, obj: PyObject, name: str, call: api.Call) -> object:
         flag = _BUILDER_FLAGS.get(name)
         if flag is not None:
@@ -712,6 +762,8 @@ class Interpreter:
         parts = qual.split(".")
         last = parts[-1]
         owner = parts[-2] if len(parts) > 1 else ""
+        if qual == "argparse.ArgumentParser" and self.argv is not None:
+            return ArgParser()
         if qual in _DYNAMIC_ORIGINS:
             return self.dynamic(qual, node)
         if parts[0] == "builtins":
@@ -721,11 +773,13 @@ class Interpreter:
         if parts[0] != "pyflink":
             return Opaque(f"{qual}()")
         if len(parts) > 1 and parts[1] == "table":
-            self.program.problem(
-                "unsupported",
-                f"{last}: the Table API is not analysed; jobs it submits are not shown",
-                call.where,
-            )
+            if not any(p.code == "unsupported" for p in self.program.problems):
+                self.program.problem(
+                    "unsupported",
+                    "the Table API is not analysed: the operators it adds and the jobs "
+                    "it submits are not shown",
+                    call.where,
+                )
             return Opaque(f"{qual}()")
         if owner == "StreamExecutionEnvironment" and last in (
             "get_execution_environment", "create_local_environment"
@@ -952,6 +1006,64 @@ def _with_known_attrs(obj: PyObject) -> PyObject:
     return obj
 
 
-def interpret(module: cst.Module, text: str) -> Program:
-    """Replay ``module`` (its source is ``text``) and return what it built."""
-    return Interpreter(module, text).run()
+def _parse_arguments(parser: ArgParser, args: list[str]) -> Namespace:
+    """Mirror the common subset of argparse: options, flags, positionals."""
+    values: dict[str, object] = {}
+    by_flag: dict[str, dict[str, object]] = {}
+    positionals: list[dict[str, object]] = []
+    for option in parser.options:
+        dest = str(option.get("dest", ""))
+        action = option.get("action")
+        default = option.get("default", False if action == "store_true" else None)
+        if action == "store_false":
+            default = option.get("default", True)
+        values[dest] = default
+        flags = option.get("flags") or []
+        if any(str(f).startswith("-") for f in flags):  # type: ignore[union-attr]
+            for flag in flags:  # type: ignore[union-attr]
+                by_flag[str(flag)] = option
+        else:
+            positionals.append(option)
+    index = 0
+    while index < len(args):
+        token = args[index]
+        index += 1
+        name, _, inline = token.partition("=")
+        option = by_flag.get(name)
+        if option is None:
+            if not token.startswith("-") and positionals:
+                option = positionals.pop(0)
+                values[str(option["dest"])] = _convert(option, token)
+            continue
+        action = option.get("action")
+        if action in ("store_true", "store_false"):
+            values[str(option["dest"])] = action == "store_true"
+            continue
+        if inline or _:
+            raw = inline
+        elif index < len(args):
+            raw = args[index]
+            index += 1
+        else:
+            continue
+        values[str(option["dest"])] = _convert(option, raw)
+    return Namespace(values)
+
+
+def _convert(option: dict[str, object], raw: str) -> object:
+    kind = option.get("type")
+    if isinstance(kind, QualifiedRef) and kind.qualname in ("builtins.int", "builtins.float"):
+        try:
+            return int(raw) if kind.qualname == "builtins.int" else float(raw)
+        except ValueError:
+            return Opaque("bad argument")
+    return raw
+
+
+def interpret(module: cst.Module, text: str, argv: Sequence[str] | None = None) -> Program:
+    """Replay ``module`` (its source is ``text``) and return what it built.
+
+    ``argv`` is the command line the program is assumed to run with; ``None``
+    means it is not known (``sys.argv`` and argparse results are then unknown).
+    """
+    return Interpreter(module, text, argv).run()

@@ -129,6 +129,20 @@ class Stream:
     assigner_text: str = ""
 
 
+@dataclass(eq=False, slots=True)
+class ArgParser:
+    """An ``argparse.ArgumentParser`` whose options are followed (argv is known)."""
+
+    options: list[dict[str, object]] = field(default_factory=list)
+
+
+@dataclass(eq=False, slots=True)
+class Namespace:
+    """The result of ``parse_args``: attribute name -> value."""
+
+    values: dict[str, object] = field(default_factory=dict)
+
+
 UNSET = Opaque("unset")
 
 

@@ -40,16 +40,12 @@ class Partitioner(enum.Enum):
     @property
     def is_forward(self) -> bool:
         """Tell whether this is ``ForwardPartitioner`` or one of its subclasses."""
-        return self in (
-            Partitioner.FORWARD,
-            Partitioner.FORWARD_FOR_UNSPECIFIED,
-            Partitioner.FORWARD_FOR_CONSECUTIVE_HASH,
-        )
+        return self.value in _FORWARD_CLASSES
 
     @property
     def is_pointwise(self) -> bool:
         """Tell whether job edges with this partitioner are POINTWISE."""
-        return self.is_forward or self is Partitioner.RESCALE
+        return self.value in _POINTWISE_CLASSES
 
     @classmethod
     def from_flink(cls, printed: str, class_name: str | None = None) -> Partitioner:
@@ -63,6 +59,15 @@ class Partitioner(enum.Enum):
                 return member
         raise ValueError(f"unknown partitioner {printed!r} ({class_name})")
 
+
+_FORWARD_CLASSES = frozenset(
+    {
+        "ForwardPartitioner",
+        "ForwardForUnspecifiedPartitioner",
+        "ForwardForConsecutiveHashPartitioner",
+    }
+)
+_POINTWISE_CLASSES = _FORWARD_CLASSES | {"RescalePartitioner"}
 
 _FLINK_NAMES = {
     Partitioner.FORWARD: "FORWARD",
@@ -151,6 +156,9 @@ class OperatorKind(enum.Enum):
     TIMESTAMPS_WATERMARKS = "TimestampsAndWatermarksOperator"
     JAVA_MAP = "StreamMap"
     PROJECT = "StreamProject"
+    ASYNC_WAIT = "AsyncWaitOperator"  # its factory is a YieldingOperatorFactory
+    OTHER = "other"  # any other operator (Table API runtime operators, ...)
+    OTHER_YIELDING = "other (YieldingOperatorFactory)"
 
     @property
     def is_python(self) -> bool:
@@ -161,6 +169,30 @@ class OperatorKind(enum.Enum):
     def is_source_operator_factory(self) -> bool:
         """Tell whether the factory is a ``SourceOperatorFactory`` (FLIP-27)."""
         return self is OperatorKind.SOURCE_OPERATOR
+
+    @property
+    def is_legacy_source(self) -> bool:
+        """Tell whether the operator is a legacy ``StreamSource``."""
+        return self is OperatorKind.LEGACY_SOURCE
+
+    @property
+    def is_yielding(self) -> bool:
+        """Tell whether the factory is a ``YieldingOperatorFactory``.
+
+        In Flink 2.3 these are ``SinkWriterOperatorFactory`` (``sink_to``),
+        ``AsyncWaitOperatorFactory`` and a few file/table factories; they never
+        chain into a chain headed by a legacy source.
+        """
+        return self in (
+            OperatorKind.SINK_WRITER,
+            OperatorKind.ASYNC_WAIT,
+            OperatorKind.OTHER_YIELDING,
+        )
+
+    @property
+    def has_operator_factory(self) -> bool:
+        """Tell whether a StreamNode with this operator has an operator factory."""
+        return self is not OperatorKind.NONE
 
 
 class OutputType(enum.Enum):

@@ -1,0 +1,53 @@
+"""Packaging and architecture: what the wheel contains, which layer imports what."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"chainlens.analyzer": "analyzer", "chainlens.server": "server", "chainlens.hooks": "hooks"}
+
+
+def _packages_on_disk() -> set[str]:
+    found = set()
+    for package, folder in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *relative.parts]))
+    return found
+
+
+def test_every_subpackage_is_listed_in_pyproject() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    assert listed == _packages_on_disk()
+
+
+def _imports(folder: str) -> dict[str, set[str]]:
+    result: dict[str, set[str]] = {}
+    for path in (ROOT / folder).rglob("*.py"):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+        result[str(path.relative_to(ROOT))] = names
+    return result
+
+
+def test_analyzer_is_pure_and_layered() -> None:
+    for path, names in _imports("analyzer").items():
+        for name in names:
+            assert not name.startswith(("pygls", "lsprotocol", "pyspark")), (path, name)
+            assert not name.startswith(("chainlens.server", "chainlens.hooks")), (path, name)
+            if path.startswith("analyzer/compile/"):
+                assert not name.startswith("chainlens.analyzer.extract"), (path, name)
+            if path.startswith("analyzer/extract/"):
+                assert not name.startswith("chainlens.analyzer.compile"), (path, name)
+            if path.startswith("analyzer/model/"):
+                assert not name.startswith(
+                    ("chainlens.analyzer.extract", "chainlens.analyzer.compile")
+                ), (path, name)
