@@ -8,13 +8,14 @@ non-chained edge broke the chain, and which facts are uncertain.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.enums import (
     DistributionPattern,
     Partitioner,
     ResultPartitionType,
 )
+from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamEdge
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
 
@@ -66,6 +67,7 @@ class ChainedOperator:
     user_defined_operator_id: Text | None
     chain_index: int
     chained_outputs_to: tuple[int, ...] = ()
+    range: SourceRange | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,8 @@ class JobGraph:
     unknowns: tuple[Unknown, ...] = ()
     #: nodes whose chaining or operator ID depends on a value chainlens cannot know
     uncertain_nodes: frozenset[int] = frozenset()
+    #: every StreamNode id (chained sources included) -> the id of its JobVertex
+    node_to_vertex: dict[int, str] = field(default_factory=dict)
 
 
 class JobGraphError(Exception):

@@ -1,0 +1,978 @@
+"""StreamGraph -> JobGraph: operator chains, tasks and the network edges between them.
+
+Mirrors ``StreamingJobGraphGenerator.createJobGraph`` (Flink 2.3) for what a
+PyFlink program can observe: chains (``createChain``), chained names, operator
+and vertex IDs (``StreamGraphHasherV2``), vertex order
+(``JobGraph.getVerticesSortedTopologicallyFromSources``), job edges with ship
+strategy, distribution pattern and result partition type, slot sharing groups
+(one per pipelined region in BATCH), the BATCH/dynamic-graph parallelism reset and
+the ``[vertex-i]`` name prefix.  See flink-semantics.md §6 and §7.
+
+Not modelled (no PyFlink program reaches them): iterations, co-location groups,
+resources, managed memory, ``isOutputOnlyAfterEndOfStream`` operators (which
+would turn their outputs BLOCKING), cached intermediate data sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from chainlens.analyzer.compile.chaining import (
+    ChainingVerdict,
+    chaining_verdict,
+    is_chainable_source,
+)
+from chainlens.analyzer.compile.hashing import (
+    hash_dependents,
+    traverse_stream_graph_and_generate_hashes,
+)
+from chainlens.analyzer.model.enums import (
+    DistributionPattern,
+    ExchangeMode,
+    GlobalExchangeMode,
+    JobType,
+    Partitioner,
+    ResultPartitionType,
+)
+from chainlens.analyzer.model.job_graph import (
+    ChainBreak,
+    ChainedOperator,
+    JobEdge,
+    JobGraph,
+    JobGraphError,
+    JobVertex,
+)
+from chainlens.analyzer.model.stream_graph import StreamEdge, StreamGraph, StreamNode
+from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
+
+#: ``StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP``
+DEFAULT_SLOT_SHARING_GROUP = "default"
+#: ``ExecutionConfig.PARALLELISM_DEFAULT`` (decided at runtime)
+PARALLELISM_DEFAULT = -1
+
+_PIPELINED_TYPES = frozenset(
+    {
+        ResultPartitionType.PIPELINED,
+        ResultPartitionType.PIPELINED_BOUNDED,
+        ResultPartitionType.PIPELINED_APPROXIMATE,
+    }
+)
+_HYBRID_TYPES = frozenset(
+    {ResultPartitionType.HYBRID_FULL, ResultPartitionType.HYBRID_SELECTIVE}
+)
+_RECONSUMABLE_TYPES = frozenset(
+    {ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_FULL}
+)
+#: Partitioners whose instances never compare equal (their key selector or user
+#: partitioner is part of them), so outputs using them are never reused.
+_UNIQUE_PARTITIONERS = frozenset({Partitioner.HASH, Partitioner.CUSTOM})
+
+
+def _text(value: Text) -> str:
+    return str(value)
+
+
+def _is_positive(value: Parallelism) -> bool:
+    """Tell whether a parallelism is set (``> 0``); a symbol stands for a set value."""
+    return isinstance(value, Symbol) or value > 0
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(slots=True)
+class _ChainInfo:
+    """What is collected while one chain is built (``OperatorChainInfo``)."""
+
+    start_node_id: int
+    chained_sources: list[int] = field(default_factory=list)  # sources run inside
+    chained_names: dict[int, str] = field(default_factory=dict)
+    nodes: list[int] = field(default_factory=list)  # addNodeToChain order (tail first)
+    transitive_out_edges: list[StreamEdge] = field(default_factory=list)
+
+    def new_chain(self, start_node_id: int) -> _ChainInfo:
+        """Start a new chain.
+
+        Mirrors OperatorChainInfo.newChain (Flink 2.3).
+        """
+        return _ChainInfo(start_node_id)
+
+
+@dataclass(slots=True)
+class _Output:
+    """Mirrors ``NonChainedOutput`` (with the data set it becomes)."""
+
+    source_node_id: int
+    consumer_parallelism: Parallelism
+    consumer_max_parallelism: int | Symbol
+    output_tag: str | None
+    partitioner: Partitioner
+    partition_type: ResultPartitionType
+
+
+@dataclass(slots=True)
+class _DataSet:
+    """Mirrors ``IntermediateDataSet``: one produced result and its consumers."""
+
+    output: _Output
+    consumers: list[_Edge] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Edge:
+    """Mirrors ``JobEdge`` while the graph is built."""
+
+    producer: int  # start node ids
+    consumer: int
+    data_set: _DataSet
+    stream_edge: StreamEdge
+    partitioner: Partitioner
+    type_number: int
+
+
+@dataclass(slots=True)
+class _Vertex:
+    """Mirrors ``JobVertex`` while the graph is built."""
+
+    start_node_id: int
+    id: str
+    chain: _ChainInfo
+    name: str
+    parallelism: Parallelism
+    max_parallelism: int | Symbol
+    parallelism_configured: bool
+    inputs: list[_Edge] = field(default_factory=list)
+    results: list[_DataSet] = field(default_factory=list)
+    slot_sharing_group: int = -1  # group object number (creation order)
+
+
+# ------------------------------------------------------------------------ builder
+
+
+class _JobGraphBuilder:
+    """The mutable state of one ``StreamingJobGraphGenerator`` run."""
+
+    def __init__(self, graph: StreamGraph, hashes: dict[int, bytes]) -> None:
+        self.graph = graph
+        self.hashes = hashes
+        self.verdicts: dict[int, ChainingVerdict] = {}
+        # LinkedHashMap<Integer, JobVertex> jobVerticesInOrder (creation order)
+        self.vertices: dict[int, _Vertex] = {}
+        self.chain_entry_points: dict[int, _ChainInfo] = {}
+        self.chain_index: dict[int, int] = {}
+        self.chained_outputs: dict[int, list[int]] = {}
+        self.non_chainable_outputs: dict[int, list[StreamEdge]] = {}
+        # Edges are keyed by identity: parallel edges may be equal as values.
+        self.chained_edges: set[int] = set()
+        self.chained_source_edges: set[int] = set()
+        self.partitioners: dict[int, Partitioner] = {}  # after dynamic conversion
+        self.outputs: dict[int, _Output] = {}  # edge -> its NonChainedOutput
+        self.data_sets: dict[int, _DataSet] = {}  # id(output) -> its data set
+        self.has_hybrid_result_partition = False
+
+    # ---------------------------------------------------------------- predicates
+
+    def verdict(self, edge: StreamEdge) -> ChainingVerdict:
+        """Return (and cache) ``isChainable`` with all reasons for ``edge``."""
+        key = id(edge)
+        cached = self.verdicts.get(key)
+        if cached is None:
+            cached = chaining_verdict(edge, self.graph)
+            self.verdicts[key] = cached
+        return cached
+
+    def partitioner(self, edge: StreamEdge) -> Partitioner:
+        """Return the edge's partitioner after dynamic-graph conversion."""
+        return self.partitioners.get(id(edge), edge.partitioner)
+
+    # ------------------------------------------------------------------ chaining
+
+    def build_chained_inputs_and_get_head_inputs(self) -> None:
+        """Find the chain entry points; chain FLIP-27 sources into their consumers.
+
+        Mirrors StreamingJobGraphGenerator.buildChainedInputsAndGetHeadInputs
+        (Flink 2.3).
+        """
+        for source_id in self.graph.source_ids:
+            source = self.graph.node(source_id)
+            if is_chainable_source(source, self.graph):
+                edge = self.graph.out_edges(source_id)[0]
+                self.create_source_chain_info(source, edge)
+            else:
+                self.chain_entry_points[source_id] = _ChainInfo(source_id)
+
+    def create_source_chain_info(self, source: StreamNode, edge: StreamEdge) -> None:
+        """Run ``source`` inside its target's task (chain index 0).
+
+        Mirrors StreamingJobGraphGenerator.createSourceChainInfo (Flink 2.3).
+        """
+        target = edge.target_id
+        info = self.chain_entry_points.setdefault(target, _ChainInfo(target))
+        info.chained_sources.append(source.id)  # addChainedSource
+        self.chain_index[source.id] = 0  # sources are always first
+        self.chained_outputs[source.id] = []
+        self.chained_source_edges.add(id(edge))
+
+    def set_chaining(self) -> None:
+        """Build every chain from the entry points, in ascending node id.
+
+        Mirrors StreamingJobGraphGenerator.setChaining (Flink 2.3).
+        """
+        self.build_chained_inputs_and_get_head_inputs()
+        for start in sorted(self.chain_entry_points):
+            info = self.chain_entry_points[start]
+            self.create_chain(info.start_node_id, 1, info)
+
+    def create_chain(
+        self, current: int, chain_index: int, info: _ChainInfo
+    ) -> list[StreamEdge]:
+        """Add ``current`` and its chainable successors to the chain ``info``.
+
+        Mirrors StreamingJobGraphGenerator.createChain (Flink 2.3).
+
+        Chainable outputs are followed first (same chain), then every non-chainable
+        output starts a new chain; ``current`` is recorded after its successors
+        (post-order), and the JobVertex is created when the head completes.
+        Returns the chain's transitive out-edges below ``current``.
+        """
+        start = info.start_node_id
+        if start in self.vertices:
+            return []
+        transitive: list[StreamEdge] = []
+        chainable: list[StreamEdge] = []
+        non_chainable: list[StreamEdge] = []
+        for edge in self.graph.out_edges(current):
+            (chainable if self.verdict(edge).chainable else non_chainable).append(edge)
+        for edge in chainable:
+            transitive.extend(self.create_chain(edge.target_id, chain_index + 1, info))
+        for edge in non_chainable:
+            transitive.append(edge)
+            target = edge.target_id
+            if target not in self.chain_entry_points:
+                self.chain_entry_points[target] = info.new_chain(target)
+            self.create_chain(target, 1, self.chain_entry_points[target])
+
+        info.chained_names[current] = self.create_chained_name(
+            current, chainable, self.chain_entry_points.get(current), info.chained_names
+        )
+        info.nodes.append(current)  # addNodeToChain
+        if current == start and start not in self.vertices:
+            self.create_job_vertex(info)
+        self.try_convert_partitioner_for_dynamic_graph(chainable, non_chainable)
+        self.chain_index[current] = chain_index
+        self.chained_outputs[current] = [e.target_id for e in chainable]
+        self.chained_edges.update(id(e) for e in chainable)
+        self.non_chainable_outputs[current] = non_chainable
+        if current == start:
+            info.transitive_out_edges.extend(transitive)
+        return transitive
+
+    def create_chained_name(
+        self,
+        node_id: int,
+        chained_outputs: list[StreamEdge],
+        info: _ChainInfo | None,
+        chained_names: dict[int, str],
+    ) -> str:
+        """Return the chain name below ``node_id``: ``A``, ``A -> B``, ``A -> (B, C)``.
+
+        Mirrors StreamingJobGraphGenerator.createChainedName (Flink 2.3); a head
+        with chained sources is named ``"A [Source: s]"``.
+        """
+        operator_name = _text(self.graph.node(node_id).name)
+        if info is not None:
+            sources = [
+                _text(self.graph.node(e.source_id).name)
+                for e in self.graph.in_edges(node_id)
+                if e.source_id in info.chained_sources
+            ]
+            if sources:
+                operator_name = f"{operator_name} [{', '.join(sources)}]"
+        if len(chained_outputs) > 1:
+            names = ", ".join(chained_names[e.target_id] for e in chained_outputs)
+            return f"{operator_name} -> ({names})"
+        if len(chained_outputs) == 1:
+            return f"{operator_name} -> {chained_names[chained_outputs[0].target_id]}"
+        return operator_name
+
+    def create_job_vertex(self, info: _ChainInfo) -> None:
+        """Create the task of a finished chain; its ID is the head's hash.
+
+        Mirrors StreamingJobGraphGenerator.createJobVertex (Flink 2.3).
+        """
+        start = info.start_node_id
+        head = self.graph.node(start)
+        parallelism: Parallelism = head.parallelism
+        if not _is_positive(parallelism):
+            parallelism = PARALLELISM_DEFAULT
+        # getAllChainedNodes: the chained sources, then the chain (post-order)
+        chained = [self.graph.node(n) for n in (*info.chained_sources, *info.nodes)]
+        self.vertices[start] = _Vertex(
+            start_node_id=start,
+            id=self.hashes[start].hex(),
+            chain=info,
+            name=info.chained_names[start],
+            parallelism=parallelism,
+            max_parallelism=head.max_parallelism,
+            parallelism_configured=any(n.parallelism_configured for n in chained),
+        )
+
+    def try_convert_partitioner_for_dynamic_graph(
+        self, chainable: list[StreamEdge], non_chainable: list[StreamEdge]
+    ) -> None:
+        """Replace the dynamic graph's "forward for ..." partitioners.
+
+        Mirrors StreamingJobGraphGenerator.tryConvertPartitionerForDynamicGraph
+        (Flink 2.3).
+
+        Inside a chain the "forward for ..." partitioners become plain FORWARD;
+        across tasks ForwardForUnspecified becomes RESCALE and ForwardForConsecutive
+        Hash becomes its hash partitioner.
+        """
+        for edge in chainable:
+            if edge.partitioner in (
+                Partitioner.FORWARD_FOR_UNSPECIFIED,
+                Partitioner.FORWARD_FOR_CONSECUTIVE_HASH,
+            ):
+                self.partitioners[id(edge)] = Partitioner.FORWARD
+        for edge in non_chainable:
+            if edge.partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+                self.partitioners[id(edge)] = Partitioner.HASH
+            elif edge.partitioner is Partitioner.FORWARD_FOR_UNSPECIFIED:
+                self.partitioners[id(edge)] = Partitioner.RESCALE
+
+    # -------------------------------------------------------- dynamic parallelism
+
+    def set_vertex_parallelisms_for_dynamic_graph_if_necessary(self) -> None:
+        """Reset undecided parallelism in dynamic (BATCH) graphs; align forward groups.
+
+        Mirrors StreamingJobGraphGenerator
+        .setVertexParallelismsForDynamicGraphIfNecessary (Flink 2.3).
+
+        Vertices none of whose operators set a parallelism get -1 (decided by the
+        AdaptiveBatch scheduler) when auto-parallelism is on; vertices joined by
+        FORWARD edges (forward groups) then share a decided parallelism and the
+        smallest decided max parallelism.
+        """
+        settings = self.graph.settings
+        for vertex in self.vertices.values():
+            if not vertex.parallelism_configured and settings.auto_parallelism:
+                vertex.parallelism = PARALLELISM_DEFAULT
+        producers: dict[int, list[int]] = {}
+        for start, vertex in self.vertices.items():
+            for edge in vertex.chain.transitive_out_edges:
+                if self.partitioner(edge).is_forward:
+                    consumers = producers.setdefault(edge.target_id, [])
+                    if start not in consumers:
+                        consumers.append(start)
+        topological = list(reversed(self.vertices))  # creation order is post-order
+        group_of: dict[int, list[int]] = {}
+        for start in topological:
+            group = [start]
+            group_of[start] = group
+            for producer in producers.get(start, []):
+                other = group_of[producer]
+                if other is not group:
+                    group.extend(n for n in other if n not in group)
+                    for member in group:
+                        group_of[member] = group
+        seen: set[int] = set()
+        for group in group_of.values():
+            if id(group) in seen or len(group) < 2:
+                continue
+            seen.add(id(group))
+            self._apply_forward_group(group)
+
+    def _apply_forward_group(self, group: list[int]) -> None:
+        """Give every vertex of a forward group the group's decided values."""
+        members = [self.vertices[n] for n in group]
+        decided: list[Parallelism] = []
+        for vertex in members:
+            if _is_positive(vertex.parallelism) and vertex.parallelism not in decided:
+                decided.append(vertex.parallelism)
+        if len(decided) == 1:
+            for vertex in members:
+                vertex.parallelism = decided[0]
+                vertex.parallelism_configured = True
+        max_values: list[int | Symbol] = []
+        for vertex in members:
+            value = vertex.max_parallelism
+            if _is_positive(value) and value not in max_values:
+                max_values.append(value)
+        if max_values:
+            ints = [v for v in max_values if isinstance(v, int)]
+            smallest: int | Symbol = (
+                max_values[0] if len(max_values) == 1 else min(ints)
+            )
+            if len(ints) == len(max_values) or len(max_values) == 1:
+                for vertex in members:
+                    vertex.max_parallelism = smallest
+
+    # ------------------------------------------------------------------- outputs
+
+    def get_result_partition_type(self, edge: StreamEdge) -> ResultPartitionType:
+        """Return the result partition type of a non-chained edge.
+
+        Mirrors StreamingJobGraphGenerator.getResultPartitionType and
+        determineUndefinedResultPartitionType (Flink 2.3).
+        """
+        match edge.exchange_mode:
+            case ExchangeMode.PIPELINED:
+                return ResultPartitionType.PIPELINED_BOUNDED
+            case ExchangeMode.BATCH:
+                return ResultPartitionType.BLOCKING
+            case ExchangeMode.HYBRID_FULL:
+                return ResultPartitionType.HYBRID_FULL
+            case ExchangeMode.HYBRID_SELECTIVE:
+                return ResultPartitionType.HYBRID_SELECTIVE
+            case ExchangeMode.UNDEFINED:
+                pass
+        partitioner = self.partitioner(edge)
+        match self.graph.settings.global_exchange_mode:
+            case GlobalExchangeMode.ALL_EDGES_BLOCKING:
+                return ResultPartitionType.BLOCKING
+            case GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
+                if partitioner.is_forward:
+                    return ResultPartitionType.PIPELINED_BOUNDED
+                return ResultPartitionType.BLOCKING
+            case GlobalExchangeMode.POINTWISE_EDGES_PIPELINED:
+                if partitioner.is_pointwise:
+                    return ResultPartitionType.PIPELINED_BOUNDED
+                return ResultPartitionType.BLOCKING
+            case GlobalExchangeMode.ALL_EDGES_PIPELINED:
+                return ResultPartitionType.PIPELINED_BOUNDED
+            case GlobalExchangeMode.ALL_EDGES_PIPELINED_APPROXIMATE:
+                return ResultPartitionType.PIPELINED_APPROXIMATE
+            case GlobalExchangeMode.ALL_EDGES_HYBRID_FULL:
+                return ResultPartitionType.HYBRID_FULL
+            case GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE:
+                return ResultPartitionType.HYBRID_SELECTIVE
+
+    def set_all_operator_non_chained_outputs_configs(self) -> None:
+        """Give every non-chained edge its output (result partition).
+
+        Mirrors StreamingJobGraphGenerator.setAllOperatorNonChainedOutputsConfigs
+        (Flink 2.3).
+
+        Outputs of one operator are reused (``mayReuseNonChainedOutputs``) when the
+        partition is re-consumable (BLOCKING) or hybrid and partitioner, output tag
+        and consumer (max) parallelism are equal; a reused HYBRID_SELECTIVE output
+        and a broadcast HYBRID_SELECTIVE one become HYBRID_FULL.
+        """
+        by_node: dict[int, list[_Output]] = {}
+        for vertex in self.vertices.values():
+            for node_id in vertex.chain.nodes:
+                candidates = by_node.setdefault(node_id, [])
+                for edge in self.non_chainable_outputs.get(node_id, []):
+                    self.outputs[id(edge)] = self._create_or_reuse_output(
+                        edge, candidates
+                    )
+
+    def _create_or_reuse_output(
+        self, edge: StreamEdge, candidates: list[_Output]
+    ) -> _Output:
+        partition_type = self.get_result_partition_type(edge)
+        partitioner = self.partitioner(edge)
+        if partition_type in _HYBRID_TYPES:
+            self.has_hybrid_result_partition = True
+            if (
+                partitioner is Partitioner.BROADCAST
+                and partition_type is ResultPartitionType.HYBRID_SELECTIVE
+            ):
+                partition_type = ResultPartitionType.HYBRID_FULL
+        consumer = self.graph.node(edge.target_id)
+        if partition_type in _RECONSUMABLE_TYPES or partition_type in _HYBRID_TYPES:
+            for candidate in candidates:
+                same_kind = (
+                    candidate.partition_type in _RECONSUMABLE_TYPES
+                    and candidate.partition_type is partition_type
+                ) or (
+                    candidate.partition_type in _HYBRID_TYPES
+                    and partition_type in _HYBRID_TYPES
+                )
+                if (
+                    same_kind
+                    and consumer.parallelism == candidate.consumer_parallelism
+                    and consumer.max_parallelism == candidate.consumer_max_parallelism
+                    and edge.output_tag == candidate.output_tag
+                    and partitioner is candidate.partitioner
+                    and partitioner not in _UNIQUE_PARTITIONERS
+                ):
+                    if candidate.partition_type is ResultPartitionType.HYBRID_SELECTIVE:
+                        candidate.partition_type = ResultPartitionType.HYBRID_FULL
+                    return candidate
+        output = _Output(
+            source_node_id=edge.source_id,
+            consumer_parallelism=consumer.parallelism,
+            consumer_max_parallelism=consumer.max_parallelism,
+            output_tag=edge.output_tag,
+            partitioner=partitioner,
+            partition_type=partition_type,
+        )
+        candidates.append(output)
+        return output
+
+    def set_all_vertex_non_chained_outputs_configs(self) -> None:
+        """Connect every task's transitive out-edges, tasks in creation order.
+
+        Mirrors StreamingJobGraphGenerator.setAllVertexNonChainedOutputsConfigs
+        (Flink 2.3).
+        """
+        for start, vertex in self.vertices.items():
+            for edge in vertex.chain.transitive_out_edges:
+                self.connect(start, edge, self.outputs[id(edge)])
+
+    def connect(self, head: int, edge: StreamEdge, output: _Output) -> None:
+        """Add a JobEdge from the producing task to the consuming one.
+
+        Mirrors StreamingJobGraphGenerator.connect (Flink 2.3).
+        """
+        producer = self.vertices[head]
+        consumer = self.vertices[edge.target_id]
+        data_set = self.data_sets.get(id(output))
+        if data_set is None:
+            data_set = _DataSet(output)
+            self.data_sets[id(output)] = data_set
+            producer.results.append(data_set)
+        job_edge = _Edge(
+            producer=head,
+            consumer=edge.target_id,
+            data_set=data_set,
+            stream_edge=edge,
+            partitioner=output.partitioner,
+            type_number=edge.type_number,
+        )
+        consumer.inputs.append(job_edge)
+        data_set.consumers.append(job_edge)
+
+    def validate_hybrid_shuffle_execute_in_batch_mode(self) -> None:
+        """Refuse hybrid shuffles outside BATCH.
+
+        Mirrors StreamingJobGraphGenerator.validateHybridShuffleExecuteInBatchMode
+        (Flink 2.3).
+        """
+        if (
+            self.has_hybrid_result_partition
+            and self.graph.settings.job_type is not JobType.BATCH
+        ):
+            raise JobGraphError(
+                "hybrid shuffle mode only supports batch job, please set "
+                "execution.runtime-mode to BATCH"
+            )
+
+    # ---------------------------------------------------------------- topology
+
+    def get_vertices_sorted_topologically_from_sources(self) -> list[_Vertex]:
+        """Return the tasks in Flink's topological order.
+
+        Mirrors JobGraph.getVerticesSortedTopologicallyFromSources (Flink 2.3).
+
+        Vertices without inputs in creation order, then, from each sorted vertex,
+        a depth-first walk over its produced data sets' consumers that appends a
+        consumer once none of its other producers is still unsorted.
+        """
+        remaining = dict.fromkeys(self.vertices)
+        ordered: list[int] = [s for s in self.vertices if not self.vertices[s].inputs]
+        for start in ordered:
+            del remaining[start]
+        position = 0
+        while remaining:
+            if position >= len(ordered):
+                raise JobGraphError("The job graph is cyclic.")
+            current = ordered[position]
+            position += 1
+            self._add_nodes_that_have_no_new_predecessors(current, ordered, remaining)
+        return [self.vertices[s] for s in ordered]
+
+    def _add_nodes_that_have_no_new_predecessors(
+        self, start: int, ordered: list[int], remaining: dict[int, None]
+    ) -> None:
+        for data_set in self.vertices[start].results:
+            for job_edge in data_set.consumers:
+                target = job_edge.consumer
+                if target not in remaining:
+                    continue
+                blocked = any(
+                    other is not job_edge and other.producer in remaining
+                    for other in self.vertices[target].inputs
+                )
+                if not blocked:
+                    ordered.append(target)
+                    del remaining[target]
+                    self._add_nodes_that_have_no_new_predecessors(
+                        target, ordered, remaining
+                    )
+
+    # ------------------------------------------------------------- slot sharing
+
+    def build_vertex_region_slot_sharing_groups(
+        self, topological: list[_Vertex]
+    ) -> dict[int, int]:
+        """Return each task's default slot sharing group: one per pipelined region.
+
+        Mirrors StreamingJobGraphGenerator.buildVertexRegionSlotSharingGroups
+        (Flink 2.3).
+
+        Regions join tasks connected by must-be-pipelined partitions and are merged
+        where blocking edges between them form a cycle.  When all vertices share one
+        group by default (STREAMING) every region maps to group 0.
+        """
+        regions = _pipelined_regions(topological)
+        if self.graph.settings.all_vertices_in_same_slot_sharing_group:
+            return dict.fromkeys(self.vertices, 0)
+        result: dict[int, int] = {}
+        for number, region in enumerate(regions, start=1):
+            for start in region:
+                result[start] = number
+        return result
+
+    def set_slot_sharing(self, topological: list[_Vertex]) -> None:
+        """Assign slot sharing groups: ``default`` -> region group, else one per name.
+
+        Mirrors StreamingJobGraphGenerator.setSlotSharing (Flink 2.3).
+        """
+        region_groups = self.build_vertex_region_slot_sharing_groups(topological)
+        named: dict[str, int] = {}
+        next_group = 1 + max(region_groups.values(), default=0)
+        for start, vertex in self.vertices.items():
+            key = self.graph.node(start).slot_sharing_group
+            if key == DEFAULT_SLOT_SHARING_GROUP:
+                vertex.slot_sharing_group = region_groups[start]
+                continue
+            if self.has_hybrid_result_partition:
+                raise JobGraphError(
+                    "hybrid shuffle mode currently does not support setting "
+                    "non-default slot sharing group."
+                )
+            text = _text(key)
+            if text not in named:
+                named[text] = next_group
+                next_group += 1
+            vertex.slot_sharing_group = named[text]
+
+    def add_vertex_index_prefix_in_vertex_name(
+        self, topological: list[_Vertex]
+    ) -> None:
+        """Prefix task names with ``[vertex-i]``, i = topological index, if configured.
+
+        Mirrors StreamingJobGraphGenerator.addVertexIndexPrefixInVertexName
+        (Flink 2.3).
+        """
+        if not self.graph.settings.vertex_name_include_index_prefix:
+            return
+        for index, vertex in enumerate(topological):
+            vertex.name = f"[vertex-{index}]{vertex.name}"
+
+    # ------------------------------------------------------------ descriptions
+
+    def _description(self, node_id: int, head: int) -> str:
+        node = self.graph.node(node_id)
+        text = _text(node.description if node.description is not None else node.name)
+        if node_id == head:
+            chained_sources = self.vertices[head].chain.chained_sources
+            sources = [
+                self.graph.node(e.source_id)
+                for e in self.graph.in_edges(node_id)
+                if e.source_id in chained_sources
+            ]
+            if sources:
+                inner = ", ".join(
+                    _text(s.description if s.description is not None else s.name)
+                    for s in sources
+                )
+                text = f"{text} [{inner}]"
+        return text
+
+    def build_tree_description(self, head: int) -> str:
+        """Return the TREE-mode description (operator pretty name) of a task.
+
+        Mirrors StreamingJobGraphGenerator.buildTreeDescription (Flink 2.3).
+        """
+        lines: list[str] = []
+
+        def visit(node_id: int, prefix: str, is_last: bool) -> None:
+            if node_id == head:
+                own, child = "", ""
+            elif is_last:
+                own, child = prefix + "+- ", prefix + "   "
+            else:
+                own, child = prefix + ":- ", prefix + ":  "
+            lines.append(own + self._description(node_id, head) + "\n")
+            outputs = self.chained_outputs.get(node_id, [])
+            for i, target in enumerate(outputs):
+                visit(target, child, i == len(outputs) - 1)
+
+        visit(head, "", True)
+        return "".join(lines)
+
+    # ------------------------------------------------------------------- result
+
+    def chain_order(self, vertex: _Vertex) -> list[int]:
+        """Return the vertex's operators head first, pre-order along chained outputs."""
+        order: list[int] = []
+
+        def visit(node_id: int) -> None:
+            order.append(node_id)
+            for target in self.chained_outputs.get(node_id, []):
+                visit(target)
+
+        visit(vertex.start_node_id)
+        return order + sorted(vertex.chain.chained_sources)
+
+    def chained_operator(self, node_id: int) -> ChainedOperator:
+        node = self.graph.node(node_id)
+        return ChainedOperator(
+            node_id=node_id,
+            name=node.name,
+            operator_id=self.hashes[node_id].hex(),
+            uid=node.uid,
+            user_defined_operator_id=_user_defined_operator_id(node.user_hash),
+            chain_index=self.chain_index[node_id],
+            chained_outputs_to=tuple(self.chained_outputs.get(node_id, [])),
+            range=node.range,
+        )
+
+    def job_vertex(self, vertex: _Vertex, ssg_index: int) -> JobVertex:
+        head = self.graph.node(vertex.start_node_id)
+        return JobVertex(
+            id=vertex.id,
+            name=vertex.name,
+            head_node_id=vertex.start_node_id,
+            operators=tuple(self.chained_operator(n) for n in self.chain_order(vertex)),
+            operator_ids_flink_order=tuple(
+                self.hashes[n].hex() for n in vertex.chain.nodes
+            ),
+            parallelism=vertex.parallelism,
+            max_parallelism=vertex.max_parallelism,
+            slot_sharing_group=head.slot_sharing_group,
+            slot_sharing_group_index=ssg_index,
+            description=self.build_tree_description(vertex.start_node_id),
+        )
+
+
+def _user_defined_operator_id(user_hash: Text | None) -> Text | None:
+    """Return the ``set_uid_hash`` value as Flink prints the OperatorID.
+
+    Mirrors StreamGraphUserHashHasher (Flink 2.3): hex string -> bytes.
+    """
+    if user_hash is None or isinstance(user_hash, Symbol):
+        return user_hash
+    try:
+        return bytes.fromhex(user_hash).hex()
+    except ValueError:
+        return user_hash
+
+
+def _pipelined_regions(topological: list[_Vertex]) -> list[list[int]]:
+    """Return the pipelined regions of the tasks.
+
+    Mirrors LogicalPipelinedRegionComputeUtil.computePipelinedRegions (Flink 2.3).
+
+    Returns regions (lists of start node ids) in order of first vertex.
+    """
+    region_of: dict[int, list[int]] = {}
+    for vertex in topological:
+        region = [vertex.start_node_id]
+        region_of[vertex.start_node_id] = region
+        for edge in vertex.inputs:
+            if edge.data_set.output.partition_type not in _PIPELINED_TYPES:
+                continue
+            other = region_of[edge.producer]
+            if other is not region:
+                other.extend(region)
+                for member in region:
+                    region_of[member] = other
+                region = other
+    unique: list[list[int]] = []
+    for vertex in topological:
+        region = region_of[vertex.start_node_id]
+        if not any(region is r for r in unique):
+            unique.append(region)
+    return _merge_regions_on_cycles(unique, topological)
+
+
+def _merge_regions_on_cycles(
+    regions: list[list[int]], topological: list[_Vertex]
+) -> list[list[int]]:
+    """Merge regions that blocking edges connect in a cycle (Tarjan's SCCs)."""
+    index_of: dict[int, int] = {}
+    for number, region in enumerate(regions):
+        for start in region:
+            index_of[start] = number
+    successors: dict[int, list[int]] = {n: [] for n in range(len(regions))}
+    for vertex in topological:
+        consumer = index_of[vertex.start_node_id]
+        for edge in vertex.inputs:
+            producer = index_of[edge.producer]
+            if producer != consumer and consumer not in successors[producer]:
+                successors[producer].append(consumer)
+    components = _strongly_connected_components(len(regions), successors)
+    if all(len(c) == 1 for c in components):
+        return regions
+    component_of = {r: number for number, c in enumerate(components) for r in c}
+    merged: dict[int, list[int]] = {}
+    for number, region in enumerate(regions):
+        merged.setdefault(component_of[number], []).extend(region)
+    return list(merged.values())
+
+
+def _strongly_connected_components(
+    count: int, successors: dict[int, list[int]]
+) -> list[list[int]]:
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    result: list[list[int]] = []
+    counter = 0
+
+    def connect(v: int) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in successors[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[int] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            result.append(component)
+
+    for v in range(count):
+        if v not in index:
+            connect(v)
+    return result
+
+
+# --------------------------------------------------------------------- public API
+
+
+def _uncertain_nodes(
+    builder: _JobGraphBuilder, symbolic: dict[int, Symbol]
+) -> tuple[frozenset[int], tuple[Unknown, ...]]:
+    """Collect nodes whose chain or ID depends on an unknown value, and why."""
+    graph = builder.graph
+    uncertain: set[int] = set()
+    unknowns: list[Unknown] = []
+    for edge in graph.edges:
+        verdict = builder.verdict(edge)
+        # Undecided only matters when no decided clause already breaks the chain.
+        if not verdict.undecided or len(verdict.undecided) != len(verdict.reasons):
+            continue
+        up, down = graph.node(edge.source_id), graph.node(edge.target_id)
+        uncertain.update((up.id, down.id))
+        if up.uid is None:
+            uncertain.update(hash_dependents(graph, [up.id]))
+        unknowns.append(
+            Unknown(
+                subject=f"chaining of {up.name} -> {down.name}",
+                reason="depends on a value chainlens cannot know: "
+                + "; ".join(r.value for r in verdict.undecided),
+                range=edge.range,
+            )
+        )
+    for node_id, symbol in symbolic.items():
+        uncertain.update(hash_dependents(graph, [node_id]))
+        node = graph.node(node_id)
+        unknowns.append(
+            Unknown(
+                subject=f"operator ID of {node.name}",
+                reason=f"its uid {symbol} is not known"
+                + (f" ({symbol.reason})" if symbol.reason else ""),
+                range=node.range,
+            )
+        )
+    return frozenset(uncertain), tuple(unknowns)
+
+
+def build_job_graph(graph: StreamGraph) -> JobGraph:
+    """Return the JobGraph Flink builds from ``graph``.
+
+    Mirrors StreamingJobGraphGenerator.createJobGraph (Flink 2.3): hashes
+    (StreamGraphHasherV2), ``setChaining``, the dynamic-graph parallelism reset,
+    non-chained outputs and ``connect``, hybrid-shuffle validation, slot sharing
+    and the vertex index prefix.  Raises :class:`JobGraphError` with Flink's
+    message where Flink refuses the graph (e.g. a uid used twice).
+    """
+    symbolic: dict[int, Symbol] = {}
+    hashes = traverse_stream_graph_and_generate_hashes(graph, symbolic)
+    builder = _JobGraphBuilder(graph, hashes)
+    builder.set_chaining()
+    if graph.settings.dynamic:
+        builder.set_vertex_parallelisms_for_dynamic_graph_if_necessary()
+    builder.set_all_operator_non_chained_outputs_configs()
+    builder.set_all_vertex_non_chained_outputs_configs()
+    builder.validate_hybrid_shuffle_execute_in_batch_mode()
+    topological = builder.get_vertices_sorted_topologically_from_sources()
+    builder.set_slot_sharing(topological)
+    builder.add_vertex_index_prefix_in_vertex_name(topological)
+
+    group_ordinals: dict[int, int] = {}
+    vertices: list[JobVertex] = []
+    for vertex in topological:
+        ordinal = group_ordinals.setdefault(
+            vertex.slot_sharing_group, len(group_ordinals)
+        )
+        vertices.append(builder.job_vertex(vertex, ordinal))
+    edges: list[JobEdge] = []
+    for vertex in topological:
+        for input_index, edge in enumerate(vertex.inputs):
+            partitioner = edge.partitioner
+            edges.append(
+                JobEdge(
+                    source_vertex_id=builder.vertices[edge.producer].id,
+                    target_vertex_id=vertex.id,
+                    partitioner=partitioner,
+                    distribution_pattern=(
+                        DistributionPattern.POINTWISE
+                        if partitioner.is_pointwise
+                        else DistributionPattern.ALL_TO_ALL
+                    ),
+                    result_partition_type=edge.data_set.output.partition_type,
+                    type_number=edge.type_number,
+                    stream_edge=edge.stream_edge,
+                    input_index=input_index,
+                )
+            )
+    breaks = _chain_breaks(builder, graph.edges)
+    uncertain, unknowns = _uncertain_nodes(builder, symbolic)
+    node_to_vertex = {
+        node_id: vertex.id for vertex in vertices for node_id in vertex.node_ids
+    }
+    return JobGraph(
+        job_name=graph.settings.job_name,
+        vertices=tuple(vertices),
+        edges=tuple(edges),
+        chain_breaks=breaks,
+        operator_ids={n: h.hex() for n, h in sorted(hashes.items())},
+        unknowns=unknowns,
+        uncertain_nodes=uncertain,
+        node_to_vertex=dict(sorted(node_to_vertex.items())),
+    )
+
+
+def _chain_breaks(
+    builder: _JobGraphBuilder, edges: Iterable[StreamEdge]
+) -> tuple[ChainBreak, ...]:
+    """One ChainBreak per edge that does not run inside a task, with every reason."""
+    result: list[ChainBreak] = []
+    for edge in edges:
+        if (
+            id(edge) in builder.chained_edges
+            or id(edge) in builder.chained_source_edges
+        ):
+            continue
+        verdict = builder.verdict(edge)
+        result.append(ChainBreak(edge, verdict.reasons, verdict.undecided))
+    return tuple(result)
