@@ -14,6 +14,7 @@ from typing import Any
 
 from chainlens.analyzer.api import AnalysisResult, analyze_file
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.report import job_to_json
 from tests.oracle.compare import compare_jobs
 
@@ -29,6 +30,18 @@ def local_parallelism(expected: Mapping[str, Any]) -> int:
     return int(meta.get("local_default_parallelism", 4))
 
 
+def built_by_table_planner(expected: Mapping[str, Any]) -> bool:
+    """Tell whether Flink's jobs contain Table API jobs or planner operators."""
+    known = {kind.value for kind in OperatorKind}
+    for job in expected.get("jobs") or []:
+        if str(job.get("trigger", "")).startswith("table"):
+            return True
+        for node in (job.get("stream_graph") or {}).get("nodes", []):
+            if node.get("operator") not in known:
+                return True
+    return False
+
+
 def _error_message(doc: Mapping[str, Any] | None) -> str:
     if not doc:
         return ""
@@ -42,8 +55,9 @@ def _same_error(flink: str, ours: str) -> bool:
 
 
 def analyse_like_flink(program: Path, expected: Mapping[str, Any]) -> AnalysisResult:
-    """Analyse ``program`` with the default parallelism Flink used."""
-    return analyze_file(program, Config(default_parallelism=local_parallelism(expected)))
+    """Analyse ``program`` as the oracle ran it: Flink's default parallelism, no args."""
+    config = Config(default_parallelism=local_parallelism(expected), argv=())
+    return analyze_file(program, config)
 
 
 def differences(program: Path, expected: Mapping[str, Any]) -> list[str]:
