@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
 SHARED_EXAMPLES = ROOT.parent / "shared" / "oracle" / "examples"
 
+# Programs using APIs chainlens recognises but does not model (it reports them).
+KNOWN_UNSUPPORTED = frozenset({"cache_batch", "sink_v2_file_sink_compaction"})
+
 CORPUS = sorted(p for p in PIPELINES.glob("*.py") if not p.name.startswith("_"))
 
 
@@ -54,7 +57,12 @@ def test_pipeline_matches_flink(program: Path) -> None:
         f"run tests/oracle/generate.py {program.name}"
     )
     assert expected["jobs"] or expected.get("error"), "Flink built nothing for this program"
-    assert differences(program, expected) == []
+    diffs = differences(program, expected)
+    if program.stem in KNOWN_UNSUPPORTED:
+        # chainlens must say it does not follow this program, not guess.
+        assert diffs and diffs[0].startswith("chainlens problem: unsupported"), diffs
+        return
+    assert diffs == []
 
 
 SHARED = sorted(SHARED_EXAMPLES.glob("*.py")) if SHARED_EXAMPLES.is_dir() else []

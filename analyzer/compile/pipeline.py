@@ -92,8 +92,7 @@ def compile_job(job: JobSpec, default_parallelism: int | None) -> tuple[Compiled
             )
         align_transformations(ws)
         if env.python_chaining_enabled:
-            extra = (job.collect_input,) if job.collect_input is not None else ()
-            replaced = optimize(ws, extra)
+            replaced = optimize(ws, job.collect_input)
         else:
             replaced = {}
         if job.collect_input is not None:

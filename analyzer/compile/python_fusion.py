@@ -229,19 +229,23 @@ def _create_chained_transformation(
     return ws.put(fused)
 
 
-def optimize(ws: Workspace, extra_roots: tuple[int, ...] = ()) -> dict[int, int]:
-    """Mirror ``PythonOperatorChainingOptimizer.optimize`` on ``ws.env_order``.
+def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
+    """Mirror ``PythonOperatorChainingOptimizer.optimize``; rewrite ``ws.env_order``.
 
-    Rewrites ``ws.env_order`` to the optimizer's output order (which drives the
-    StreamGraph's out-edge order) and returns, for every fused-away
-    transformation, the id of the transformation that replaced it.
+    Without ``target`` (``execute``): every transformation of ``env.transformations``
+    is a starting point.  With ``target`` (``execute_and_collect``, the optimizer's
+    ``apply(env, transformation)``), only the collected transformation is, so the
+    environment keeps just its upstream: other pending branches vanish.  In both
+    cases consumers are known only through ``env.transformations``, so a consumer
+    outside that list (the collected partition of a keyed stream) keeps reading
+    from the unfused operator.  Returns, for every fused-away transformation, the
+    id of the transformation that replaced it.
     """
-    roots = list(ws.env_order) + [r for r in extra_roots if r not in ws.env_order]
-    consumers = _consumers(ws, roots)
+    consumers = _consumers(ws, list(ws.env_order))
     replaced: dict[int, int] = {}
     chained: dict[int, None] = {}
     done: set[int] = set()
-    queue: deque[int] = deque(roots)
+    queue: deque[int] = deque([target] if target is not None else ws.env_order)
     while queue:
         tid = queue.popleft()
         if tid in done:

@@ -17,7 +17,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.positions import CallLocator
-from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.program import Program, ProgramStops
 from chainlens.analyzer.extract.values import (
     ArgParser,
     BoundMethod,
@@ -138,6 +138,8 @@ class Interpreter:
                 self.exec_statement(stmt, self.globals)
         except (_Stop, _Return, _Break, _Continue):
             pass
+        except ProgramStops as stop:
+            self.program.problem("flink-error", stop.message, stop.where)
         return self.program
 
     # -------------------------------------------------------------- statements
@@ -517,6 +519,14 @@ class Interpreter:
         for target in node.comparisons:
             right = self.eval(target.comparator, scope)
             op = _COMPARE.get(type(target.operator))
+            if isinstance(target.operator, cst.Is | cst.IsNot) and not (
+                isinstance(left, Symbol | Opaque) or isinstance(right, Symbol | Opaque)
+            ):
+                same = left is right or (left is None and right is None)
+                if (not same) if isinstance(target.operator, cst.Is) else same:
+                    return False
+                left = right
+                continue
             if op is None or not _comparable(left) or not _comparable(right):
                 if isinstance(left, Symbol) or isinstance(right, Symbol):
                     return _derived(left, right)
@@ -538,6 +548,11 @@ class Interpreter:
             orelse = self.eval(node.orelse, scope)
             if body == orelse and isinstance(body, _LITERAL_TYPES):
                 return body
+            self.note_unknown(
+                "conditional expression",
+                f"the condition `{_code(node.test)}` is not known statically",
+                node,
+            )
             return Symbol(f"`{_code(node)}`", "depends on a condition not known statically")
         return self.eval(node.body if truth else node.orelse, scope)
 
@@ -750,6 +765,8 @@ class Interpreter:
         return Opaque(f"{name}()")
 
     def object_method(self, obj: PyObject, name: str, call: api.Call) -> object:
+        if name == "enable_compact":
+            return api._unsupported(call, "FileSink compaction (enable_compact)")
         flag = _BUILDER_FLAGS.get(name)
         if flag is not None:
             attrs = dict(obj.attrs)
@@ -770,6 +787,10 @@ class Interpreter:
             return self.call_builtin(last, call, node)
         if qual in ("sys.exit", "os._exit"):
             raise _Stop()
+        if qual == "pyflink.java_gateway.get_gateway":
+            return QualifiedRef("java")
+        if parts[0] == "java":
+            return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
             return Opaque(f"{qual}()")
         if len(parts) > 1 and parts[1] == "table":

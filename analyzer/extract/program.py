@@ -33,6 +33,15 @@ class Problem:
     range: SourceRange | None
 
 
+class ProgramStops(Exception):
+    """PyFlink raises here when the program runs: nothing after it happens."""
+
+    def __init__(self, message: str, where: SourceRange | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+
 @dataclass(eq=False, slots=True)
 class EnvState:
     """One ``StreamExecutionEnvironment`` while the program runs."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from chainlens.analyzer.extract.program import EnvState, Program
+from chainlens.analyzer.extract.program import EnvState, Program, ProgramStops
 from chainlens.analyzer.extract.values import (
     ConfigValue,
     EnvRef,
@@ -246,10 +246,15 @@ def env_add_source(call: Call, env: EnvState) -> Stream:
     func = call.args.get(0, "source_func")
     name = call.text(call.args.get(1, "source_name", "Custom Source"), "source name")
     out = type_of(call.args.get(2, "type_info"), OutputType.OTHER)
-    parallel = isinstance(func, PyObject) and func.attrs.get("parallel") is True
-    p: int | Symbol = env.parallelism if parallel else 1
-    if not isinstance(func, PyObject):
-        p = call.symbol("source parallelism", "the source function is not known")
+    parallel = _is_parallel_source(func)
+    p: int | Symbol
+    if parallel is None:
+        p = call.symbol(
+            "source parallelism",
+            "whether the Java source function is a ParallelSourceFunction is not known",
+        )
+    else:
+        p = env.parallelism if parallel else 1
     t = _new(
         call,
         env,
@@ -265,6 +270,30 @@ def env_add_source(call: Call, env: EnvState) -> Stream:
         bounded=False,
     )
     return Stream("DataStream", env, t.id, out)
+
+
+# Java SourceFunctions shipped with Flink: parallel (ParallelSourceFunction) or not.
+_JAVA_SOURCES = {
+    "StatefulSequenceSource": True,
+    "FromElementsFunction": False,
+    "FromIteratorFunction": False,
+    "FromSplittableIteratorFunction": True,
+    "SocketTextStreamFunction": False,
+    "DataGeneratorSource": True,
+}
+
+
+def _is_parallel_source(func: object) -> bool | None:
+    """Tell whether a ``SourceFunction(...)`` wraps a parallel Java source."""
+    if not isinstance(func, PyObject):
+        return None
+    inner = func.args[0] if func.args else func.kwargs.get("source_func")
+    name = ""
+    if isinstance(inner, str):
+        name = inner.rsplit(".", 1)[-1]
+    elif isinstance(inner, PyObject):
+        name = inner.simple_name
+    return _JAVA_SOURCES.get(name)
 
 
 def env_execute(call: Call, env: EnvState, trigger: str) -> Opaque:
@@ -593,6 +622,10 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     program = call.program
     tid = s.tid
     a = call.args
+    if api in NO_EFFECT_SETTERS:
+        return s
+    if api == "set_uid_hash" and program.transformations[tid].kind is TransformationKind.SINK:
+        raise ProgramStops("Cannot set a custom UID hash on a non-legacy sink", call.where)
     if api == "name":
         program.update(tid, name=call.text(a.get(0, "name"), "operator name"))
     elif api == "uid":
@@ -626,8 +659,12 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     return s
 
 
+# Setters with no effect on the graph's shape or ids.
+NO_EFFECT_SETTERS = frozenset({"set_buffer_timeout"})
+
 SETTERS = frozenset(
     {
+        "set_buffer_timeout",
         "name",
         "uid",
         "set_uid_hash",
@@ -796,7 +833,18 @@ _DATASTREAM: dict[str, StreamMethod] = {
     "add_sink": ds_add_sink,
     "sink_to": ds_sink_to,
     "execute_and_collect": ds_execute_and_collect,
+    "cache": lambda c, s: _unsupported(c, "DataStream.cache()"),
 }
+
+
+def _unsupported(call: Call, what: str) -> object:
+    """Report an API chainlens recognises but does not model, and stop following it."""
+    call.program.problem(
+        "unsupported",
+        f"{what} is not modelled by chainlens: the graph after it is not followed",
+        call.where,
+    )
+    return Opaque(what)
 
 _KEYED_ONLY: dict[str, StreamMethod] = {
     "reduce": lambda c, s: py_proc(c, s, "Reduce", PKP, s.original_type, "reduce"),
