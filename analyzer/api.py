@@ -8,7 +8,7 @@ say where and why.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -17,8 +17,11 @@ from chainlens.analyzer.compile.pipeline import CompiledJob, compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
 from chainlens.analyzer.extract.program import Problem
+from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
+from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.suppression import apply_suppressions
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +33,7 @@ class AnalysisResult:
     problems: tuple[Problem, ...] = ()
     unknowns: tuple[Unknown, ...] = ()
     uses_pyflink: bool = False
+    diagnostics: tuple[Diagnostic, ...] = ()
     parse_seconds: float = 0.0
     analysis_seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
@@ -49,8 +53,25 @@ def uses_pyflink(text: str) -> bool:
 
 
 def analyze_source(path: str, text: str, config: Config | None = None) -> AnalysisResult:
-    """Analyse one PyFlink program given as text. Never raises."""
+    """Analyse one PyFlink program given as text and run the rules. Never raises."""
     config = config or Config()
+    result = _analyze(path, text, config)
+    return with_findings(result, text, config)
+
+
+def with_findings(result: AnalysisResult, text: str | None, config: Config) -> AnalysisResult:
+    """Attach the rules' findings (after suppression comments) to ``result``."""
+    try:
+        diagnostics = run_rules(result, config)
+        if text is not None:
+            diagnostics = apply_suppressions(diagnostics, text)
+    except Exception as exc:  # noqa: BLE001 - the per-file boundary: report, never raise
+        problem = Problem("internal-error", f"a rule failed on this file: {exc!r}", _start())
+        return replace(result, problems=(*result.problems, problem))
+    return replace(result, diagnostics=diagnostics)
+
+
+def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
     started = time.perf_counter()
     if len(text) > config.max_file_bytes:
         return AnalysisResult(
@@ -79,7 +100,7 @@ def analyze_source(path: str, text: str, config: Config | None = None) -> Analys
         )
     parsed = time.perf_counter()
     try:
-        program = interpret(module, text, config.argv)
+        program = interpret(module, text, config.argv, config.flink_config)
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:
         return AnalysisResult(
@@ -119,9 +140,10 @@ def analyze_file(path: str | Path, config: Config | None = None) -> AnalysisResu
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        return AnalysisResult(
+        result = AnalysisResult(
             name, problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),)
         )
+        return with_findings(result, None, config or Config())
     return analyze_bytes(name, data, config)
 
 
@@ -133,7 +155,7 @@ def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> Analy
         line = data[: exc.start].count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
         where = SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1))
-        return AnalysisResult(
+        return with_findings(AnalysisResult(
             path,
             problems=(
                 Problem(
@@ -143,7 +165,7 @@ def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> Analy
                     where,
                 ),
             ),
-        )
+        ), None, config or Config())
     if text.startswith("\ufeff"):
         text = text[1:]
     return analyze_source(path, text, config)

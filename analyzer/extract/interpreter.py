@@ -1081,10 +1081,17 @@ def _convert(option: dict[str, object], raw: str) -> object:
     return raw
 
 
-def interpret(module: cst.Module, text: str, argv: Sequence[str] | None = None) -> Program:
+def interpret(
+    module: cst.Module,
+    text: str,
+    argv: Sequence[str] | None = None,
+    flink_config: dict[str, str] | None = None,
+) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
     ``argv`` is the command line the program is assumed to run with; ``None``
     means it is not known (``sys.argv`` and argparse results are then unknown).
     """
-    return Interpreter(module, text, argv).run()
+    interpreter = Interpreter(module, text, argv)
+    interpreter.program.base_config = dict(flink_config or {})
+    return interpreter.run()

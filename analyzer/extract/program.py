@@ -84,6 +84,9 @@ class Program:
     unknowns: list[Unknown] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     next_id: int = 1
+    #: Flink configuration given outside the program (chainlens config), applied
+    #: to every environment before the program's own settings.
+    base_config: dict[str, str] = field(default_factory=dict)
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""
