@@ -31,6 +31,7 @@ from chainlens.analyzer.model.enums import (
     DistributionPattern,
     ExchangeMode,
     GlobalExchangeMode,
+    OperatorKind,
     JobType,
     Partitioner,
     ResultPartitionType,
@@ -417,6 +418,9 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.getResultPartitionType and
         determineUndefinedResultPartitionType (Flink 2.3).
         """
+        if self.graph.node(edge.target_id).operator is OperatorKind.CACHE_WRITE:
+            # the edge produces the cached intermediate data set (DataStream.cache())
+            return ResultPartitionType.BLOCKING_PERSISTENT
         match edge.exchange_mode:
             case ExchangeMode.PIPELINED:
                 return ResultPartitionType.PIPELINED_BOUNDED

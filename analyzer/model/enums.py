@@ -112,6 +112,7 @@ class ResultPartitionType(enum.Enum):
     PIPELINED_BOUNDED = "PIPELINED_BOUNDED"
     PIPELINED_APPROXIMATE = "PIPELINED_APPROXIMATE"
     BLOCKING = "BLOCKING"
+    BLOCKING_PERSISTENT = "BLOCKING_PERSISTENT"
     HYBRID_FULL = "HYBRID_FULL"
     HYBRID_SELECTIVE = "HYBRID_SELECTIVE"
 
@@ -157,6 +158,7 @@ class OperatorKind(enum.Enum):
     JAVA_MAP = "StreamMap"
     PROJECT = "StreamProject"
     ASYNC_WAIT = "AsyncWaitOperator"  # its factory is a YieldingOperatorFactory
+    CACHE_WRITE = "NoOpStreamOperator"  # DataStream.cache(): writes a cached data set
     OTHER = "other"  # any other operator (Table API runtime operators, ...)
     OTHER_YIELDING = "other (YieldingOperatorFactory)"
 
