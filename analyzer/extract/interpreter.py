@@ -321,10 +321,12 @@ class Interpreter:
     # ------------------------------------------------------------- expressions
 
     def eval(self, node: cst.BaseExpression, scope: dict[str, object]) -> object:
-        method = getattr(self, "eval_" + type(node).__name__, None)
+        cls = type(node)
+        method = _EVALUATORS.get(cls)
         if method is None:
-            return Opaque(type(node).__name__)
-        return method(node, scope)  # type: ignore[no-any-return]
+            method = getattr(Interpreter, "eval_" + cls.__name__, _eval_opaque)
+            _EVALUATORS[cls] = method
+        return method(self, node, scope)
 
     def lookup(self, name: str, scope: dict[str, object]) -> object:
         if name in scope:
@@ -892,6 +894,13 @@ class Interpreter:
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.program.unknown(subject, reason, self.range_near(node))
+
+
+def _eval_opaque(self: Interpreter, node: cst.CSTNode, scope: dict[str, object]) -> object:
+    return Opaque(type(node).__name__)
+
+
+_EVALUATORS: dict[type, Callable[[Interpreter, cst.CSTNode, dict[str, object]], object]] = {}
 
 
 class _ChainScope(dict[str, object]):
