@@ -71,6 +71,11 @@ def with_findings(result: AnalysisResult, text: str | None, config: Config) -> A
     return replace(result, diagnostics=diagnostics)
 
 
+def analyze_graphs(path: str, text: str, config: Config | None = None) -> AnalysisResult:
+    """Build the jobs' StreamGraphs and JobGraphs only (no rules). Never raises."""
+    return _analyze(path, text, config or Config())
+
+
 def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
     started = time.perf_counter()
     if len(text) > config.max_file_bytes:
