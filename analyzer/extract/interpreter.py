@@ -10,6 +10,7 @@ an "unknown" fact.  The analysed program is never imported or executed.
 
 from __future__ import annotations
 
+import ast
 import operator
 from collections.abc import Callable, Iterator, Sequence
 
@@ -118,12 +119,16 @@ class Interpreter:
     """Replay one module; the result is ``self.program``."""
 
     def __init__(
-        self, module: cst.Module, text: str, argv: Sequence[str] | None = None
+        self,
+        module: cst.Module,
+        text: str,
+        argv: Sequence[str] | None = None,
+        tree: ast.Module | None = None,
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
         self.program = Program()
-        self.locator = CallLocator(module, text)
+        self.locator = CallLocator(module, text, tree)
         self.globals: dict[str, object] = {"__name__": "__main__"}
         self.depth = 0
         self.top = 0  # the top-level statement whose code is being executed
@@ -1095,12 +1100,13 @@ def interpret(
     text: str,
     argv: Sequence[str] | None = None,
     flink_config: dict[str, str] | None = None,
+    tree: ast.Module | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
     ``argv`` is the command line the program is assumed to run with; ``None``
     means it is not known (``sys.argv`` and argparse results are then unknown).
     """
-    interpreter = Interpreter(module, text, argv)
+    interpreter = Interpreter(module, text, argv, tree)
     interpreter.program.base_config = dict(flink_config or {})
     return interpreter.run()

@@ -12,6 +12,7 @@ reliable positions there).  If the two lists ever disagree, LibCST's
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -199,6 +200,9 @@ def _ast_calls(tree: ast.AST) -> list[ast.Call]:
     return found
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 class CallLocator:
     """Map each ``cst.Call`` of a module to the range of its API name and arguments.
 
@@ -208,11 +212,12 @@ class CallLocator:
     never calls (most of a typical file) are never walked.
     """
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: ast.Module | None = None) -> None:
         self._module = module
         self._text = text
         self._ranges: dict[int, SourceRange] = {}
         self._done: set[int] = set()
+        self._given_tree = tree
         self._tree: ast.Module | None = None
         self._ast_start: list[int] = []
         self._lines: list[str] = []
@@ -221,10 +226,12 @@ class CallLocator:
     def _prepare(self) -> bool:
         if self._tree is not None:
             return True
-        try:
-            tree = ast.parse(self._text)
-        except (SyntaxError, ValueError):
-            return False
+        tree = self._given_tree
+        if tree is None:
+            try:
+                tree = ast.parse(self._text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return False
         starts = []
         position = 0
         for stmt in self._module.body:
@@ -235,7 +242,8 @@ class CallLocator:
         starts.append(position)
         self._tree = tree
         self._ast_start = starts
-        self._lines = self._text.splitlines()
+        # Python's own line breaks only (str.splitlines also breaks at \f, \v, ...)
+        self._lines = _LINE_BREAK.split(self._text)
         return True
 
     def _index_statement(self, top: int) -> None:

@@ -1,16 +1,109 @@
-"""Rules: turn an analysis result into findings (diagnostics)."""
+"""Rules: turn an analysis result into findings (diagnostics).
+
+``ALL_RULES`` lists every rule once, by code; ``run_rules`` runs the ones the
+configuration enables and returns their findings sorted by position.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from chainlens.analyzer.rules.base import (
+    Rule,
+    RuleContext,
+    is_enabled,
+    rule_doc,
+    rule_summary,
+    selector_matches_a_rule,
+    severity_for,
+    sort_key,
+)
+from chainlens.analyzer.rules.cl000_analysis_error import AnalysisError
+from chainlens.analyzer.rules.cl101_missing_uid import MissingUid
+from chainlens.analyzer.rules.cl102_missing_uid_any import MissingUidAny
+from chainlens.analyzer.rules.cl103_dropped_uid import DroppedUid
+from chainlens.analyzer.rules.cl104_duplicate_uid import DuplicateUid
+from chainlens.analyzer.rules.cl105_flink_rejects_job import FlinkRejectsJob
+from chainlens.analyzer.rules.cl106_chain_break import ChainBreak
+from chainlens.analyzer.rules.cl107_analysis_limit import AnalysisLimit
 
 if TYPE_CHECKING:
     from chainlens.analyzer.api import AnalysisResult
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.diagnostic import Diagnostic
 
+__all__ = [
+    "ALL_RULES",
+    "Rule",
+    "enabled_rules",
+    "is_enabled",
+    "rule_by_code",
+    "rule_doc",
+    "rule_summary",
+    "run_rules",
+    "selector_matches_a_rule",
+    "severity_for",
+]
 
-def run_rules(result: AnalysisResult, config: Config) -> tuple[Diagnostic, ...]:
-    """Return the findings of every enabled rule for ``result``."""
-    del result, config
-    return ()
+_ANALYSIS_ERROR = AnalysisError()
+
+#: Every rule, in code order.
+ALL_RULES: tuple[Rule, ...] = (
+    _ANALYSIS_ERROR,
+    MissingUid(),
+    MissingUidAny(),
+    DroppedUid(),
+    DuplicateUid(),
+    FlinkRejectsJob(),
+    ChainBreak(),
+    AnalysisLimit(),
+)
+
+_BY_KEY: dict[str, Rule] = {}
+for _rule in ALL_RULES:
+    _BY_KEY[_rule.code.code] = _rule
+    _BY_KEY[_rule.code.name] = _rule
+
+
+def rule_by_code(code: str) -> Rule | None:
+    """Return the rule with this code (``CL101``, any case) or name."""
+    key = code.strip()
+    return _BY_KEY.get(key.upper()) or _BY_KEY.get(key.lower())
+
+
+def enabled_rules(config: Config) -> tuple[Rule, ...]:
+    """Return the rules ``config`` enables, in code order."""
+    return tuple(rule for rule in ALL_RULES if is_enabled(rule, config))
+
+
+def run_rules(
+    result: AnalysisResult, config: Config, text: str | None = None
+) -> tuple[Diagnostic, ...]:
+    """Return the findings of every enabled rule for ``result``, sorted by position.
+
+    ``text`` is the analysed source; fixes that edit it (``.uid(...)``) are only
+    attached when it is given, after checking each edit against it.  Identical
+    findings (a helper called for several operators) are reported once.
+    """
+    rules = enabled_rules(config)
+    context = RuleContext(
+        result,
+        config,
+        text,
+        frozenset(rule.code.code for rule in rules),
+    )
+    seen: dict[tuple[object, ...], Diagnostic] = {}
+    for rule in rules:
+        try:
+            found = list(rule.check(context))
+        except Exception as exc:
+            # One failing rule must not hide the others' findings: report it as
+            # an analysis error when CL000 runs, else let the caller's boundary do.
+            if _ANALYSIS_ERROR not in rules:
+                raise
+            message = f"chainlens failed: rule {rule.code} failed on this file: {exc!r}"
+            found = [context.report(_ANALYSIS_ERROR, message, None)]
+        for diagnostic in found:
+            key = (diagnostic.code, diagnostic.range, diagnostic.message)
+            seen.setdefault(key, diagnostic)
+    return tuple(sorted(seen.values(), key=sort_key))

@@ -1,0 +1,67 @@
+"""CL000 analysis-error: the file, or part of it, could not be analysed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.rules.base import RuleContext
+
+#: How each kind of problem is introduced in a finding.
+_LABELS = {
+    "syntax-error": "Syntax error",
+    "decode-error": "Cannot decode the file",
+    "read-error": "Cannot read the file",
+    "too-large": "File too large",
+    "internal-error": "chainlens failed",
+    "unknown-api": "Unknown API",
+    "unsupported": "Not supported by chainlens",
+    "flink-error": "PyFlink raises here",
+}
+
+
+class AnalysisError:
+    """## What it does
+    Reports why a file, or part of a program, could not be analysed.
+
+    That is a syntax error, bytes that are not UTF-8, a file that cannot be read
+    or is too large, a PyFlink API chainlens does not know or does not model, an
+    internal failure, and calls at which PyFlink itself raises when the program
+    runs (for example `set_uid_hash` on a `sink_to` sink).
+
+    ## Why is this bad?
+    chainlens rebuilds the job graph from the source without running it.  Where
+    it cannot follow the program, every other finding for the file may be
+    incomplete, and a call at which PyFlink raises ends the program before the
+    job is ever submitted.
+
+    ## Example
+    ```python
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).map(lambda x: x + 1.print()
+    env.execute("broken")
+    ```
+
+    Use instead:
+    ```python
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).map(lambda x: x + 1).print()
+    env.execute("fixed")
+    ```
+    """
+
+    code: ClassVar[RuleCode] = RuleCode("CL000", "analysis-error")
+    severity: ClassVar[Severity] = Severity.ERROR
+    enabled_by_default: ClassVar[bool] = True
+    fixable: ClassVar[bool] = False
+
+    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Report every problem of the analysis where it happened."""
+        for problem in context.result.problems:
+            label = _LABELS.get(problem.code, problem.code)
+            yield context.report(self, f"{label}: {problem.message}", problem.range)

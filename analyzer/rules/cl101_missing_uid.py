@@ -1,0 +1,143 @@
+"""CL101 missing-uid: a stateful operator without `uid()`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.job_graph import JobGraph
+from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.operators import (
+    display_name,
+    is_sink_committer,
+    is_user_operator,
+    operator_id_text,
+    state_info,
+)
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _message(graph: JobGraph | None, nodes: list[StreamNode], in_job: str) -> str:
+    """Describe the stateful operators one call creates without a uid."""
+    parts = []
+    for node in nodes:
+        info = state_info(node)
+        assert info is not None
+        parts.append(
+            f"{info.what} {display_name(node)} ({operator_id_text(graph, node)})"
+        )
+    if len(nodes) == 1:
+        (node,) = nodes
+        info = state_info(node)
+        assert info is not None
+        return (
+            f"{_upper_first(info.what)} {display_name(node)} keeps state "
+            f"({info.stores}) but has no uid(){in_job}; Flink saves the state under "
+            f"its generated {operator_id_text(graph, node)}, which changes whenever "
+            "the graph before the operator changes"
+        )
+    primary = [n for n in nodes if not is_sink_committer(n)]
+    if len(primary) <= 1:
+        return (
+            f"{_upper_first(' and '.join(parts))} keep state but have no uid()"
+            f"{in_job}; Flink saves the state under generated operator IDs, which "
+            "change whenever the graph before them changes"
+        )
+    return (
+        f"This call creates {len(primary)} stateful operators without uid(){in_job}: "
+        + "; ".join(parts)
+    )
+
+
+class MissingUid:
+    """## What it does
+    Finds stateful operators without a `uid()`.
+
+    Stateful operators are keyed process functions, `reduce` and the keyed
+    aggregations (`sum`, `min`, `max_by` ...), windows, keyed and broadcast
+    co-process functions, every other operator on a keyed stream, FLIP-27
+    sources (`from_source`), legacy source functions (`add_source`) and Sink V2
+    sinks (`sink_to`: writer and committer).  All of them are reported at once,
+    each with the operator ID Flink generates for it today.  Operators PyFlink
+    adds on its own (the map inside `key_by`) have no call to name and are not
+    reported.
+
+    ## Why is this bad?
+    Flink stores an operator's state in checkpoints and savepoints under its
+    operator ID.  Without a uid, that ID is a hash of the operator's place in the
+    graph: adding, removing or re-chaining an operator before it, or changing
+    whether it chains to the next one (a parallelism, `disable_chaining()`),
+    changes the ID, and the state saved by the previous version can no longer
+    be restored into the operator.
+
+    The fix adds `.uid("...")` right after the call, with a readable uid derived
+    from the code (the operator's name, else the variable it is assigned to,
+    else the enclosing function, plus the operator kind), unique in the file.
+    Setting a uid changes the operator ID one last time: to restore a savepoint
+    taken before, also set `.set_uid_hash("<the operator ID in the message>")`,
+    the ID that state was saved under.  A call that creates several stateful
+    operators in one job (a helper called twice, a loop) gets no automatic fix:
+    give each call a distinct uid.
+
+    ## Example
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    totals.print()
+    env.execute("totals")
+    ```
+
+    Use instead:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1])) \\
+        .uid("totals-reduce")
+    totals.print()
+    env.execute("totals")
+    ```
+    """
+
+    code: ClassVar[RuleCode] = RuleCode("CL101", "missing-uid")
+    severity: ClassVar[Severity] = Severity.WARNING
+    enabled_by_default: ClassVar[bool] = True
+    fixable: ClassVar[bool] = True
+
+    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Report each call creating stateful operators without a uid, per job."""
+        several_jobs = len(context.result.jobs) > 1
+        for job in context.result.jobs:
+            graph = job.stream_graph
+            if graph is None:
+                continue
+            sites: dict[SourceRange, list[StreamNode]] = {}
+            for node in graph.nodes:
+                if (
+                    node.range is not None
+                    and node.uid is None
+                    and is_user_operator(node)
+                    and state_info(node) is not None
+                ):
+                    sites.setdefault(node.range, []).append(node)
+            in_job = f" in job '{job.job_name}'" if several_jobs else ""
+            for where, nodes in sites.items():
+                suggestion = context.uid_plan.for_range(where)
+                message = _message(job.job_graph, nodes, in_job)
+                if suggestion.fix is None and suggestion.reason:
+                    message += f". No automatic fix: {suggestion.reason}"
+                yield context.report(
+                    self, message, where, fix=suggestion.fix, job_index=job.spec.index
+                )
