@@ -1,13 +1,347 @@
-"""``# chainlens: ignore[CL101]`` comments."""
+"""``# chainlens: ignore[CL101]`` comments.
+
+A comment ``# chainlens: ignore[CL101, CL103]`` removes the findings with those
+codes that start on its line; a bare ``# chainlens: ignore`` removes every
+finding there.  A finding that starts on a line continued with a backslash, or
+inside a multi-line string, is suppressed by a comment on the line where that
+statement or string ends (the first line where a comment can be written), as
+ruff does for ``# noqa``.
+
+A suppression that removes nothing is reported as ``CL901 unused-suppression``
+(a warning at the comment, with a fix that deletes it), so suppressions do not
+outlive the findings they were written for.
+
+Comments are found with :mod:`tokenize`, so ``"# chainlens: ignore"`` inside a
+string is not a suppression.
+"""
 
 from __future__ import annotations
 
-from chainlens.analyzer.model.diagnostic import Diagnostic
+import io
+import re
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from chainlens.analyzer.config import Config, is_rule_selected, severity_override
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    Fix,
+    RuleCode,
+    Severity,
+    TextEdit,
+)
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+
+UNUSED_SUPPRESSION = RuleCode("CL901", "unused-suppression")
+
+UNUSED_SUPPRESSION_DOC = """\
+# CL901 unused-suppression
+
+## What it does
+Reports a `# chainlens: ignore[...]` comment (or a code in it) that suppresses no
+finding on its line.
+
+## Why is this bad?
+A suppression outlives the finding it was written for: once the code is fixed, a
+stale comment hides the next real finding on that line.  A code that is not a
+rule code (a typo) suppresses nothing at all.
+
+## Example
+```python
+stream.key_by(key).reduce(add).uid("totals")  # chainlens: ignore[CL101]
+```
+
+Use instead:
+```python
+stream.key_by(key).reduce(add).uid("totals")
+```
+
+`chainlens check --fix` removes unused suppressions.
+"""
+
+_DIRECTIVE = re.compile(
+    r"#\s*chainlens\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\]|(?P<open>\[)|(?=\s|#|$))"
+)
+_CODE = re.compile(r"^CL\d{3}$")
+#: Line breaks as Python's tokenizer counts them (not str.splitlines(), which
+#: also breaks at form feeds and other separators).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SuppressedCode:
+    """One code inside ``ignore[...]``, where it is written."""
+
+    code: str
+    range: SourceRange
+
+
+@dataclass(frozen=True, slots=True)
+class Suppression:
+    """One ``# chainlens: ignore`` directive.
+
+    ``codes`` empty means a bare ``ignore`` (every code); ``lines`` are the lines
+    whose findings it covers; ``range`` spans the directive from its ``#``.
+    """
+
+    line: int
+    lines: frozenset[int]
+    range: SourceRange
+    codes: tuple[SuppressedCode, ...]
+    #: the directive is the whole comment (so a fix may delete the comment)
+    whole_comment: bool
+    #: where the comment starts, and the whitespace before it (for deletion)
+    comment_start: int
+    whitespace_before: int
+    malformed: str | None = None
+
+
+def find_suppressions(text: str) -> tuple[Suppression, ...]:
+    """Return the suppression comments of ``text`` (tokenized, never raises)."""
+    if "chainlens" not in text:
+        return ()
+    comments: list[tokenize.TokenInfo] = []
+    multiline: list[tuple[int, int]] = []
+    ends_in_comment: set[int] = set()
+    unterminated: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.ERRORTOKEN and token.string[:1] in ("'", '"'):
+                # an unterminated string: what follows on the line is its text
+                unterminated.add(token.start[0])
+            elif token.type == tokenize.COMMENT:
+                comments.append(token)
+                ends_in_comment.add(token.start[0])
+            elif token.start[0] < token.end[0] and token.type not in (
+                tokenize.NL,
+                tokenize.NEWLINE,
+            ):
+                multiline.append((token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass  # a broken file: keep the comments read so far
+    comments = [c for c in comments if c.start[0] not in unterminated]
+    if not comments:
+        return ()
+    lines = _LINE_BREAK.split(text)
+    target = _comment_lines(lines, multiline, ends_in_comment)
+    covered: dict[int, set[int]] = {}
+    for line, where in target.items():
+        covered.setdefault(where, set()).add(line)
+    found: list[Suppression] = []
+    for token in comments:
+        match = _DIRECTIVE.search(token.string)
+        if match is None:
+            continue
+        line, column = token.start
+        start = column + match.start()
+        end = column + match.end()
+        codes: list[SuppressedCode] = []
+        malformed: str | None = None
+        if match.group("open"):
+            malformed = "the code list is not closed with ']'"
+        elif match.group("codes") is not None:
+            body_start = column + match.start("codes")
+            for item in re.finditer(r"[^,\s]+", match.group("codes")):
+                codes.append(
+                    SuppressedCode(
+                        item.group(),
+                        SourceRange(
+                            SourcePosition(line, body_start + item.start()),
+                            SourcePosition(line, body_start + item.end()),
+                        ),
+                    )
+                )
+            if not codes:
+                malformed = "the code list is empty"
+        rest = token.string[match.end() :].strip()
+        source_line = lines[line - 1] if line - 1 < len(lines) else ""
+        before = source_line[:column]
+        found.append(
+            Suppression(
+                line=line,
+                lines=frozenset(covered.get(line, set()) | {line}),
+                range=SourceRange(
+                    SourcePosition(line, start), SourcePosition(line, end)
+                ),
+                codes=tuple(codes),
+                whole_comment=match.start() == 0 and not rest,
+                comment_start=column,
+                whitespace_before=len(before) - len(before.rstrip()),
+                malformed=malformed,
+            )
+        )
+    return tuple(found)
+
+
+def _comment_lines(
+    lines: Sequence[str],
+    multiline: Sequence[tuple[int, int]],
+    ends_in_comment: set[int],
+) -> dict[int, int]:
+    """Map each line that cannot carry a comment to the line whose comment covers it."""
+    step: dict[int, int] = {}
+    for first, last in multiline:  # a string (or token) spanning lines: its end line
+        for line in range(first, last):
+            step[line] = max(step.get(line, 0), last)
+    for number, raw in enumerate(lines, start=1):
+        if number in step or number in ends_in_comment:
+            continue
+        if raw.rstrip("\r\n").endswith("\\"):
+            step[number] = number + 1
+    target: dict[int, int] = {}
+    for line in sorted(step, reverse=True):
+        nxt = step[line]
+        target[line] = target.get(nxt, nxt)
+    return target
 
 
 def apply_suppressions(
-    diagnostics: tuple[Diagnostic, ...], text: str
+    diagnostics: tuple[Diagnostic, ...], text: str, config: Config | None = None
 ) -> tuple[Diagnostic, ...]:
-    """Drop suppressed findings; report suppressions that suppress nothing."""
-    del text
-    return diagnostics
+    """Drop suppressed findings; report suppressions that suppress nothing (CL901).
+
+    With ``config``, CL901 follows its selection and severity override.
+    """
+    suppressions = find_suppressions(text)
+    if not suppressions:
+        return diagnostics
+    kept, used = _filter(diagnostics, suppressions)
+    return (*kept, *_unused(suppressions, used, config))
+
+
+def apply_more_suppressions(
+    diagnostics: tuple[Diagnostic, ...],
+    extra: Iterable[Diagnostic],
+    text: str,
+    config: Config | None = None,
+) -> tuple[Diagnostic, ...]:
+    """Add ``extra`` findings to ones already suppressed by :func:`apply_suppressions`.
+
+    The suppressions found unused the first time are known from the CL901
+    findings in ``diagnostics``; those the ``extra`` findings use are no longer
+    reported.
+    """
+    extra = tuple(extra)
+    suppressions = find_suppressions(text)
+    if not suppressions:
+        return (*diagnostics, *extra)
+    unused_before = {
+        d.range for d in diagnostics if d.code.code == UNUSED_SUPPRESSION.code
+    }
+    used: set[tuple[int, int | None]] = set()
+    for index, suppression in enumerate(suppressions):
+        for key, where in _items(index, suppression):
+            if where not in unused_before:
+                used.add(key)
+    kept_extra, used_now = _filter(extra, suppressions)
+    used |= used_now
+    earlier = tuple(d for d in diagnostics if d.code.code != UNUSED_SUPPRESSION.code)
+    return (*earlier, *kept_extra, *_unused(suppressions, used, config))
+
+
+def _items(
+    index: int, suppression: Suppression
+) -> Iterable[tuple[tuple[int, int | None], SourceRange]]:
+    if not suppression.codes:
+        yield (index, None), suppression.range
+    for position, code in enumerate(suppression.codes):
+        yield (index, position), code.range
+
+
+def _filter(
+    diagnostics: Iterable[Diagnostic], suppressions: Sequence[Suppression]
+) -> tuple[tuple[Diagnostic, ...], set[tuple[int, int | None]]]:
+    by_line: dict[int, list[int]] = {}
+    for index, suppression in enumerate(suppressions):
+        if suppression.malformed is None:
+            for line in suppression.lines:
+                by_line.setdefault(line, []).append(index)
+    kept: list[Diagnostic] = []
+    used: set[tuple[int, int | None]] = set()
+    for diagnostic in diagnostics:
+        hits: list[tuple[int, int | None]] = []
+        for index in by_line.get(diagnostic.range.start.line, ()):
+            suppression = suppressions[index]
+            if not suppression.codes:
+                hits.append((index, None))
+            for position, code in enumerate(suppression.codes):
+                if code.code == diagnostic.code.code:
+                    hits.append((index, position))
+        if hits:
+            used.update(hits)
+        else:
+            kept.append(diagnostic)
+    return tuple(kept), used
+
+
+def _unused(
+    suppressions: Sequence[Suppression],
+    used: set[tuple[int, int | None]],
+    config: Config | None,
+) -> list[Diagnostic]:
+    rule_code, rule_name = UNUSED_SUPPRESSION.code, UNUSED_SUPPRESSION.name
+    if config is not None and not is_rule_selected(config, rule_code, rule_name):
+        return []
+    severity = (
+        severity_override(config, rule_code, rule_name) if config else None
+    ) or Severity.WARNING
+    findings: list[Diagnostic] = []
+    for index, suppression in enumerate(suppressions):
+        if suppression.malformed is not None:
+            findings.append(
+                Diagnostic(
+                    UNUSED_SUPPRESSION,
+                    f"malformed suppression comment: {suppression.malformed}; it "
+                    "suppresses nothing",
+                    severity,
+                    suppression.range,
+                )
+            )
+            continue
+        unused = [key for key, _ in _items(index, suppression) if key not in used]
+        if not unused:
+            continue
+        fix = _fix(suppression, unused)
+        for key in unused:
+            position = key[1]
+            if position is None:
+                message = (
+                    "unused suppression: no finding is reported on this line"
+                    if len(suppression.lines) == 1
+                    else "unused suppression: no finding is reported on the lines "
+                    "it covers"
+                )
+                where = suppression.range
+            else:
+                code = suppression.codes[position]
+                where = code.range
+                if _CODE.match(code.code):
+                    message = (
+                        f"unused suppression: no {code.code} finding is reported here"
+                    )
+                else:
+                    message = f"unused suppression: {code.code!r} is not a rule code"
+            findings.append(
+                Diagnostic(UNUSED_SUPPRESSION, message, severity, where, fix=fix)
+            )
+            fix = None  # one fix per comment, on its first finding
+    return findings
+
+
+def _fix(suppression: Suppression, unused: list[tuple[int, int | None]]) -> Fix | None:
+    """Delete the unused codes, or the whole directive when none is used."""
+    line = suppression.line
+    if len(unused) == max(len(suppression.codes), 1):
+        if not suppression.whole_comment:
+            return None
+        start = suppression.comment_start - suppression.whitespace_before
+        edit = TextEdit(
+            SourceRange(SourcePosition(line, start), suppression.range.end), ""
+        )
+        return Fix("remove the unused suppression comment", (edit,))
+    dropped = {key[1] for key in unused}
+    keep = [code.code for i, code in enumerate(suppression.codes) if i not in dropped]
+    first, last = suppression.codes[0].range, suppression.codes[-1].range
+    edit = TextEdit(SourceRange(first.start, last.end), ", ".join(keep))
+    return Fix("remove the unused codes from the suppression comment", (edit,))

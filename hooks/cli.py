@@ -1,5 +1,13 @@
 """The ``chainlens`` command line.
 
+``chainlens check [PATHS...]`` reports findings (missing uids, broken chains...)
+in the PyFlink programs under PATHS, ruff-style; ``--fix`` applies the safe fixes,
+``--diff`` shows them.  Exit codes: 0 no finding, 1 findings (or, with
+``--diff``, fixes to apply), 2 usage, configuration or internal error.
+
+``chainlens rule CODE`` prints a rule's documentation; ``chainlens rule --all``
+lists the rules.
+
 ``chainlens graph FILE... [--format text|json|dot] [--default-parallelism N]``
 prints what Flink 2.3 will build from each PyFlink program.  Exit codes: 0 when
 every file was analysed, 1 when a file could not be analysed (syntax error,
@@ -10,14 +18,73 @@ Flink, 2 for usage errors.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import difflib
 import json
+import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TextIO
 
-from chainlens.analyzer.api import AnalysisResult, analyze_file
-from chainlens.analyzer.config import Config
-from chainlens.analyzer.report import render_dot, render_text, results_to_json
+from chainlens.analyzer import rules as rules_registry
+from chainlens.analyzer.api import (
+    AnalysisResult,
+    analyze_bytes,
+    analyze_file,
+    analyze_source,
+)
+from chainlens.analyzer.check_report import (
+    CheckSummary,
+    Finding,
+    RuleInfo,
+    fingerprints,
+    render_github,
+    render_json,
+    render_sarif,
+    render_statistics,
+    render_text,
+    sort_key,
+)
+from chainlens.analyzer.config import (
+    Config,
+    ConfigError,
+    ConfigLayer,
+    ConfigResolver,
+    Settings,
+    command_line_layer,
+)
+from chainlens.analyzer.extract.program import Problem
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.report import render_dot, results_to_json
+from chainlens.analyzer.report import render_text as render_graph_text
+from chainlens.analyzer.suppression import (
+    UNUSED_SUPPRESSION,
+    UNUSED_SUPPRESSION_DOC,
+    apply_more_suppressions,
+)
+from chainlens.hooks.discovery import discover, is_pyflink_source
+
+#: Below this many files, checking runs in this process (a pool costs more).
+PARALLEL_THRESHOLD: Final = 20
+#: ``--fix`` re-analyses and fixes again at most this many times per file.
+MAX_FIX_PASSES: Final = 10
+#: Files larger than this many bytes are not read at all.
+MAX_READ_BYTES: Final = 64 * 1024 * 1024
+
+_SEVERITY_RANK: Final = {
+    Severity.ERROR: 0,
+    Severity.WARNING: 1,
+    Severity.INFO: 2,
+    Severity.HINT: 3,
+}
+
+
+class UsageError(Exception):
+    """A command-line mistake argparse cannot see (exit code 2)."""
 
 
 def _positive(text: str) -> int:
@@ -30,13 +97,213 @@ def _positive(text: str) -> int:
     return value
 
 
+def _codes(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _flink_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("chainlens")
+    except Exception:
+        return "0.0.0"
+
+
+def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options that change what the analysis assumes (check and graph)."""
+    parser.add_argument(
+        "--default-parallelism",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="the environment's default parallelism (Flink's local default is the "
+        "number of CPU cores); without it, results hold for any value",
+    )
+    parser.add_argument(
+        "--argv",
+        default=None,
+        metavar="ARGS",
+        help="analyse as if the program ran with these command-line arguments "
+        "(one string, split like a shell does; '' for none); without it, values "
+        "read from the command line are reported as unknown",
+    )
+    parser.add_argument(
+        "--flink",
+        action="append",
+        type=_flink_setting,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Flink configuration key the program does not set itself, e.g. "
+        "python.operator-chaining.enabled=false (repeatable)",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="use this config file (pyproject.toml, chainlens.toml) for every file "
+        "instead of discovering one per file",
+    )
+    parser.add_argument(
+        "--isolated", action="store_true", help="ignore every config file"
+    )
+
+
+def add_check_arguments(
+    parser: argparse.ArgumentParser, *, default_paths: Sequence[str]
+) -> None:
+    """Add the options of ``chainlens check`` (shared with the pre-commit entry)."""
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=list(default_paths),
+        metavar="PATH",
+        help="files or directories to check"
+        + (" (default: the current directory)" if default_paths else ""),
+    )
+    parser.add_argument(
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=("text", "json", "sarif", "github"),
+        default="text",
+        help="output format: text (path:line:col: CODE severity: message), json, "
+        "sarif (SARIF 2.1.0, for GitHub code scanning), github (workflow annotations)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output-file",
+        default=None,
+        metavar="FILE",
+        help="write the report to FILE",
+    )
+    parser.add_argument(
+        "--statistics", action="store_true", help="show the number of findings per rule"
+    )
+    parser.add_argument(
+        "--select",
+        type=_codes,
+        default=None,
+        metavar="CODES",
+        help="comma-separated rule codes or prefixes to enable (replaces the config's)",
+    )
+    parser.add_argument(
+        "--extend-select",
+        type=_codes,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="rule codes or prefixes to enable in addition",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=_codes,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="rule codes or prefixes to disable",
+    )
+    add_analysis_arguments(parser)
+    parser.add_argument(
+        "--exclude",
+        type=_codes,
+        default=None,
+        metavar="GLOBS",
+        help="comma-separated globs of files and directories to skip "
+        "(replaces the defaults)",
+    )
+    parser.add_argument(
+        "--extend-exclude",
+        type=_codes,
+        action="extend",
+        default=[],
+        metavar="GLOBS",
+        help="globs to skip in addition to the defaults",
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply the exclusions to files named on the command line too (pre-commit)",
+    )
+    parser.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="also check files that .gitignore excludes",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes and report what remains",
+    )
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff without writing; "
+        "exit 1 if there are any",
+    )
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=[s.value for s in Severity],
+        default=Severity.WARNING.value,
+        help="exit 1 for findings of this severity or worse (default: warning; info "
+        "and hint findings explain the graph and are reported without failing)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="worker processes (default: the number of CPUs; one process below "
+        f"{PARALLEL_THRESHOLD + 1} files)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print findings only, no summary line",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``chainlens`` command."""
     parser = argparse.ArgumentParser(
         prog="chainlens",
-        description="See the Flink JobGraph a PyFlink program will build, without running it.",
+        description="See the Flink JobGraph a PyFlink program will build, "
+        "without running it.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser(
+        "check",
+        help="report findings in PyFlink programs (missing uids, broken chains, ...)",
+        description="Analyse the PyFlink programs under PATHS and report findings as "
+        "path:line:col: CODE severity: message.  Settings come from "
+        "[tool.chainlens] in pyproject.toml, chainlens.toml or .chainlens.toml "
+        "(nearest wins); flags override.",
+    )
+    add_check_arguments(check, default_paths=["."])
+    rule = sub.add_parser(
+        "rule",
+        help="show a rule's documentation, or list the rules",
+        description="Print the documentation of rule CODE, or with --all the table of "
+        "rules: code, name, default severity, enabled by default.",
+    )
+    rule.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. CL101")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.add_argument("--format", choices=("text", "json"), default="text")
     graph = sub.add_parser(
         "graph",
         help="print the tasks, chains, edges and operator IDs of each job",
@@ -46,25 +313,98 @@ def build_parser() -> argparse.ArgumentParser:
     )
     graph.add_argument("files", nargs="+", metavar="FILE", help="PyFlink programs")
     graph.add_argument(
-        "--format", choices=("text", "json", "dot"), default="text", help="output format"
+        "--format",
+        choices=("text", "json", "dot"),
+        default="text",
+        help="output format",
     )
-    graph.add_argument(
-        "--default-parallelism",
-        type=_positive,
-        default=None,
-        metavar="N",
-        help="the environment's default parallelism (Flink's local default is the "
-        "number of CPU cores); without it, results hold for any value",
-    )
-    graph.add_argument(
-        "--argv",
-        default=None,
-        metavar="ARGS",
-        help="analyse as if the program ran with these command-line arguments "
-        "(one string, split like a shell does; '' for none); without it, values "
-        "read from the command line are reported as unknown",
-    )
+    add_analysis_arguments(graph)
     return parser
+
+
+# ---------------------------------------------------------------------------
+# configuration from the command line
+
+
+def _cli_layer(args: argparse.Namespace) -> ConfigLayer:
+    argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
+    return command_line_layer(
+        select=getattr(args, "select", None),
+        extend_select=getattr(args, "extend_select", ()),
+        ignore=getattr(args, "ignore", ()),
+        default_parallelism=args.default_parallelism,
+        argv=argv,
+        flink=dict(args.flink) if args.flink else None,
+        exclude=getattr(args, "exclude", None),
+        extend_exclude=getattr(args, "extend_exclude", ()),
+        respect_gitignore=getattr(args, "respect_gitignore", None),
+    )
+
+
+def _selector_known(selector: str) -> bool:
+    if rules_registry.selector_matches_a_rule(selector, rules_registry.ALL_RULES):
+        return True
+    code, name = UNUSED_SUPPRESSION.code, UNUSED_SUPPRESSION.name
+    return selector.lower() == name or code.startswith(selector.upper())
+
+
+def _no_rule(selector: str) -> str:
+    return f"{selector!r} matches no rule (`chainlens rule --all` lists them)"
+
+
+def check_selectors(layers: Iterable[ConfigLayer]) -> None:
+    """Raise :class:`ConfigError` for a selector that names no rule (a typo)."""
+    for layer in layers:
+        prefix = "tool.chainlens." if layer.path.endswith("pyproject.toml") else ""
+        groups: list[tuple[str, Settings]] = [("", layer.settings)]
+        groups += [
+            (f"overrides[{i}].", o.settings) for i, o in enumerate(layer.overrides)
+        ]
+        for where, settings in groups:
+            named = [
+                *((f"{where}select", s) for s in settings.select or ()),
+                *((f"{where}extend-select", s) for s in settings.extend_select),
+                *((f"{where}ignore", s) for s in settings.ignore),
+                *((f"{where}severity.{s}", s) for s, _ in settings.severities),
+            ]
+            for key, selector in named:
+                if not _selector_known(selector):
+                    raise ConfigError(
+                        _no_rule(selector),
+                        layer.path,
+                        prefix + key,
+                    )
+        for pattern, codes in layer.per_file_ignores:
+            for selector in codes:
+                if not _selector_known(selector):
+                    raise ConfigError(
+                        _no_rule(selector),
+                        layer.path,
+                        f"{prefix}per-file-ignores.{pattern}",
+                    )
+
+
+def _resolver(args: argparse.Namespace) -> ConfigResolver:
+    try:
+        layer = _cli_layer(args)
+    except ConfigError as exc:
+        key = (exc.key or "").replace("-", "_")
+        flag = (
+            "--" + key.split(".")[0].split("[")[0].replace("_", "-")
+            if key
+            else "a flag"
+        )
+        raise UsageError(f"{flag}: {exc.message}") from None
+    try:
+        check_selectors([layer])
+    except ConfigError as exc:
+        flag = "--" + (exc.key or "select").split(".")[0]
+        raise UsageError(f"{flag}: {exc.message}") from None
+    return ConfigResolver(layer, config_file=args.config, isolated=args.isolated)
+
+
+# ---------------------------------------------------------------------------
+# chainlens graph
 
 
 def _exit_code(results: Sequence[AnalysisResult]) -> int:
@@ -76,17 +416,396 @@ def _exit_code(results: Sequence[AnalysisResult]) -> int:
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
-    argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
-    config = Config(default_parallelism=args.default_parallelism, argv=argv)
-    results = [analyze_file(path, config) for path in args.files]
+    resolver = _resolver(args)
+    results = [analyze_file(path, resolver.config_for(path)) for path in args.files]
     if args.format == "json":
         text = json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"
     elif args.format == "dot":
         text = render_dot(results)
     else:
-        text = render_text(results)
+        text = render_graph_text(results)
     sys.stdout.write(text)
     return _exit_code(results)
+
+
+# ---------------------------------------------------------------------------
+# chainlens check: one file
+
+
+@dataclass(frozen=True, slots=True)
+class CheckTask:
+    """One file to check, with its settings (sent to a worker process)."""
+
+    path: str
+    display: str
+    config: Config
+    mode: str = "check"  # "check" | "fix" | "diff"
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    """What checking one file found (sent back from a worker process)."""
+
+    display: str
+    analysed: bool
+    findings: tuple[Finding, ...] = ()
+    fixed: int = 0
+    diff: str = ""
+
+
+def check_task(task: CheckTask) -> FileOutcome:
+    """Check one file: read, analyse, fix if asked.  Never raises."""
+    try:
+        return _check_task(task)
+    except Exception as exc:
+        diagnostic = Diagnostic(
+            _ANALYSIS_ERROR,
+            f"chainlens failed: {exc!r}",
+            Severity.ERROR,
+            _file_start(),
+        )
+        return FileOutcome(
+            task.display, True, (Finding(task.display, diagnostic, "0:1"),)
+        )
+
+
+_ANALYSIS_ERROR: Final = next(
+    (r.code for r in rules_registry.ALL_RULES if r.code.code == "CL000"),
+    RuleCode("CL000", "analysis-error"),
+)
+
+
+def _file_start() -> SourceRange:
+    return SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
+
+
+def _check_task(task: CheckTask) -> FileOutcome:
+    path = Path(task.path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size > MAX_READ_BYTES:  # not read whole: the head tells if it is PyFlink
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+        if not is_pyflink_source(head):
+            return FileOutcome(task.display, False)
+        problem = Problem(
+            "too-large",
+            f"the file has {size:,} bytes, more than the limit of "
+            f"{task.config.max_file_bytes:,} characters; it was not analysed",
+            _file_start(),
+        )
+        return _outcome(
+            task, AnalysisResult(task.path, problems=(problem,)), None, 0, ""
+        )
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return _outcome(task, analyze_file(task.path, task.config), None, 0, "")
+    if not is_pyflink_source(data):
+        return FileOutcome(task.display, False)
+    text = _decoded(data)
+    bom = ""
+    if text is not None and text.startswith("\ufeff"):
+        bom, text = "\ufeff", text[1:]
+    result = analyze_bytes(task.path, data, task.config)
+    if text is None or task.mode == "check" or not result.ok:
+        return _outcome(task, result, text, 0, "")
+    fixed_text, fixed, result = _fix_until_stable(task, text, result)
+    diff = ""
+    if fixed and fixed_text != text:
+        if task.mode == "fix":
+            path.write_bytes((bom + fixed_text).encode("utf-8"))
+        else:
+            diff = "".join(
+                difflib.unified_diff(
+                    text.splitlines(keepends=True),
+                    fixed_text.splitlines(keepends=True),
+                    fromfile=task.display,
+                    tofile=task.display,
+                )
+            )
+            if diff and not diff.endswith("\n"):
+                diff += "\n\\ No newline at end of file\n"
+    return _outcome(task, result, fixed_text, fixed, diff)
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _fix_until_stable(
+    task: CheckTask, text: str, result: AnalysisResult
+) -> tuple[str, int, AnalysisResult]:
+    """Apply safe fixes and re-analyse, until nothing more is fixable."""
+    apply_fixes = _fix_engine()
+    if apply_fixes is None:
+        return text, 0, result
+    total = 0
+    for _ in range(MAX_FIX_PASSES):
+        diagnostics = finalize_diagnostics(result, text, task.config)
+        fixable = tuple(d for d in diagnostics if d.fix is not None and d.fix.safe)
+        if not fixable:
+            break
+        new_text, count = apply_fixes(text, fixable)
+        if count == 0 or new_text == text:
+            break
+        total += count
+        text = new_text
+        result = analyze_source(task.path, text, task.config)
+    return text, total, result
+
+
+def _fix_engine() -> Callable[[str, Sequence[Diagnostic]], tuple[str, int]] | None:
+    try:
+        from chainlens.analyzer.fix import apply_fixes
+    except ImportError:
+        return None
+    return apply_fixes
+
+
+def finalize_diagnostics(
+    result: AnalysisResult, text: str | None, config: Config
+) -> tuple[Diagnostic, ...]:
+    """Return a file's findings with CL901 following ``config``.
+
+    The analysis applies suppression comments without the configuration; the
+    unused-suppression findings are redone here with it (selection, severity).
+    """
+    if text is None:
+        return result.diagnostics
+    return apply_more_suppressions(result.diagnostics, (), text, config)
+
+
+def _outcome(
+    task: CheckTask, result: AnalysisResult, text: str | None, fixed: int, diff: str
+) -> FileOutcome:
+    diagnostics = finalize_diagnostics(result, text, task.config)
+    prints = fingerprints(diagnostics, text or "")
+    findings = tuple(
+        Finding(task.display, d, fp) for d, fp in zip(diagnostics, prints, strict=True)
+    )
+    return FileOutcome(task.display, True, findings, fixed, diff)
+
+
+# ---------------------------------------------------------------------------
+# chainlens check: many files
+
+
+def run_tasks(tasks: Sequence[CheckTask], jobs: int) -> list[FileOutcome]:
+    """Check ``tasks``, in worker processes when there are many; keep their order."""
+    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
+        return [check_task(task) for task in tasks]
+    workers = min(jobs, len(tasks))
+    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(check_task, tasks, chunksize=chunksize))
+
+
+def _display_path(path: Path, cwd: Path) -> str:
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(cwd).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``chainlens check`` with parsed ``args``; return the exit code."""
+    out = out or sys.stdout
+    resolver = _resolver(args)
+    cwd = Path(os.path.abspath(os.getcwd()))
+    files = discover(args.paths, resolver, force_exclude=args.force_exclude)
+    mode = "fix" if args.fix else "diff" if args.diff else "check"
+    tasks = [
+        CheckTask(str(path), _display_path(path, cwd), resolver.config_for(path), mode)
+        for path in files
+    ]
+    check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    if mode != "check" and _fix_engine() is None:
+        print(
+            "chainlens: warning: no fixes are available in this installation",
+            file=sys.stderr,
+        )
+    outcomes = run_tasks(tasks, args.jobs or _default_jobs())
+    analysed = [o for o in outcomes if o.analysed]
+    findings = sorted((f for o in analysed for f in o.findings), key=sort_key)
+    summary = CheckSummary(
+        files_checked=len(analysed),
+        fixed=sum(o.fixed for o in analysed),
+        files_fixed=sum(1 for o in analysed if o.fixed),
+    )
+    if mode == "diff":
+        return _report_diff(analysed, summary, out)
+    report = _render(args, findings, summary, fixing=mode == "fix")
+    if args.output_file:
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    if args.exit_zero:
+        return 0
+    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+def _report_diff(
+    analysed: Sequence[FileOutcome], summary: CheckSummary, out: TextIO
+) -> int:
+    for outcome in sorted(analysed, key=lambda o: o.display):
+        out.write(outcome.diff)
+    changed = sum(1 for o in analysed if o.diff)
+    if changed:
+        print(
+            f"Would fix {summary.fixed} finding{'s' if summary.fixed != 1 else ''} "
+            f"in {changed} file{'s' if changed != 1 else ''}.",
+            file=sys.stderr,
+        )
+        return 1
+    print("No fixes to apply.", file=sys.stderr)
+    return 0
+
+
+def _render(
+    args: argparse.Namespace,
+    findings: list[Finding],
+    summary: CheckSummary,
+    *,
+    fixing: bool,
+) -> str:
+    if args.statistics:
+        return render_statistics(findings, as_json=args.format == "json")
+    if args.format == "json":
+        return render_json(findings, summary, version=_version())
+    if args.format == "sarif":
+        return render_sarif(
+            findings,
+            rule_infos(),
+            version=_version(),
+            working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
+        )
+    if args.format == "github":
+        return render_github(findings)
+    return render_text(findings, summary, fixing=fixing, with_summary=not args.quiet)
+
+
+# ---------------------------------------------------------------------------
+# the rules registry (analyzer/rules), read defensively
+
+
+def _render_doc(rule: rules_registry.Rule) -> str:
+    try:
+        from chainlens.analyzer.rules.docs import render_rule_doc
+    except ImportError:
+        return rules_registry.rule_doc(rule)
+    return render_rule_doc(rule)
+
+
+def _rule_info(rule: rules_registry.Rule) -> RuleInfo:
+    doc = _render_doc(rule)
+    return RuleInfo(
+        code=rule.code.code,
+        name=rule.code.name,
+        severity=rule.severity,
+        enabled_by_default=rule.enabled_by_default,
+        summary=rules_registry.rule_summary(rule) or rule.code.name,
+        doc=doc,
+    )
+
+
+def _meta_rules() -> list[RuleInfo]:
+    """Return the rules reported outside the registry (suppression comments)."""
+    return [
+        RuleInfo(
+            UNUSED_SUPPRESSION.code,
+            UNUSED_SUPPRESSION.name,
+            Severity.WARNING,
+            True,
+            "A `# chainlens: ignore` comment suppresses nothing.",
+            UNUSED_SUPPRESSION_DOC,
+        ),
+    ]
+
+
+def rule_infos() -> list[RuleInfo]:
+    """Return every rule chainlens knows (registry plus CL000/CL901), by code."""
+    infos = {info.code: info for info in _meta_rules()}
+    for rule in rules_registry.ALL_RULES:
+        info = _rule_info(rule)
+        infos[info.code] = info
+    return sorted(infos.values(), key=lambda info: info.code)
+
+
+def run_rule(args: argparse.Namespace) -> int:
+    """Run ``chainlens rule CODE`` / ``chainlens rule --all``."""
+    infos = rule_infos()
+    if args.all:
+        if args.format == "json":
+            rows = [
+                {
+                    "code": i.code,
+                    "name": i.name,
+                    "severity": i.severity.value,
+                    "enabled_by_default": i.enabled_by_default,
+                    "summary": i.summary,
+                }
+                for i in infos
+            ]
+            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            return 0
+        width = max(len(i.name) for i in infos)
+        sys.stdout.write(f"{'code':<6}  {'name':<{width}}  {'severity':<8}  default\n")
+        for info in infos:
+            enabled = "enabled" if info.enabled_by_default else "disabled"
+            sys.stdout.write(
+                f"{info.code:<6}  {info.name:<{width}}  "
+                f"{info.severity.value:<8}  {enabled}\n"
+            )
+        return 0
+    if not args.code:
+        raise UsageError("give a rule code (e.g. chainlens rule CL101) or --all")
+    code = args.code.strip().upper()
+    wanted = next(
+        (i for i in infos if i.code == code or i.name == args.code.strip()), None
+    )
+    if wanted is None:
+        raise UsageError(
+            f"unknown rule {args.code!r}; `chainlens rule --all` lists the rules"
+        )
+    if args.format == "json":
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "code": wanted.code,
+                    "name": wanted.name,
+                    "severity": wanted.severity.value,
+                    "enabled_by_default": wanted.enabled_by_default,
+                    "summary": wanted.summary,
+                    "doc": wanted.doc,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        return 0
+    doc = wanted.doc.rstrip() or f"{wanted.code} {wanted.name}\n\n{wanted.summary}"
+    sys.stdout.write(doc + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# entry point
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -96,15 +815,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
+    return dispatch(args, parser)
+
+
+def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run a parsed command, turning every failure into a message and exit code 2."""
     try:
         if args.command == "graph":
             return run_graph(args)
+        if args.command == "check":
+            return run_check(args)
+        if args.command == "rule":
+            return run_rule(args)
     except BrokenPipeError:
+        _silence_stdout()
         return 0
     except KeyboardInterrupt:
         return 130
+    except ConfigError as exc:
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except concurrent.futures.process.BrokenProcessPool:
+        print(
+            "chainlens: error: a worker process died; "
+            "run with --jobs 1 to find the file",
+            file=sys.stderr,
+        )
+        return 2
+    except Exception as exc:
+        print(f"chainlens: internal error: {exc!r}", file=sys.stderr)
+        return 2
     parser.print_usage(sys.stderr)
     return 2
+
+
+def _silence_stdout() -> None:
+    """Avoid a second BrokenPipeError when Python flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

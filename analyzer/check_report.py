@@ -1,0 +1,499 @@
+"""Render ``chainlens check`` findings: text, JSON, SARIF 2.1.0, GitHub annotations.
+
+Pure functions from findings to text; the command line decides where it goes.
+Positions inside chainlens are 1-based lines and 0-based code-point columns;
+every format here shows 1-based columns (as ruff, editors and SARIF do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Final
+from urllib.parse import quote
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, Severity
+from chainlens.analyzer.model.source import SourceRange
+
+SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION: Final = "2.1.0"
+JSON_SCHEMA_VERSION: Final = 1
+
+_SARIF_LEVEL: Final = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "note",
+    Severity.HINT: "note",
+}
+_GITHUB_COMMAND: Final = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "notice",
+    Severity.HINT: "notice",
+}
+_SEVERITY_ORDER: Final = (
+    Severity.ERROR,
+    Severity.WARNING,
+    Severity.INFO,
+    Severity.HINT,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One diagnostic in one file, as reported.
+
+    ``path`` is the path to show (relative to the working directory when the
+    file is below it, with ``/``); ``fingerprint`` identifies the finding across
+    edits that move it (see :func:`fingerprints`).
+    """
+
+    path: str
+    diagnostic: Diagnostic
+    fingerprint: str = ""
+
+    @property
+    def fixable(self) -> bool:
+        """Tell whether ``--fix`` would resolve this finding."""
+        fix = self.diagnostic.fix
+        return fix is not None and fix.safe
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    """What the reports say about a rule (from the rules registry)."""
+
+    code: str
+    name: str
+    severity: Severity
+    enabled_by_default: bool
+    summary: str
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSummary:
+    """Counts for the closing line and the JSON summary."""
+
+    files_checked: int
+    fixed: int = 0
+    #: files where fixes would change something (``--diff``) or changed (``--fix``)
+    files_fixed: int = 0
+
+
+def sort_key(finding: Finding) -> tuple[str, int, int, str, str]:
+    """Order findings by file, position, code, message (the output order)."""
+    start = finding.diagnostic.range.start
+    return (
+        finding.path,
+        start.line,
+        start.column,
+        finding.diagnostic.code.code,
+        finding.diagnostic.message,
+    )
+
+
+def fingerprints(diagnostics: Sequence[Diagnostic], text: str) -> tuple[str, ...]:
+    """Return a fingerprint per diagnostic that survives lines moving.
+
+    The hash covers the rule code and the whitespace-normalized text of the line
+    the finding starts on; ``:n`` counts the same hash earlier in the file (the
+    form of GitHub's ``primaryLocationLineHash``).
+    """
+    lines = re.split(r"\r\n|\r|\n", text)
+    seen: Counter[str] = Counter()
+    result: list[str] = []
+    order = sorted(range(len(diagnostics)), key=lambda i: _position(diagnostics[i]))
+    by_index: dict[int, str] = {}
+    for index in order:
+        diagnostic = diagnostics[index]
+        line_number = diagnostic.range.start.line
+        line = lines[line_number - 1] if 0 < line_number <= len(lines) else ""
+        normalized = " ".join(line.split())
+        digest = hashlib.sha256(
+            f"{diagnostic.code.code}\0{normalized}".encode()
+        ).hexdigest()[:16]
+        seen[digest] += 1
+        by_index[index] = f"{digest}:{seen[digest]}"
+    for index in range(len(diagnostics)):
+        result.append(by_index[index])
+    return tuple(result)
+
+
+def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
+    start = diagnostic.range.start
+    return (start.line, start.column, diagnostic.code.code)
+
+
+# ---------------------------------------------------------------------------
+# text
+
+
+def render_text(
+    findings: Sequence[Finding],
+    summary: CheckSummary,
+    *,
+    fixing: bool = False,
+    with_summary: bool = True,
+) -> str:
+    """Return ruff-style lines and a summary.
+
+    Each finding is ``path:line:col: CODE [*] severity: message`` (``[*]`` when
+    ``--fix`` resolves it), followed by its related locations, indented.
+    """
+    out: list[str] = []
+    for finding in sorted(findings, key=sort_key):
+        d = finding.diagnostic
+        marker = " [*]" if finding.fixable else ""
+        out.append(
+            f"{_where(finding.path, d.range)}: {d.code.code}{marker} "
+            f"{d.severity.value}: {d.message}"
+        )
+        for related in d.related:
+            out.append(
+                f"    {_where(finding.path, related.range)}: note: {related.message}"
+            )
+    if with_summary:
+        out.append(summary_line(findings, summary, fixing=fixing))
+    return "".join(line + "\n" for line in out)
+
+
+def summary_line(
+    findings: Sequence[Finding], summary: CheckSummary, *, fixing: bool = False
+) -> str:
+    """Return the closing line of the text report."""
+    files = _plural(summary.files_checked, "PyFlink file")
+    if not findings and not summary.fixed:
+        return f"All checks passed! ({files} checked)"
+    counts = Counter(f.diagnostic.severity for f in findings)
+    parts = [
+        f"{counts[s]} info" if s is Severity.INFO else _plural(counts[s], s.value)
+        for s in _SEVERITY_ORDER
+        if counts[s]
+    ]
+    if fixing:
+        return (
+            f"Found {_plural(len(findings) + summary.fixed, 'finding')} in {files} "
+            f"({summary.fixed} fixed, {len(findings)} remaining"
+            + (f": {', '.join(parts)}" if parts else "")
+            + ")."
+        )
+    affected = len({f.path for f in findings})
+    line = (
+        f"Found {_plural(len(findings), 'finding')} ({', '.join(parts)}) in "
+        f"{_plural(affected, 'file')} of {files} checked."
+    )
+    fixable = sum(1 for f in findings if f.fixable)
+    if fixable:
+        line += f"\n[*] {fixable} fixable with `chainlens check --fix`."
+    return line
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _where(path: str, where: SourceRange) -> str:
+    return f"{path}:{where.start.line}:{where.start.column + 1}"
+
+
+# ---------------------------------------------------------------------------
+# JSON
+
+
+def finding_to_json(finding: Finding) -> dict[str, object]:
+    """Return the JSON form of one finding (columns 0-based, as in ``graph``)."""
+    d = finding.diagnostic
+    fix: dict[str, object] | None = None
+    if d.fix is not None:
+        fix = {
+            "description": d.fix.description,
+            "safe": d.fix.safe,
+            "edits": [
+                {"range": e.range.to_json(), "new_text": e.new_text}
+                for e in d.fix.edits
+            ],
+        }
+    return {
+        "path": finding.path,
+        "code": d.code.code,
+        "name": d.code.name,
+        "severity": d.severity.value,
+        "message": d.message,
+        "range": d.range.to_json(),
+        "related": [
+            {"message": r.message, "range": r.range.to_json()} for r in d.related
+        ],
+        "fix": fix,
+        "job_index": d.job_index,
+        "fingerprint": finding.fingerprint,
+    }
+
+
+def render_json(
+    findings: Sequence[Finding], summary: CheckSummary, *, version: str
+) -> str:
+    """Return the JSON document of a check run (``schema_version`` 1)."""
+    ordered = sorted(findings, key=sort_key)
+    counts = Counter(f.diagnostic.severity.value for f in ordered)
+    doc = {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "tool": "chainlens",
+        "version": version,
+        "summary": {
+            "files_checked": summary.files_checked,
+            "findings": len(ordered),
+            "fixed": summary.fixed,
+            "fixable": sum(1 for f in ordered if f.fixable),
+            "by_severity": {s.value: counts.get(s.value, 0) for s in _SEVERITY_ORDER},
+        },
+        "findings": [finding_to_json(f) for f in ordered],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# SARIF 2.1.0 (as GitHub code scanning reads it)
+
+
+def render_sarif(
+    findings: Sequence[Finding],
+    rules: Sequence[RuleInfo],
+    *,
+    version: str,
+    working_directory_uri: str | None = None,
+) -> str:
+    """Return a SARIF 2.1.0 log with one run.
+
+    ``tool.driver.rules`` lists every known rule (stable across runs, with its
+    docs as ``help``); each result has ``ruleId``/``ruleIndex``, ``level``, one
+    location and ``partialFingerprints.primaryLocationLineHash``.  Relative
+    paths use the ``%SRCROOT%`` base (the working directory).
+    """
+    ordered = sorted(findings, key=sort_key)
+    known = {rule.code: rule for rule in rules}
+    for finding in ordered:  # a code without registry entry still gets a rule
+        code = finding.diagnostic.code
+        if code.code not in known:
+            known[code.code] = RuleInfo(
+                code.code, code.name, finding.diagnostic.severity, True, code.name
+            )
+    rule_list = sorted(known.values(), key=lambda r: r.code)
+    index = {rule.code: i for i, rule in enumerate(rule_list)}
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "chainlens",
+                "version": version,
+                "semanticVersion": version,
+                "rules": [_sarif_rule(rule) for rule in rule_list],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": [_sarif_result(f, index[f.diagnostic.code.code]) for f in ordered],
+    }
+    if working_directory_uri is not None:
+        run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": working_directory_uri}}
+        run["invocations"] = [
+            {
+                "executionSuccessful": True,
+                "workingDirectory": {"uri": working_directory_uri},
+            }
+        ]
+    doc = {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _sarif_rule(rule: RuleInfo) -> dict[str, object]:
+    summary = rule.summary.strip() or rule.name
+    doc = rule.doc.strip() or summary
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": _limit(summary, 1024)},
+        "fullDescription": {"text": _limit(_first_paragraph(doc, summary), 1024)},
+        "help": {"text": doc, "markdown": doc},
+        "defaultConfiguration": {
+            "level": _SARIF_LEVEL[rule.severity],
+            "enabled": rule.enabled_by_default,
+        },
+        "properties": {
+            "tags": ["pyflink", "flink"],
+            "precision": "high",
+            "problem.severity": {
+                Severity.ERROR: "error",
+                Severity.WARNING: "warning",
+            }.get(rule.severity, "recommendation"),
+        },
+    }
+
+
+def _sarif_result(finding: Finding, rule_index: int) -> dict[str, object]:
+    d = finding.diagnostic
+    result: dict[str, object] = {
+        "ruleId": d.code.code,
+        "ruleIndex": rule_index,
+        "level": _SARIF_LEVEL[d.severity],
+        "message": {"text": d.message},
+        "locations": [{"physicalLocation": _physical(finding.path, d.range)}],
+        "partialFingerprints": {
+            "primaryLocationLineHash": finding.fingerprint or "0:1"
+        },
+    }
+    if d.related:
+        result["relatedLocations"] = [
+            {
+                "id": i,
+                "physicalLocation": _physical(finding.path, r.range),
+                "message": {"text": r.message},
+            }
+            for i, r in enumerate(d.related, start=1)
+        ]
+    if d.fix is not None:
+        result["fixes"] = [
+            {
+                "description": {"text": d.fix.description},
+                "artifactChanges": [
+                    {
+                        "artifactLocation": _artifact(finding.path),
+                        "replacements": [
+                            {
+                                "deletedRegion": _region(e.range),
+                                "insertedContent": {"text": e.new_text},
+                            }
+                            for e in d.fix.edits
+                        ],
+                    }
+                ],
+            }
+        ]
+    return result
+
+
+def _physical(path: str, where: SourceRange) -> dict[str, object]:
+    return {"artifactLocation": _artifact(path), "region": _region(where)}
+
+
+def _artifact(path: str) -> dict[str, str]:
+    posix = PurePosixPath(path.replace("\\", "/"))
+    if posix.is_absolute():
+        return {"uri": "file://" + quote(str(posix))}
+    return {"uri": quote(str(posix)), "uriBaseId": "%SRCROOT%"}
+
+
+def _region(where: SourceRange) -> dict[str, int]:
+    start, end = where.start, where.end
+    if (end.line, end.column) < (start.line, start.column):
+        end = start
+    return {
+        "startLine": max(start.line, 1),
+        "startColumn": start.column + 1,
+        "endLine": max(end.line, 1),
+        "endColumn": end.column + 1,
+    }
+
+
+def _first_paragraph(doc: str, fallback: str) -> str:
+    for block in doc.split("\n\n"):
+        text = " ".join(line.strip() for line in block.splitlines() if line.strip())
+        text = text.lstrip("#").strip()
+        if text and not text.lower().startswith(("what it does", "## ")):
+            return text
+    return fallback
+
+
+def _limit(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+# ---------------------------------------------------------------------------
+# GitHub Actions workflow commands
+
+
+def render_github(findings: Sequence[Finding]) -> str:
+    """Return one workflow command per finding.
+
+    ``::error file=...,line=...,col=...,title=...::message`` (``warning`` and
+    ``notice`` for the lower severities), escaped as the Actions toolkit does.
+    """
+    out: list[str] = []
+    for finding in sorted(findings, key=sort_key):
+        d = finding.diagnostic
+        start, end = d.range.start, d.range.end
+        if (end.line, end.column) < (start.line, start.column):
+            end = start
+        props = [
+            ("file", finding.path),
+            ("line", str(start.line)),
+            ("endLine", str(end.line)),
+            ("col", str(start.column + 1)),
+            ("endColumn", str(end.column + 1)),
+            ("title", f"chainlens ({d.code.code} {d.code.name})"),
+        ]
+        rendered = ",".join(f"{k}={_escape_property(v)}" for k, v in props)
+        message = f"{_where(finding.path, d.range)}: {d.code.code} {d.message}"
+        out.append(
+            f"::{_GITHUB_COMMAND[d.severity]} {rendered}::{_escape_data(message)}"
+        )
+    return "".join(line + "\n" for line in out)
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# ---------------------------------------------------------------------------
+# --statistics
+
+
+def statistics(
+    findings: Iterable[Finding], names: Mapping[str, str] | None = None
+) -> list[dict[str, object]]:
+    """Return per-code counts, most frequent first: code, name, count, fixable."""
+    counts: Counter[str] = Counter()
+    fixable: Counter[str] = Counter()
+    seen_names: dict[str, str] = dict(names or {})
+    for finding in findings:
+        code = finding.diagnostic.code
+        counts[code.code] += 1
+        fixable[code.code] += finding.fixable
+        seen_names.setdefault(code.code, code.name)
+    return [
+        {
+            "code": code,
+            "name": seen_names.get(code, ""),
+            "count": count,
+            "fixable": fixable[code],
+        }
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def render_statistics(findings: Sequence[Finding], *, as_json: bool = False) -> str:
+    """Return the ``--statistics`` table (or JSON list) of findings per rule."""
+    rows = statistics(findings)
+    if as_json:
+        return json.dumps(rows, indent=2) + "\n"
+    if not rows:
+        return ""
+    width = max(len(str(row["count"])) for row in rows)
+    code_width = max(len(str(row["code"])) for row in rows)
+    lines = []
+    for row in rows:
+        count = int(str(row["count"]))
+        fix_count = int(str(row["fixable"]))
+        marker = "[*]" if fix_count == count else ("[-]" if fix_count else "[ ]")
+        lines.append(
+            f"{str(row['count']).rjust(width)}  {str(row['code']).ljust(code_width)}  "
+            f"{marker} {row['name']}"
+        )
+    return "\n".join(lines) + "\n"

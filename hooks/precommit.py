@@ -1,0 +1,54 @@
+"""The pre-commit entry: ``chainlens check`` on the files pre-commit passes.
+
+``.pre-commit-hooks.yaml`` runs ``python -m chainlens.hooks.precommit`` (hook
+``chainlens``) and ``python -m chainlens.hooks.precommit --fix`` (hook
+``chainlens-fix``).  Differences from ``chainlens check``:
+
+* no file arguments means nothing to check (never the whole directory);
+* ``exclude``/``extend-exclude`` apply to the files pre-commit names
+  (``--force-exclude``, as ruff's hook does);
+* one process: pre-commit already runs one hook process per CPU
+  (``require_serial: false``), unless ``--jobs`` says otherwise.
+
+Files that do not use PyFlink are skipped, so the hook can run on every Python
+file of a repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from chainlens.hooks.cli import add_check_arguments, dispatch
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser: the options of ``chainlens check``, files from pre-commit."""
+    parser = argparse.ArgumentParser(
+        prog="chainlens-pre-commit",
+        description="chainlens check for pre-commit: "
+        "check the PyFlink programs among FILES.",
+    )
+    add_check_arguments(parser, default_paths=())
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Check the files pre-commit passes; return 0 clean, 1 findings, 2 errors."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 2
+    if not args.paths:
+        return 0
+    args.command = "check"
+    args.force_exclude = True
+    if args.jobs is None:
+        args.jobs = 1
+    return dispatch(args, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
