@@ -65,7 +65,7 @@ def with_findings(result: AnalysisResult, text: str | None, config: Config) -> A
     try:
         diagnostics = run_rules(result, config, text)
         if text is not None:
-            diagnostics = apply_suppressions(diagnostics, text)
+            diagnostics = apply_suppressions(diagnostics, text, config)
     except Exception as exc:  # noqa: BLE001 - the per-file boundary: report, never raise
         problem = Problem("internal-error", f"a rule failed on this file: {exc!r}", _start())
         return replace(result, problems=(*result.problems, problem))
@@ -104,7 +104,8 @@ def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
             problems=(
                 Problem(
                     "too-large",
-                    f"the file is too deeply nested to parse ({exc}); it was not analysed",
+                    "the file is too deeply nested to parse "
+                    f"({exc or type(exc).__name__}); it was not analysed",
                     _start(),
                 ),
             ),
