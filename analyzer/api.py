@@ -133,7 +133,9 @@ def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
         return AnalysisResult(path, problems=(_syntax_problem(text, f"cannot parse: {exc}"),))
     parsed = time.perf_counter()
     try:
-        program = interpret(module, text, config.argv, config.flink_config, tree)
+        program = interpret(
+            module, text, config.argv, config.flink_config, tree, config.default_parallelism
+        )
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:
         return AnalysisResult(

@@ -380,7 +380,11 @@ def resolve_default_parallelism(
     default_parallelism: int | None,
 ) -> tuple[dict[int, Transformation], EnvSettings]:
     """Replace the environment-default symbol by a number, when one is given."""
-    if default_parallelism is None:
+    if default_parallelism is None or not any(
+        t.parallelism == DEFAULT_PARALLELISM for t in transformations.values()
+    ):
+        if default_parallelism is not None and env.parallelism == DEFAULT_PARALLELISM:
+            env = replace(env, parallelism=default_parallelism)
         return transformations, env
     resolved = {
         tid: replace(t, parallelism=default_parallelism)

@@ -1101,6 +1101,7 @@ def interpret(
     argv: Sequence[str] | None = None,
     flink_config: dict[str, str] | None = None,
     tree: ast.Module | None = None,
+    default_parallelism: int | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -1109,4 +1110,5 @@ def interpret(
     """
     interpreter = Interpreter(module, text, argv, tree)
     interpreter.program.base_config = dict(flink_config or {})
+    interpreter.program.default_parallelism = default_parallelism
     return interpreter.run()

@@ -216,6 +216,7 @@ class CallLocator:
         self._module = module
         self._text = text
         self._ranges: dict[int, SourceRange] = {}
+        self._pending: dict[int, ast.Call] = {}  # paired, range not computed yet
         self._done: set[int] = set()
         self._given_tree = tree
         self._tree: ast.Module | None = None
@@ -264,7 +265,7 @@ class CallLocator:
             self._from_metadata()
             return
         for cst_call, ast_call in zip(collector.calls, calls, strict=True):
-            self._ranges[id(cst_call)] = _range_of(ast_call, self._lines)
+            self._pending[id(cst_call)] = ast_call
 
     def _from_metadata(self) -> None:
         self._metadata_used = True
@@ -289,10 +290,17 @@ class CallLocator:
 
     def range_of(self, call: cst.Call, top: int) -> SourceRange | None:
         """Return the range of ``call``, found in top-level statement ``top``."""
-        found = self._ranges.get(id(call))
-        if found is None and top not in self._done:
+        key = id(call)
+        found = self._ranges.get(key)
+        if found is not None:
+            return found
+        if top not in self._done:
             self._index_statement(top)
-            found = self._ranges.get(id(call))
+            found = self._ranges.get(key)
+        if found is None:
+            paired = self._pending.pop(key, None)
+            if paired is not None:
+                found = self._ranges[key] = _range_of(paired, self._lines)
         return found
 
 

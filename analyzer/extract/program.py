@@ -87,6 +87,8 @@ class Program:
     #: Flink configuration given outside the program (chainlens config), applied
     #: to every environment before the program's own settings.
     base_config: dict[str, str] = field(default_factory=dict)
+    #: the environment's default parallelism when known (else a symbol)
+    default_parallelism: int | None = None
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""

@@ -971,7 +971,8 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
 
 def new_environment(call: Call, program: Program) -> EnvRef:
     """Mirror ``StreamExecutionEnvironment.get_execution_environment(config)``."""
-    env = EnvState(program, parallelism=DEFAULT_PARALLELISM)
+    default = program.default_parallelism
+    env = EnvState(program, parallelism=default if default is not None else DEFAULT_PARALLELISM)
     if program.base_config:
         apply_config(call, env, ConfigValue(dict(program.base_config)))
     config = call.args.get(0, "configuration")
