@@ -19,7 +19,6 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
-
 # Fields that never contain a call: whitespace, punctuation, operators.
 _SKIP_PREFIXES = (
     "whitespace",

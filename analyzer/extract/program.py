@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from chainlens.analyzer.model.enums import RuntimeMode
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import (
     EnvSettings,
@@ -17,7 +16,6 @@ from chainlens.analyzer.model.transformation import (
     Transformation,
 )
 from chainlens.analyzer.model.values import (
-    DEFAULT_PARALLELISM,
     Parallelism,
     Symbol,
     Unknown,
@@ -44,35 +42,24 @@ class ProgramStops(Exception):
 
 @dataclass(eq=False, slots=True)
 class EnvState:
-    """One ``StreamExecutionEnvironment`` while the program runs."""
+    """One ``StreamExecutionEnvironment`` while the program runs.
+
+    ``settings`` is what a submission made now would see; the setters of the
+    environment replace it.
+    """
 
     program: Program
-    parallelism: Parallelism = DEFAULT_PARALLELISM
-    max_parallelism: int | Symbol | None = None
-    chaining_enabled: bool | Symbol = True
-    chain_different_max_parallelism: bool = True
-    python_chaining_enabled: bool = True
-    python_execution_mode: str = "process"
-    runtime_mode: RuntimeMode | Symbol = RuntimeMode.STREAMING
-    batch_shuffle_mode: str = "ALL_EXCHANGES_BLOCKING"
-    auto_parallelism: bool = True
-    vertex_name_include_index_prefix: bool = False
+    settings: EnvSettings = field(default_factory=EnvSettings)
     transformations: list[int] = field(default_factory=list)
 
-    def settings(self) -> EnvSettings:
-        """Return the settings a submission sees now."""
-        return EnvSettings(
-            parallelism=self.parallelism,
-            max_parallelism=self.max_parallelism,
-            chaining_enabled=self.chaining_enabled,
-            chain_different_max_parallelism=self.chain_different_max_parallelism,
-            python_chaining_enabled=self.python_chaining_enabled,
-            python_execution_mode=self.python_execution_mode,
-            runtime_mode=self.runtime_mode,
-            batch_shuffle_mode=self.batch_shuffle_mode,
-            auto_parallelism=self.auto_parallelism,
-            vertex_name_include_index_prefix=self.vertex_name_include_index_prefix,
-        )
+    @property
+    def parallelism(self) -> Parallelism:
+        """Return the parallelism operators created now get."""
+        return self.settings.parallelism
+
+    def set(self, **changes: object) -> None:
+        """Change settings, as ``env.set_parallelism(...)`` and friends do."""
+        self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
 
 
 @dataclass(eq=False, slots=True)
@@ -138,7 +125,7 @@ class Program:
             index=len(self.jobs),
             trigger=trigger,
             job_name=name,
-            env=env.settings(),
+            env=env.settings,
             transformations={tid: self.transformations[tid] for tid in reachable},
             env_order=tuple(env.transformations),
             next_id=self.next_id,

@@ -22,7 +22,6 @@ from chainlens.analyzer.extract.values import (
 )
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
-    ExchangeMode,
     OperatorKind,
     OutputType,
     Partitioner,
@@ -30,7 +29,7 @@ from chainlens.analyzer.model.enums import (
 )
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
-from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Symbol
+from chainlens.analyzer.model.values import Symbol
 
 KEY_BY_MAP = "_stream_key_by_map_operator"
 PARTITION_CUSTOM_MAP = "_partition_custom_map_operator"
@@ -336,7 +335,7 @@ def apply_config(call: Call, env: EnvState, config: ConfigValue) -> None:
         if isinstance(raw, Symbol):
             call.program.unknown(f"configuration {key}", raw.reason, call.where)
             if attr in ("parallelism", "max_parallelism", "chaining_enabled", "runtime_mode"):
-                setattr(env, attr, raw)
+                env.set(**{attr: raw})
             continue
         text = str(raw).strip()
         if attr in ("parallelism", "max_parallelism"):
@@ -355,7 +354,7 @@ def apply_config(call: Call, env: EnvState, config: ConfigValue) -> None:
             value = text.lower()
         elif attr == "batch_shuffle_mode":
             value = text.upper()
-        setattr(env, attr, value)
+        env.set(**{attr: value})
 
 
 # ---------------------------------------------------------------------------
@@ -940,20 +939,22 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
     if name in ("execute", "execute_async"):
         return env_execute(call, env, name)
     if name == "set_parallelism":
-        env.parallelism = call.parallelism(a.get(0, "parallelism"), "environment parallelism")
+        env.set(parallelism=call.parallelism(a.get(0, "parallelism"), "environment parallelism"))
         return env_ref
     if name == "set_max_parallelism":
-        env.max_parallelism = call.parallelism(a.get(0, "max_parallelism"), "max parallelism")
+        env.set(
+            max_parallelism=call.parallelism(a.get(0, "max_parallelism"), "max parallelism")
+        )
         return env_ref
     if name == "disable_operator_chaining":
-        env.chaining_enabled = False
+        env.set(chaining_enabled=False)
         return env_ref
     if name == "set_runtime_mode":
         mode = a.get(0, "execution_mode")
         if isinstance(mode, QualifiedRef) and mode.qualname.rsplit(".", 1)[-1] in RuntimeMode.__members__:
-            env.runtime_mode = RuntimeMode[mode.qualname.rsplit(".", 1)[-1]]
+            env.set(runtime_mode=RuntimeMode[mode.qualname.rsplit(".", 1)[-1]])
         else:
-            env.runtime_mode = call.symbol("runtime mode", "not known statically")
+            env.set(runtime_mode=call.symbol("runtime mode", "not known statically"))
         return env_ref
     if name == "configure":
         config = a.get(0, "configuration")
@@ -972,7 +973,9 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
 def new_environment(call: Call, program: Program) -> EnvRef:
     """Mirror ``StreamExecutionEnvironment.get_execution_environment(config)``."""
     default = program.default_parallelism
-    env = EnvState(program, parallelism=default if default is not None else DEFAULT_PARALLELISM)
+    env = EnvState(program)
+    if default is not None:
+        env.set(parallelism=default)
     if program.base_config:
         apply_config(call, env, ConfigValue(dict(program.base_config)))
     config = call.args.get(0, "configuration")

@@ -9,27 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chainlens.analyzer.extract.pyflink_api import SETTERS
 from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol
 
 #: DataStream methods that only configure the operator they are called on.
-SETTER_METHODS = frozenset(
-    {
-        "name",
-        "uid",
-        "set_uid_hash",
-        "set_description",
-        "set_parallelism",
-        "set_max_parallelism",
-        "force_non_parallel",
-        "slot_sharing_group",
-        "start_new_chain",
-        "disable_chaining",
-        "set_buffer_timeout",
-    }
-)
+SETTER_METHODS = SETTERS
 
 #: APIs whose call returns the stream of the operator it creates, so that
 #: ``.uid(...)`` written right after the call names that operator.
