@@ -101,26 +101,7 @@ def find_suppressions(text: str) -> tuple[Suppression, ...]:
     """Return the suppression comments of ``text`` (tokenized, never raises)."""
     if "chainlens" not in text:
         return ()
-    comments: list[tokenize.TokenInfo] = []
-    multiline: list[tuple[int, int]] = []
-    ends_in_comment: set[int] = set()
-    unterminated: set[int] = set()
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.ERRORTOKEN and token.string[:1] in ("'", '"'):
-                # an unterminated string: what follows on the line is its text
-                unterminated.add(token.start[0])
-            elif token.type == tokenize.COMMENT:
-                comments.append(token)
-                ends_in_comment.add(token.start[0])
-            elif token.start[0] < token.end[0] and token.type not in (
-                tokenize.NL,
-                tokenize.NEWLINE,
-            ):
-                multiline.append((token.start[0], token.end[0]))
-    except (tokenize.TokenError, SyntaxError, ValueError):
-        pass  # a broken file: keep the comments read so far
-    comments = [c for c in comments if c.start[0] not in unterminated]
+    comments, multiline, ends_in_comment = _scan(text)
     if not comments:
         return ()
     lines = _LINE_BREAK.split(text)
@@ -172,6 +153,59 @@ def find_suppressions(text: str) -> tuple[Suppression, ...]:
             )
         )
     return tuple(found)
+
+
+def _scan(
+    text: str,
+) -> tuple[list[tokenize.TokenInfo], list[tuple[int, int]], set[int]]:
+    """Return the comments, the multi-line tokens and the lines ending in a comment."""
+    comments: list[tokenize.TokenInfo] = []
+    multiline: list[tuple[int, int]] = []
+    ends_in_comment: set[int] = set()
+    unterminated: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.ERRORTOKEN and token.string[:1] in ("'", '"'):
+                # an unterminated string: what follows on the line is its text
+                unterminated.add(token.start[0])
+            elif token.type == tokenize.COMMENT:
+                comments.append(token)
+                ends_in_comment.add(token.start[0])
+            elif token.start[0] < token.end[0] and token.type not in (
+                tokenize.NL,
+                tokenize.NEWLINE,
+            ):
+                multiline.append((token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass  # a broken file: keep the comments read so far
+    comments = [c for c in comments if c.start[0] not in unterminated]
+    return comments, multiline, ends_in_comment
+
+
+def suppression_fix(text: str, line: int, code: str) -> Fix | None:
+    """Return the edit that suppresses ``code`` for findings starting on ``line``.
+
+    Adds the code to a ``# chainlens: ignore[...]`` comment already covering the
+    line, or appends ``  # chainlens: ignore[CODE]`` to the line where the
+    statement's comment goes (after a backslash continuation or a multi-line
+    string: its last line).  None when the line is already fully suppressed.
+    """
+    for suppression in find_suppressions(text):
+        if line not in suppression.lines or suppression.malformed is not None:
+            continue
+        if not suppression.codes or code in {c.code for c in suppression.codes}:
+            return None
+        end = suppression.codes[-1].range.end
+        edit = TextEdit(SourceRange(end, end), f", {code}")
+        return Fix(f"suppress {code} on this line", (edit,), safe=False)
+    _, multiline, ends_in_comment = _scan(text)
+    lines = _LINE_BREAK.split(text)
+    where = _comment_lines(lines, multiline, ends_in_comment).get(line, line)
+    if not 0 < where <= len(lines):
+        return None
+    end = SourcePosition(where, len(lines[where - 1]))
+    edit = TextEdit(SourceRange(end, end), f"  # chainlens: ignore[{code}]")
+    return Fix(f"suppress {code} on this line", (edit,), safe=False)
 
 
 def _comment_lines(

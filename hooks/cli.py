@@ -319,6 +319,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format",
     )
     add_analysis_arguments(graph)
+    lsp = sub.add_parser(
+        "lsp",
+        help="run the language server (stdio by default)",
+        description="Run the chainlens language server: diagnostics, hovers, code "
+        "actions, code lenses, inlay hints and the job graph, over the Language "
+        "Server Protocol.  Needs the 'lsp' extra (pygls).",
+    )
+    lsp.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
+    lsp.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
+    lsp.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
+    fleet = sub.add_parser(
+        "fleet",
+        help="scan many repositories on Spark and write tables and a report",
+        description="Fleet scan: analyse every PyFlink program under many "
+        "repositories on Apache Spark.  Needs the 'spark' extra (pyspark).",
+    )
+    from chainlens.fleet.cli import add_fleet_arguments  # no pyspark import here
+
+    add_fleet_arguments(fleet)
     return parser
 
 
@@ -827,6 +846,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return run_check(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "lsp":
+            from chainlens.server.app import serve
+
+            return serve(tcp=args.tcp, host=args.host, port=args.port)
+        if args.command == "fleet":
+            from chainlens.fleet.cli import run_fleet
+
+            return run_fleet(args)
     except BrokenPipeError:
         _silence_stdout()
         return 0

@@ -7,7 +7,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"chainlens.analyzer": "analyzer", "chainlens.server": "server", "chainlens.hooks": "hooks"}
+FOLDERS = {
+    "chainlens.analyzer": "analyzer",
+    "chainlens.server": "server",
+    "chainlens.hooks": "hooks",
+    "chainlens.fleet": "fleet",
+}
 
 
 def _packages_on_disk() -> set[str]:

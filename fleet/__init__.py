@@ -1,0 +1,1 @@
+"""The fleet scan: every PyFlink program of many repositories, analysed on Spark."""

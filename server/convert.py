@@ -1,0 +1,146 @@
+"""Conversions between chainlens' world and the Language Server Protocol's.
+
+The only module that knows both: chainlens positions are 1-based lines and
+0-based columns in code points; LSP positions are 0-based lines and columns in
+the negotiated encoding's code units (UTF-16 for VS Code, UTF-8 for Neovim 0.11).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from lsprotocol import types
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, Severity, TextEdit
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+
+#: Line breaks as both Python's tokenizer and the LSP count them.
+_NEWLINE: Final = re.compile(r"\r\n|\r|\n")
+
+SOURCE: Final = "chainlens"
+
+_SEVERITY: Final = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+def _units(text: str, encoding: str) -> int:
+    """Return the length of ``text`` in the code units of ``encoding``."""
+    if text.isascii() or encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+class TextLines:
+    """One version of a document's text, split into lines, for position conversion."""
+
+    __slots__ = ("_encoding", "_lines")
+
+    def __init__(
+        self, text: str, encoding: str = types.PositionEncodingKind.Utf16
+    ) -> None:
+        self._lines = _NEWLINE.split(text)
+        self._encoding = str(encoding)
+
+    @property
+    def line_count(self) -> int:
+        """Return the number of lines (a final empty line included)."""
+        return len(self._lines)
+
+    def line(self, index: int) -> str:
+        """Return line ``index`` (0-based) without its line break, or ``""``."""
+        return self._lines[index] if 0 <= index < len(self._lines) else ""
+
+    def to_lsp_position(self, position: SourcePosition) -> types.Position:
+        """Convert a chainlens position to an LSP position (clamped to the text)."""
+        index = min(max(position.line - 1, 0), len(self._lines) - 1)
+        line = self._lines[index]
+        column = min(max(position.column, 0), len(line))
+        return types.Position(
+            line=index, character=_units(line[:column], self._encoding)
+        )
+
+    def to_lsp_range(self, where: SourceRange) -> types.Range:
+        """Convert a chainlens range to an LSP range."""
+        return types.Range(
+            start=self.to_lsp_position(where.start), end=self.to_lsp_position(where.end)
+        )
+
+    def from_lsp_position(self, position: types.Position) -> SourcePosition:
+        """Convert an LSP position to a chainlens position (clamped to the text)."""
+        if position.line >= len(self._lines):
+            last = len(self._lines) - 1
+            return SourcePosition(last + 1, len(self._lines[last]))
+        line = self._lines[max(position.line, 0)]
+        if line.isascii() or self._encoding == types.PositionEncodingKind.Utf32:
+            return SourcePosition(position.line + 1, min(position.character, len(line)))
+        units = 0
+        for column, char in enumerate(line):
+            if units >= position.character:
+                return SourcePosition(position.line + 1, column)
+            units += _units(char, self._encoding)
+        return SourcePosition(position.line + 1, len(line))
+
+    def whole_range(self) -> types.Range:
+        """Return the LSP range of the whole text."""
+        last = len(self._lines) - 1
+        return types.Range(
+            start=types.Position(line=0, character=0),
+            end=types.Position(
+                line=last, character=_units(self._lines[last], self._encoding)
+            ),
+        )
+
+
+def severity(value: Severity) -> types.DiagnosticSeverity:
+    """Return the LSP severity of a chainlens severity."""
+    return _SEVERITY[value]
+
+
+def to_lsp_diagnostic(
+    diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
+) -> types.Diagnostic:
+    """Convert a finding, with its rule code, docs link and related locations."""
+    code = diagnostic.code
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=lines.to_lsp_range(r.range)),
+            message=r.message,
+        )
+        for r in diagnostic.related
+    ]
+    description = (
+        types.CodeDescription(href=rule_docs_href(docs_url, code.code, code.name))
+        if docs_url
+        else None
+    )
+    return types.Diagnostic(
+        range=lines.to_lsp_range(diagnostic.range),
+        message=diagnostic.message,
+        severity=severity(diagnostic.severity),
+        code=code.code,
+        code_description=description,
+        source=SOURCE,
+        related_information=related or None,
+        data={"rule": code.name, "fixable": diagnostic.fix is not None},
+    )
+
+
+def rule_docs_href(docs_url: str, code: str, name: str) -> str:
+    """Return the link to one rule's section of the rules documentation."""
+    return f"{docs_url}#{code.lower()}-{name}"
+
+
+def to_lsp_edits(edits: Iterable[TextEdit], lines: TextLines) -> list[types.TextEdit]:
+    """Convert chainlens text edits to LSP text edits."""
+    return [
+        types.TextEdit(range=lines.to_lsp_range(e.range), new_text=e.new_text)
+        for e in edits
+    ]

@@ -1,0 +1,157 @@
+"""Code actions: add the missing uid, fix everything in the file, suppress a finding."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from lsprotocol import types
+
+from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.source import SourcePosition
+from chainlens.analyzer.suppression import suppression_fix
+from chainlens.server.convert import SOURCE, TextLines, to_lsp_edits
+
+if TYPE_CHECKING:
+    from chainlens.server.app import ChainlensServer
+    from chainlens.server.session import Analysis
+
+FIX_ALL: Final = "source.fixAll.chainlens"
+KINDS: Final[list[str]] = [
+    types.CodeActionKind.QuickFix,
+    types.CodeActionKind.SourceFixAll,
+    FIX_ALL,
+]
+
+
+def _matches(lsp: types.Diagnostic, ours: Diagnostic, lines: TextLines) -> bool:
+    return lsp.code == ours.code.code and lsp.range == lines.to_lsp_range(ours.range)
+
+
+def _edit(uri: str, version: int, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=uri, version=version
+                ),
+                edits=edits,  # type: ignore[arg-type]
+            )
+        ]
+    )
+
+
+def quick_fixes(
+    analysis: Analysis, wanted: list[types.Diagnostic], selection: types.Range
+) -> list[types.CodeAction]:
+    """Return the fix and suppress actions of the findings the client asks about."""
+    actions: list[types.CodeAction] = []
+    asked = [d for d in wanted if d.source == SOURCE]
+    for ours in analysis.diagnostics:
+        matching = [d for d in asked if _matches(d, ours, analysis.lines)]
+        if not matching:
+            continue
+        if ours.fix is not None:
+            actions.append(
+                types.CodeAction(
+                    title=ours.fix.description,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=matching,
+                    is_preferred=ours.fix.safe,
+                    edit=_edit(
+                        analysis.uri,
+                        analysis.version,
+                        to_lsp_edits(ours.fix.edits, analysis.lines),
+                    ),
+                )
+            )
+        if ours.code.code == "CL000":
+            continue
+        suppress = suppression_fix(analysis.text, ours.range.start.line, ours.code.code)
+        if suppress is not None:
+            actions.append(
+                types.CodeAction(
+                    title=f"Suppress {ours.code.code} ({ours.code.name}) on this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=matching,
+                    edit=_edit(
+                        analysis.uri,
+                        analysis.version,
+                        to_lsp_edits(suppress.edits, analysis.lines),
+                    ),
+                )
+            )
+    return actions
+
+
+def fix_all(analysis: Analysis) -> types.CodeAction | None:
+    """Return one action applying every safe fix of the file (as ``check --fix``)."""
+    fixed, count = apply_fixes(analysis.text, analysis.diagnostics)
+    if not count or fixed == analysis.text:
+        return None
+    return types.CodeAction(
+        title=f"chainlens: fix all ({count} fix{'es' if count != 1 else ''})",
+        kind=FIX_ALL,
+        edit=_edit(analysis.uri, analysis.version, [minimal_edit(analysis, fixed)]),
+    )
+
+
+def minimal_edit(analysis: Analysis, new_text: str) -> types.TextEdit:
+    """Return one edit replacing only the span where ``new_text`` differs."""
+    old = analysis.text
+    start = 0
+    limit = min(len(old), len(new_text))
+    while start < limit and old[start] == new_text[start]:
+        start += 1
+    end_old, end_new = len(old), len(new_text)
+    while (
+        end_old > start
+        and end_new > start
+        and old[end_old - 1] == new_text[end_new - 1]
+    ):
+        end_old -= 1
+        end_new -= 1
+    return types.TextEdit(
+        range=types.Range(
+            start=_offset_position(analysis, start),
+            end=_offset_position(analysis, end_old),
+        ),
+        new_text=new_text[start:end_new],
+    )
+
+
+def _offset_position(analysis: Analysis, offset: int) -> types.Position:
+    before = analysis.text[:offset]
+    line = before.count("\n") + before.count("\r") - before.count("\r\n")
+    last_break = max(before.rfind("\n"), before.rfind("\r"))
+    return analysis.lines.to_lsp_position(
+        SourcePosition(line + 1, offset - (last_break + 1))
+    )
+
+
+def register(server: ChainlensServer) -> None:
+    """Serve ``textDocument/codeAction``."""
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
+    )
+    async def code_action(
+        ls: ChainlensServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
+        analysis = await ls.session.current(params.text_document.uri)
+        if analysis is None:
+            return None
+        only = params.context.only
+        actions: list[types.CodeAction] = []
+        if not only or any(
+            types.CodeActionKind.QuickFix.value.startswith(k) for k in only
+        ):
+            actions.extend(
+                quick_fixes(analysis, params.context.diagnostics, params.range)
+            )
+        if not only or any(FIX_ALL.startswith(k) for k in only):
+            action = fix_all(analysis)
+            if action is not None:
+                actions.append(action)
+        return actions

@@ -1,0 +1,78 @@
+"""Diagnostics: every finding, pushed or pulled, with its rule code and docs link."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from chainlens.server.convert import to_lsp_diagnostic
+
+if TYPE_CHECKING:
+    from chainlens.server.app import ChainlensServer
+    from chainlens.server.session import Analysis
+
+
+@functools.cache
+def default_docs_url() -> str | None:
+    """Return a ``file:`` URL of the installed version's rule documentation.
+
+    The documentation is rendered from the rules themselves into the user's
+    cache directory once per version, so the link always matches the rules
+    that produced the finding.
+    """
+    from chainlens.analyzer.rules.docs import render_rules_markdown
+    from chainlens.server.app import _version
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    target = Path(base) / "chainlens" / _version() / "rules.md"
+    try:
+        text = render_rules_markdown()
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+    except OSError:
+        return None
+    return target.as_uri()
+
+
+def lsp_diagnostics(analysis: Analysis) -> list[types.Diagnostic]:
+    """Convert an analysis' findings to LSP diagnostics."""
+    docs = analysis.settings.docs_url or default_docs_url()
+    return [
+        to_lsp_diagnostic(d, analysis.lines, analysis.uri, docs)
+        for d in analysis.diagnostics
+    ]
+
+
+def publish(ls: ChainlensServer, analysis: Analysis) -> None:
+    """Push an analysis' diagnostics with the document version they belong to."""
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(
+            uri=analysis.uri,
+            version=analysis.version,
+            diagnostics=lsp_diagnostics(analysis),
+        )
+    )
+
+
+def register(server: ChainlensServer) -> None:
+    """Serve ``textDocument/diagnostic`` (pull) for clients that ask."""
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier="chainlens",
+            inter_file_dependencies=False,
+            workspace_diagnostics=False,
+        ),
+    )
+    async def pull(
+        ls: ChainlensServer, params: types.DocumentDiagnosticParams
+    ) -> types.DocumentDiagnosticReport:
+        analysis = await ls.session.current(params.text_document.uri)
+        items = lsp_diagnostics(analysis) if analysis is not None else []
+        return types.RelatedFullDocumentDiagnosticReport(items=items)

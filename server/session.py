@@ -1,0 +1,309 @@
+"""Open documents, their latest analysis, and when to analyse them.
+
+Each change takes a snapshot (URI, version, text) on the event loop; the
+analysis runs on a worker thread so the loop keeps answering.  Changes that
+arrive while a document is being analysed are coalesced: the next run takes the
+newest text.  An analysis whose document has moved on is dropped, never
+published; requests that need facts wait for the analysis of the current
+version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from chainlens.analyzer.api import AnalysisResult, analyze_source
+from chainlens.analyzer.config import (
+    Config,
+    ConfigError,
+    ConfigLayer,
+    ConfigResolver,
+    materialize,
+)
+from chainlens.analyzer.extract.program import Problem
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.query import FileFacts
+from chainlens.server.convert import TextLines
+from chainlens.server.settings import ClientSettings, Preference
+
+log = logging.getLogger(__name__)
+
+CONFIG_PROBLEM = RuleCode("CL000", "analysis-error")
+#: How long a request waits for the current version's analysis.
+WAIT_SECONDS = 30.0
+
+
+def uri_to_path(uri: str) -> Path | None:
+    """Return the file system path of a ``file:`` URI (None for other schemes)."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One version of one document, as the client sent it."""
+
+    uri: str
+    version: int
+    text: str
+
+
+class Analysis:
+    """The analysis of one snapshot, with what adapters need to convert it."""
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        result: AnalysisResult,
+        diagnostics: tuple[Diagnostic, ...],
+        encoding: str,
+        settings: ClientSettings,
+        seconds: float,
+    ) -> None:
+        self.uri = snapshot.uri
+        self.version = snapshot.version
+        self.text = snapshot.text
+        self.result = result
+        self.diagnostics = diagnostics
+        self.lines = TextLines(snapshot.text, encoding)
+        self.settings = settings
+        self.seconds = seconds
+
+    @cached_property
+    def facts(self) -> FileFacts:
+        """Return the operator and job facts, indexed by position (built once)."""
+        return FileFacts(self.result)
+
+
+@dataclass
+class _Document:
+    dirty: bool = False
+    latest: Analysis | None = None
+    worker: asyncio.Task[None] | None = None
+    waiters: list[asyncio.Future[Analysis]] = field(default_factory=list)
+
+
+class Session:
+    """The server's state: settings, open documents and their analyses."""
+
+    def __init__(
+        self,
+        snapshot_of: Callable[[str], Snapshot | None],
+        publish: Callable[[Analysis], None],
+        encoding: Callable[[], str],
+    ) -> None:
+        self._snapshot_of = snapshot_of
+        self._publish = publish
+        self._encoding = encoding
+        self._documents: dict[str, _Document] = {}
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="chainlens-analysis")
+        self.global_settings = ClientSettings()
+        self.folder_settings: dict[Path, ClientSettings] = {}
+        self.analyses = 0
+
+    # ------------------------------------------------------------------ settings
+
+    def settings_for(self, uri: str) -> ClientSettings:
+        """Return the settings of the workspace folder holding ``uri``."""
+        path = uri_to_path(uri)
+        if path is not None:
+            best: tuple[int, ClientSettings] | None = None
+            for folder, settings in self.folder_settings.items():
+                if path.is_relative_to(folder) and (
+                    best is None or len(folder.parts) > best[0]
+                ):
+                    best = (len(folder.parts), settings)
+            if best is not None:
+                return best[1]
+        return self.global_settings
+
+    def _config(
+        self, uri: str, settings: ClientSettings
+    ) -> tuple[Config, tuple[Diagnostic, ...]]:
+        path = uri_to_path(uri)
+        directory = path.parent if path is not None else Path.cwd()
+        editor = settings.layer(directory)
+        problems: list[Diagnostic] = [
+            _file_problem(f"chainlens: {p}") for p in settings.problems
+        ]
+        name = path if path is not None else directory / "untitled.py"
+        try:
+            if settings.preference is Preference.EDITOR_ONLY or path is None:
+                layers: Iterable[ConfigLayer] = (editor,) if editor else ()
+                return materialize(name, tuple(layers)), tuple(problems)
+            resolver = ConfigResolver(editor)
+            if (
+                settings.preference is Preference.FILESYSTEM_FIRST
+                and editor is not None
+            ):
+                files = resolver.layers_for(name)
+                return materialize(name, (editor, *files)), tuple(problems)
+            return resolver.config_for(name), tuple(problems)
+        except ConfigError as exc:
+            problems.append(_file_problem(f"chainlens: configuration error: {exc}"))
+            fallback = materialize(name, (editor,) if editor else ())
+            return fallback, tuple(problems)
+
+    # --------------------------------------------------------------- documents
+
+    def changed(self, uri: str) -> None:
+        """Note that ``uri`` was opened or changed: analyse its newest text."""
+        document = self._documents.setdefault(uri, _Document())
+        document.dirty = True
+        if document.worker is None:
+            document.worker = asyncio.get_running_loop().create_task(self._work(uri))
+
+    def closed(self, uri: str) -> None:
+        """Forget ``uri``; pending analyses of it are dropped."""
+        document = self._documents.pop(uri, None)
+        if document is not None:
+            for waiter in document.waiters:
+                if not waiter.done():
+                    waiter.cancel()
+
+    def open_uris(self) -> tuple[str, ...]:
+        """Return the URIs of the open documents."""
+        return tuple(self._documents)
+
+    def reanalyse_all(self) -> None:
+        """Analyse every open document again (settings or config files changed)."""
+        for uri in self.open_uris():
+            self.changed(uri)
+
+    def latest(self, uri: str) -> Analysis | None:
+        """Return the newest published analysis of ``uri``, whatever its version."""
+        document = self._documents.get(uri)
+        return document.latest if document is not None else None
+
+    async def current(self, uri: str) -> Analysis | None:
+        """Return the analysis of the document's current version (waiting for it)."""
+        snapshot = self._snapshot_of(uri)
+        if snapshot is None:
+            return None
+        document = self._documents.get(uri)
+        if document is None:
+            self.changed(uri)
+            document = self._documents[uri]
+        latest = document.latest
+        if (
+            latest is not None
+            and latest.version == snapshot.version
+            and not document.dirty
+        ):
+            return latest
+        waiter: asyncio.Future[Analysis] = asyncio.get_running_loop().create_future()
+        document.waiters.append(waiter)
+        if document.worker is None:
+            self.changed(uri)
+        try:
+            return await asyncio.wait_for(waiter, WAIT_SECONDS)
+        except (TimeoutError, asyncio.CancelledError):
+            if waiter.cancelled() and uri not in self._documents:
+                return None
+            raise
+
+    async def _work(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                document = self._documents.get(uri)
+                if document is None or not document.dirty:
+                    return
+                document.dirty = False
+                snapshot = self._snapshot_of(uri)
+                if snapshot is None:
+                    for waiter in document.waiters:
+                        waiter.cancel()
+                    document.waiters.clear()
+                    return
+                settings = self.settings_for(uri)
+                encoding = self._encoding()
+                analysis = await loop.run_in_executor(
+                    self._executor, self._analyse, snapshot, settings, encoding
+                )
+                self.analyses += 1
+                if self._documents.get(uri) is not document:
+                    return  # closed meanwhile
+                now = self._snapshot_of(uri)
+                if now is None or now.version != snapshot.version or document.dirty:
+                    continue  # outdated: never published
+                document.latest = analysis
+                waiters, document.waiters = document.waiters, []
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(analysis)
+                try:
+                    self._publish(analysis)
+                except Exception:  # a failed send must not stop the worker
+                    log.exception("publishing diagnostics failed")
+        finally:
+            document = self._documents.get(uri)
+            if document is not None and document.worker is asyncio.current_task():
+                document.worker = None
+                if document.dirty:
+                    document.worker = loop.create_task(self._work(uri))
+
+    def _analyse(
+        self, snapshot: Snapshot, settings: ClientSettings, encoding: str
+    ) -> Analysis:
+        """Analyse one snapshot (runs on the worker thread; never raises)."""
+        started = time.perf_counter()
+        path = uri_to_path(snapshot.uri)
+        name = str(path) if path is not None else snapshot.uri
+        try:
+            config, problems = self._config(snapshot.uri, settings)
+            if settings.enable:
+                result = analyze_source(name, snapshot.text, config)
+            else:
+                result = AnalysisResult(name)
+            diagnostics = (*problems, *result.diagnostics) if settings.enable else ()
+        except Exception as exc:  # a failing file must not kill the server
+            log.error(
+                "analysis of %s failed:\n%s", snapshot.uri, traceback.format_exc()
+            )
+            problem = Problem("internal-error", f"chainlens failed: {exc!r}", None)
+            result = AnalysisResult(name, problems=(problem,))
+            diagnostics = (
+                _file_problem(f"chainlens could not analyse this file: {exc!r}"),
+            )
+        return Analysis(
+            snapshot,
+            result,
+            diagnostics,
+            encoding,
+            settings,
+            time.perf_counter() - started,
+        )
+
+    def shutdown(self) -> None:
+        """Stop the worker thread."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _file_problem(message: str) -> Diagnostic:
+    start = SourcePosition(1, 0)
+    return Diagnostic(
+        code=CONFIG_PROBLEM,
+        message=message,
+        severity=Severity.ERROR,
+        range=SourceRange(start, start),
+    )
+
+
+def folder_path(uri: str) -> Path | None:
+    """Return a workspace folder's path, normalised."""
+    path = uri_to_path(uri)
+    return Path(os.path.normpath(path)) if path is not None else None

@@ -1,0 +1,591 @@
+"""The language server over the real protocol (pytest-lsp), as real clients talk to it.
+
+Each test runs the server as a subprocess (``python -m chainlens.server``) and
+talks to it with the ``initialize`` capabilities pytest-lsp recorded from real
+clients: VS Code 1.65 (push diagnostics, UTF-16 positions) and Neovim 0.11
+(pull diagnostics, UTF-8 positions).  The server only relays the analyzer, so
+expected findings and facts come from the analyzer's API; expected positions are
+computed here from the text in each encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.report import render_text
+
+FIXTURES = Path(__file__).parent / "fixtures" / "lsp"
+PIPELINE = (FIXTURES / "pipeline.py").read_text(encoding="utf-8")
+CLIENTS = ["visual-studio-code", "neovim"]
+DOCS = "https://example.invalid/rules"
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def units(text: str, encoding: str) -> int:
+    """Length of ``text`` in an encoding's code units (independent of the server)."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    return len(text.encode("utf-16-le")) // 2
+
+
+def position_of(text: str, needle: str, encoding: str) -> types.Position:
+    """The LSP position of the first ``needle`` in ``text``."""
+    index = text.index(needle)
+    line = text.count("\n", 0, index)
+    start = text.rfind("\n", 0, index) + 1
+    return types.Position(line=line, character=units(text[start:index], encoding))
+
+
+def apply_edits(text: str, edits: list[types.TextEdit], encoding: str) -> str:
+    """Apply LSP edits the way an editor does (independent of the server)."""
+    lines = text.split("\n")
+
+    def offset(position: types.Position) -> int:
+        before = sum(len(line) + 1 for line in lines[: position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        column = 0
+        while (
+            column < len(line) and units(line[:column], encoding) < position.character
+        ):
+            column += 1
+        return before + column
+
+    spans = sorted(
+        ((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits)
+    )
+    for start, end, new in reversed(spans):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+class Session:
+    """One client connected to one server, plus what the test needs to know."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, name: str) -> None:
+        self.client = client
+        self.workspace = workspace
+        self.name = name
+        self.published: list[types.PublishDiagnosticsParams] = []
+        self.versions: dict[str, int] = {}
+        self.registrations: list[types.RegistrationParams] = []
+
+    @property
+    def encoding(self) -> str:
+        init = self.client.init_result if hasattr(self.client, "init_result") else None
+        return str(init.capabilities.position_encoding) if init else "utf-16"
+
+    @property
+    def pull(self) -> bool:
+        caps = self.client.capabilities
+        return bool(caps and caps.text_document and caps.text_document.diagnostic)
+
+    def open(self, name: str, text: str) -> str:
+        path = self.workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        uri = path.as_uri()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
+        return uri
+
+    def replace(self, uri: str, text: str) -> int:
+        self.versions[uri] += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangeWholeDocument(text=text)
+                ],
+            )
+        )
+        return self.versions[uri]
+
+    async def diagnostics(self, uri: str) -> list[types.Diagnostic]:
+        """The diagnostics of the current version, pulled or pushed as the client works."""
+        if self.pull:
+            report = await self.client.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri)
+                )
+            )
+            assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+            return list(report.items)
+        return await self.pushed(uri, self.versions[uri])
+
+    async def pushed(self, uri: str, version: int) -> list[types.Diagnostic]:
+        async def wait() -> list[types.Diagnostic]:
+            while True:
+                for params in reversed(self.published):
+                    if params.uri == uri and params.version == version:
+                        return list(params.diagnostics)
+                await self.client.wait_for_notification(
+                    types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+                )
+
+        return await asyncio.wait_for(wait(), 30)
+
+    async def hover(self, uri: str, position: types.Position) -> types.Hover | None:
+        return await self.client.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=position
+            )
+        )
+
+    async def actions(
+        self,
+        uri: str,
+        diagnostics: list[types.Diagnostic],
+        only: list[str] | None = None,
+    ) -> list[types.CodeAction]:
+        whole = types.Range(
+            start=types.Position(line=0, character=0),
+            end=types.Position(line=10_000, character=0),
+        )
+        got = await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=diagnostics[0].range if diagnostics else whole,
+                context=types.CodeActionContext(diagnostics=diagnostics, only=only),
+            )
+        )
+        return [a for a in got or [] if isinstance(a, types.CodeAction)]
+
+
+def findings(text: str, path: str) -> list[tuple[str, int, str]]:
+    """What the analyzer itself reports: (code, 0-based line, message)."""
+    result = analyze_source(path, text)
+    return sorted(
+        (d.code.code, d.range.start.line - 1, d.message) for d in result.diagnostics
+    )
+
+
+def edits_of(action: types.CodeAction) -> list[types.TextEdit]:
+    assert action.edit is not None and action.edit.document_changes
+    change = action.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit)
+    return [e for e in change.edits if isinstance(e, types.TextEdit)]
+
+
+# --------------------------------------------------------------------- fixture
+
+
+def _initialize_params(
+    name: str, folders: list[Path], options: dict[str, Any]
+) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities(name),
+        root_uri=folders[0].as_uri(),
+        workspace_folders=[
+            types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders
+        ],
+        initialization_options=options,
+    )
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "chainlens.server"]
+    ),
+    params=CLIENTS,
+)
+async def client(
+    request: pytest.FixtureRequest, lsp_client: LanguageClient, tmp_path: Path
+) -> AsyncIterator[None]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = Session(lsp_client, workspace, request.param)
+    features = lsp_client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def record(params: types.PublishDiagnosticsParams) -> Any:
+        session.published.append(params)
+        return original(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = record
+    for refresh in (
+        types.WORKSPACE_CODE_LENS_REFRESH,
+        types.WORKSPACE_INLAY_HINT_REFRESH,
+    ):
+        features[refresh] = lambda params: None
+    features[types.CLIENT_REGISTER_CAPABILITY] = lambda params: (
+        session.registrations.append(params)
+    )
+    result = await lsp_client.initialize_session(
+        _initialize_params(request.param, [workspace], {"settings": {"docsUrl": DOCS}})
+    )
+    lsp_client.init_result = result  # type: ignore[attr-defined]
+    lsp_client.session = session  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def lsp(client: LanguageClient) -> Session:
+    """The connected client with the test's helpers."""
+    return client.session  # type: ignore[attr-defined,no-any-return]
+
+
+# ----------------------------------------------------------------------- tests
+
+
+async def test_capabilities_and_encoding(lsp: Session) -> None:
+    init = lsp.client.init_result  # type: ignore[attr-defined]
+    caps = init.capabilities
+    assert lsp.encoding == ("utf-8" if lsp.name == "neovim" else "utf-16")
+    assert caps.hover_provider
+    assert caps.code_lens_provider is not None
+    assert caps.inlay_hint_provider
+    assert caps.diagnostic_provider is not None
+    kinds = caps.code_action_provider.code_action_kinds
+    assert "source.fixAll.chainlens" in kinds and "quickfix" in kinds
+    assert "chainlens.server.jobGraph" in caps.execute_command_provider.commands
+    assert init.server_info.name == "chainlens"
+
+
+async def test_diagnostics_relay_every_finding(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    got = await lsp.diagnostics(uri)
+    path = str(lsp.workspace / "pipeline.py")
+    assert sorted((d.code, d.range.start.line, d.message) for d in got) == findings(
+        PIPELINE, path
+    )
+    assert {d.source for d in got} == {"chainlens"}
+    cl101 = next(d for d in got if d.code == "CL101")
+    assert cl101.severity == types.DiagnosticSeverity.Warning
+    assert cl101.code_description is not None
+    assert cl101.code_description.href == f"{DOCS}#cl101-missing-uid"
+    cl103 = next(d for d in got if d.code == "CL103")
+    assert cl103.related_information
+    related = cl103.related_information[0]
+    assert related.location.uri == uri
+    assert related.location.range.start == position_of(PIPELINE, "map(", lsp.encoding)
+    # push clients get pushes, pull clients are not pushed to twice
+    assert bool(lsp.published) != lsp.pull
+
+
+async def test_positions_on_non_ascii_lines(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    got = await lsp.diagnostics(uri)
+    cl101 = next(d for d in got if d.code == "CL101")
+    start = position_of(PIPELINE, "reduce(", lsp.encoding)
+    assert cl101.range.start == start
+    line = PIPELINE.split("\n")[start.line]
+    prefix = line[: line.index("reduce(")]
+    assert (
+        units(prefix, "utf-8") != units(prefix, "utf-16") != len(prefix)
+    )  # a real test
+    end_text = line[: line.index('.name("total')]
+    assert cl101.range.end == types.Position(
+        line=start.line, character=units(end_text, lsp.encoding)
+    )
+
+
+async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    await lsp.diagnostics(uri)
+    at = position_of(PIPELINE, "reduce(", lsp.encoding)
+    hover = await lsp.hover(
+        uri, types.Position(line=at.line, character=at.character + 2)
+    )
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    text = hover.contents.value
+    job = analyze_source("p.py", PIPELINE).jobs[0]
+    assert job.job_graph is not None
+    vertex = job.job_graph.vertices[2]
+    assert f"**Task 3 of {len(job.job_graph.vertices)}**" in text
+    assert str(vertex.name) in text
+    assert f"operator ID `{vertex.operators[0].operator_id}`" in text
+    assert "uid: auto-generated" in text
+    assert "**HASH**" in text and "chain broken" in text
+    assert "operator 1 of 2 in the chain" in text
+    # hovering a fused call shows the uid PyFlink drops
+    at = position_of(PIPELINE, "filter(", lsp.encoding)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None and "**dropped**" in hover.contents.value  # type: ignore[union-attr]
+    # nothing to say outside operator calls
+    assert await lsp.hover(uri, types.Position(line=0, character=1)) is None
+
+
+async def test_quick_fix_adds_the_uid_like_check_fix(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    got = await lsp.diagnostics(uri)
+    cl101 = [d for d in got if d.code == "CL101"]
+    actions = await lsp.actions(uri, cl101)
+    fixes = [a for a in actions if a.is_preferred]
+    assert len(fixes) == 1 and fixes[0].kind == types.CodeActionKind.QuickFix
+    fixed = apply_edits(PIPELINE, edits_of(fixes[0]), lsp.encoding)
+    expected, count = apply_fixes(
+        PIPELINE, analyze_source("p.py", PIPELINE).diagnostics
+    )
+    assert count == 1 and fixed == expected
+    lsp.replace(uri, fixed)
+    assert "CL101" not in {d.code for d in await lsp.diagnostics(uri)}
+
+
+async def test_suppress_action(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    got = await lsp.diagnostics(uri)
+    cl103 = [d for d in got if d.code == "CL103"]
+    actions = await lsp.actions(uri, cl103)
+    suppress = [a for a in actions if a.title.startswith("Suppress CL103")]
+    assert len(suppress) == 1
+    text = apply_edits(PIPELINE, edits_of(suppress[0]), lsp.encoding)
+    assert "# chainlens: ignore[CL103]" in text.split("\n")[cl103[0].range.start.line]
+    lsp.replace(uri, text)
+    codes = [d.code for d in await lsp.diagnostics(uri)]
+    assert "CL103" not in codes and "CL901" not in codes
+
+
+async def test_fix_all(lsp: Session) -> None:
+    text = PIPELINE.replace('.uid("drop-empty")', "") + (
+        "\nmore = env.from_collection([1]).key_by(lambda x: x).reduce(lambda a, b: a)\n"
+        "more.print()\nenv.execute('second')\n"
+    )
+    uri = lsp.open("pipeline.py", text)
+    await lsp.diagnostics(uri)
+    actions = await lsp.actions(uri, [], only=[types.CodeActionKind.SourceFixAll])
+    assert [a.kind for a in actions] == ["source.fixAll.chainlens"]
+    fixed = apply_edits(text, edits_of(actions[0]), lsp.encoding)
+    expected, count = apply_fixes(text, analyze_source("p.py", text).diagnostics)
+    assert count == 2 and fixed == expected
+
+
+async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None and len(lenses) == 1
+    lens = lenses[0]
+    assert lens.range.start.line == PIPELINE.split("\n").index(
+        'env.execute("orders ünïcode")'
+    )
+    assert lens.command is not None
+    assert lens.command.title == "3 tasks · 4 operators · 2 shuffles"
+    assert lens.command.command == "chainlens.showJobGraph"
+    assert list(lens.command.arguments or ()) == [uri, 0]
+    hints = await lsp.client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(
+                start=types.Position(line=0, character=0),
+                end=types.Position(line=100, character=0),
+            ),
+        )
+    )
+    assert hints is not None
+    labels = {(h.position.line, h.label) for h in hints}
+    reduce_end = position_of(PIPELINE, '.name("total', lsp.encoding)
+    assert (
+        reduce_end.line,
+        "task 3: total ✓ €, Map -> Sink: Print to Std. Out",
+    ) in labels
+    hint = next(
+        h
+        for h in hints
+        if h.label == "task 3: total ✓ €, Map -> Sink: Print to Std. Out"
+    )
+    assert hint.position == reduce_end
+    assert any(label.startswith("fused · task 2") for _, label in labels)
+
+
+def member(obj: Any, name: str) -> Any:
+    """A field of a custom response (pygls gives dicts or named tuples)."""
+    return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+
+async def test_job_graph_request_and_command(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    text = await lsp.client.protocol.send_request_async(
+        "chainlens/jobGraph", {"textDocument": {"uri": uri}, "format": "text"}
+    )
+    path = str(lsp.workspace / "pipeline.py")
+    assert member(text, "content") == render_text([analyze_source(path, PIPELINE)])
+    jobs = member(text, "jobs")
+    assert [
+        tuple(member(j, k) for k in ("name", "tasks", "operators", "shuffles"))
+        for j in jobs
+    ] == [("orders ünïcode", 3, 4, 2)]
+    svg = await lsp.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="chainlens.server.jobGraph", arguments=[uri])
+    )
+    assert member(svg, "format") == "svg"
+    assert member(svg, "content").lstrip().startswith(("<svg", "<?xml"))
+    assert "total ✓ €" in member(svg, "content")
+    with pytest.raises(Exception, match="unknown format"):
+        await lsp.client.protocol.send_request_async(
+            "chainlens/jobGraph", {"textDocument": {"uri": uri}, "format": "png"}
+        )
+
+
+async def test_edits_in_quick_succession_publish_only_the_newest(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    await lsp.diagnostics(uri)
+    path = str(lsp.workspace / "pipeline.py")
+    texts = {1: PIPELINE}
+    text = PIPELINE
+    for i in range(15):
+        text = text.replace(f'"total ✓ €{"!" * i}"', f'"total ✓ €{"!" * (i + 1)}"')
+        texts[lsp.replace(uri, text)] = text
+    text = text.replace('.name("total', '.uid("totals").name("total')
+    last = lsp.replace(uri, text)
+    texts[last] = text
+    got = await lsp.diagnostics(uri)
+    assert sorted((d.code, d.range.start.line, d.message) for d in got) == findings(
+        text, path
+    )
+    assert "CL101" not in {d.code for d in got}
+    if not lsp.pull:
+        published = [p for p in lsp.published if p.uri == uri]
+        versions = [p.version for p in published]
+        assert versions == sorted(set(versions)) and versions[-1] == last
+        for (
+            params
+        ) in published:  # every published version carries its own text's findings
+            assert params.version is not None
+            assert sorted(
+                (d.code, d.range.start.line, d.message) for d in params.diagnostics
+            ) == findings(texts[params.version], path)
+    # hover right after the edits sees the newest text
+    hover = await lsp.hover(uri, position_of(text, "reduce(", lsp.encoding))
+    assert hover is not None and "uid `totals`" in hover.contents.value  # type: ignore[union-attr]
+
+
+async def test_cancelled_request_leaves_the_server_working(lsp: Session) -> None:
+    # a long program, so that its analysis takes long enough to cancel a request
+    long = PIPELINE.replace(
+        "totals.print()",
+        "".join(
+            f"side{i} = cleaned.map(lambda o: o).name('s{i}')\n" for i in range(400)
+        )
+        + "totals.print()",
+    )
+    uri = lsp.open("pipeline.py", long)
+    at = position_of(long, "reduce(", lsp.encoding)
+    outcomes = []
+    for attempt in range(3):
+        lsp.replace(uri, long + "\n" * (attempt + 1))  # the hover must wait for this
+        request_id = f"hover-to-cancel-{attempt}"
+        future = lsp.client.protocol.send_request(
+            types.TEXT_DOCUMENT_HOVER,
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=at
+            ),
+            msg_id=request_id,
+        )
+        lsp.client.protocol.notify(
+            types.CANCEL_REQUEST, types.CancelParams(id=request_id)
+        )
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(future), 30)
+            outcomes.append("answered")
+        except Exception as exc:  # the server answers a cancelled request with an error
+            assert "cancel" in str(exc).lower()
+            outcomes.append("cancelled")
+    assert "cancelled" in outcomes
+    hover = await lsp.hover(uri, at)
+    assert hover is not None and "Task 3" in hover.contents.value  # type: ignore[union-attr]
+
+
+async def test_bad_documents_give_diagnostics_not_a_dead_server(lsp: Session) -> None:
+    broken = lsp.open("broken.py", "from pyflink.datastream import *\nenv = (\n")
+    got = await lsp.diagnostics(broken)
+    assert [d.code for d in got] == ["CL000"]
+    assert got[0].range.start.line in (1, 2)
+    deep = lsp.open(
+        "deep.py", "import pyflink\nx = " + "(" * 2000 + "1" + ")" * 2000 + "\n"
+    )
+    assert [d.code for d in await lsp.diagnostics(deep)] == ["CL000"]
+    plain = lsp.open("plain.py", "print('no pyflink here')\n")
+    assert await lsp.diagnostics(plain) == []
+    uri = lsp.open("pipeline.py", PIPELINE)
+    assert "CL101" in {d.code for d in await lsp.diagnostics(uri)}
+
+
+async def test_settings_from_the_client_and_config_files(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    assert "CL101" in {d.code for d in await lsp.diagnostics(uri)}
+    # workspace/configuration answers, announced by didChangeConfiguration
+    lsp.client.set_configuration({"ignore": ["CL101"]}, section="chainlens")
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None)
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)  # a new version, so push clients publish it
+    assert "CL101" not in {d.code for d in await lsp.diagnostics(uri)}
+    lsp.client.set_configuration({}, section="chainlens")
+    # a config file written on disk, announced as a watched-file change
+    (lsp.workspace / "pyproject.toml").write_text(
+        "[tool.chainlens]\nignore = ['CL103']\n", encoding="utf-8"
+    )
+    lsp.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(
+                    uri=(lsp.workspace / "pyproject.toml").as_uri(),
+                    type=types.FileChangeType.Created,
+                )
+            ]
+        )
+    )
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None)
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)
+    codes = {d.code for d in await lsp.diagnostics(uri)}
+    assert "CL103" not in codes and "CL101" in codes
+    # a broken config file is reported, not fatal
+    (lsp.workspace / "pyproject.toml").write_text(
+        "[tool.chainlens]\nignore = 3\n", encoding="utf-8"
+    )
+    lsp.replace(uri, PIPELINE + "\n")
+    got = await lsp.diagnostics(uri)
+    assert any(
+        "configuration error" in d.message and "ignore" in d.message for d in got
+    )
+    assert "CL101" in {d.code for d in got}
+
+
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> None:
+    text = PIPELINE.replace("env.set_parallelism(2)\n", "")
+    uri = lsp.open("pipeline.py", text)
+    await lsp.diagnostics(uri)
+    at = position_of(text, "reduce(", lsp.encoding)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None and "- parallelism <default parallelism>," in str(
+        hover.contents.value  # type: ignore[union-attr]
+    )
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"defaultParallelism": 3}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, text)
+    await lsp.diagnostics(uri)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None and "- parallelism 3," in hover.contents.value  # type: ignore[union-attr]
