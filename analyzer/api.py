@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import libcst as cst
 from chainlens.analyzer.compile.pipeline import CompiledJob, compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
+from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.extract.program import Problem
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -45,7 +47,9 @@ class AnalysisResult:
         return not any(p.code in BLOCKING for p in self.problems)
 
 
-BLOCKING = frozenset({"syntax-error", "decode-error", "read-error", "too-large", "internal-error"})
+BLOCKING = frozenset(
+    {"syntax-error", "decode-error", "read-error", "too-large", "internal-error"}
+)
 
 
 def uses_pyflink(text: str) -> bool:
@@ -53,31 +57,49 @@ def uses_pyflink(text: str) -> bool:
     return "pyflink" in text
 
 
-def analyze_source(path: str, text: str, config: Config | None = None) -> AnalysisResult:
-    """Analyse one PyFlink program given as text and run the rules. Never raises."""
+def analyze_source(
+    path: str,
+    text: str,
+    config: Config | None = None,
+    *,
+    cache: ModuleCache | None = None,
+) -> AnalysisResult:
+    """Analyse one PyFlink program given as text and run the rules. Never raises.
+
+    ``cache`` keeps parsed statements between analyses of versions of one text
+    (an editor's buffer): only the statements an edit touched are parsed again.
+    """
     config = config or Config()
-    result = _analyze(path, text, config)
+    result = _analyze(path, text, config, cache)
     return with_findings(result, text, config)
 
 
-def with_findings(result: AnalysisResult, text: str | None, config: Config) -> AnalysisResult:
+def with_findings(
+    result: AnalysisResult, text: str | None, config: Config
+) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
         diagnostics = run_rules(result, config, text)
         if text is not None:
             diagnostics = apply_suppressions(diagnostics, text, config)
-    except Exception as exc:  # noqa: BLE001 - the per-file boundary: report, never raise
-        problem = Problem("internal-error", f"a rule failed on this file: {exc!r}", _start())
+    except Exception as exc:
+        problem = Problem(
+            "internal-error", f"a rule failed on this file: {exc!r}", _start()
+        )
         return replace(result, problems=(*result.problems, problem))
     return replace(result, diagnostics=diagnostics)
 
 
-def analyze_graphs(path: str, text: str, config: Config | None = None) -> AnalysisResult:
+def analyze_graphs(
+    path: str, text: str, config: Config | None = None
+) -> AnalysisResult:
     """Build the jobs' StreamGraphs and JobGraphs only (no rules). Never raises."""
     return _analyze(path, text, config or Config())
 
 
-def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
+def _analyze(
+    path: str, text: str, config: Config, cache: ModuleCache | None = None
+) -> AnalysisResult:
     started = time.perf_counter()
     if len(text) > config.max_file_bytes:
         return AnalysisResult(
@@ -110,44 +132,61 @@ def _analyze(path: str, text: str, config: Config) -> AnalysisResult:
                 ),
             ),
         )
-    depth = _nesting_depth(tree) if text.count("(") > NESTING_CHECK_PARENS else 0
-    if depth > MAX_NESTING_DEPTH:
+    try:
+        if cache is not None:
+            module = cache.parse_module(text, tree, _refuse_deep)
+        else:
+            _refuse_deep(text, tree.body)
+            module = cst.parse_module(text)
+    except _TooDeepError as exc:
         return AnalysisResult(
             path,
             problems=(
                 Problem(
                     "too-large",
-                    f"an expression is nested {depth} levels deep (limit "
-                    f"{MAX_NESTING_DEPTH}, e.g. a chain of hundreds of calls); the file "
-                    "was not analysed",
+                    f"an expression is nested {exc.depth} levels deep (limit "
+                    f"{MAX_NESTING_DEPTH}, e.g. a chain of hundreds of calls); "
+                    "the file was not analysed",
                     _start(),
                 ),
             ),
             uses_pyflink=uses_pyflink(text),
         )
-    try:
-        module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return AnalysisResult(path, problems=(_syntax_problem(text, str(exc)),))
-    except Exception as exc:  # noqa: BLE001 - LibCST may fail on odd input
-        return AnalysisResult(path, problems=(_syntax_problem(text, f"cannot parse: {exc}"),))
+    except Exception as exc:
+        return AnalysisResult(
+            path, problems=(_syntax_problem(text, f"cannot parse: {exc}"),)
+        )
     parsed = time.perf_counter()
     try:
         program = interpret(
-            module, text, config.argv, config.flink_config, tree, config.default_parallelism
+            module,
+            text,
+            config.argv,
+            config.flink_config,
+            tree,
+            config.default_parallelism,
+            cache.known_calls(module) if cache else None,
         )
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:
         return AnalysisResult(
             path,
-            problems=(Problem("internal-error", "the program is nested too deeply", _start()),),
+            problems=(
+                Problem("internal-error", "the program is nested too deeply", _start()),
+            ),
             uses_pyflink=uses_pyflink(text),
         )
-    except Exception as exc:  # noqa: BLE001 - the per-file boundary: report, never raise
+    except Exception as exc:
         return AnalysisResult(
             path,
             problems=(
-                Problem("internal-error", f"chainlens failed on this file: {exc!r}", _start()),
+                Problem(
+                    "internal-error",
+                    f"chainlens failed on this file: {exc!r}",
+                    _start(),
+                ),
             ),
             uses_pyflink=uses_pyflink(text),
         )
@@ -176,31 +215,40 @@ def analyze_file(path: str | Path, config: Config | None = None) -> AnalysisResu
         data = Path(path).read_bytes()
     except OSError as exc:
         result = AnalysisResult(
-            name, problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),)
+            name,
+            problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),),
         )
         return with_findings(result, None, config or Config())
     return analyze_bytes(name, data, config)
 
 
-def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> AnalysisResult:
+def analyze_bytes(
+    path: str, data: bytes, config: Config | None = None
+) -> AnalysisResult:
     """Decode (UTF-8, as Python does by default) and analyse. Never raises."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        where = SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1))
-        return with_findings(AnalysisResult(
-            path,
-            problems=(
-                Problem(
-                    "decode-error",
-                    f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
-                    f"line {line}, column {column + 1})",
-                    where,
+        where = SourceRange(
+            SourcePosition(line, column), SourcePosition(line, column + 1)
+        )
+        return with_findings(
+            AnalysisResult(
+                path,
+                problems=(
+                    Problem(
+                        "decode-error",
+                        f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+                        f"line {line}, column {column + 1})",
+                        where,
+                    ),
                 ),
             ),
-        ), None, config or Config())
+            None,
+            config or Config(),
+        )
     if text.startswith("\ufeff"):
         text = text[1:]
     return analyze_source(path, text, config)
@@ -210,6 +258,21 @@ def analyze_bytes(path: str, data: bytes, config: Config | None = None) -> Analy
 #: half a second, 2,000 calls most of a minute), so deeper files are refused.
 MAX_NESTING_DEPTH = 500
 NESTING_CHECK_PARENS = 300
+
+
+class _TooDeepError(Exception):
+    def __init__(self, depth: int) -> None:
+        super().__init__(depth)
+        self.depth = depth
+
+
+def _refuse_deep(text: str, statements: Sequence[ast.stmt]) -> None:
+    """Refuse (raise) a text LibCST would take too long on, before it parses it."""
+    if text.count("(") <= NESTING_CHECK_PARENS:
+        return
+    depth = max((_nesting_depth(s) for s in statements), default=0)
+    if depth > MAX_NESTING_DEPTH:
+        raise _TooDeepError(depth)
 
 
 def _nesting_depth(tree: ast.AST) -> int:
@@ -237,7 +300,9 @@ def _syntax_problem(text: str, fallback: str) -> Problem:
         # CPython's offset is 1-based, in UTF-8 bytes before 3.12 for some errors;
         # clamp it to the line.
         column = max(0, min((exc.offset or 1) - 1, len(line_text)))
-        where = SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1))
+        where = SourceRange(
+            SourcePosition(line, column), SourcePosition(line, column + 1)
+        )
         return Problem("syntax-error", f"SyntaxError: {exc.msg}", where)
     except (ValueError, RecursionError, MemoryError) as exc:
         return Problem("syntax-error", f"cannot parse: {exc}", _start())

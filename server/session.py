@@ -11,6 +11,7 @@ version.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import time
@@ -30,6 +31,7 @@ from chainlens.analyzer.config import (
     ConfigResolver,
     materialize,
 )
+from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.extract.program import Problem
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -113,6 +115,8 @@ class Session:
         self.global_settings = ClientSettings()
         self.folder_settings: dict[Path, ClientSettings] = {}
         self.analyses = 0
+        #: parsed top-level statements shared by all documents (used by the worker only)
+        self._parsed = ModuleCache()
 
     # ------------------------------------------------------------------ settings
 
@@ -231,9 +235,17 @@ class Session:
                     return
                 settings = self.settings_for(uri)
                 encoding = self._encoding()
-                analysis = await loop.run_in_executor(
-                    self._executor, self._analyse, snapshot, settings, encoding
-                )
+                # Collecting garbage while the analysis allocates its graphs
+                # costs more than the analysis; collect in idle time instead.
+                collecting = gc.isenabled()
+                gc.disable()
+                try:
+                    analysis = await loop.run_in_executor(
+                        self._executor, self._analyse, snapshot, settings, encoding
+                    )
+                finally:
+                    if collecting:
+                        gc.enable()
                 self.analyses += 1
                 if self._documents.get(uri) is not document:
                     return  # closed meanwhile
@@ -266,7 +278,7 @@ class Session:
         try:
             config, problems = self._config(snapshot.uri, settings)
             if settings.enable:
-                result = analyze_source(name, snapshot.text, config)
+                result = analyze_source(name, snapshot.text, config, cache=self._parsed)
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
-from chainlens.analyzer.extract.positions import CallLocator
+from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
 from chainlens.analyzer.extract.program import Program, ProgramStops
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -124,11 +124,12 @@ class Interpreter:
         text: str,
         argv: Sequence[str] | None = None,
         tree: ast.Module | None = None,
+        known: KnownCalls | None = None,
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
         self.program = Program()
-        self.locator = CallLocator(module, text, tree)
+        self.locator = CallLocator(module, text, tree, known)
         self.globals: dict[str, object] = {"__name__": "__main__"}
         self.depth = 0
         self.top = 0  # the top-level statement whose code is being executed
@@ -1102,13 +1103,14 @@ def interpret(
     flink_config: dict[str, str] | None = None,
     tree: ast.Module | None = None,
     default_parallelism: int | None = None,
+    known: KnownCalls | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
     ``argv`` is the command line the program is assumed to run with; ``None``
     means it is not known (``sys.argv`` and argparse results are then unknown).
     """
-    interpreter = Interpreter(module, text, argv, tree)
+    interpreter = Interpreter(module, text, argv, tree, known)
     interpreter.program.base_config = dict(flink_config or {})
     interpreter.program.default_parallelism = default_parallelism
     return interpreter.run()

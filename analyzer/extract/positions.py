@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -56,7 +57,13 @@ _SOURCE_ORDER: dict[type[cst.CSTNode], tuple[str, ...]] = {
     cst.ClassDef: ("decorators", "name", "bases", "keywords", "body"),
     cst.ExceptHandler: ("type", "name", "body"),
     cst.ExceptStarHandler: ("type", "name", "body"),
-    cst.Parameters: ("posonly_params", "params", "star_arg", "kwonly_params", "star_kwarg"),
+    cst.Parameters: (
+        "posonly_params",
+        "params",
+        "star_arg",
+        "kwonly_params",
+        "star_kwarg",
+    ),
 }
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -148,8 +155,19 @@ class _CstCalls:
 
 _AST_SKIP_FIELDS = frozenset({"ctx", "op", "type_comment", "kind"})
 _AST_LEAVES: frozenset[type] = frozenset(
-    {ast.Name, ast.Constant, ast.JoinedStr, ast.Import, ast.ImportFrom, ast.Pass,
-     ast.Break, ast.Continue, ast.Global, ast.Nonlocal, ast.alias}
+    {
+        ast.Name,
+        ast.Constant,
+        ast.JoinedStr,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Pass,
+        ast.Break,
+        ast.Continue,
+        ast.Global,
+        ast.Nonlocal,
+        ast.alias,
+    }
 )
 _AST_FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -201,6 +219,42 @@ def _ast_calls(tree: ast.AST) -> list[ast.Call]:
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
+#: The calls of one top-level statement with their ranges (see ``statement_calls``).
+CallRanges = list[tuple[cst.Call, SourceRange]]
+KnownCalls = Callable[[int], "CallRanges | None"]
+
+
+def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
+    """Pair the calls of each top-level statement of ``module`` with their ranges.
+
+    Returns one list per ``module.body`` statement, or None when LibCST and
+    ``ast`` do not see the same calls (the caller then falls back to metadata).
+    """
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = _LINE_BREAK.split(text)
+    result: list[CallRanges] = []
+    position = 0
+    for stmt in module.body:
+        size = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        collector = _CstCalls()
+        collector.walk(stmt)
+        calls: list[ast.Call] = []
+        for node in tree.body[position : position + size]:
+            calls.extend(_ast_calls(node))
+        position += size
+        if len(calls) != len(collector.calls):
+            return None
+        result.append(
+            [
+                (cst_call, _range_of(ast_call, lines))
+                for cst_call, ast_call in zip(collector.calls, calls, strict=True)
+            ]
+        )
+    return result if position == len(tree.body) else None
+
 
 class CallLocator:
     """Map each ``cst.Call`` of a module to the range of its API name and arguments.
@@ -211,8 +265,15 @@ class CallLocator:
     never calls (most of a typical file) are never walked.
     """
 
-    def __init__(self, module: cst.Module, text: str, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        tree: ast.Module | None = None,
+        known: KnownCalls | None = None,
+    ) -> None:
         self._module = module
+        self._known = known
         self._text = text
         self._ranges: dict[int, SourceRange] = {}
         self._pending: dict[int, ast.Call] = {}  # paired, range not computed yet
@@ -236,7 +297,9 @@ class CallLocator:
         position = 0
         for stmt in self._module.body:
             starts.append(position)
-            position += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+            position += (
+                len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+            )
         if position != len(tree.body):
             return False
         starts.append(position)
@@ -249,6 +312,11 @@ class CallLocator:
     def _index_statement(self, top: int) -> None:
         self._done.add(top)
         if self._metadata_used:
+            return
+        pairs = self._known(top) if self._known is not None else None
+        if pairs is not None:
+            for call, where in pairs:
+                self._ranges[id(call)] = where
             return
         if not self._prepare() or not 0 <= top < len(self._module.body):
             self._from_metadata()
@@ -321,5 +389,7 @@ def _range_of(call: ast.Call, lines: list[str]) -> SourceRange:
         attr_end = _column(lines, func.end_lineno, func.end_col_offset or 0)
         start = SourcePosition(func.end_lineno, max(0, attr_end - len(func.attr)))
     else:
-        start = SourcePosition(call.lineno, _column(lines, call.lineno, call.col_offset))
+        start = SourcePosition(
+            call.lineno, _column(lines, call.lineno, call.col_offset)
+        )
     return SourceRange(start, end)
