@@ -113,11 +113,22 @@ def _analyze(
                 ),
             ),
         )
-    # Python's own (C) parser first: it rejects what CPython rejects, locates
-    # syntax errors exactly, and guards LibCST against input it handles badly
-    # (very deep nesting crashes or stalls it).
+    module: cst.Module | None = None
+    tree: ast.Module | None = None
     try:
-        tree = ast.parse(text)
+        if cache is not None:
+            # a new version of a text parsed before: only the changed lines
+            module = cache.reparse(text, _refuse_deep)
+        if module is None:
+            # Python's own (C) parser first: it rejects what CPython rejects,
+            # locates syntax errors exactly, and guards LibCST against input it
+            # handles badly (very deep nesting crashes or stalls it).
+            tree = ast.parse(text)
+            if cache is not None:
+                module = cache.parse_module(text, tree, _refuse_deep)
+            else:
+                _refuse_deep(text, tree.body)
+                module = cst.parse_module(text)
     except SyntaxError:
         return AnalysisResult(path, problems=(_syntax_problem(text, "syntax error"),))
     except (ValueError, RecursionError, MemoryError) as exc:
@@ -132,12 +143,6 @@ def _analyze(
                 ),
             ),
         )
-    try:
-        if cache is not None:
-            module = cache.parse_module(text, tree, _refuse_deep)
-        else:
-            _refuse_deep(text, tree.body)
-            module = cst.parse_module(text)
     except _TooDeepError as exc:
         return AnalysisResult(
             path,
@@ -154,7 +159,7 @@ def _analyze(
         )
     except cst.ParserSyntaxError as exc:
         return AnalysisResult(path, problems=(_syntax_problem(text, str(exc)),))
-    except Exception as exc:
+    except Exception as exc:  # LibCST may fail on odd input
         return AnalysisResult(
             path, problems=(_syntax_problem(text, f"cannot parse: {exc}"),)
         )

@@ -115,8 +115,8 @@ class Session:
         self.global_settings = ClientSettings()
         self.folder_settings: dict[Path, ClientSettings] = {}
         self.analyses = 0
-        #: parsed top-level statements shared by all documents (used by the worker only)
-        self._parsed = ModuleCache()
+        #: per document: its parsed top-level statements (used by the worker only)
+        self._parsed: dict[str, ModuleCache] = {}
 
     # ------------------------------------------------------------------ settings
 
@@ -173,6 +173,7 @@ class Session:
     def closed(self, uri: str) -> None:
         """Forget ``uri``; pending analyses of it are dropped."""
         document = self._documents.pop(uri, None)
+        self._parsed.pop(uri, None)
         if document is not None:
             for waiter in document.waiters:
                 if not waiter.done():
@@ -248,6 +249,7 @@ class Session:
                         gc.enable()
                 self.analyses += 1
                 if self._documents.get(uri) is not document:
+                    self._parsed.pop(uri, None)
                     return  # closed meanwhile
                 now = self._snapshot_of(uri)
                 if now is None or now.version != snapshot.version or document.dirty:
@@ -278,7 +280,12 @@ class Session:
         try:
             config, problems = self._config(snapshot.uri, settings)
             if settings.enable:
-                result = analyze_source(name, snapshot.text, config, cache=self._parsed)
+                cache = self._parsed.get(snapshot.uri)
+                if cache is None:
+                    cache = self._parsed[snapshot.uri] = ModuleCache(
+                        keep_current_only=True
+                    )
+                result = analyze_source(name, snapshot.text, config, cache=cache)
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()

@@ -72,3 +72,53 @@ def test_analysis_with_the_cache_equals_analysis_without(path: Path) -> None:
     plain = result_to_json(analyze_source(str(path), text))
     assert result_to_json(analyze_source(str(path), text, cache=cache)) == plain
     assert result_to_json(analyze_source(str(path), text, cache=cache)) == plain
+
+
+def _edits(text: str) -> list[str]:
+    """A sequence of versions an editor would send: typing, deleting, joining, breaking."""
+    lines = text.split("\n")
+    middle = len(lines) // 2
+    versions = [
+        "\n".join([*lines[:middle], "x_new = 1", *lines[middle:]]),
+        "\n".join([*lines[:middle], "x_new = (", *lines[middle:]]),  # a syntax error
+        "\n".join([*lines[:middle], "if x_new:", "    pass", "else:", "    pass", *lines[middle:]]),
+        "\n".join([*lines[:middle], "    # an indented comment", *lines[middle:]]),
+        "\n".join(lines[: middle - 1] + lines[middle + 1 :]),
+        "\n".join([*lines, "# the end"]),
+        "# a new first line\n" + text,
+        text,
+    ]
+    return versions
+
+
+@pytest.mark.parametrize("path", CORPUS[::7], ids=lambda p: p.stem)
+def test_reparse_after_edits_equals_parsing_the_whole_text(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache()
+    cache.parse_module(text, ast.parse(text))
+    for version in _edits(text):
+        try:
+            whole = cst.parse_module(version)
+            ast.parse(version)
+        except (SyntaxError, cst.ParserSyntaxError):
+            assert cache.reparse(version) is None
+            continue
+        module = cache.reparse(version) or cache.parse_module(version, ast.parse(version))
+        assert module.code == version
+        assert module.deep_equals(whole)
+
+
+def test_reparse_refuses_what_does_not_parse_alone() -> None:
+    text = "def f():\n    return 1\n\n\nx = f()\n\n\ny = 2\n"
+    cache = ModuleCache()
+    cache.parse_module(text, ast.parse(text))
+    assert cache.reparse(text.replace("x = f()", "x = f(")) is None
+
+
+@pytest.mark.parametrize("path", CORPUS[::5], ids=lambda p: p.stem)
+def test_analysis_over_edits_with_the_cache_equals_analysis_without(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache()
+    for version in [text, *_edits(text)]:
+        plain = result_to_json(analyze_source(str(path), version))
+        assert result_to_json(analyze_source(str(path), version, cache=cache)) == plain

@@ -14,6 +14,7 @@ on its own, the whole text is parsed instead.
 from __future__ import annotations
 
 import ast
+import bisect
 import itertools
 import re
 from collections import OrderedDict
@@ -85,13 +86,19 @@ class ModuleCache:
     last.
     """
 
-    def __init__(self, max_pieces: int = 8192) -> None:
+    def __init__(
+        self, max_pieces: int = 8192, *, keep_current_only: bool = False
+    ) -> None:
         self._pieces: OrderedDict[str, _Piece] = OrderedDict()
         self._max = max_pieces
+        #: forget pieces the newest version no longer has (one cache per document)
+        self.keep_current_only = keep_current_only
         self._layout: list[
             tuple[_Piece, int, int]
         ] = []  # per statement: piece, index, offset
         self._last: cst.Module | None = None
+        #: the lines and piece bounds of the text parsed last (for ``reparse``)
+        self._previous: tuple[list[str], list[int]] | None = None
         self.hits = 0
         self.misses = 0
 
@@ -138,26 +145,97 @@ class ModuleCache:
         ``cst.parse_module`` raises.
         """
         self._last = None
+        self._previous = None
         lines = _LINE.findall(text)
         starts = statement_starts(tree, lines) if not text.startswith("\ufeff") else []
         if len(starts) < 2:
             return _guarded(text, tree.body, guard)
         bounds = [0, *(s - 1 for s in starts[1:]), len(lines)]
+        return self._build(text, lines, bounds, tree.body, 0, guard)
+
+    def reparse(self, text: str, guard: Guard | None = None) -> cst.Module | None:
+        """Parse a new version of the text :meth:`parse_module` (or this) parsed last.
+
+        Only the lines around the change are parsed again, by ``ast`` and by
+        LibCST; the rest keeps its pieces.  Returns None when that is not
+        possible (no previous version, or the changed lines do not parse on their
+        own: a syntax error, or a change that joins statements); the caller then
+        parses the whole text.
+        """
+        previous = self._previous
+        if previous is None or text.startswith("\ufeff"):
+            return None
+        old_lines, old_bounds = previous
+        lines = _LINE.findall(text)
+        limit = min(len(lines), len(old_lines))
+        head = 0
+        while head < limit and lines[head] == old_lines[head]:
+            head += 1
+        if head == len(lines) == len(old_lines):
+            tail = 0
+        else:
+            tail = 0
+            while (
+                tail < limit - head
+                and lines[len(lines) - 1 - tail] == old_lines[len(old_lines) - 1 - tail]
+            ):
+                tail += 1
+        # the pieces the change touches, and one more on each side (a change may
+        # join a statement to its neighbour, e.g. an added `else:`)
+        first = max(0, bisect.bisect_right(old_bounds, head) - 2)
+        old_end = len(old_lines) - tail
+        last = min(len(old_bounds) - 2, bisect.bisect_left(old_bounds, old_end) + 1)
+        start, stop = old_bounds[first], old_bounds[last + 1]
+        shift = len(lines) - len(old_lines)
+        region = lines[start : stop + shift]
+        try:
+            tree = ast.parse("".join(region))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        starts = statement_starts(tree, region)
+        if not starts:
+            return None
+        bounds = [
+            *old_bounds[:first],
+            start,
+            *(start + s - 1 for s in starts[1:]),
+            *(b + shift for b in old_bounds[last + 1 :]),
+        ]
+        self._last = None
+        self._previous = None
+        return self._build(text, lines, bounds, tree.body, start, guard)
+
+    def _build(
+        self,
+        text: str,
+        lines: list[str],
+        bounds: list[int],
+        statements: Sequence[ast.stmt],
+        first_line: int,
+        guard: Guard | None,
+    ) -> cst.Module:
+        """Assemble the module from the pieces between ``bounds`` (line indexes).
+
+        ``statements`` are ``ast`` statements of the text from line index
+        ``first_line`` on, enough to guard every piece not parsed before.
+        """
         texts = ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
         if guard is not None:
-            statements: list[list[ast.stmt]] = [[] for _ in texts]
-            piece = 0
-            for stmt in tree.body:
-                while piece + 1 < len(texts) and stmt.lineno > bounds[piece + 1]:
-                    piece += 1
-                statements[piece].append(stmt)
-            for piece_text, nodes in zip(texts, statements, strict=True):
+            by_piece: dict[int, list[ast.stmt]] = {}
+            for stmt in statements:
+                line = first_line + stmt.lineno - 1
+                by_piece.setdefault(bisect.bisect_right(bounds, line) - 1, []).append(
+                    stmt
+                )
+            for index, piece_text in enumerate(texts):
                 if piece_text not in self._pieces:
-                    guard(piece_text, nodes)
+                    guard(piece_text, by_piece.get(index, ()))
         try:
             entries = [self._piece(piece) for piece in texts]
         except cst.ParserSyntaxError:
             return cst.parse_module(text)
+        if self.keep_current_only:
+            self._pieces = OrderedDict((e.text, e) for e in entries)
         pieces = [e.module for e in entries]
         indents = {
             p.default_indent
@@ -175,6 +253,7 @@ class ModuleCache:
             for index in range(len(entry.module.body))
         ]
         self._last = module
+        self._previous = (lines, bounds)
         return module
 
 
