@@ -18,7 +18,7 @@ import libcst as cst
 from chainlens.analyzer.compile.pipeline import CompiledJob, compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
-from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Problem
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -128,7 +128,7 @@ def _analyze(
                 module = cache.parse_module(text, tree, _refuse_deep)
             else:
                 _refuse_deep(text, tree.body)
-                module = cst.parse_module(text)
+                module = parse_module(text)
     except SyntaxError:
         return AnalysisResult(path, problems=(_syntax_problem(text, "syntax error"),))
     except (ValueError, RecursionError, MemoryError) as exc:

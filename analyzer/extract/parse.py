@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
+import threading
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -55,6 +56,34 @@ def statement_starts(tree: ast.Module, lines: Sequence[str]) -> list[int]:
             starts.append(line)
         previous_end = max(previous_end, stmt.end_lineno or line)
     return starts
+
+
+_UNVALIDATED = threading.Lock()
+
+
+def parse_module(text: str) -> cst.Module:
+    """``cst.parse_module``, without re-validating each node the parser builds.
+
+    LibCST checks every node it constructs (``CSTNode.__post_init__`` ->
+    ``_validate``), which costs a sixth of a parse; the nodes of a parse are
+    valid by construction (LibCST's own comment on ``__post_init__`` says as
+    much).  The check is switched off for the duration of the parse only, under
+    a lock, and nodes built elsewhere meanwhile are still checked.
+    """
+    base = cst.CSTNode
+    with _UNVALIDATED:
+        original = base.__dict__.get("__post_init__")
+        if original is None:  # a LibCST without the hook: nothing to skip
+            return cst.parse_module(text)
+        base.__post_init__ = _skip  # type: ignore[method-assign]
+        try:
+            return cst.parse_module(text)
+        finally:
+            base.__post_init__ = original  # type: ignore[method-assign]
+
+
+def _skip(self: cst.CSTNode) -> None:
+    return None
 
 
 #: Called with a text and its statements before LibCST parses it; raises to refuse.
@@ -109,7 +138,7 @@ class ModuleCache:
             self.hits += 1
             return found
         self.misses += 1
-        parsed = _Piece(text, cst.parse_module(text))
+        parsed = _Piece(text, parse_module(text))
         self._pieces[text] = parsed
         if len(self._pieces) > self._max:
             self._pieces.popitem(last=False)
@@ -233,7 +262,7 @@ class ModuleCache:
         try:
             entries = [self._piece(piece) for piece in texts]
         except cst.ParserSyntaxError:
-            return cst.parse_module(text)
+            return parse_module(text)
         if self.keep_current_only:
             self._pieces = OrderedDict((e.text, e) for e in entries)
         pieces = [e.module for e in entries]
@@ -244,7 +273,7 @@ class ModuleCache:
         }
         newlines = {p.default_newline for p in pieces}
         if len(indents) > 1 or len(newlines) > 1:
-            return cst.parse_module(text)  # the pieces disagree: LibCST decides once
+            return parse_module(text)  # the pieces disagree: LibCST decides once
         indent = indents.pop() if indents else pieces[0].default_indent
         module = _assemble(pieces).with_changes(default_indent=indent)
         self._layout = [
@@ -260,7 +289,7 @@ class ModuleCache:
 def _guarded(text: str, nodes: Sequence[ast.stmt], guard: Guard | None) -> cst.Module:
     if guard is not None:
         guard(text, nodes)
-    return cst.parse_module(text)
+    return parse_module(text)
 
 
 def _shifted(where: SourceRange, lines: int) -> SourceRange:
