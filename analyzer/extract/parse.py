@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
-import threading
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Final
