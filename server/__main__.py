@@ -1,4 +1,4 @@
-"""``python -m chainlens.server``: run the language server (stdio; ``--tcp`` to debug)."""
+"""``python -m chainlens.server``: run the language server (stdio; ``--tcp``)."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ class ClientSettings:
         )
 
     def layer(self, directory: Path) -> ConfigLayer | None:
-        """Return these settings as a configuration layer (None when they set nothing)."""
+        """Return these settings as a configuration layer (None: they set nothing)."""
         if (
             self.default_parallelism is None
             and self.argv is None

@@ -64,7 +64,7 @@ def apply_edits(text: str, edits: list[types.TextEdit], encoding: str) -> str:
         return before + column
 
     spans = sorted(
-        ((offset(e.range.start), offset(e.range.end), e.new_text) for e in edits)
+        (offset(e.range.start), offset(e.range.end), e.new_text) for e in edits
     )
     for start, end, new in reversed(spans):
         text = text[:start] + new + text[end:]
@@ -122,7 +122,7 @@ class Session:
         return self.versions[uri]
 
     async def diagnostics(self, uri: str) -> list[types.Diagnostic]:
-        """The diagnostics of the current version, pulled or pushed as the client works."""
+        """The current version's diagnostics, pulled or pushed as the client works."""
         if self.pull:
             report = await self.client.text_document_diagnostic_async(
                 types.DocumentDiagnosticParams(
@@ -181,7 +181,8 @@ def findings(text: str, path: str) -> list[tuple[str, int, str]]:
 
 
 def edits_of(action: types.CodeAction) -> list[types.TextEdit]:
-    assert action.edit is not None and action.edit.document_changes
+    assert action.edit is not None
+    assert action.edit.document_changes
     change = action.edit.document_changes[0]
     assert isinstance(change, types.TextDocumentEdit)
     return [e for e in change.edits if isinstance(e, types.TextEdit)]
@@ -258,7 +259,8 @@ async def test_capabilities_and_encoding(lsp: Session) -> None:
     assert caps.inlay_hint_provider
     assert caps.diagnostic_provider is not None
     kinds = caps.code_action_provider.code_action_kinds
-    assert "source.fixAll.chainlens" in kinds and "quickfix" in kinds
+    assert "source.fixAll.chainlens" in kinds
+    assert "quickfix" in kinds
     assert "chainlens.server.jobGraph" in caps.execute_command_provider.commands
     assert init.server_info.name == "chainlens"
 
@@ -318,12 +320,14 @@ async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
     assert str(vertex.name) in text
     assert f"operator ID `{vertex.operators[0].operator_id}`" in text
     assert "uid: auto-generated" in text
-    assert "**HASH**" in text and "chain broken" in text
+    assert "**HASH**" in text
+    assert "chain broken" in text
     assert "operator 1 of 2 in the chain" in text
     # hovering a fused call shows the uid PyFlink drops
     at = position_of(PIPELINE, "filter(", lsp.encoding)
     hover = await lsp.hover(uri, at)
-    assert hover is not None and "**dropped**" in hover.contents.value  # type: ignore[union-attr]
+    assert hover is not None
+    assert "**dropped**" in hover.contents.value
     # nothing to say outside operator calls
     assert await lsp.hover(uri, types.Position(line=0, character=1)) is None
 
@@ -334,12 +338,14 @@ async def test_quick_fix_adds_the_uid_like_check_fix(lsp: Session) -> None:
     cl101 = [d for d in got if d.code == "CL101"]
     actions = await lsp.actions(uri, cl101)
     fixes = [a for a in actions if a.is_preferred]
-    assert len(fixes) == 1 and fixes[0].kind == types.CodeActionKind.QuickFix
+    assert len(fixes) == 1
+    assert fixes[0].kind == types.CodeActionKind.QuickFix
     fixed = apply_edits(PIPELINE, edits_of(fixes[0]), lsp.encoding)
     expected, count = apply_fixes(
         PIPELINE, analyze_source("p.py", PIPELINE).diagnostics
     )
-    assert count == 1 and fixed == expected
+    assert count == 1
+    assert fixed == expected
     lsp.replace(uri, fixed)
     assert "CL101" not in {d.code for d in await lsp.diagnostics(uri)}
 
@@ -355,7 +361,8 @@ async def test_suppress_action(lsp: Session) -> None:
     assert "# chainlens: ignore[CL103]" in text.split("\n")[cl103[0].range.start.line]
     lsp.replace(uri, text)
     codes = [d.code for d in await lsp.diagnostics(uri)]
-    assert "CL103" not in codes and "CL901" not in codes
+    assert "CL103" not in codes
+    assert "CL901" not in codes
 
 
 async def test_fix_all(lsp: Session) -> None:
@@ -369,7 +376,8 @@ async def test_fix_all(lsp: Session) -> None:
     assert [a.kind for a in actions] == ["source.fixAll.chainlens"]
     fixed = apply_edits(text, edits_of(actions[0]), lsp.encoding)
     expected, count = apply_fixes(text, analyze_source("p.py", text).diagnostics)
-    assert count == 2 and fixed == expected
+    assert count == 2
+    assert fixed == expected
 
 
 async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
@@ -377,7 +385,8 @@ async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
     lenses = await lsp.client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
-    assert lenses is not None and len(lenses) == 1
+    assert lenses is not None
+    assert len(lenses) == 1
     lens = lenses[0]
     assert lens.range.start.line == PIPELINE.split("\n").index(
         'env.execute("orders ünïcode")'
@@ -460,7 +469,8 @@ async def test_edits_in_quick_succession_publish_only_the_newest(lsp: Session) -
     if not lsp.pull:
         published = [p for p in lsp.published if p.uri == uri]
         versions = [p.version for p in published]
-        assert versions == sorted(set(versions)) and versions[-1] == last
+        assert versions == sorted(set(versions))
+        assert versions[-1] == last
         for (
             params
         ) in published:  # every published version carries its own text's findings
@@ -470,7 +480,8 @@ async def test_edits_in_quick_succession_publish_only_the_newest(lsp: Session) -
             ) == findings(texts[params.version], path)
     # hover right after the edits sees the newest text
     hover = await lsp.hover(uri, position_of(text, "reduce(", lsp.encoding))
-    assert hover is not None and "uid `totals`" in hover.contents.value  # type: ignore[union-attr]
+    assert hover is not None
+    assert "uid `totals`" in hover.contents.value
 
 
 async def test_cancelled_request_leaves_the_server_working(lsp: Session) -> None:
@@ -502,11 +513,11 @@ async def test_cancelled_request_leaves_the_server_working(lsp: Session) -> None
             await asyncio.wait_for(asyncio.wrap_future(future), 30)
             outcomes.append("answered")
         except Exception as exc:  # the server answers a cancelled request with an error
-            assert "cancel" in str(exc).lower()
-            outcomes.append("cancelled")
-    assert "cancelled" in outcomes
+            outcomes.append(str(exc).lower())
+    assert any("cancel" in outcome for outcome in outcomes), outcomes
     hover = await lsp.hover(uri, at)
-    assert hover is not None and "Task 3" in hover.contents.value  # type: ignore[union-attr]
+    assert hover is not None
+    assert "Task 3" in hover.contents.value
 
 
 async def test_bad_documents_give_diagnostics_not_a_dead_server(lsp: Session) -> None:
@@ -556,7 +567,8 @@ async def test_settings_from_the_client_and_config_files(lsp: Session) -> None:
     await asyncio.sleep(0.3)
     lsp.replace(uri, PIPELINE)
     codes = {d.code for d in await lsp.diagnostics(uri)}
-    assert "CL103" not in codes and "CL101" in codes
+    assert "CL103" not in codes
+    assert "CL101" in codes
     # a broken config file is reported, not fatal
     (lsp.workspace / "pyproject.toml").write_text(
         "[tool.chainlens]\nignore = 3\n", encoding="utf-8"
@@ -576,9 +588,8 @@ async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> No
     await lsp.diagnostics(uri)
     at = position_of(text, "reduce(", lsp.encoding)
     hover = await lsp.hover(uri, at)
-    assert hover is not None and "- parallelism <default parallelism>," in str(
-        hover.contents.value  # type: ignore[union-attr]
-    )
+    assert hover is not None
+    assert "- parallelism <default parallelism>," in str(hover.contents.value)  # type: ignore[union-attr]
     lsp.client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(
             settings={"chainlens": {"defaultParallelism": 3}}
@@ -588,4 +599,5 @@ async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> No
     lsp.replace(uri, text)
     await lsp.diagnostics(uri)
     hover = await lsp.hover(uri, at)
-    assert hover is not None and "- parallelism 3," in hover.contents.value  # type: ignore[union-attr]
+    assert hover is not None
+    assert "- parallelism 3," in hover.contents.value

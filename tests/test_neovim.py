@@ -41,11 +41,15 @@ def _nvim() -> str:
 
 def test_neovim_end_to_end(tmp_path: Path) -> None:
     nvim = _nvim()
-    version = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True)
+    version = subprocess.run(
+        [nvim, "--version"], capture_output=True, text=True, check=True
+    )
     assert version.stdout.startswith("NVIM v0.11"), version.stdout.splitlines()[0]
     workspace = tmp_path / "project"
     workspace.mkdir()
-    (workspace / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    (workspace / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\n", encoding="utf-8"
+    )
     source = PIPELINE.read_text(encoding="utf-8")
     program = workspace / "pipeline.py"
     program.write_text(source, encoding="utf-8")
@@ -55,7 +59,10 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         "CHAINLENS_E2E_OUT": str(out),
         "CHAINLENS_PYTHON": sys.executable,
         "CHAINLENS_NVIM_DIR": str(ROOT / "editors" / "neovim"),
-        **{f"XDG_{k}_HOME": str(tmp_path / k.lower()) for k in ("STATE", "DATA", "CONFIG", "CACHE")},
+        **{
+            f"XDG_{k}_HOME": str(tmp_path / k.lower())
+            for k in ("STATE", "DATA", "CONFIG", "CACHE")
+        },
     }
     completed = subprocess.run(
         [nvim, "--headless", "-n", "-i", "NONE", "-u", str(SCRIPT), str(program)],

@@ -1,4 +1,4 @@
-"""Statement-wise LibCST parsing (the editor's re-analysis) equals parsing the whole text."""
+"""Piece-wise LibCST parsing (an editor's re-analysis) equals parsing the whole text."""
 
 from __future__ import annotations
 
@@ -75,13 +75,22 @@ def test_analysis_with_the_cache_equals_analysis_without(path: Path) -> None:
 
 
 def _edits(text: str) -> list[str]:
-    """A sequence of versions an editor would send: typing, deleting, joining, breaking."""
+    """Versions an editor would send: typing, deleting, joining, breaking."""
     lines = text.split("\n")
     middle = len(lines) // 2
     versions = [
         "\n".join([*lines[:middle], "x_new = 1", *lines[middle:]]),
         "\n".join([*lines[:middle], "x_new = (", *lines[middle:]]),  # a syntax error
-        "\n".join([*lines[:middle], "if x_new:", "    pass", "else:", "    pass", *lines[middle:]]),
+        "\n".join(
+            [
+                *lines[:middle],
+                "if x_new:",
+                "    pass",
+                "else:",
+                "    pass",
+                *lines[middle:],
+            ]
+        ),
         "\n".join([*lines[:middle], "    # an indented comment", *lines[middle:]]),
         "\n".join(lines[: middle - 1] + lines[middle + 1 :]),
         "\n".join([*lines, "# the end"]),
@@ -103,7 +112,9 @@ def test_reparse_after_edits_equals_parsing_the_whole_text(path: Path) -> None:
         except (SyntaxError, cst.ParserSyntaxError):
             assert cache.reparse(version) is None
             continue
-        module = cache.reparse(version) or cache.parse_module(version, ast.parse(version))
+        module = cache.reparse(version) or cache.parse_module(
+            version, ast.parse(version)
+        )
         assert module.code == version
         assert module.deep_equals(whole)
 

@@ -39,8 +39,8 @@ def _edge(direction: str, edge: EdgeFact) -> str:
 def render_fact(fact: OperatorFact) -> list[str]:
     """Return the Markdown lines describing one operator fact."""
     lines = [
-        f"**Task {fact.task_index} of {fact.task_count}** in job {code(fact.job_name)}: "
-        f"{code(fact.task_name)}",
+        f"**Task {fact.task_index} of {fact.task_count}** in job "
+        f"{code(fact.job_name)}: {code(fact.task_name)}",
         "",
         f"- operator {fact.chain_position} of {fact.chain_length} in the chain: "
         f"{code(fact.operator_name)}",
@@ -69,7 +69,8 @@ def render_fact(fact: OperatorFact) -> list[str]:
         lines.append(f"- uid hash {code(fact.uid_hash)}")
     if fact.dropped_uid is not None:
         lines.append(
-            f"- its uid {code(fact.dropped_uid)} is **dropped** by Python operator fusion"
+            f"- its uid {code(fact.dropped_uid)} is **dropped** by Python operator "
+            "fusion"
         )
     if fact.uncertain:
         lines.append("- depends on a value chainlens cannot know (see the unknowns)")

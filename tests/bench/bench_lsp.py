@@ -66,7 +66,7 @@ from pyflink.datastream.functions import MapFunction
 ROW = Types.TUPLE([Types.STRING(), Types.INT()])
 '''
 
-TAIL = '''
+TAIL = """
 
 def main():
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -78,7 +78,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 
 
 def program(lines: int) -> str:
@@ -152,8 +152,12 @@ class Bench:
     def change(self, uri: str, version: int, text: str) -> None:
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangeWholeDocument(text=text)
+                ],
             )
         )
 
@@ -219,7 +223,9 @@ async def main() -> None:
     try:
         for lines, p50_goal, p99_goal in ((300, 25, 80), (5000, 250, None)):
             r = await latency(bench, lines, args.edits)
-            goals = f"goal p50 <= {p50_goal} ms" + (f", p99 <= {p99_goal} ms" if p99_goal else "")
+            goals = f"goal p50 <= {p50_goal} ms" + (
+                f", p99 <= {p99_goal} ms" if p99_goal else ""
+            )
             print(
                 f"{r['lines']:>5.0f} lines, {args.edits} edits: didChange -> diagnostics "
                 f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, max {r['max_ms']:.1f} ms "
