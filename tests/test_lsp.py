@@ -601,3 +601,81 @@ async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> No
     hover = await lsp.hover(uri, at)
     assert hover is not None
     assert "- parallelism 3," in hover.contents.value
+
+
+async def test_multi_root_workspace_settings_per_folder(lsp: Session) -> None:
+    other = lsp.workspace.parent / "other"
+    other.mkdir()
+    lsp.client.set_configuration(
+        {"chainlens": {"ignore": ["CL101"]}}, scope_uri=other.as_uri()
+    )
+    lsp.client.workspace_did_change_workspace_folders(
+        types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.as_uri(), name="other")],
+                removed=[],
+            )
+        )
+    )
+    await asyncio.sleep(0.3)
+    here = lsp.open("pipeline.py", PIPELINE)
+    there_path = other / "pipeline.py"
+    there_path.write_text(PIPELINE, encoding="utf-8")
+    there = there_path.as_uri()
+    lsp.versions[there] = 1
+    lsp.client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=there, language_id="python", version=1, text=PIPELINE
+            )
+        )
+    )
+    assert "CL101" in {d.code for d in await lsp.diagnostics(here)}
+    assert "CL101" not in {d.code for d in await lsp.diagnostics(there)}
+    assert "CL103" in {d.code for d in await lsp.diagnostics(there)}
+
+
+def test_tcp_mode_serves_the_protocol(tmp_path: Path) -> None:
+    """``chainlens lsp --tcp`` answers initialize on a socket (for debugging)."""
+    import json
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "chainlens.server", "--tcp", "--port", str(port)],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not listen"
+                time.sleep(0.1)
+        with conn:
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"processId": None, "rootUri": None, "capabilities": {}},
+                }
+            ).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            data = b""
+            while b"serverInfo" not in data or not data.endswith(b"}"):
+                chunk = conn.recv(65536)
+                assert chunk, data
+                data += chunk
+            answer = json.loads(data.split(b"\r\n\r\n", 1)[1])
+            assert answer["id"] == 1
+            assert answer["result"]["serverInfo"]["name"] == "chainlens"
+    finally:
+        server.kill()
+        server.wait()
