@@ -27,7 +27,7 @@ def job_graph(analysis: Analysis, fmt: str, theme: str) -> dict[str, object]:
     """Return the job graph response for one analysis."""
     result = analysis.result
     if fmt == "svg":
-        from chainlens.analyzer.svg import render_svg
+        from chainlens.analyzer.picture import render_svg
 
         content = render_svg(result, theme=theme)
     elif fmt == "dot":

@@ -59,7 +59,8 @@ function M.show_graph(opts)
   vim.bo[buf].bufhidden = 'wipe'
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = format == 'dot' and 'dot' or 'chainlens'
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(result.content, '\n', { plain = true }))
+  local text = result.content:gsub('\n$', '')
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, '\n', { plain = true }))
   vim.bo[buf].modifiable = false
   pcall(vim.api.nvim_buf_set_name, buf, 'chainlens://job-graph/' .. buf)
   return buf

@@ -1,0 +1,133 @@
+"""The job graph picture (SVG): every task and edge real Flink builds, well-formed."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.picture import render_svg
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
+CORPUS = sorted(
+    p for p in PIPELINES.glob("*.py") if p.with_suffix(".expected.json").exists()
+)
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _groups(root: ET.Element, css: str) -> list[ET.Element]:
+    return [g for g in root.iter(f"{SVG}g") if g.get("class") == css]
+
+
+def _text(group: ET.Element) -> str:
+    return "\n".join("".join(t.itertext()) for t in group.iter(f"{SVG}text"))
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_every_task_and_edge_flink_builds_is_drawn(path: Path) -> None:
+    expected = json.loads(
+        path.with_suffix(".expected.json").read_text(encoding="utf-8")
+    )
+    result = analyze_source(str(path), path.read_text(encoding="utf-8"), None)
+    unsupported = any(p.code == "unsupported" for p in result.problems)
+    if (
+        unsupported
+        or not result.jobs
+        or any(job.job_graph is None for job in result.jobs)
+    ):
+        pytest.skip("no graph to draw (reported unsupported or rejected)")
+    root = ET.fromstring(render_svg(result))
+    tasks = _groups(root, "task")
+    flink_jobs = [j for j in expected["jobs"] if j.get("job_graph")]
+    vertices = [v for j in flink_jobs for v in j["job_graph"]["vertices"]]
+    edges = [e for j in flink_jobs for e in j["job_graph"]["edges"]]
+    assert [t.get("data-vertex-id") for t in tasks] == [v["id"] for v in vertices]
+    for group, vertex in zip(tasks, vertices, strict=True):
+        title = group.find(f"{SVG}title")
+        assert title is not None
+        assert vertex["name"] in (title.text or "")
+        for operator in vertex["operators"]:
+            assert operator["operator_id"] in (title.text or "")
+    drawn = sorted(
+        (g.get("data-source"), g.get("data-target")) for g in _groups(root, "edge")
+    )
+    assert drawn == sorted((e["producer"], e["consumer"]) for e in edges)
+
+
+def _rects(root: ET.Element) -> list[tuple[float, float, float, float]]:
+    found = []
+    for group in _groups(root, "task"):
+        rect = next(r for r in group.iter(f"{SVG}rect") if r.get("class") == "box")
+        found.append(
+            tuple(float(rect.get(k, "0")) for k in ("x", "y", "width", "height"))
+        )
+    return found  # type: ignore[return-value]
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return (
+        a[0] < b[0] + b[2]
+        and b[0] < a[0] + a[2]
+        and a[1] < b[1] + b[3]
+        and b[1] < a[1] + a[3]
+    )
+
+
+@pytest.mark.parametrize("path", CORPUS[::4], ids=lambda p: p.stem)
+def test_boxes_do_not_overlap_and_fit(path: Path) -> None:
+    result = analyze_source(str(path), path.read_text(encoding="utf-8"))
+    root = ET.fromstring(render_svg(result))
+    rects = _rects(root)
+    width, height = float(root.get("width", "0")), float(root.get("height", "0"))
+    for i, a in enumerate(rects):
+        assert a[0] + a[2] <= width
+        assert a[1] + a[3] <= height
+        for b in rects[i + 1 :]:
+            assert not _overlap(a, b)
+
+
+HOSTILE = """from pyflink.datastream import StreamExecutionEnvironment
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1]).map(lambda x: x).name('<a&b>"é`').print()
+env.execute('<job> & "quotes"')
+"""
+
+
+def test_names_are_escaped_and_output_is_deterministic() -> None:
+    result = analyze_source("hostile.py", HOSTILE)
+    svg = render_svg(result)
+    assert svg == render_svg(analyze_source("hostile.py", HOSTILE))
+    root = ET.fromstring(svg)
+    text = "\n".join(_text(g) for g in _groups(root, "task"))
+    assert '<a&b>"é`' in text
+    assert "&lt;a&amp;b&gt;" in svg
+
+
+def test_dark_theme_and_problems() -> None:
+    result = analyze_source("hostile.py", HOSTILE)
+    assert render_svg(result, theme="dark") != render_svg(result)
+    ET.fromstring(render_svg(result, theme="dark"))
+    broken = analyze_source("broken.py", "import pyflink\nx = (\n")
+    root = ET.fromstring(render_svg(broken))
+    assert "syntax" in "".join(root.itertext()).lower()
+    assert not _groups(root, "task")
+
+
+def test_a_large_job_renders_quickly() -> None:
+    lines = [
+        "from pyflink.datastream import StreamExecutionEnvironment",
+        "env = StreamExecutionEnvironment.get_execution_environment()",
+        "s = env.from_collection([1])",
+    ]
+    for i in range(200):
+        lines.append(f"s = s.map(lambda x: x).name('m{i}').disable_chaining()")
+    lines += ["s.print()", "env.execute('big')"]
+    result = analyze_source("big.py", "\n".join(lines) + "\n")
+    assert result.jobs[0].job_graph is not None
+    root = ET.fromstring(render_svg(result))
+    assert len(_groups(root, "task")) == len(result.jobs[0].job_graph.vertices) > 200
+    assert len(_rects(root)) == len({r[:2] for r in _rects(root)})
