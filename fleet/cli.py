@@ -1,16 +1,82 @@
-"""``chainlens fleet ...``: argument definitions and entry point (no pyspark import here)."""
+"""``chainlens fleet scan``: arguments and entry point (pyspark is imported lazily)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``fleet`` sub-commands to *parser*."""
     sub = parser.add_subparsers(dest="fleet_command", required=True)
-    sub.add_parser("scan", help="scan repositories and write tables and a report")
+    scan = sub.add_parser(
+        "scan",
+        help="scan repositories on Spark and write tables and a report",
+        description="Analyse every PyFlink program under ROOT... on Spark and write "
+        "Parquet tables (files, jobs, tasks, operators, edges, findings), "
+        "summary.json and report.html into DIR.  ROOT is a repository, a folder of "
+        "repositories, a file listing paths (one per line, optionally 'repo<TAB>path'), "
+        "or a URI Spark can read (hdfs:, s3a:, ...).",
+    )
+    scan.add_argument("roots", nargs="+", metavar="ROOT")
+    scan.add_argument("--out", required=True, type=Path, metavar="DIR")
+    where = scan.add_mutually_exclusive_group()
+    where.add_argument(
+        "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn)"
+    )
+    where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
+    scan.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable), e.g. spark.executor.memory=2g",
+    )
+    scan.add_argument("--partitions", type=int, help="tasks to split the files into")
+    scan.add_argument(
+        "--incremental",
+        action="store_true",
+        help="re-use the rows of files whose content is unchanged since the scan in DIR",
+    )
+    scan.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: when stderr is a terminal)",
+    )
 
 
 def run_fleet(args: argparse.Namespace) -> int:
     """Run a parsed ``chainlens fleet`` command; return the exit code."""
-    raise NotImplementedError("fleet scan is not implemented yet")
+    from chainlens.fleet.report import terminal_lines
+    from chainlens.fleet.spark import ScanError, ScanOptions, run_scan
+
+    conf: dict[str, str] = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"chainlens: error: --conf expects KEY=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        conf[key.strip()] = value
+    options = ScanOptions(
+        roots=args.roots,
+        out=args.out,
+        master=args.master,
+        remote=args.remote,
+        conf=conf,
+        partitions=args.partitions,
+        incremental=args.incremental,
+        progress=args.progress,
+    )
+    try:
+        summary = run_scan(options)
+    except ScanError as exc:
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # pyspark's Connect import exits instead of raising
+        print(f"chainlens: error: Spark could not start ({exc})", file=sys.stderr)
+        return 2
+    for line in terminal_lines(summary, args.out):
+        print(line)
+    return 0

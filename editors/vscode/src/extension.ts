@@ -1,0 +1,167 @@
+// chainlens for VS Code: starts `chainlens lsp` and shows the job graph it draws.
+import * as fs from 'fs';
+import * as vscode from 'vscode';
+import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { serverCommand, serverSettings } from './serverCommand';
+
+let client: LanguageClient | undefined;
+let output: vscode.LogOutputChannel;
+let panel: vscode.WebviewPanel | undefined;
+let panelUri: string | undefined;
+const e2eOut = process.env.CHAINLENS_E2E_OUT;
+const e2eSeen: Record<string, unknown> = {};
+
+interface JobGraphResult {
+  uri: string;
+  version: number;
+  format: string;
+  content: string;
+  jobs: { name: string; tasks: number; operators: number; shuffles: number }[];
+}
+
+function record(key: string, value: unknown): void {
+  if (!e2eOut) {
+    return;
+  }
+  e2eSeen[key] = value;
+  fs.writeFileSync(e2eOut, JSON.stringify(e2eSeen, null, 1));
+}
+
+async function pythonFromExtension(): Promise<string[] | undefined> {
+  const python = vscode.extensions.getExtension('ms-python.python');
+  if (!python) {
+    return undefined;
+  }
+  try {
+    const api = python.isActive ? python.exports : await python.activate();
+    const details = api?.settings?.getExecutionDetails?.(vscode.workspace.workspaceFolders?.[0]?.uri);
+    return details?.execCommand;
+  } catch {
+    return undefined;
+  }
+}
+
+async function startClient(): Promise<void> {
+  const config = vscode.workspace.getConfiguration('chainlens');
+  const { command, args } = serverCommand(
+    {
+      path: config.get<string[]>('path'),
+      interpreter: config.get<string[]>('interpreter'),
+      args: config.get<string[]>('args'),
+    },
+    await pythonFromExtension(),
+  );
+  output.info(`starting: ${command} ${args.join(' ')}`);
+  const serverOptions: ServerOptions = { command, args };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { scheme: 'file', language: 'python' },
+      { scheme: 'untitled', language: 'python' },
+    ],
+    outputChannel: output,
+    initializationOptions: { settings: serverSettings(config) },
+    synchronize: {
+      configurationSection: 'chainlens',
+      fileEvents: vscode.workspace.createFileSystemWatcher('**/{pyproject.toml,chainlens.toml,.chainlens.toml}'),
+    },
+  };
+  client = new LanguageClient('chainlens', 'chainlens', serverOptions, clientOptions);
+  await client.start();
+}
+
+async function jobGraph(uri: string): Promise<JobGraphResult | undefined> {
+  if (!client) {
+    return undefined;
+  }
+  const dark = vscode.window.activeColorTheme.kind === vscode.ColorThemeKind.Dark
+    || vscode.window.activeColorTheme.kind === vscode.ColorThemeKind.HighContrast;
+  return client.sendRequest<JobGraphResult>('chainlens/jobGraph', {
+    textDocument: { uri },
+    format: 'svg',
+    theme: dark ? 'dark' : 'light',
+  });
+}
+
+function page(svg: string): string {
+  return `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;">
+<style>body{margin:0;padding:8px;background:var(--vscode-editor-background)}svg{max-width:none}</style>
+</head><body>${svg}</body></html>`;
+}
+
+async function showJobGraph(target?: string | vscode.Uri): Promise<void> {
+  const uri = typeof target === 'string' ? target
+    : target instanceof vscode.Uri ? target.toString()
+    : vscode.window.activeTextEditor?.document.uri.toString();
+  if (!uri) {
+    void vscode.window.showInformationMessage('chainlens: open a PyFlink program first');
+    return;
+  }
+  const result = await jobGraph(uri);
+  if (!result) {
+    return;
+  }
+  if (!panel) {
+    panel = vscode.window.createWebviewPanel('chainlens.jobGraph', 'Job Graph', vscode.ViewColumn.Beside, {
+      enableScripts: false,
+    });
+    panel.onDidDispose(() => {
+      panel = undefined;
+      panelUri = undefined;
+    });
+  }
+  panelUri = uri;
+  panel.title = `Job Graph: ${vscode.Uri.parse(uri).path.split('/').pop()}`;
+  panel.webview.html = page(result.content);
+  record('jobGraph', {
+    uri: result.uri,
+    format: result.format,
+    startsWithSvg: result.content.trimStart().startsWith('<svg'),
+    tasks: (result.content.match(/class="task"/g) ?? []).length,
+    jobs: result.jobs,
+  });
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel('chainlens', { log: true });
+  context.subscriptions.push(
+    output,
+    vscode.commands.registerCommand('chainlens.showJobGraph', showJobGraph),
+    vscode.commands.registerCommand('chainlens.showOutput', () => output.show()),
+    vscode.commands.registerCommand('chainlens.restartServer', async () => {
+      await client?.stop();
+      await startClient();
+    }),
+    vscode.workspace.onDidSaveTextDocument(async (document) => {
+      if (panel && panelUri === document.uri.toString()) {
+        await showJobGraph(panelUri);
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (event.affectsConfiguration('chainlens.path') || event.affectsConfiguration('chainlens.interpreter')
+        || event.affectsConfiguration('chainlens.args')) {
+        await client?.stop();
+        await startClient();
+      }
+    }),
+  );
+  if (e2eOut) {
+    context.subscriptions.push(vscode.languages.onDidChangeDiagnostics(() => {
+      const found: unknown[] = [];
+      for (const [uri, diagnostics] of vscode.languages.getDiagnostics()) {
+        for (const d of diagnostics) {
+          if (d.source === 'chainlens') {
+            const code = typeof d.code === 'object' ? d.code.value : d.code;
+            found.push({ uri: uri.toString(), line: d.range.start.line, character: d.range.start.character, code, message: d.message });
+          }
+        }
+      }
+      record('diagnostics', found);
+    }));
+  }
+  await startClient();
+}
+
+export async function deactivate(): Promise<void> {
+  await client?.stop();
+}

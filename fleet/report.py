@@ -1,0 +1,174 @@
+"""The scan's summary (``summary.json``), report (``report.html``) and terminal lines.
+
+The summary is aggregated by Spark from the Parquet tables just written (so the
+analysis is not run twice); the report draws it as inline SVG bar charts (no
+JavaScript, no network).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from chainlens.fleet.rows import TABLES
+
+
+def summarize(spark: Any, directory: Path) -> dict[str, Any]:
+    """Aggregate the tables under ``directory`` into the summary."""
+    frames = {name: spark.read.parquet(str(directory / name)) for name in TABLES}
+    for name, frame in frames.items():
+        frame.createOrReplaceTempView(f"fleet_{name}")
+
+    def rows(query: str) -> list[dict[str, Any]]:
+        return [r.asDict() for r in spark.sql(query).collect()]
+
+    counts = {name: frame.count() for name, frame in frames.items()}
+    by_status = {r["status"]: r["n"] for r in rows(
+        "SELECT status, count(*) AS n FROM fleet_files GROUP BY status ORDER BY status")}
+    by_rule = rows(
+        "SELECT rule, name, severity, count(*) AS n FROM fleet_findings "
+        "GROUP BY rule, name, severity ORDER BY n DESC, rule")
+    coverage = rows(
+        "SELECT repo, count(*) AS stateful, count(uid) AS with_uid FROM fleet_operators "
+        "WHERE stateful GROUP BY repo ORDER BY repo")
+    tasks_per_job = rows(
+        "SELECT tasks, count(*) AS jobs FROM fleet_jobs GROUP BY tasks ORDER BY tasks")
+    reasons = rows(
+        "SELECT reason, count(*) AS n FROM (SELECT explode(split(break_reasons, '; ')) AS reason "
+        "FROM fleet_edges WHERE NOT chained AND break_reasons IS NOT NULL) GROUP BY reason "
+        "ORDER BY n DESC, reason")
+    repos = rows(
+        "SELECT f.repo, count(*) AS files, sum(CASE WHEN f.status = 'analysed' THEN 1 ELSE 0 END) "
+        "AS analysed, sum(CASE WHEN f.status = 'error' THEN 1 ELSE 0 END) AS errors, "
+        "sum(f.jobs) AS jobs, sum(f.findings) AS findings FROM fleet_files f "
+        "GROUP BY f.repo ORDER BY f.repo")
+    missing = {r["repo"]: r["n"] for r in rows(
+        "SELECT repo, count(*) AS n FROM fleet_findings WHERE rule = 'CL101' GROUP BY repo")}
+    dropped = {r["repo"]: r["n"] for r in rows(
+        "SELECT repo, count(*) AS n FROM fleet_findings WHERE rule = 'CL103' GROUP BY repo")}
+    for repo in repos:
+        repo["missing_uid"] = missing.get(repo["repo"], 0)
+        repo["dropped_uid"] = dropped.get(repo["repo"], 0)
+    unknown_jobs = rows("SELECT count(*) AS n FROM fleet_jobs WHERE unknowns > 0")[0]["n"]
+    return {
+        "tables": counts,
+        "files_by_status": by_status,
+        "findings_by_rule": by_rule,
+        "uid_coverage_by_repo": coverage,
+        "tasks_per_job": tasks_per_job,
+        "chain_break_reasons": reasons,
+        "repos": repos,
+        "jobs_with_unknowns": unknown_jobs,
+    }
+
+
+# ------------------------------------------------------------------ charts
+
+
+def _bar_chart(title: str, items: Sequence[tuple[str, Sequence[float]]], legend: Sequence[str],
+               colours: Sequence[str]) -> str:
+    """A horizontal (stacked) bar chart as inline SVG."""
+    label_width = min(360, max((len(label) for label, _ in items), default=4) * 7 + 10)
+    bar_width = 420
+    row = 22
+    top = 36
+    height = top + row * max(len(items), 1) + 30
+    total_max = max((sum(values) for _, values in items), default=0) or 1
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 80}" '
+             f'height="{height}" role="img" aria-label="{html.escape(title)}">',
+             f'<text x="0" y="16" class="title">{html.escape(title)}</text>']
+    for index, (label, values) in enumerate(items):
+        y = top + index * row
+        parts.append(f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">'
+                     f'{html.escape(label[:50])}</text>')
+        x = float(label_width)
+        for value, colour in zip(values, colours, strict=False):
+            width = bar_width * value / total_max
+            if width > 0:
+                parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{width:.1f}" height="{row - 6}" '
+                             f'fill="{colour}"><title>{html.escape(label)}: {value:g}</title></rect>')
+            x += width
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 14}">{" / ".join(f"{v:g}" for v in values)}</text>')
+    if not items:
+        parts.append(f'<text x="0" y="{top + 14}" class="muted">nothing to show</text>')
+    legend_y = top + row * max(len(items), 1) + 20
+    x = 0
+    for name, colour in zip(legend, colours, strict=False):
+        parts.append(f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" fill="{colour}"/>'
+                     f'<text x="{x + 14}" y="{legend_y}">{html.escape(name)}</text>')
+        x += 14 + len(name) * 7 + 16
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    """Return the self-contained HTML report."""
+    coverage = [(r["repo"], (r["with_uid"], r["stateful"] - r["with_uid"]))
+                for r in summary["uid_coverage_by_repo"]]
+    findings = [(f'{r["rule"]} {r["name"]}', (r["n"],)) for r in summary["findings_by_rule"]]
+    tasks = [(f'{r["tasks"]} task{"s" if r["tasks"] != 1 else ""}', (r["jobs"],))
+             for r in summary["tasks_per_job"]]
+    reasons = [(r["reason"], (r["n"],)) for r in summary["chain_break_reasons"]]
+    charts = [
+        _bar_chart("uid coverage of stateful operators, per repository",
+                   coverage, ["with uid", "without uid"], ["#1a7f37", "#cf222e"]),
+        _bar_chart("findings by rule", findings, ["findings"], ["#0969da"]),
+        _bar_chart("tasks per job", tasks, ["jobs"], ["#8250df"]),
+        _bar_chart("why chains break", reasons, ["edges"], ["#bc4c00"]),
+    ]
+    repo_rows = "".join(
+        f"<tr><td>{html.escape(r['repo'])}</td><td>{r['files']}</td><td>{r['analysed']}</td>"
+        f"<td>{r['errors']}</td><td>{r['jobs'] or 0}</td><td>{r['findings'] or 0}</td>"
+        f"<td>{r['missing_uid']}</td><td>{r['dropped_uid']}</td></tr>"
+        for r in summary["repos"]
+    )
+    status = ", ".join(f"{k}: {v}" for k, v in sorted(summary["files_by_status"].items()))
+    tables = ", ".join(f"{k} {v}" for k, v in summary["tables"].items())
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>chainlens fleet scan</title>
+<style>
+body{{font:14px system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1100px}}
+h1{{font-size:20px}} svg text{{font:12px system-ui,sans-serif;fill:#1f2328}}
+svg .title{{font-weight:bold;font-size:13px}} .muted{{fill:#57606a;color:#57606a}}
+section{{margin:18px 0}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} td:first-child,th:first-child{{text-align:left}}
+</style></head><body>
+<h1>chainlens fleet scan</h1>
+<p class="muted">Files: {html.escape(status)}. Rows: {html.escape(tables)}.
+Jobs depending on values chainlens cannot know: {summary["jobs_with_unknowns"]}.</p>
+{"".join(f"<section>{chart}</section>" for chart in charts)}
+<section><table><tr><th>repository</th><th>files</th><th>analysed</th><th>errors</th><th>jobs</th>
+<th>findings</th><th>missing uids (CL101)</th><th>dropped uids (CL103)</th></tr>{repo_rows}</table></section>
+</body></html>
+"""
+
+
+def write_report(summary: dict[str, Any], directory: Path) -> None:
+    """Write ``summary.json`` and ``report.html`` into ``directory``."""
+    (directory / "summary.json").write_text(
+        json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
+    (directory / "report.html").write_text(render_html(summary), encoding="utf-8")
+
+
+def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:
+    """Return the summary printed at the end of a scan."""
+    status = summary["files_by_status"]
+    lines = [
+        f"scanned {sum(status.values())} Python files: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(status.items())),
+        f"jobs {summary['tables']['jobs']}, tasks {summary['tables']['tasks']}, "
+        f"operators {summary['tables']['operators']}, findings {summary['tables']['findings']}"
+        + (f" ({summary['reused_files']} unchanged files reused)" if summary.get("reused_files") else ""),
+    ]
+    for rule in summary["findings_by_rule"][:6]:
+        lines.append(f"  {rule['rule']} {rule['name']}: {rule['n']}")
+    worst = sorted(summary["repos"], key=lambda r: -r["missing_uid"])[:5]
+    for repo in worst:
+        if repo["missing_uid"]:
+            lines.append(f"  {repo['repo']}: {repo['missing_uid']} stateful calls without uid")
+    lines.append(f"tables, summary.json and report.html in {out}")
+    return lines

@@ -1,0 +1,77 @@
+"""The fleet scan's per-file rows (no Spark): faults become rows; facts match real Flink."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chainlens.fleet.rows import MAX_FILE_BYTES, SCHEMAS, TABLES, scan_file
+
+PIPELINES = Path(__file__).resolve().parent / "fixtures" / "pipelines"
+CORPUS = sorted(p for p in PIPELINES.glob("*.py") if p.with_suffix(".expected.json").exists())
+
+
+def _file_row(rows: object) -> dict[str, object]:
+    (row,) = rows.files  # type: ignore[attr-defined]
+    return dict(zip((c for c, _ in SCHEMAS["files"]), row, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "code"),
+    [
+        (None, "error", "read-error"),
+        (b"\xff\xfe pyflink", "error", "decode-error"),
+        (b"import pyflink\nx = (\n", "error", "syntax-error"),
+        (b"\x89PNG\0\0pyflink", "error", "binary"),
+        (b"# pyflink\n" + b"x = 1\n" * (MAX_FILE_BYTES // 6 + 1), "error", "too-large"),
+        (b"print('hello')\n", "not-pyflink", None),
+        (b"", "not-pyflink", None),
+    ],
+    ids=["unreadable", "non-utf8", "syntax", "binary", "huge", "plain", "empty"],
+)
+def test_bad_files_are_one_row_with_their_error(data: bytes | None, status: str, code: str | None) -> None:
+    rows = scan_file("repo", "x.py", data)
+    row = _file_row(rows)
+    assert row["status"] == status
+    assert row["error_code"] == code
+    assert (row["error"] is not None) == (status == "error")
+    assert all(not rows.table(t) for t in TABLES if t != "files")
+
+
+def test_rows_match_their_schemas() -> None:
+    rows = scan_file("repo", "p.py", (PIPELINES / "example_orders.py").read_bytes())
+    for name in TABLES:
+        for row in rows.table(name):
+            assert len(row) == len(SCHEMAS[name]), name
+            assert row[0] == "repo"
+            assert row[1] == "p.py"
+            assert isinstance(row[2], int)
+
+
+@pytest.mark.parametrize("path", CORPUS[::3], ids=lambda p: p.stem)
+def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
+    expected = json.loads(path.with_suffix(".expected.json").read_text(encoding="utf-8"))
+    rows = scan_file("repo", str(path), path.read_bytes())
+    row = _file_row(rows)
+    if row["status"] != "analysed" or any(j[15] is not None for j in rows.jobs):
+        pytest.skip("not a graph to compare (unsupported or rejected)")
+    if any(f[5] == "CL000" for f in rows.findings):
+        pytest.skip("reported unsupported")
+    flink_jobs = [j for j in expected["jobs"] if j.get("job_graph")]
+    assert [j[10] for j in rows.jobs] == [len(j["job_graph"]["vertices"]) for j in flink_jobs]
+    assert sorted(t[5] for t in rows.tasks) == sorted(
+        v["id"] for j in flink_jobs for v in j["job_graph"]["vertices"]
+    )
+    assert sorted(o[7] for o in rows.operators) == sorted(
+        op["operator_id"]
+        for j in flink_jobs
+        for v in j["job_graph"]["vertices"]
+        for op in v["operators"]
+    )
+    shuffles = [
+        sum(1 for e in j["job_graph"]["edges"] if e["ship_strategy"] != "FORWARD")
+        for j in flink_jobs
+    ]
+    assert [j[12] for j in rows.jobs] == shuffles

@@ -1,0 +1,191 @@
+"""The fleet scan on real Spark: local mode end to end, and a standalone cluster on loopback.
+
+Expected rows are computed here with the per-file function over the same bytes
+(not by Spark); faults are checked literally.  Timing columns are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chainlens.fleet.rows import SCHEMAS, TABLES, scan_file
+from chainlens.fleet.spark import discover
+from tests.fleet.corpus import make_corpus
+
+pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("pyspark")
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java"),
+]
+TIMING = {"parse_ms", "analysis_ms"}
+
+
+def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chainlens.hooks.cli", "fleet", "scan", *map(str, roots),
+         "--out", str(out), "--no-progress", *extra],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+
+
+def table(out: Path, name: str) -> Counter[tuple[object, ...]]:
+    data = pyarrow_parquet.read_table(out / name).to_pylist()
+    columns = [c for c, _ in SCHEMAS[name] if c not in TIMING]
+    return Counter(tuple(row[c] for c in columns) for row in data)
+
+
+def expected(root: Path) -> dict[str, Counter[tuple[object, ...]]]:
+    found: dict[str, Counter[tuple[object, ...]]] = {name: Counter() for name in TABLES}
+    for source in discover([str(root)]):
+        rows = scan_file(source.repo, source.path, Path(source.path).read_bytes()[: 4 * 1024 * 1024 + 1])
+        for name in TABLES:
+            columns = [i for i, (c, _) in enumerate(SCHEMAS[name]) if c not in TIMING]
+            found[name].update(tuple(row[i] for i in columns) for row in rows.table(name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_corpus(tmp_path_factory.mktemp("fleet") / "repos")
+
+
+@pytest.fixture(scope="module")
+def local_scan(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("out") / "scan"
+    done = scan([corpus], out, "--master", "local[2]")
+    assert done.returncode == 0, done.stderr
+    assert "scanned" in done.stdout
+    return out
+
+
+def test_every_python_file_has_exactly_one_files_row(corpus: Path, local_scan: Path) -> None:
+    files = pyarrow_parquet.read_table(local_scan / "files").to_pylist()
+    paths = [row["path"] for row in files]
+    assert len(paths) == len(set(paths))
+    listed = sorted(
+        str(p) for p in corpus.rglob("*.py") if ".venv" not in p.parts and ".git" not in p.parts
+    )
+    assert sorted(paths) == listed
+    status = {Path(row["path"]).name: (row["status"], row["error_code"]) for row in files}
+    assert status["syntax.py"] == ("error", "syntax-error")
+    assert status["latin1.py"] == ("error", "decode-error")
+    assert status["binary.py"] == ("error", "binary")
+    assert status["huge.py"] == ("error", "too-large")
+    assert status["empty.py"] == ("not-pyflink", None)
+    assert status["util.py"] == ("not-pyflink", None)
+
+
+def test_tables_hold_exactly_the_expected_rows(corpus: Path, local_scan: Path) -> None:
+    wanted = expected(corpus)
+    for name in TABLES:
+        assert table(local_scan, name) == wanted[name], name
+    assert sum(wanted["operators"].values()) > 20
+
+
+def test_summary_and_report(local_scan: Path) -> None:
+    summary = json.loads((local_scan / "summary.json").read_text(encoding="utf-8"))
+    assert summary["tables"]["files"] == sum(table(local_scan, "files").values())
+    assert summary["files_by_status"]["error"] == 4
+    rules = {r["rule"] for r in summary["findings_by_rule"]}
+    assert "CL101" in rules
+    report = (local_scan / "report.html").read_text(encoding="utf-8")
+    assert report.count("<svg") == 4
+    assert "uid coverage of stateful operators" in report
+    assert "http" not in report.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
+    corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "scan"
+    shutil.copytree(local_scan, out)
+    (out / "stale-marker").write_text("from an older run", encoding="utf-8")
+    changed = sorted((corpus / "payments" / "jobs").glob("*.py"))[0]
+    original = changed.read_bytes()
+    try:
+        changed.write_bytes(original.replace(b"env.execute(", b"env.execute(  ", 1) + b"\n# edited\n")
+        done = scan([corpus], out, "--master", "local[2]", "--incremental")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        files = sum(table(out, "files").values())
+        assert summary["reused_files"] == files - 1
+        assert not (out / "stale-marker").exists()  # the whole result was replaced
+        assert not [p for p in out.parent.iterdir() if p.name.startswith(".scan.")]
+        wanted = expected(corpus)
+        for name in TABLES:
+            assert table(out, name) == wanted[name], name
+    finally:
+        changed.write_bytes(original)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark master and one worker (2 cores) from the installed pyspark, on 127.0.0.1."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    work = tmp_path_factory.mktemp("standalone")
+    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOG_DIR": str(work / "logs"),
+        "SPARK_PID_DIR": str(work / "pids"),
+        "SPARK_WORKER_DIR": str(work / "work"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    daemon = str(home / "sbin" / "spark-daemon.sh")
+    master = f"spark://127.0.0.1:{port}"
+    subprocess.run(
+        [daemon, "start", "org.apache.spark.deploy.master.Master", "1", "--host", "127.0.0.1",
+         "--port", str(port), "--webui-port", str(ui)], env=env, check=True, capture_output=True,
+    )
+    try:
+        subprocess.run(
+            [daemon, "start", "org.apache.spark.deploy.worker.Worker", "1", "--host", "127.0.0.1",
+             "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui), master],
+            env=env, check=True, capture_output=True,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            logs = "".join(p.read_text(errors="replace") for p in (work / "logs").glob("*Master*.out"))
+            if "Registering worker" in logs:
+                break
+            assert time.monotonic() < deadline, logs[-2000:]
+            time.sleep(0.5)
+        yield master
+    finally:
+        for kind in ("worker.Worker", "master.Master"):
+            subprocess.run([daemon, "stop", f"org.apache.spark.deploy.{kind}", "1"], env=env,
+                           capture_output=True)
+
+
+def test_standalone_cluster_gives_identical_tables(
+    corpus: Path, local_scan: Path, standalone: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "cluster-scan"
+    done = scan([corpus], out, "--master", standalone)
+    assert done.returncode == 0, done.stderr
+    for name in TABLES:
+        assert table(out, name) == table(local_scan, name), name
