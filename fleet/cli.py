@@ -40,6 +40,12 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         help="re-use the rows of files whose content is unchanged since the scan in DIR",
     )
     scan.add_argument(
+        "--engine",
+        choices=("rdd", "dataframe"),
+        help="how the files are analysed: RDD mapPartitions (classic Spark, default) or "
+        "a DataFrame with a Python UDF (what Spark Connect uses; default with --remote)",
+    )
+    scan.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -68,6 +74,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         incremental=args.incremental,
         progress=args.progress,
+        engine=args.engine,
     )
     try:
         summary = run_scan(options)

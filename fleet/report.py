@@ -13,55 +13,87 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chainlens.fleet.rows import TABLES
+from chainlens.fleet.rows import SCHEMAS, TABLES
+
+
+def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], int]]:
+    """The counters one row adds to the summary (summed by key over all rows)."""
+    value = dict(zip((c for c, _ in SCHEMAS[table]), row, strict=True))
+    keys: list[tuple[tuple[Any, ...], int]] = [(("rows", table), 1)]
+    repo = value["repo"]
+    if table == "files":
+        keys.append((("status", value["status"]), 1))
+        keys.append((("repo", repo, "files"), 1))
+        keys.append((("repo", repo, value["status"]), 1))
+        keys.append((("repo", repo, "jobs"), value["jobs"] or 0))
+        keys.append((("repo", repo, "findings"), value["findings"] or 0))
+    elif table == "findings":
+        keys.append((("rule", value["rule"], value["name"], value["severity"]), 1))
+        if value["rule"] in ("CL101", "CL103"):
+            keys.append((("repo", repo, value["rule"]), 1))
+    elif table == "operators" and value["stateful"]:
+        keys.append((("coverage", repo, value["uid"] is not None), 1))
+    elif table == "jobs":
+        keys.append((("tasks_per_job", value["tasks"]), 1))
+        if value["unknowns"]:
+            keys.append((("jobs_with_unknowns",), 1))
+    elif table == "edges" and not value["chained"] and value["break_reasons"]:
+        for reason in str(value["break_reasons"]).split("; "):
+            keys.append((("reason", reason), 1))
+    return keys
 
 
 def summarize(spark: Any, directory: Path) -> dict[str, Any]:
-    """Aggregate the tables under ``directory`` into the summary."""
-    frames = {name: spark.read.parquet(str(directory / name)) for name in TABLES}
-    for name, frame in frames.items():
-        frame.createOrReplaceTempView(f"fleet_{name}")
+    """Aggregate the tables under ``directory`` (one Spark job) into the summary."""
+    tagged = None
+    for name in TABLES:
+        rdd = spark.read.parquet(str(directory / name)).rdd.map(
+            lambda row, table=name: (table, tuple(row))
+        )
+        tagged = rdd if tagged is None else tagged.union(rdd)
+    assert tagged is not None
+    totals = dict(
+        tagged.flatMap(lambda item: summary_keys(*item)).reduceByKey(lambda a, b: a + b).collect()
+    )
+    return build_summary(totals)
 
-    def rows(query: str) -> list[dict[str, Any]]:
-        return [r.asDict() for r in spark.sql(query).collect()]
 
-    counts = {name: frame.count() for name, frame in frames.items()}
-    by_status = {r["status"]: r["n"] for r in rows(
-        "SELECT status, count(*) AS n FROM fleet_files GROUP BY status ORDER BY status")}
-    by_rule = rows(
-        "SELECT rule, name, severity, count(*) AS n FROM fleet_findings "
-        "GROUP BY rule, name, severity ORDER BY n DESC, rule")
-    coverage = rows(
-        "SELECT repo, count(*) AS stateful, count(uid) AS with_uid FROM fleet_operators "
-        "WHERE stateful GROUP BY repo ORDER BY repo")
-    tasks_per_job = rows(
-        "SELECT tasks, count(*) AS jobs FROM fleet_jobs GROUP BY tasks ORDER BY tasks")
-    reasons = rows(
-        "SELECT reason, count(*) AS n FROM (SELECT explode(split(break_reasons, '; ')) AS reason "
-        "FROM fleet_edges WHERE NOT chained AND break_reasons IS NOT NULL) GROUP BY reason "
-        "ORDER BY n DESC, reason")
-    repos = rows(
-        "SELECT f.repo, count(*) AS files, sum(CASE WHEN f.status = 'analysed' THEN 1 ELSE 0 END) "
-        "AS analysed, sum(CASE WHEN f.status = 'error' THEN 1 ELSE 0 END) AS errors, "
-        "sum(f.jobs) AS jobs, sum(f.findings) AS findings FROM fleet_files f "
-        "GROUP BY f.repo ORDER BY f.repo")
-    missing = {r["repo"]: r["n"] for r in rows(
-        "SELECT repo, count(*) AS n FROM fleet_findings WHERE rule = 'CL101' GROUP BY repo")}
-    dropped = {r["repo"]: r["n"] for r in rows(
-        "SELECT repo, count(*) AS n FROM fleet_findings WHERE rule = 'CL103' GROUP BY repo")}
-    for repo in repos:
-        repo["missing_uid"] = missing.get(repo["repo"], 0)
-        repo["dropped_uid"] = dropped.get(repo["repo"], 0)
-    unknown_jobs = rows("SELECT count(*) AS n FROM fleet_jobs WHERE unknowns > 0")[0]["n"]
+def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
+    """Shape the summed counters into ``summary.json``."""
+
+    def of(kind: str) -> list[tuple[tuple[Any, ...], int]]:
+        return sorted(((k[1:], v) for k, v in totals.items() if k[0] == kind), key=str)
+
+    repos: dict[str, dict[str, Any]] = {}
+    for (repo, what), count in of("repo"):
+        entry = repos.setdefault(
+            repo,
+            {"repo": repo, "files": 0, "analysed": 0, "errors": 0, "jobs": 0, "findings": 0,
+             "missing_uid": 0, "dropped_uid": 0},
+        )
+        field = {"error": "errors", "CL101": "missing_uid", "CL103": "dropped_uid"}.get(what, what)
+        if field in entry:
+            entry[field] += count
+    coverage: dict[str, dict[str, Any]] = {}
+    for (repo, has_uid), count in of("coverage"):
+        entry = coverage.setdefault(repo, {"repo": repo, "stateful": 0, "with_uid": 0})
+        entry["stateful"] += count
+        if has_uid:
+            entry["with_uid"] += count
     return {
-        "tables": counts,
-        "files_by_status": by_status,
-        "findings_by_rule": by_rule,
-        "uid_coverage_by_repo": coverage,
-        "tasks_per_job": tasks_per_job,
-        "chain_break_reasons": reasons,
-        "repos": repos,
-        "jobs_with_unknowns": unknown_jobs,
+        "tables": {name: totals.get(("rows", name), 0) for name in TABLES},
+        "files_by_status": {k[0]: v for k, v in of("status")},
+        "findings_by_rule": sorted(
+            ({"rule": k[0], "name": k[1], "severity": k[2], "n": v} for k, v in of("rule")),
+            key=lambda r: (-r["n"], r["rule"]),
+        ),
+        "uid_coverage_by_repo": [coverage[r] for r in sorted(coverage)],
+        "tasks_per_job": [{"tasks": k[0], "jobs": v} for k, v in sorted(of("tasks_per_job"))],
+        "chain_break_reasons": sorted(
+            ({"reason": k[0], "n": v} for k, v in of("reason")), key=lambda r: (-r["n"], r["reason"])
+        ),
+        "repos": [repos[r] for r in sorted(repos)],
+        "jobs_with_unknowns": totals.get(("jobs_with_unknowns",), 0),
     }
 
 

@@ -63,6 +63,8 @@ class ScanOptions:
     partitions: int | None = None
     incremental: bool = False
     progress: bool | None = None
+    #: "rdd" (classic Spark) or "dataframe" (a Python UDF; what Spark Connect runs)
+    engine: str | None = None
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr)
 
 
@@ -322,8 +324,16 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         previous = _previous_hashes(spark, out) if options.incremental else {}
         scan_started = time.perf_counter()
         progress = options.progress if options.progress is not None else sys.stderr.isatty()
-        with Progress(spark, progress and classic):
-            counts = _scan_and_write(spark, options, sources, remote_roots, previous, out, staging)
+        engine = options.engine or ("rdd" if classic else "dataframe")
+        with Progress(spark, bool(progress) and classic):
+            if engine == "rdd":
+                counts = _scan_and_write(
+                    spark, options, sources, remote_roots, previous, out, staging
+                )
+            else:
+                counts = _scan_dataframe(
+                    spark, options, sources, remote_roots, previous, out, staging
+                )
         timings["scan_and_write_s"] = time.perf_counter() - scan_started
         summary_started = time.perf_counter()
         summary = summarize(spark, staging)
@@ -374,6 +384,93 @@ def _scan_and_write(
     finally:
         tagged.unpersist()
     return {"reused": len(reused_keys)}
+
+
+def _scan_dataframe(
+    spark: Any,
+    options: ScanOptions,
+    sources: list[Source],
+    remote_roots: list[str],
+    previous: dict[tuple[str, str], str],
+    out: Path,
+    staging: Path,
+) -> dict[str, int]:
+    """The scan as DataFrames and a Python UDF only (Spark Connect has no RDDs)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    columns = {name: [c for c, _ in SCHEMAS[name]] for name in TABLES}
+    known = dict(previous)
+
+    def tag(items: list[tuple[str, Row]]) -> list[tuple[str, str]]:
+        import json
+
+        tagged = []
+        for table, row in items:
+            if table == "reuse":
+                tagged.append(("reuse", json.dumps({"repo": row[0], "path": row[1]})))
+            else:
+                tagged.append((table, json.dumps(dict(zip(columns[table], row, strict=True)))))
+        return tagged
+
+    result_type = "array<struct<table:string,row:string>>"
+
+    @F.udf(returnType=result_type, useArrow=False)
+    def scan_path(repo: str, path: str) -> list[tuple[str, str]]:
+        return tag(read_and_scan(repo, path, known or None))
+
+    @F.udf(returnType=result_type, useArrow=False)
+    def scan_content(root: str, path: str, content: bytes) -> list[tuple[str, str]]:
+        relative = path[len(root) :].lstrip("/")
+        repo = relative.split("/", 1)[0] if "/" in relative else "-"
+        return tag(scan_file(repo, path, bytes(content)).tagged())
+
+    partitions = options.partitions or max(1, min(len(sources) or 1, 16))
+    frames = []
+    if sources:
+        listed = spark.createDataFrame(
+            [(s.repo, s.path) for s in sources], "repo string, path string"
+        ).repartition(partitions)
+        frames.append(listed.select(F.explode(scan_path("repo", "path")).alias("t")))
+    for root in remote_roots:
+        files = (
+            spark.read.format("binaryFile")
+            .option("recursiveFileLookup", "true")
+            .option("pathGlobFilter", "*.py")
+            .load(root)
+        )
+        frames.append(
+            files.select(
+                F.explode(scan_content(F.lit(root.rstrip("/")), "path", "content")).alias("t")
+            )
+        )
+    if not frames:
+        frames.append(
+            spark.createDataFrame([], "t struct<table:string,row:string>")
+        )
+    tagged = frames[0]
+    for frame in frames[1:]:
+        tagged = tagged.unionByName(frame)
+    tagged = tagged.select("t.table", "t.row").persist()
+    try:
+        reused = tagged.filter(F.col("table") == "reuse").select(
+            F.from_json("row", "repo string, path string").alias("k")
+        ).select("k.*")
+        reused_count = reused.count()
+        for name in TABLES:
+            frame = (
+                tagged.filter(F.col("table") == name)
+                .select(F.from_json("row", _schema(name)).alias("r"))
+                .select("r.*")
+            )
+            if reused_count:
+                kept = spark.read.parquet(str(out / name)).join(reused, ["repo", "path"], "left_semi")
+                frame = frame.unionByName(kept)
+            frame.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(
+                str(staging / name)
+            )
+    finally:
+        tagged.unpersist()
+    return {"reused": reused_count}
 
 
 def _remote_sources(spark: Any, roots: list[str]) -> Any:

@@ -75,3 +75,15 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
         for j in flink_jobs
     ]
     assert [j[12] for j in rows.jobs] == shuffles
+
+
+def test_cli_usage_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from chainlens.hooks.cli import main
+
+    out = tmp_path / "out"
+    assert main(["fleet", "scan", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["fleet", "scan", str(tmp_path), "--out", str(out), "--conf", "novalue"]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]

@@ -189,3 +189,14 @@ def test_standalone_cluster_gives_identical_tables(
     assert done.returncode == 0, done.stderr
     for name in TABLES:
         assert table(out, name) == table(local_scan, name), name
+
+
+def test_dataframe_engine_gives_identical_tables(
+    corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    """The DataFrame + UDF path (the one Spark Connect runs) in classic local mode."""
+    out = tmp_path / "dataframe-scan"
+    done = scan([corpus], out, "--master", "local[2]", "--engine", "dataframe")
+    assert done.returncode == 0, done.stderr
+    for name in TABLES:
+        assert table(out, name) == table(local_scan, name), name

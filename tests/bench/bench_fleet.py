@@ -1,0 +1,131 @@
+"""Fleet scan throughput: local Spark vs a single-process loop vs multiprocessing.
+
+Generates a corpus (default 5,000 files in 50 repositories: PyFlink programs
+from the test corpus, renamed copies, and plain Python files), then times the
+same per-file function (``chainlens.fleet.spark.read_and_scan``):
+
+* a plain loop in one process;
+* ``multiprocessing.Pool(2)``;
+* ``chainlens fleet scan --master local[2]`` and ``local[1]`` (the whole command:
+  session, scan, Parquet tables, summary and report).
+
+    python tests/bench/bench_fleet.py [--files 5000] [--skip-serial]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
+
+PLAIN = '''"""A utility module of repository {repo}."""
+
+import json
+import os
+
+
+def load_{n}(path):
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def env_{n}(name, default=None):
+    return os.environ.get(name, default)
+'''
+
+
+def make_corpus(root: Path, files: int) -> list[tuple[str, str]]:
+    programs = [p.read_text(encoding="utf-8") for p in sorted(PIPELINES.glob("*.py"))]
+    items = []
+    for n in range(files):
+        repo = f"repo{n % 50:02d}"
+        folder = root / repo / "jobs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"module_{n}.py"
+        if n % 5 < 2:
+            text = PLAIN.format(repo=repo, n=n)
+        else:
+            text = programs[n % len(programs)].replace("env.execute(", f"env.execute(  # {n}\n    ", 1)
+        path.write_text(text, encoding="utf-8")
+        items.append((repo, str(path)))
+    return items
+
+
+def _scan_one(item: tuple[str, str]) -> int:
+    from chainlens.fleet.spark import read_and_scan
+
+    return len(read_and_scan(item[0], item[1]))
+
+
+def serial(items: list[tuple[str, str]]) -> float:
+    started = time.perf_counter()
+    for item in items:
+        _scan_one(item)
+    return time.perf_counter() - started
+
+
+def pool(items: list[tuple[str, str]], workers: int) -> float:
+    started = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(workers) as processes:
+        for _ in processes.imap_unordered(_scan_one, items, chunksize=16):
+            pass
+    return time.perf_counter() - started
+
+
+def spark(root: Path, master: str, out: Path) -> tuple[float, dict[str, float], float]:
+    from chainlens.fleet.spark import ScanOptions, run_scan
+
+    started = time.perf_counter()
+    summary = run_scan(ScanOptions(roots=[str(root)], out=out, master=master, progress=False))
+    elapsed = time.perf_counter() - started
+    import pyarrow.parquet as pq
+
+    files = pq.read_table(out / "files").to_pylist()
+    analysis_cpu = sum((row["analysis_ms"] or 0.0) for row in files) / 1000
+    return elapsed, summary["timings"], analysis_cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--skip-serial", action="store_true")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="chainlens-bench-fleet-"))
+    try:
+        items = make_corpus(work / "repos", args.files)
+        n = len(items)
+        print(f"corpus: {n} files in 50 repositories ({sum(1 for i in range(n) if i % 5 >= 2)} PyFlink)")
+        results: dict[str, float] = {}
+        if not args.skip_serial:
+            results["single process"] = serial(items)
+        results["multiprocessing Pool(2)"] = pool(items, 2)
+        # warm-up (not measured): the first JVM start reads Spark's jars from disk
+        warm = work / "warm"
+        make_corpus(warm, 20)
+        spark(warm, "local[1]", work / "out-warm")
+        for master in ("local[2]", "local[1]"):
+            elapsed, timings, cpu = spark(work / "repos", master, work / f"out-{master[6]}")
+            results[f"Spark {master}"] = elapsed
+            print(
+                f"  Spark {master}: session {timings.get('session_s', 0):.1f} s, scan + Parquet "
+                f"{timings.get('scan_and_write_s', 0):.1f} s, summary {timings.get('summary_s', 0):.1f} s, "
+                f"analysis CPU inside workers {cpu:.1f} s"
+            )
+        base = results["multiprocessing Pool(2)"]
+        for name, seconds in results.items():
+            print(f"{name:26s} {seconds:7.1f} s  {n / seconds:7.1f} files/s  {base / seconds:5.2f}x multiprocessing")
+        scaling = results["Spark local[1]"] / results["Spark local[2]"]
+        print(f"Spark scaling 1 -> 2 executor cores: {scaling:.2f}x (linear = 2.00x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
