@@ -23,7 +23,8 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     scan.add_argument("--out", required=True, type=Path, metavar="DIR")
     where = scan.add_mutually_exclusive_group()
     where.add_argument(
-        "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn)"
+        "--master",
+        help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn)",
     )
     where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
     scan.add_argument(
@@ -62,7 +63,10 @@ def run_fleet(args: argparse.Namespace) -> int:
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            print(f"chainlens: error: --conf expects KEY=VALUE, not {item!r}", file=sys.stderr)
+            print(
+                f"chainlens: error: --conf expects KEY=VALUE, not {item!r}",
+                file=sys.stderr,
+            )
             return 2
         conf[key.strip()] = value
     options = ScanOptions(

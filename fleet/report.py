@@ -53,7 +53,9 @@ def summarize(spark: Any, directory: Path) -> dict[str, Any]:
         tagged = rdd if tagged is None else tagged.union(rdd)
     assert tagged is not None
     totals = dict(
-        tagged.flatMap(lambda item: summary_keys(*item)).reduceByKey(lambda a, b: a + b).collect()
+        tagged.flatMap(lambda item: summary_keys(*item))
+        .reduceByKey(lambda a, b: a + b)
+        .collect()
     )
     return build_summary(totals)
 
@@ -68,10 +70,20 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
     for (repo, what), count in of("repo"):
         entry = repos.setdefault(
             repo,
-            {"repo": repo, "files": 0, "analysed": 0, "errors": 0, "jobs": 0, "findings": 0,
-             "missing_uid": 0, "dropped_uid": 0},
+            {
+                "repo": repo,
+                "files": 0,
+                "analysed": 0,
+                "errors": 0,
+                "jobs": 0,
+                "findings": 0,
+                "missing_uid": 0,
+                "dropped_uid": 0,
+            },
         )
-        field = {"error": "errors", "CL101": "missing_uid", "CL103": "dropped_uid"}.get(what, what)
+        field = {"error": "errors", "CL101": "missing_uid", "CL103": "dropped_uid"}.get(
+            what, what
+        )
         if field in entry:
             entry[field] += count
     coverage: dict[str, dict[str, Any]] = {}
@@ -84,13 +96,19 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
         "tables": {name: totals.get(("rows", name), 0) for name in TABLES},
         "files_by_status": {k[0]: v for k, v in of("status")},
         "findings_by_rule": sorted(
-            ({"rule": k[0], "name": k[1], "severity": k[2], "n": v} for k, v in of("rule")),
+            (
+                {"rule": k[0], "name": k[1], "severity": k[2], "n": v}
+                for k, v in of("rule")
+            ),
             key=lambda r: (-r["n"], r["rule"]),
         ),
         "uid_coverage_by_repo": [coverage[r] for r in sorted(coverage)],
-        "tasks_per_job": [{"tasks": k[0], "jobs": v} for k, v in sorted(of("tasks_per_job"))],
+        "tasks_per_job": [
+            {"tasks": k[0], "jobs": v} for k, v in sorted(of("tasks_per_job"))
+        ],
         "chain_break_reasons": sorted(
-            ({"reason": k[0], "n": v} for k, v in of("reason")), key=lambda r: (-r["n"], r["reason"])
+            ({"reason": k[0], "n": v} for k, v in of("reason")),
+            key=lambda r: (-r["n"], r["reason"]),
         ),
         "repos": [repos[r] for r in sorted(repos)],
         "jobs_with_unknowns": totals.get(("jobs_with_unknowns",), 0),
@@ -100,8 +118,12 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
 # ------------------------------------------------------------------ charts
 
 
-def _bar_chart(title: str, items: Sequence[tuple[str, Sequence[float]]], legend: Sequence[str],
-               colours: Sequence[str]) -> str:
+def _bar_chart(
+    title: str,
+    items: Sequence[tuple[str, Sequence[float]]],
+    legend: Sequence[str],
+    colours: Sequence[str],
+) -> str:
     """A horizontal (stacked) bar chart as inline SVG."""
     label_width = min(360, max((len(label) for label, _ in items), default=4) * 7 + 10)
     bar_width = 420
@@ -109,28 +131,38 @@ def _bar_chart(title: str, items: Sequence[tuple[str, Sequence[float]]], legend:
     top = 36
     height = top + row * max(len(items), 1) + 30
     total_max = max((sum(values) for _, values in items), default=0) or 1
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 80}" '
-             f'height="{height}" role="img" aria-label="{html.escape(title)}">',
-             f'<text x="0" y="16" class="title">{html.escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 80}" '
+        f'height="{height}" role="img" aria-label="{html.escape(title)}">',
+        f'<text x="0" y="16" class="title">{html.escape(title)}</text>',
+    ]
     for index, (label, values) in enumerate(items):
         y = top + index * row
-        parts.append(f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">'
-                     f'{html.escape(label[:50])}</text>')
+        parts.append(
+            f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">'
+            f"{html.escape(label[:50])}</text>"
+        )
         x = float(label_width)
         for value, colour in zip(values, colours, strict=False):
             width = bar_width * value / total_max
             if width > 0:
-                parts.append(f'<rect x="{x:.1f}" y="{y + 3}" width="{width:.1f}" height="{row - 6}" '
-                             f'fill="{colour}"><title>{html.escape(label)}: {value:g}</title></rect>')
+                parts.append(
+                    f'<rect x="{x:.1f}" y="{y + 3}" width="{width:.1f}" height="{row - 6}" '
+                    f'fill="{colour}"><title>{html.escape(label)}: {value:g}</title></rect>'
+                )
             x += width
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + 14}">{" / ".join(f"{v:g}" for v in values)}</text>')
+        parts.append(
+            f'<text x="{x + 6:.1f}" y="{y + 14}">{" / ".join(f"{v:g}" for v in values)}</text>'
+        )
     if not items:
         parts.append(f'<text x="0" y="{top + 14}" class="muted">nothing to show</text>')
     legend_y = top + row * max(len(items), 1) + 20
     x = 0
     for name, colour in zip(legend, colours, strict=False):
-        parts.append(f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" fill="{colour}"/>'
-                     f'<text x="{x + 14}" y="{legend_y}">{html.escape(name)}</text>')
+        parts.append(
+            f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" fill="{colour}"/>'
+            f'<text x="{x + 14}" y="{legend_y}">{html.escape(name)}</text>'
+        )
         x += 14 + len(name) * 7 + 16
     parts.append("</svg>")
     return "".join(parts)
@@ -138,15 +170,25 @@ def _bar_chart(title: str, items: Sequence[tuple[str, Sequence[float]]], legend:
 
 def render_html(summary: dict[str, Any]) -> str:
     """Return the self-contained HTML report."""
-    coverage = [(r["repo"], (r["with_uid"], r["stateful"] - r["with_uid"]))
-                for r in summary["uid_coverage_by_repo"]]
-    findings = [(f'{r["rule"]} {r["name"]}', (r["n"],)) for r in summary["findings_by_rule"]]
-    tasks = [(f'{r["tasks"]} task{"s" if r["tasks"] != 1 else ""}', (r["jobs"],))
-             for r in summary["tasks_per_job"]]
+    coverage = [
+        (r["repo"], (r["with_uid"], r["stateful"] - r["with_uid"]))
+        for r in summary["uid_coverage_by_repo"]
+    ]
+    findings = [
+        (f"{r['rule']} {r['name']}", (r["n"],)) for r in summary["findings_by_rule"]
+    ]
+    tasks = [
+        (f"{r['tasks']} task{'s' if r['tasks'] != 1 else ''}", (r["jobs"],))
+        for r in summary["tasks_per_job"]
+    ]
     reasons = [(r["reason"], (r["n"],)) for r in summary["chain_break_reasons"]]
     charts = [
-        _bar_chart("uid coverage of stateful operators, per repository",
-                   coverage, ["with uid", "without uid"], ["#1a7f37", "#cf222e"]),
+        _bar_chart(
+            "uid coverage of stateful operators, per repository",
+            coverage,
+            ["with uid", "without uid"],
+            ["#1a7f37", "#cf222e"],
+        ),
         _bar_chart("findings by rule", findings, ["findings"], ["#0969da"]),
         _bar_chart("tasks per job", tasks, ["jobs"], ["#8250df"]),
         _bar_chart("why chains break", reasons, ["edges"], ["#bc4c00"]),
@@ -157,7 +199,9 @@ def render_html(summary: dict[str, Any]) -> str:
         f"<td>{r['missing_uid']}</td><td>{r['dropped_uid']}</td></tr>"
         for r in summary["repos"]
     )
-    status = ", ".join(f"{k}: {v}" for k, v in sorted(summary["files_by_status"].items()))
+    status = ", ".join(
+        f"{k}: {v}" for k, v in sorted(summary["files_by_status"].items())
+    )
     tables = ", ".join(f"{k} {v}" for k, v in summary["tables"].items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>chainlens fleet scan</title>
@@ -181,7 +225,8 @@ Jobs depending on values chainlens cannot know: {summary["jobs_with_unknowns"]}.
 def write_report(summary: dict[str, Any], directory: Path) -> None:
     """Write ``summary.json`` and ``report.html`` into ``directory``."""
     (directory / "summary.json").write_text(
-        json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8"
+        json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n",
+        encoding="utf-8",
     )
     (directory / "report.html").write_text(render_html(summary), encoding="utf-8")
 
@@ -194,13 +239,19 @@ def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:
         + ", ".join(f"{v} {k}" for k, v in sorted(status.items())),
         f"jobs {summary['tables']['jobs']}, tasks {summary['tables']['tasks']}, "
         f"operators {summary['tables']['operators']}, findings {summary['tables']['findings']}"
-        + (f" ({summary['reused_files']} unchanged files reused)" if summary.get("reused_files") else ""),
+        + (
+            f" ({summary['reused_files']} unchanged files reused)"
+            if summary.get("reused_files")
+            else ""
+        ),
     ]
     for rule in summary["findings_by_rule"][:6]:
         lines.append(f"  {rule['rule']} {rule['name']}: {rule['n']}")
     worst = sorted(summary["repos"], key=lambda r: -r["missing_uid"])[:5]
     for repo in worst:
         if repo["missing_uid"]:
-            lines.append(f"  {repo['repo']}: {repo['missing_uid']} stateful calls without uid")
+            lines.append(
+                f"  {repo['repo']}: {repo['missing_uid']} stateful calls without uid"
+            )
     lines.append(f"tables, summary.json and report.html in {out}")
     return lines

@@ -33,41 +33,86 @@ ERROR: Final = "error"
 #: Column names and Spark SQL types of each table (the Parquet schemas).
 SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "files": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("status", "string"),
-        ("error_code", "string"), ("error", "string"), ("sha256", "string"),
-        ("size", "long"), ("parse_ms", "double"), ("analysis_ms", "double"),
-        ("jobs", "int"), ("findings", "int"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("status", "string"),
+        ("error_code", "string"),
+        ("error", "string"),
+        ("sha256", "string"),
+        ("size", "long"),
+        ("parse_ms", "double"),
+        ("analysis_ms", "double"),
+        ("jobs", "int"),
+        ("findings", "int"),
     ),
     "jobs": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("job_index", "int"),
-        ("job_name", "string"), ("mode", "string"), ("trigger", "string"),
-        ("default_parallelism", "string"), ("max_parallelism", "string"),
-        ("chaining", "string"), ("tasks", "int"), ("operators", "int"),
-        ("shuffles", "int"), ("unknowns", "int"), ("unknown_subjects", "string"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("job_index", "int"),
+        ("job_name", "string"),
+        ("mode", "string"),
+        ("trigger", "string"),
+        ("default_parallelism", "string"),
+        ("max_parallelism", "string"),
+        ("chaining", "string"),
+        ("tasks", "int"),
+        ("operators", "int"),
+        ("shuffles", "int"),
+        ("unknowns", "int"),
+        ("unknown_subjects", "string"),
         ("rejected", "string"),
     ),
     "tasks": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("job_index", "int"),
-        ("task_index", "int"), ("vertex_id", "string"), ("name", "string"),
-        ("parallelism", "string"), ("slot_sharing_group", "string"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("job_index", "int"),
+        ("task_index", "int"),
+        ("vertex_id", "string"),
+        ("name", "string"),
+        ("parallelism", "string"),
+        ("slot_sharing_group", "string"),
         ("operators", "int"),
     ),
     "operators": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("job_index", "int"),
-        ("task_index", "int"), ("chain_position", "int"), ("name", "string"),
-        ("operator_id", "string"), ("uid", "string"), ("stateful", "boolean"),
-        ("state", "string"), ("task", "string"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("job_index", "int"),
+        ("task_index", "int"),
+        ("chain_position", "int"),
+        ("name", "string"),
+        ("operator_id", "string"),
+        ("uid", "string"),
+        ("stateful", "boolean"),
+        ("state", "string"),
+        ("task", "string"),
     ),
     "edges": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("job_index", "int"),
-        ("source", "string"), ("target", "string"), ("ship_strategy", "string"),
-        ("distribution_pattern", "string"), ("result_partition_type", "string"),
-        ("chained", "boolean"), ("break_reasons", "string"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("job_index", "int"),
+        ("source", "string"),
+        ("target", "string"),
+        ("ship_strategy", "string"),
+        ("distribution_pattern", "string"),
+        ("result_partition_type", "string"),
+        ("chained", "boolean"),
+        ("break_reasons", "string"),
     ),
     "findings": (
-        ("repo", "string"), ("path", "string"), ("line", "int"), ("column", "int"),
-        ("job_index", "int"), ("rule", "string"), ("name", "string"),
-        ("severity", "string"), ("message", "string"),
+        ("repo", "string"),
+        ("path", "string"),
+        ("line", "int"),
+        ("column", "int"),
+        ("job_index", "int"),
+        ("rule", "string"),
+        ("name", "string"),
+        ("severity", "string"),
+        ("message", "string"),
     ),
 }
 TABLES: Final = tuple(SCHEMAS)
@@ -104,7 +149,9 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def error_rows(repo: str, path: str, code: str, message: str, data: bytes | None) -> FileRows:
+def error_rows(
+    repo: str, path: str, code: str, message: str, data: bytes | None
+) -> FileRows:
     """Rows of a file that could not be analysed (only a ``files`` row)."""
     rows = FileRows()
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
@@ -125,7 +172,9 @@ def scan_file(
         return _scan(repo, path, data, config or Config())
     except Exception as exc:  # the per-file boundary: a row, never a failed task
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return error_rows(repo, path, "internal-error", f"chainlens failed: {detail}", data)
+        return error_rows(
+            repo, path, "internal-error", f"chainlens failed: {detail}", data
+        )
 
 
 def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
@@ -139,11 +188,26 @@ def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
             data,
         )
     if b"\0" in data:
-        return error_rows(repo, path, "binary", "the file holds NUL bytes (binary)", data)
+        return error_rows(
+            repo, path, "binary", "the file holds NUL bytes (binary)", data
+        )
     if b"pyflink" not in data:
         rows = FileRows()
         rows.files.append(
-            (repo, path, 0, NOT_PYFLINK, None, None, digest, len(data), None, None, 0, 0)
+            (
+                repo,
+                path,
+                0,
+                NOT_PYFLINK,
+                None,
+                None,
+                digest,
+                len(data),
+                None,
+                None,
+                0,
+                0,
+            )
         )
         return rows
     started = time.perf_counter()
@@ -153,7 +217,12 @@ def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
 
 
 def result_rows(
-    repo: str, path: str, digest: str, size: int, result: AnalysisResult, elapsed_ms: float
+    repo: str,
+    path: str,
+    digest: str,
+    size: int,
+    result: AnalysisResult,
+    elapsed_ms: float,
 ) -> FileRows:
     """Convert one analysis result into rows."""
     rows = FileRows()
@@ -161,20 +230,53 @@ def result_rows(
     if blocking:
         problem = blocking[0]
         rows.files.append(
-            (repo, path, _line(problem.range), ERROR, problem.code, problem.message,
-             digest, size, result.parse_seconds * 1000, elapsed_ms, 0, 0)
+            (
+                repo,
+                path,
+                _line(problem.range),
+                ERROR,
+                problem.code,
+                problem.message,
+                digest,
+                size,
+                result.parse_seconds * 1000,
+                elapsed_ms,
+                0,
+                0,
+            )
         )
         return rows
     for index, job in enumerate(result.jobs):
         _job_rows(rows, repo, path, index, job)
     for d in result.diagnostics:
         rows.findings.append(
-            (repo, path, d.range.start.line, d.range.start.column + 1, d.job_index,
-             d.code.code, d.code.name, d.severity.value, d.message)
+            (
+                repo,
+                path,
+                d.range.start.line,
+                d.range.start.column + 1,
+                d.job_index,
+                d.code.code,
+                d.code.name,
+                d.severity.value,
+                d.message,
+            )
         )
     rows.files.append(
-        (repo, path, 0, ANALYSED, None, None, digest, size, result.parse_seconds * 1000,
-         elapsed_ms, len(result.jobs), len(result.diagnostics))
+        (
+            repo,
+            path,
+            0,
+            ANALYSED,
+            None,
+            None,
+            digest,
+            size,
+            result.parse_seconds * 1000,
+            elapsed_ms,
+            len(result.jobs),
+            len(result.diagnostics),
+        )
     )
     return rows
 
@@ -184,7 +286,9 @@ _BLOCKING: Final = frozenset(
 )
 
 
-def _job_rows(rows: FileRows, repo: str, path: str, index: int, job: CompiledJob) -> None:
+def _job_rows(
+    rows: FileRows, repo: str, path: str, index: int, job: CompiledJob
+) -> None:
     sg, jg = job.stream_graph, job.job_graph
     line = _line(job.spec.range)
     env = job.spec.env
@@ -192,35 +296,83 @@ def _job_rows(rows: FileRows, repo: str, path: str, index: int, job: CompiledJob
     if jg is None or sg is None:
         reason = job.error.message if job.error is not None else "no graph"
         rows.jobs.append(
-            (repo, path, line, index, _text(job.job_name), None, job.spec.trigger,
-             _text(env.parallelism), _text(env.max_parallelism),
-             _text(env.chaining_enabled), 0, 0, 0,
-             len(job.unknowns), unknown_subjects or None, reason)
+            (
+                repo,
+                path,
+                line,
+                index,
+                _text(job.job_name),
+                None,
+                job.spec.trigger,
+                _text(env.parallelism),
+                _text(env.max_parallelism),
+                _text(env.chaining_enabled),
+                0,
+                0,
+                0,
+                len(job.unknowns),
+                unknown_subjects or None,
+                reason,
+            )
         )
         return
     operators = sum(len(v.operators) for v in jg.vertices)
     rows.jobs.append(
-        (repo, path, line, index, _text(job.job_name), sg.settings.job_type.value,
-         job.spec.trigger, _text(env.parallelism), _text(env.max_parallelism),
-         _text(sg.settings.chaining_enabled), len(jg.vertices), operators,
-         shuffle_count(jg), len(job.unknowns), unknown_subjects or None, None)
+        (
+            repo,
+            path,
+            line,
+            index,
+            _text(job.job_name),
+            sg.settings.job_type.value,
+            job.spec.trigger,
+            _text(env.parallelism),
+            _text(env.max_parallelism),
+            _text(sg.settings.chaining_enabled),
+            len(jg.vertices),
+            operators,
+            shuffle_count(jg),
+            len(job.unknowns),
+            unknown_subjects or None,
+            None,
+        )
     )
     task_of: dict[int, tuple[int, str]] = {}
     for task_index, vertex in enumerate(jg.vertices, start=1):
         head = sg.node(vertex.head_node_id)
         rows.tasks.append(
-            (repo, path, _line(head.range), index, task_index, vertex.id,
-             _text(vertex.name), _text(vertex.parallelism),
-             _text(vertex.slot_sharing_group), len(vertex.operators))
+            (
+                repo,
+                path,
+                _line(head.range),
+                index,
+                task_index,
+                vertex.id,
+                _text(vertex.name),
+                _text(vertex.parallelism),
+                _text(vertex.slot_sharing_group),
+                len(vertex.operators),
+            )
         )
         for position, op in enumerate(vertex.operators, start=1):
             node = sg.node(op.node_id)
             task_of[op.node_id] = (task_index, str(vertex.name))
             state = state_info(node)
             rows.operators.append(
-                (repo, path, _line(node.range), index, task_index, position,
-                 _text(op.name), op.operator_id, _text(op.uid), state is not None,
-                 state.what if state is not None else None, _text(vertex.name))
+                (
+                    repo,
+                    path,
+                    _line(node.range),
+                    index,
+                    task_index,
+                    position,
+                    _text(op.name),
+                    op.operator_id,
+                    _text(op.uid),
+                    state is not None,
+                    state.what if state is not None else None,
+                    _text(vertex.name),
+                )
             )
     breaks = {b.edge: b for b in jg.chain_breaks}
     job_edges = {e.stream_edge: e for e in jg.edges}
@@ -233,9 +385,17 @@ def _job_rows(rows: FileRows, repo: str, path: str, index: int, job: CompiledJob
         why = breaks.get(edge)
         reasons = "; ".join(r.value for r in why.reasons) if why is not None else None
         rows.edges.append(
-            (repo, path, _line(edge.range), index, source, target,
-             edge.partitioner.flink_name,
-             job_edge.distribution_pattern.value if job_edge is not None else None,
-             job_edge.result_partition_type.value if job_edge is not None else None,
-             job_edge is None, reasons or None)
+            (
+                repo,
+                path,
+                _line(edge.range),
+                index,
+                source,
+                target,
+                edge.partitioner.flink_name,
+                job_edge.distribution_pattern.value if job_edge is not None else None,
+                job_edge.result_partition_type.value if job_edge is not None else None,
+                job_edge is None,
+                reasons or None,
+            )
         )

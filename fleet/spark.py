@@ -21,12 +21,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from chainlens.fleet.rows import MAX_FILE_BYTES, SCHEMAS, TABLES, FileRows, Row, scan_file
+from chainlens.fleet.rows import (
+    MAX_FILE_BYTES,
+    SCHEMAS,
+    TABLES,
+    FileRows,
+    Row,
+    scan_file,
+)
 
 #: Directories never scanned (virtual environments, caches, VCS metadata).
 SKIPPED_DIRS: Final = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", "env", "node_modules", "__pycache__",
-     ".tox", ".nox", ".mypy_cache", ".pytest_cache", "build", "dist", "site-packages"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "env",
+        "node_modules",
+        "__pycache__",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        "build",
+        "dist",
+        "site-packages",
+    }
 )
 #: Settings that make a small local Spark start fast and stay quiet.
 TUNED: Final = {
@@ -111,18 +133,24 @@ def discover(roots: Sequence[str]) -> list[Source]:
             repos = sorted(
                 (child.name, child)
                 for child in path.iterdir()
-                if child.is_dir() and child.name not in SKIPPED_DIRS and not child.name.startswith(".")
+                if child.is_dir()
+                and child.name not in SKIPPED_DIRS
+                and not child.name.startswith(".")
             )
         for name, repo_dir in repos:
             for directory, dirs, files in os.walk(repo_dir):
-                dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.startswith("."))
+                dirs[:] = sorted(
+                    d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".")
+                )
                 for file_name in sorted(files):
                     if file_name.endswith(".py"):
                         sources.append(Source(name, os.path.join(directory, file_name)))
     return sources
 
 
-def read_and_scan(repo: str, path: str, previous: dict[tuple[str, str], str] | None = None) -> list[tuple[str, Row]]:
+def read_and_scan(
+    repo: str, path: str, previous: dict[tuple[str, str], str] | None = None
+) -> list[tuple[str, Row]]:
     """Executor side: read one file (capped) and return its tagged rows.
 
     With ``previous`` (path -> sha256 of the last scan), an unchanged file gives
@@ -134,8 +162,20 @@ def read_and_scan(repo: str, path: str, previous: dict[tuple[str, str], str] | N
     except OSError as exc:
         rows = FileRows()
         rows.files.append(
-            (repo, path, 0, "error", "read-error", f"cannot read: {exc.strerror or exc}",
-             None, None, None, None, 0, 0)
+            (
+                repo,
+                path,
+                0,
+                "error",
+                "read-error",
+                f"cannot read: {exc.strerror or exc}",
+                None,
+                None,
+                None,
+                None,
+                0,
+                0,
+            )
         )
         return rows.tagged()
     if previous:
@@ -161,7 +201,9 @@ def _scan_partition(
 
 
 def _check_remote_dependencies() -> None:
-    missing = [m for m in ("pandas", "pyarrow", "grpc") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("pandas", "pyarrow", "grpc") if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise ScanError(
             "Spark Connect needs " + ", ".join(missing) + " in this environment "
@@ -176,7 +218,9 @@ def _session(options: ScanOptions, log_path: Path) -> Any:
         from pyspark.java_gateway import launch_gateway
         from pyspark.sql import SparkSession
     except ImportError as exc:
-        raise ScanError("pyspark is not installed: pip install 'chainlens[spark]'") from exc
+        raise ScanError(
+            "pyspark is not installed: pip install 'chainlens[spark]'"
+        ) from exc
     if options.remote:
         _check_remote_dependencies()
         builder = SparkSession.builder.remote(options.remote)
@@ -184,7 +228,9 @@ def _session(options: ScanOptions, log_path: Path) -> Any:
             builder = builder.config(key, value)
         return builder.getOrCreate()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise ScanError("Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)")
+        raise ScanError(
+            "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
+        )
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = options.master or (None if under_submit else "local[*]")
     if master is not None and master.startswith("local"):
@@ -198,7 +244,9 @@ def _session(options: ScanOptions, log_path: Path) -> Any:
     if under_submit:
         return SparkSession.builder.config(conf=conf).getOrCreate()
     log_file = open(log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
-    gateway = launch_gateway(conf=conf, popen_kwargs={"stdout": log_file, "stderr": log_file})
+    gateway = launch_gateway(
+        conf=conf, popen_kwargs={"stdout": log_file, "stderr": log_file}
+    )
     context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel("ERROR")
     return SparkSession(context)
@@ -224,7 +272,12 @@ def _probe(spark: Any) -> None:
 
     def check(_: Iterable[int]) -> Iterator[str]:
         missing = []
-        for module in ("libcst", "mmh3", "chainlens.analyzer.api", "chainlens.fleet.rows"):
+        for module in (
+            "libcst",
+            "mmh3",
+            "chainlens.analyzer.api",
+            "chainlens.fleet.rows",
+        ):
             try:
                 __import__(module)
             except Exception as exc:  # report what the executor lacks
@@ -275,7 +328,9 @@ class Progress:
             if total:
                 width = 30
                 filled = int(width * done / total)
-                sys.stderr.write(f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} tasks")
+                sys.stderr.write(
+                    f"\r  [{'#' * filled}{'.' * (width - filled)}] {done}/{total} tasks"
+                )
                 sys.stderr.flush()
 
 
@@ -290,13 +345,19 @@ def _previous_hashes(spark: Any, out: Path) -> dict[tuple[str, str], str]:
     files = out / "files"
     if not files.exists():
         return {}
-    rows = spark.read.parquet(str(files)).select("repo", "path", "sha256", "status").collect()
-    return {(r["repo"], r["path"]): r["sha256"] for r in rows if r["sha256"] is not None}
+    rows = (
+        spark.read.parquet(str(files))
+        .select("repo", "path", "sha256", "status")
+        .collect()
+    )
+    return {
+        (r["repo"], r["path"]): r["sha256"] for r in rows if r["sha256"] is not None
+    }
 
 
 def run_scan(options: ScanOptions) -> dict[str, Any]:
     """Scan, write the tables, summary and report into ``options.out``; return the summary."""
-    from chainlens.fleet.report import summarize, write_report
+    from chainlens.fleet.report import build_summary, summarize, write_report
 
     out = options.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -323,7 +384,9 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
             spark.addArtifacts(str(package_zip(staging)), pyfile=True)
         previous = _previous_hashes(spark, out) if options.incremental else {}
         scan_started = time.perf_counter()
-        progress = options.progress if options.progress is not None else sys.stderr.isatty()
+        progress = (
+            options.progress if options.progress is not None else sys.stderr.isatty()
+        )
         engine = options.engine or ("rdd" if classic else "dataframe")
         with Progress(spark, bool(progress) and classic):
             if engine == "rdd":
@@ -336,9 +399,13 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
                 )
         timings["scan_and_write_s"] = time.perf_counter() - scan_started
         summary_started = time.perf_counter()
-        summary = summarize(spark, staging)
+        totals = counts.get("totals")
+        # counted while the rows were in memory, unless rows were re-used from disk
+        summary = (
+            build_summary(totals) if totals is not None else summarize(spark, staging)
+        )
         timings["summary_s"] = time.perf_counter() - summary_started
-        summary["reused_files"] = counts.get("reused", 0)
+        summary["reused_files"] = counts["reused"]
         summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
         write_report(summary, staging)
     except BaseException:
@@ -360,11 +427,13 @@ def _scan_and_write(
     previous: dict[tuple[str, str], str],
     out: Path,
     staging: Path,
-) -> dict[str, int]:
+) -> dict[str, Any]:
     from pyspark import StorageLevel
 
     sc = spark.sparkContext
-    partitions = options.partitions or max(1, min(len(sources) or 1, sc.defaultParallelism * 4))
+    partitions = options.partitions or max(
+        1, min(len(sources) or 1, sc.defaultParallelism * 4)
+    )
     items = [(s.repo, s.path) for s in sources]
     shared = sc.broadcast(previous) if previous else None
     tagged = sc.parallelize(items, partitions).mapPartitions(_scan_partition(shared))
@@ -372,18 +441,39 @@ def _scan_and_write(
         tagged = tagged.union(_remote_sources(spark, remote_roots))
     tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        reused_keys = tagged.filter(lambda item: item[0] == "reuse").map(lambda item: item[1]).collect()
+        reused_keys = (
+            tagged.filter(lambda item: item[0] == "reuse")
+            .map(lambda item: item[1])
+            .collect()
+            if previous
+            else []
+        )
         for name in TABLES:
-            rows = tagged.filter(lambda item, wanted=name: item[0] == wanted).map(lambda item: item[1])
+            rows = tagged.filter(lambda item, wanted=name: item[0] == wanted).map(
+                lambda item: item[1]
+            )
             frame = spark.createDataFrame(rows, _schema(name))
             if reused_keys:
                 keys = spark.createDataFrame(reused_keys, "repo string, path string")
-                kept = spark.read.parquet(str(out / name)).join(keys, ["repo", "path"], "left_semi")
+                kept = spark.read.parquet(str(out / name)).join(
+                    keys, ["repo", "path"], "left_semi"
+                )
                 frame = frame.unionByName(kept)
-            frame.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(str(staging / name))
+            frame.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(
+                str(staging / name)
+            )
+        totals = None
+        if not reused_keys:
+            from chainlens.fleet.report import summary_keys
+
+            totals = dict(
+                tagged.flatMap(lambda item: summary_keys(*item))
+                .reduceByKey(lambda a, b: a + b)
+                .collect()
+            )
     finally:
         tagged.unpersist()
-    return {"reused": len(reused_keys)}
+    return {"reused": len(reused_keys), "totals": totals}
 
 
 def _scan_dataframe(
@@ -409,7 +499,9 @@ def _scan_dataframe(
             if table == "reuse":
                 tagged.append(("reuse", json.dumps({"repo": row[0], "path": row[1]})))
             else:
-                tagged.append((table, json.dumps(dict(zip(columns[table], row, strict=True)))))
+                tagged.append(
+                    (table, json.dumps(dict(zip(columns[table], row, strict=True))))
+                )
         return tagged
 
     result_type = "array<struct<table:string,row:string>>"
@@ -440,21 +532,23 @@ def _scan_dataframe(
         )
         frames.append(
             files.select(
-                F.explode(scan_content(F.lit(root.rstrip("/")), "path", "content")).alias("t")
+                F.explode(
+                    scan_content(F.lit(root.rstrip("/")), "path", "content")
+                ).alias("t")
             )
         )
     if not frames:
-        frames.append(
-            spark.createDataFrame([], "t struct<table:string,row:string>")
-        )
+        frames.append(spark.createDataFrame([], "t struct<table:string,row:string>"))
     tagged = frames[0]
     for frame in frames[1:]:
         tagged = tagged.unionByName(frame)
     tagged = tagged.select("t.table", "t.row").persist()
     try:
-        reused = tagged.filter(F.col("table") == "reuse").select(
-            F.from_json("row", "repo string, path string").alias("k")
-        ).select("k.*")
+        reused = (
+            tagged.filter(F.col("table") == "reuse")
+            .select(F.from_json("row", "repo string, path string").alias("k"))
+            .select("k.*")
+        )
         reused_count = reused.count()
         for name in TABLES:
             frame = (
@@ -463,7 +557,9 @@ def _scan_dataframe(
                 .select("r.*")
             )
             if reused_count:
-                kept = spark.read.parquet(str(out / name)).join(reused, ["repo", "path"], "left_semi")
+                kept = spark.read.parquet(str(out / name)).join(
+                    reused, ["repo", "path"], "left_semi"
+                )
                 frame = frame.unionByName(kept)
             frame.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(
                 str(staging / name)

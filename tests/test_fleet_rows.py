@@ -10,7 +10,9 @@ import pytest
 from chainlens.fleet.rows import MAX_FILE_BYTES, SCHEMAS, TABLES, scan_file
 
 PIPELINES = Path(__file__).resolve().parent / "fixtures" / "pipelines"
-CORPUS = sorted(p for p in PIPELINES.glob("*.py") if p.with_suffix(".expected.json").exists())
+CORPUS = sorted(
+    p for p in PIPELINES.glob("*.py") if p.with_suffix(".expected.json").exists()
+)
 
 
 def _file_row(rows: object) -> dict[str, object]:
@@ -31,7 +33,9 @@ def _file_row(rows: object) -> dict[str, object]:
     ],
     ids=["unreadable", "non-utf8", "syntax", "binary", "huge", "plain", "empty"],
 )
-def test_bad_files_are_one_row_with_their_error(data: bytes | None, status: str, code: str | None) -> None:
+def test_bad_files_are_one_row_with_their_error(
+    data: bytes | None, status: str, code: str | None
+) -> None:
     rows = scan_file("repo", "x.py", data)
     row = _file_row(rows)
     assert row["status"] == status
@@ -52,7 +56,9 @@ def test_rows_match_their_schemas() -> None:
 
 @pytest.mark.parametrize("path", CORPUS[::3], ids=lambda p: p.stem)
 def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
-    expected = json.loads(path.with_suffix(".expected.json").read_text(encoding="utf-8"))
+    expected = json.loads(
+        path.with_suffix(".expected.json").read_text(encoding="utf-8")
+    )
     rows = scan_file("repo", str(path), path.read_bytes())
     row = _file_row(rows)
     if row["status"] != "analysed" or any(j[15] is not None for j in rows.jobs):
@@ -60,7 +66,9 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
     if any(f[5] == "CL000" for f in rows.findings):
         pytest.skip("reported unsupported")
     flink_jobs = [j for j in expected["jobs"] if j.get("job_graph")]
-    assert [j[10] for j in rows.jobs] == [len(j["job_graph"]["vertices"]) for j in flink_jobs]
+    assert [j[10] for j in rows.jobs] == [
+        len(j["job_graph"]["vertices"]) for j in flink_jobs
+    ]
     assert sorted(t[5] for t in rows.tasks) == sorted(
         v["id"] for j in flink_jobs for v in j["job_graph"]["vertices"]
     )
@@ -77,13 +85,18 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
     assert [j[12] for j in rows.jobs] == shuffles
 
 
-def test_cli_usage_errors_are_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_usage_errors_are_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from chainlens.hooks.cli import main
 
     out = tmp_path / "out"
     assert main(["fleet", "scan", str(tmp_path / "missing"), "--out", str(out)]) == 2
     assert "no such directory" in capsys.readouterr().err
-    assert main(["fleet", "scan", str(tmp_path), "--out", str(out), "--conf", "novalue"]) == 2
+    assert (
+        main(["fleet", "scan", str(tmp_path), "--out", str(out), "--conf", "novalue"])
+        == 2
+    )
     assert "KEY=VALUE" in capsys.readouterr().err
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]

@@ -35,9 +35,21 @@ TIMING = {"parse_ms", "analysis_ms"}
 
 def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "chainlens.hooks.cli", "fleet", "scan", *map(str, roots),
-         "--out", str(out), "--no-progress", *extra],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "chainlens.hooks.cli",
+            "fleet",
+            "scan",
+            *map(str, roots),
+            "--out",
+            str(out),
+            "--no-progress",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
     )
 
@@ -51,10 +63,16 @@ def table(out: Path, name: str) -> Counter[tuple[object, ...]]:
 def expected(root: Path) -> dict[str, Counter[tuple[object, ...]]]:
     found: dict[str, Counter[tuple[object, ...]]] = {name: Counter() for name in TABLES}
     for source in discover([str(root)]):
-        rows = scan_file(source.repo, source.path, Path(source.path).read_bytes()[: 4 * 1024 * 1024 + 1])
+        rows = scan_file(
+            source.repo,
+            source.path,
+            Path(source.path).read_bytes()[: 4 * 1024 * 1024 + 1],
+        )
         for name in TABLES:
             columns = [i for i, (c, _) in enumerate(SCHEMAS[name]) if c not in TIMING]
-            found[name].update(tuple(row[i] for i in columns) for row in rows.table(name))
+            found[name].update(
+                tuple(row[i] for i in columns) for row in rows.table(name)
+            )
     return found
 
 
@@ -72,15 +90,21 @@ def local_scan(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_every_python_file_has_exactly_one_files_row(corpus: Path, local_scan: Path) -> None:
+def test_every_python_file_has_exactly_one_files_row(
+    corpus: Path, local_scan: Path
+) -> None:
     files = pyarrow_parquet.read_table(local_scan / "files").to_pylist()
     paths = [row["path"] for row in files]
     assert len(paths) == len(set(paths))
     listed = sorted(
-        str(p) for p in corpus.rglob("*.py") if ".venv" not in p.parts and ".git" not in p.parts
+        str(p)
+        for p in corpus.rglob("*.py")
+        if ".venv" not in p.parts and ".git" not in p.parts
     )
     assert sorted(paths) == listed
-    status = {Path(row["path"]).name: (row["status"], row["error_code"]) for row in files}
+    status = {
+        Path(row["path"]).name: (row["status"], row["error_code"]) for row in files
+    }
     assert status["syntax.py"] == ("error", "syntax-error")
     assert status["latin1.py"] == ("error", "decode-error")
     assert status["binary.py"] == ("error", "binary")
@@ -117,7 +141,9 @@ def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
     changed = sorted((corpus / "payments" / "jobs").glob("*.py"))[0]
     original = changed.read_bytes()
     try:
-        changed.write_bytes(original.replace(b"env.execute(", b"env.execute(  ", 1) + b"\n# edited\n")
+        changed.write_bytes(
+            original.replace(b"env.execute(", b"env.execute(  ", 1) + b"\n# edited\n"
+        )
         done = scan([corpus], out, "--master", "local[2]", "--incremental")
         assert done.returncode == 0, done.stderr
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -158,18 +184,49 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     daemon = str(home / "sbin" / "spark-daemon.sh")
     master = f"spark://127.0.0.1:{port}"
     subprocess.run(
-        [daemon, "start", "org.apache.spark.deploy.master.Master", "1", "--host", "127.0.0.1",
-         "--port", str(port), "--webui-port", str(ui)], env=env, check=True, capture_output=True,
+        [
+            daemon,
+            "start",
+            "org.apache.spark.deploy.master.Master",
+            "1",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
     )
     try:
         subprocess.run(
-            [daemon, "start", "org.apache.spark.deploy.worker.Worker", "1", "--host", "127.0.0.1",
-             "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui), master],
-            env=env, check=True, capture_output=True,
+            [
+                daemon,
+                "start",
+                "org.apache.spark.deploy.worker.Worker",
+                "1",
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "2",
+                "--memory",
+                "2g",
+                "--webui-port",
+                str(worker_ui),
+                master,
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
         )
         deadline = time.monotonic() + 60
         while True:
-            logs = "".join(p.read_text(errors="replace") for p in (work / "logs").glob("*Master*.out"))
+            logs = "".join(
+                p.read_text(errors="replace")
+                for p in (work / "logs").glob("*Master*.out")
+            )
             if "Registering worker" in logs:
                 break
             assert time.monotonic() < deadline, logs[-2000:]
@@ -177,8 +234,11 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield master
     finally:
         for kind in ("worker.Worker", "master.Master"):
-            subprocess.run([daemon, "stop", f"org.apache.spark.deploy.{kind}", "1"], env=env,
-                           capture_output=True)
+            subprocess.run(
+                [daemon, "stop", f"org.apache.spark.deploy.{kind}", "1"],
+                env=env,
+                capture_output=True,
+            )
 
 
 def test_standalone_cluster_gives_identical_tables(

@@ -22,12 +22,18 @@ def make_corpus(root: Path, programs_per_repo: int = 6) -> Path:
             shutil.copy(program, repo / "jobs" / program.name)
         (repo / "util.py").write_text("def helper():\n    return 1\n", encoding="utf-8")
         (repo / ".venv" / "lib").mkdir(parents=True)  # never scanned
-        (repo / ".venv" / "lib" / "vendored.py").write_text("import pyflink\n", encoding="utf-8")
+        (repo / ".venv" / "lib" / "vendored.py").write_text(
+            "import pyflink\n", encoding="utf-8"
+        )
     bad = root / "ingest" / "bad"
     bad.mkdir()
-    (bad / "syntax.py").write_text("from pyflink.datastream import *\nenv = (\n", encoding="utf-8")
+    (bad / "syntax.py").write_text(
+        "from pyflink.datastream import *\nenv = (\n", encoding="utf-8"
+    )
     (bad / "latin1.py").write_bytes("# café\nimport pyflink\n".encode("latin-1"))
     (bad / "binary.py").write_bytes(b"\x89PNG\r\n\x1a\n\0\0pyflink")
-    (bad / "huge.py").write_bytes(b"# pyflink\n" + b"x = 1\n" * (MAX_FILE_BYTES // 6 + 10))
+    (bad / "huge.py").write_bytes(
+        b"# pyflink\n" + b"x = 1\n" * (MAX_FILE_BYTES // 6 + 10)
+    )
     (bad / "empty.py").write_bytes(b"")
     return root
