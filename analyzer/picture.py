@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 from chainlens.analyzer.api import AnalysisResult
 from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
-from chainlens.analyzer.query import shuffle_count
+from chainlens.analyzer.report import job_summary
 
 CHAR: Final = 7.2  # px per character of 12px monospace
 LINE: Final = 16
@@ -124,7 +124,6 @@ def _job_svg(
     job: CompiledJob, top: float, colours: dict[str, str]
 ) -> tuple[list[str], float, float]:
     graph = job.job_graph
-    summary_text = ""
     out: list[str] = []
     if graph is None:
         reason = job.error.message if job.error is not None else "no graph"
@@ -136,13 +135,7 @@ def _job_svg(
             f'<text class="meta" x="{PAD}" y="{top + 36}">{_x(_cut(reason, 120))}</text>'
         )
         return out, 120 * CHAR, 48
-    operators = sum(len(v.operators) for v in graph.vertices)
-    tasks = len(graph.vertices)
-    shuffles = shuffle_count(graph)
-    summary_text = (
-        f"{tasks} task{'s' * (tasks != 1)} · {operators} operator{'s' * (operators != 1)}"
-        f" · {shuffles} shuffle{'s' * (shuffles != 1)}"
-    )
+    summary_text = job_summary(graph)
     out.append(
         f'<text class="title" x="{PAD}" y="{top + 18}">{_x(_cut(str(job.job_name)))}'
         f' <tspan class="meta">{_x(summary_text)}</tspan></text>'

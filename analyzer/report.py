@@ -16,6 +16,7 @@ from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.values import Symbol
+from chainlens.analyzer.query import shuffle_count
 from chainlens.analyzer.serialize import job_graph_to_json, stream_graph_to_json
 
 SCHEMA_VERSION = 1
@@ -47,7 +48,9 @@ def job_to_json(job: CompiledJob) -> dict[str, object]:
         "error": {"message": job.error.message} if job.error is not None else None,
         "unknowns": [u.to_json() for u in job.unknowns],
         "stream_graph": stream_graph_to_json(sg) if sg is not None else None,
-        "job_graph": job_graph_to_json(job.job_graph) if job.job_graph is not None else None,
+        "job_graph": job_graph_to_json(job.job_graph)
+        if job.job_graph is not None
+        else None,
     }
 
 
@@ -81,19 +84,22 @@ def results_to_json(results: Sequence[AnalysisResult]) -> dict[str, object]:
 # --------------------------------------------------------------------- text
 
 
-def _shuffles(job_graph: JobGraph) -> int:
-    return sum(1 for e in job_graph.edges if not e.partitioner.is_forward)
+def summary_text(tasks: int, operators: int, shuffles: int) -> str:
+    """Return e.g. ``3 tasks · 7 operators · 2 shuffles``."""
+    return " · ".join(
+        f"{count} {word}{'s' if count != 1 else ''}"
+        for count, word in (
+            (tasks, "task"),
+            (operators, "operator"),
+            (shuffles, "shuffle"),
+        )
+    )
 
 
 def job_summary(job_graph: JobGraph) -> str:
     """Return e.g. ``3 tasks · 7 operators · 2 shuffles``."""
     operators = sum(len(v.operators) for v in job_graph.vertices)
-    tasks = len(job_graph.vertices)
-    shuffles = _shuffles(job_graph)
-    return (
-        f"{tasks} task{'s' if tasks != 1 else ''} · {operators} operator"
-        f"{'s' if operators != 1 else ''} · {shuffles} shuffle{'s' if shuffles != 1 else ''}"
-    )
+    return summary_text(len(job_graph.vertices), operators, shuffle_count(job_graph))
 
 
 def _vertex_lines(
@@ -107,7 +113,11 @@ def _vertex_lines(
     ]
     for op in vertex.operators:
         node = sg.node(op.node_id)
-        uid = f"uid {_value(op.uid)!r}" if op.uid is not None else "no uid (auto-generated id)"
+        uid = (
+            f"uid {_value(op.uid)!r}"
+            if op.uid is not None
+            else "no uid (auto-generated id)"
+        )
         if op.user_defined_operator_id is not None:
             uid += f", uid hash {_value(op.user_defined_operator_id)}"
         mark = " (uncertain)" if op.node_id in uncertain else ""
@@ -118,7 +128,9 @@ def _vertex_lines(
         for member in node.members[1:] if len(node.members) > 1 else ():
             dropped = []
             if member.dropped_uid:
-                dropped.append(f"uid {_value(member.uid)!r} dropped by Python operator fusion")
+                dropped.append(
+                    f"uid {_value(member.uid)!r} dropped by Python operator fusion"
+                )
             if member.dropped_uid_hash:
                 dropped.append(
                     f"uid hash {_value(member.uid_hash)} dropped by Python operator fusion"
@@ -136,9 +148,13 @@ def render_text(results: Sequence[AnalysisResult]) -> str:
     out: list[str] = []
     for result in results:
         for problem in result.problems:
-            out.append(f"{_where(result.path, problem.range)}: {problem.code}: {problem.message}")
+            out.append(
+                f"{_where(result.path, problem.range)}: {problem.code}: {problem.message}"
+            )
         if result.ok and not result.jobs:
-            out.append(f"{result.path}: no job is submitted (no execute() call was found)")
+            out.append(
+                f"{result.path}: no job is submitted (no execute() call was found)"
+            )
         for job in result.jobs:
             out.extend(_job_text(result.path, job))
         for unknown in result.unknowns:
@@ -151,10 +167,14 @@ def render_text(results: Sequence[AnalysisResult]) -> str:
 
 def _job_text(path: str, job: CompiledJob) -> list[str]:
     sg, jg = job.stream_graph, job.job_graph
-    head = f"{_where(path, job.spec.range)}: job {job.spec.index} {_value(job.job_name)!r}"
+    head = (
+        f"{_where(path, job.spec.range)}: job {job.spec.index} {_value(job.job_name)!r}"
+    )
     mode = sg.settings.job_type.value if sg is not None else "?"
     if job.error is not None:
-        return [f"{head} ({mode}, {job.spec.trigger}): rejected by Flink: {job.error.message}"]
+        return [
+            f"{head} ({mode}, {job.spec.trigger}): rejected by Flink: {job.error.message}"
+        ]
     if sg is None or jg is None:
         return [f"{head}: no graph"]
     lines = [f"{head} ({mode}, {job.spec.trigger}): {job_summary(jg)}"]
@@ -198,7 +218,11 @@ def _dot_escape(text: str) -> str:
 
 def render_dot(results: Sequence[AnalysisResult]) -> str:
     """Render every job's JobGraph as a Graphviz digraph (tasks as record boxes)."""
-    out = ["digraph chainlens {", "  rankdir=LR;", '  node [shape=record, fontname="Helvetica"];']
+    out = [
+        "digraph chainlens {",
+        "  rankdir=LR;",
+        '  node [shape=record, fontname="Helvetica"];',
+    ]
     for f_index, result in enumerate(results):
         for job in result.jobs:
             jg = job.job_graph
@@ -209,7 +233,9 @@ def render_dot(results: Sequence[AnalysisResult]) -> str:
             out.append(f"  subgraph cluster_{prefix} {{")
             out.append(f'    label="{label}";')
             for v_index, vertex in enumerate(jg.vertices):
-                ops = "|".join(_dot_escape(str(_value(op.name))) for op in vertex.operators)
+                ops = "|".join(
+                    _dot_escape(str(_value(op.name))) for op in vertex.operators
+                )
                 header = _dot_escape(
                     f"task {v_index + 1} · p={_value(vertex.parallelism)} · "
                     f"{_value(vertex.slot_sharing_group)}"

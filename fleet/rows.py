@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Final
 
-from chainlens.analyzer.api import AnalysisResult, analyze_bytes
+from chainlens.analyzer.api import BLOCKING, AnalysisResult, analyze_bytes
 from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.source import SourceRange
@@ -226,7 +226,7 @@ def result_rows(
 ) -> FileRows:
     """Convert one analysis result into rows."""
     rows = FileRows()
-    blocking = [p for p in result.problems if p.code in _BLOCKING]
+    blocking = [p for p in result.problems if p.code in BLOCKING]
     if blocking:
         problem = blocking[0]
         rows.files.append(
@@ -279,11 +279,6 @@ def result_rows(
         )
     )
     return rows
-
-
-_BLOCKING: Final = frozenset(
-    {"syntax-error", "decode-error", "read-error", "too-large", "internal-error"}
-)
 
 
 def _job_rows(

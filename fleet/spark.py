@@ -25,8 +25,8 @@ from chainlens.fleet.rows import (
     MAX_FILE_BYTES,
     SCHEMAS,
     TABLES,
-    FileRows,
     Row,
+    error_rows,
     scan_file,
 )
 
@@ -160,24 +160,8 @@ def read_and_scan(
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        rows = FileRows()
-        rows.files.append(
-            (
-                repo,
-                path,
-                0,
-                "error",
-                "read-error",
-                f"cannot read: {exc.strerror or exc}",
-                None,
-                None,
-                None,
-                None,
-                0,
-                0,
-            )
-        )
-        return rows.tagged()
+        message = f"cannot read: {exc.strerror or exc}"
+        return error_rows(repo, path, "read-error", message, None).tagged()
     if previous:
         import hashlib
 

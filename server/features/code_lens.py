@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Final
 from lsprotocol import types
 
 from chainlens.analyzer.query import JobFact
+from chainlens.analyzer.report import summary_text
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
@@ -15,21 +16,11 @@ if TYPE_CHECKING:
 SHOW_JOB_GRAPH: Final = "chainlens.showJobGraph"
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"
-
-
 def lens_title(job: JobFact) -> str:
     """Return e.g. ``3 tasks · 7 operators · 2 shuffles``."""
     if job.rejected is not None:
         return f"Flink rejects this job: {job.rejected}"
-    return " · ".join(
-        (
-            _plural(job.tasks, "task"),
-            _plural(job.operators, "operator"),
-            _plural(job.shuffles, "shuffle"),
-        )
-    )
+    return summary_text(job.tasks, job.operators, job.shuffles)
 
 
 def register(server: ChainlensServer) -> None:
