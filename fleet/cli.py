@@ -15,9 +15,9 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         help="scan repositories on Spark and write tables and a report",
         description="Analyse every PyFlink program under ROOT... on Spark and write "
         "Parquet tables (files, jobs, tasks, operators, edges, findings), "
-        "summary.json and report.html into DIR.  ROOT is a repository, a folder of "
-        "repositories, a file listing paths (one per line, optionally 'repo<TAB>path'), "
-        "or a URI Spark can read (hdfs:, s3a:, ...).",
+        "summary.json and report.html into DIR.  ROOT is a repository, a folder "
+        "of repositories, a file listing paths (one per line, optionally "
+        "'repo<TAB>path'), or a URI Spark can read (hdfs:, s3a:, ...).",
     )
     scan.add_argument("roots", nargs="+", metavar="ROOT")
     scan.add_argument("--out", required=True, type=Path, metavar="DIR")
@@ -38,13 +38,15 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     scan.add_argument(
         "--incremental",
         action="store_true",
-        help="re-use the rows of files whose content is unchanged since the scan in DIR",
+        help="re-use the rows of files whose content is unchanged since the scan "
+        "in DIR",
     )
     scan.add_argument(
         "--engine",
         choices=("rdd", "dataframe"),
-        help="how the files are analysed: RDD mapPartitions (classic Spark, default) or "
-        "a DataFrame with a Python UDF (what Spark Connect uses; default with --remote)",
+        help="rdd: one RDD job whose tasks write their own Parquet parts (classic "
+        "Spark, the default); dataframe: a DataFrame with a Python UDF, written by "
+        "Spark (what Spark Connect uses; the default with --remote)",
     )
     scan.add_argument(
         "--progress",

@@ -7,6 +7,7 @@ Spark) or a Python UDF (Spark Connect, which has no RDDs).
 
 from __future__ import annotations
 
+import heapq
 import importlib.util
 import os
 import shutil
@@ -16,6 +17,7 @@ import threading
 import time
 import uuid
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,17 +172,6 @@ def read_and_scan(
     return scan_file(repo, path, data).tagged()
 
 
-def _scan_partition(
-    previous: Any,
-) -> Callable[[Iterable[tuple[str, str]]], Iterator[tuple[str, Row]]]:
-    def run(items: Iterable[tuple[str, str]]) -> Iterator[tuple[str, Row]]:
-        known = previous.value if previous is not None else None
-        for repo, path in items:
-            yield from read_and_scan(repo, path, known)
-
-    return run
-
-
 # ------------------------------------------------------------------- session
 
 
@@ -196,44 +187,101 @@ def _check_remote_dependencies() -> None:
         )
 
 
-def _session(options: ScanOptions, log_path: Path) -> Any:
+class Cluster:
+    """A started Spark: the classic context, and a SQL session made on first use.
+
+    The classic scan needs only the ``SparkContext``; a ``SparkSession`` costs
+    seconds of JVM start-up, so it is made only for what needs one (the
+    DataFrame engine, ``binaryFile`` roots, Spark Connect).
+    """
+
+    def __init__(self, context: Any = None, session: Any = None) -> None:
+        self.context = context
+        self._session = session
+        #: the executors run this very interpreter (local master, same Python)
+        self.same_python = False
+
+    @property
+    def classic(self) -> bool:
+        """True unless this is a Spark Connect session."""
+        return self.context is not None
+
+    @property
+    def session(self) -> Any:
+        """The ``SparkSession`` (made now if this is the first use)."""
+        if self._session is None:
+            from pyspark.sql import SparkSession
+
+            self._session = SparkSession(self.context)
+        return self._session
+
+    def stop(self) -> None:
+        """Stop Spark.
+
+        PySpark's ``stop()`` ends by shutting down its accumulator server, which
+        waits for that idle server's next poll (up to about a second); the scan
+        uses no accumulators, so that server is shut down on a daemon thread.
+        """
+        context = self.context
+        server = getattr(context, "_accumulatorServer", None)
+        if server is not None:
+            context._accumulatorServer = None
+        (self._session or context).stop()
+        if server is not None:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+
+def _start(options: ScanOptions, log_path: Path) -> Cluster:
     try:
         from pyspark import SparkConf, SparkContext
         from pyspark.java_gateway import launch_gateway
-        from pyspark.sql import SparkSession
     except ImportError as exc:
         raise ScanError(
             "pyspark is not installed: pip install 'chainlens[spark]'"
         ) from exc
     if options.remote:
+        from pyspark.sql import SparkSession
+
         _check_remote_dependencies()
         builder = SparkSession.builder.remote(options.remote)
         for key, value in options.conf.items():
             builder = builder.config(key, value)
-        return builder.getOrCreate()
+        return Cluster(session=builder.getOrCreate())
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise ScanError(
             "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
         )
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
     master = options.master or (None if under_submit else "local[*]")
-    if master is not None and master.startswith("local"):
+    local = master is not None and master.startswith("local")
+    settings = dict(TUNED)
+    same_python = False
+    if local:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        same_python = os.path.realpath(
+            shutil.which(os.environ["PYSPARK_PYTHON"]) or os.environ["PYSPARK_PYTHON"]
+        ) == os.path.realpath(sys.executable)
+        if same_python and importlib.util.find_spec("chainlens.fleet.daemon"):
+            settings["spark.python.daemon.module"] = "chainlens.fleet.daemon"
     conf = SparkConf().setAppName("chainlens fleet scan")
     if master is not None:
         conf.setMaster(master)
-    for key, value in {**TUNED, **options.conf}.items():
+    for key, value in {**settings, **options.conf}.items():
         conf.set(key, value)
-    if under_submit:
-        return SparkSession.builder.config(conf=conf).getOrCreate()
-    log_file = open(log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
-    gateway = launch_gateway(
-        conf=conf, popen_kwargs={"stdout": log_file, "stderr": log_file}
-    )
-    context = SparkContext(conf=conf, gateway=gateway)
+    if under_submit or SparkContext._gateway is not None:
+        # spark-submit's JVM, or the one this process started for an earlier scan
+        context = SparkContext.getOrCreate(conf)
+    else:
+        log_file = open(log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
+        gateway = launch_gateway(
+            conf=conf, popen_kwargs={"stdout": log_file, "stderr": log_file}
+        )
+        context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel("ERROR")
-    return SparkSession(context)
+    cluster = Cluster(context=context)
+    cluster.same_python = same_python
+    return cluster
 
 
 def package_zip(directory: Path) -> Path:
@@ -251,29 +299,43 @@ def package_zip(directory: Path) -> Path:
     return target
 
 
-def _probe(spark: Any) -> None:
-    """Fail with one clear message when executors cannot run the analysis."""
+PROBED_MODULES: Final = (
+    "libcst",
+    "mmh3",
+    "pyarrow",
+    "chainlens.analyzer.api",
+    "chainlens.fleet.rows",
+)
 
-    def check(_: Iterable[int]) -> Iterator[str]:
-        missing = []
-        for module in (
-            "libcst",
-            "mmh3",
-            "chainlens.analyzer.api",
-            "chainlens.fleet.rows",
-        ):
+
+def _probe(cluster: Cluster) -> None:
+    """Fail with one clear message when executors cannot run the analysis.
+
+    Executors that run this very interpreter are checked here; others by a
+    one-task job.
+    """
+    modules = PROBED_MODULES
+
+    def missing(_: object = None) -> str:
+        # nested, so it travels to an executor by value: chainlens may be missing there
+        found = []
+        for module in modules:
             try:
                 __import__(module)
             except Exception as exc:  # report what the executor lacks
-                missing.append(f"{module} ({exc})")
-        yield "; ".join(missing)
+                found.append(f"{module} ({exc})")
+        return "; ".join(found)
 
-    problems = spark.sparkContext.parallelize([0], 1).mapPartitions(check).collect()
+    if cluster.same_python:
+        problems = [missing()]
+    else:
+        problems = cluster.context.parallelize([0], 1).map(missing).collect()
     if any(problems):
         raise ScanError(
             "the executors cannot run the analysis: missing " + problems[0] + ". "
-            "Install libcst and mmh3 for the executors' Python (same minor version as "
-            "this one), or pass --conf spark.archives=env.tar.gz#environment with "
+            "Install libcst, mmh3 and pyarrow for the executors' Python (same minor "
+            "version as this one), or pass --conf "
+            "spark.archives=env.tar.gz#environment with "
             "PYSPARK_PYTHON=./environment/bin/python (see docs/fleet.md)"
         )
 
@@ -284,9 +346,9 @@ def _probe(spark: Any) -> None:
 class Progress:
     """A progress bar on stderr, fed by Spark's status tracker."""
 
-    def __init__(self, spark: Any, enabled: bool) -> None:
-        self._tracker = spark.sparkContext.statusTracker()
-        self._enabled = enabled
+    def __init__(self, context: Any, enabled: bool) -> None:
+        self._enabled = enabled and context is not None
+        self._tracker = context.statusTracker() if self._enabled else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -340,7 +402,8 @@ def _previous_hashes(spark: Any, out: Path) -> dict[tuple[str, str], str]:
 
 
 def run_scan(options: ScanOptions) -> dict[str, Any]:
-    """Scan, write the tables, summary and report into ``options.out``; return the summary."""
+    """Scan; write the tables, summary and report into ``options.out``; return the
+    summary."""
     from chainlens.fleet.report import build_summary, summarize, write_report
 
     out = options.out.resolve()
@@ -349,62 +412,138 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     staging.mkdir()
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    spark = None
+    cluster = None
     try:
         local_roots = [r for r in options.roots if _is_local(r)]
         remote_roots = [r for r in options.roots if not _is_local(r)]
         sources = discover(local_roots)
         timings["listing_s"] = time.perf_counter() - started
         session_started = time.perf_counter()
-        spark = _session(options, out.parent / f"{out.name}.spark.log")
+        cluster = _start(options, out.parent / f"{out.name}.spark.log")
         timings["session_s"] = time.perf_counter() - session_started
-        classic = not options.remote
-        if classic:
-            master = spark.sparkContext.master
-            if not master.startswith("local"):
-                spark.sparkContext.addPyFile(str(package_zip(staging)))
-            _probe(spark)
+        if cluster.classic:
+            if not cluster.context.master.startswith("local"):
+                cluster.context.addPyFile(str(package_zip(staging)))
+            _probe(cluster)
         else:
-            spark.addArtifacts(str(package_zip(staging)), pyfile=True)
-        previous = _previous_hashes(spark, out) if options.incremental else {}
+            cluster.session.addArtifacts(str(package_zip(staging)), pyfile=True)
+        engine = options.engine or ("rdd" if cluster.classic else "dataframe")
+        previous: dict[tuple[str, str], str] = {}
+        if options.incremental:
+            if engine == "rdd":
+                from chainlens.fleet.tables import previous_hashes
+
+                previous = previous_hashes(out)
+            else:
+                previous = _previous_hashes(cluster.session, out)
         scan_started = time.perf_counter()
         progress = (
             options.progress if options.progress is not None else sys.stderr.isatty()
         )
-        engine = options.engine or ("rdd" if classic else "dataframe")
-        with Progress(spark, bool(progress) and classic):
+        with Progress(cluster.context, bool(progress)):
             if engine == "rdd":
                 counts = _scan_and_write(
-                    spark, options, sources, remote_roots, previous, out, staging
+                    cluster, options, sources, remote_roots, previous, out, staging
                 )
             else:
                 counts = _scan_dataframe(
-                    spark, options, sources, remote_roots, previous, out, staging
+                    cluster.session, options, sources, remote_roots, previous, out,
+                    staging,
                 )
         timings["scan_and_write_s"] = time.perf_counter() - scan_started
         summary_started = time.perf_counter()
         totals = counts.get("totals")
         # counted while the rows were in memory, unless rows were re-used from disk
         summary = (
-            build_summary(totals) if totals is not None else summarize(spark, staging)
+            build_summary(totals)
+            if totals is not None
+            else summarize(cluster.session, staging)
         )
         timings["summary_s"] = time.perf_counter() - summary_started
         summary["reused_files"] = counts["reused"]
+        timings.update(counts.get("timings", {}))
         summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
         write_report(summary, staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     finally:
-        if spark is not None:
-            spark.stop()
+        if cluster is not None:
+            stop_started = time.perf_counter()
+            cluster.stop()
+            timings["stop_s"] = time.perf_counter() - stop_started
+    summary["timings"]["stop_s"] = round(timings["stop_s"], 3)
     _replace(staging, out)
     summary["timings"]["total_s"] = round(time.perf_counter() - started, 3)
     return summary
 
 
+def balanced(sources: Sequence[Source], parts: int) -> list[list[tuple[str, str]]]:
+    """Split the files into ``parts`` lists of about equal bytes (largest first).
+
+    The analysis costs about in proportion to a file's size, so equal bytes make
+    tasks of about equal length and no core waits for one long task at the end.
+    """
+    def size(source: Source) -> int:
+        try:
+            return os.path.getsize(source.path)
+        except OSError:
+            return 0
+
+    heap = [(0, index) for index in range(max(1, parts))]
+    chunks: list[list[tuple[str, str]]] = [[] for _ in heap]
+    for weight, source in sorted(
+        ((size(s), s) for s in sources), key=lambda item: -item[0]
+    ):
+        load, index = heapq.heappop(heap)
+        chunks[index].append((source.repo, source.path))
+        heapq.heappush(heap, (load + weight + 512, index))  # 512: a file's own cost
+    return [chunk for chunk in chunks if chunk]
+
+
+def _write_parts(
+    staging: str, prefix: str, scan: Callable[[Any], Iterable[tuple[str, Row]]]
+) -> Callable[[int, Iterable[Any]], Iterator[dict[str, Any]]]:
+    """Executor side: scan a partition's items and write its part files.
+
+    Yields one small record (counters, re-used files, timings); the rows stay in
+    this Python worker.
+    """
+
+    def run(index: int, items: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        from chainlens.fleet.tables import PartWriter
+
+        started = time.perf_counter()
+        writer = PartWriter(staging, f"part-{prefix}{index:05d}")
+        reused: list[tuple[str, str]] = []
+        files = 0
+        try:
+            for item in items:
+                for table, row in scan(item):
+                    if table == "reuse":
+                        reused.append(row)  # type: ignore[arg-type]
+                    else:
+                        writer.add(table, row)
+                        files += table == "files"
+            writing = time.perf_counter()
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        finished = time.perf_counter()
+        yield {
+            "totals": list(writer.totals.items()),
+            "reused": reused,
+            "files": files,
+            "task_s": finished - started,
+            "write_s": finished - writing,
+        }
+
+    return run
+
+
 def _scan_and_write(
-    spark: Any,
+    cluster: Cluster,
     options: ScanOptions,
     sources: list[Source],
     remote_roots: list[str],
@@ -412,52 +551,55 @@ def _scan_and_write(
     out: Path,
     staging: Path,
 ) -> dict[str, Any]:
-    from pyspark import StorageLevel
+    """Classic Spark: one job; each task writes its own rows (see fleet.tables)."""
+    from chainlens.fleet import tables
 
-    sc = spark.sparkContext
-    partitions = options.partitions or max(
+    sc = cluster.context
+    parts = options.partitions or max(
         1, min(len(sources) or 1, sc.defaultParallelism * 4)
     )
-    items = [(s.repo, s.path) for s in sources]
     shared = sc.broadcast(previous) if previous else None
-    tagged = sc.parallelize(items, partitions).mapPartitions(_scan_partition(shared))
-    if remote_roots:
-        tagged = tagged.union(_remote_sources(spark, remote_roots))
-    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        reused_keys = (
-            tagged.filter(lambda item: item[0] == "reuse")
-            .map(lambda item: item[1])
-            .collect()
-            if previous
-            else []
-        )
-        for name in TABLES:
-            rows = tagged.filter(lambda item, wanted=name: item[0] == wanted).map(
-                lambda item: item[1]
-            )
-            frame = spark.createDataFrame(rows, _schema(name))
-            if reused_keys:
-                keys = spark.createDataFrame(reused_keys, "repo string, path string")
-                kept = spark.read.parquet(str(out / name)).join(
-                    keys, ["repo", "path"], "left_semi"
-                )
-                frame = frame.unionByName(kept)
-            frame.coalesce(max(1, partitions // 4)).write.mode("overwrite").parquet(
-                str(staging / name)
-            )
-        totals = None
-        if not reused_keys:
-            from chainlens.fleet.report import summary_keys
 
-            totals = dict(
-                tagged.flatMap(lambda item: summary_keys(*item))
-                .reduceByKey(lambda a, b: a + b)
-                .collect()
+    def scan_chunk(chunk: list[tuple[str, str]]) -> Iterator[tuple[str, Row]]:
+        known = shared.value if shared is not None else None
+        for repo, path in chunk:
+            yield from read_and_scan(repo, path, known)
+
+    chunks = balanced(sources, parts)
+    jobs = []
+    if chunks:
+        jobs.append(
+            sc.parallelize(chunks, len(chunks)).mapPartitionsWithIndex(
+                _write_parts(str(staging), "", scan_chunk)
             )
-    finally:
-        tagged.unpersist()
-    return {"reused": len(reused_keys), "totals": totals}
+        )
+    for number, root in enumerate(remote_roots):
+        jobs.append(
+            _remote_parts(cluster.session, root, str(staging), f"r{number}-")
+        )
+    results: list[dict[str, Any]] = []
+    if jobs:
+        job = jobs[0]
+        for more in jobs[1:]:
+            job = job.union(more)
+        results = job.collect()
+    totals: tables.Totals = Counter()
+    reused: list[tuple[str, str]] = []
+    for result in results:
+        totals.update(dict(result["totals"]))
+        reused.extend(result["reused"])
+    if reused:
+        totals.update(tables.copy_reused(out, staging, reused))
+    tables.complete(staging)
+    return {
+        "reused": len(reused),
+        "totals": dict(totals),
+        "timings": {
+            "tasks": len(results),
+            "worker_task_s": sum(r["task_s"] for r in results),
+            "worker_write_s": sum(r["write_s"] for r in results),
+        },
+    }
 
 
 def _scan_dataframe(
@@ -553,33 +695,23 @@ def _scan_dataframe(
     return {"reused": reused_count}
 
 
-def _remote_sources(spark: Any, roots: list[str]) -> Any:
-    """Files under roots only the cluster can list (hdfs:, s3a:, ...), via binaryFile."""
-    frames = []
-    for root in roots:
-        frame = (
-            spark.read.format("binaryFile")
-            .option("recursiveFileLookup", "true")
-            .option("pathGlobFilter", "*.py")
-            .load(root)
-            .select("path", "content")
-        )
-        frames.append((root.rstrip("/"), frame))
+def _remote_parts(spark: Any, root: str, staging: str, prefix: str) -> Any:
+    """Files under a root only the cluster lists (hdfs:, s3a:, ...): binaryFile."""
+    base = root.rstrip("/")
+    frame = (
+        spark.read.format("binaryFile")
+        .option("recursiveFileLookup", "true")
+        .option("pathGlobFilter", "*.py")
+        .load(root)
+        .select("path", "content")
+    )
 
-    def scan_rows(root: str) -> Callable[[Iterable[Any]], Iterator[tuple[str, Row]]]:
-        def run(rows: Iterable[Any]) -> Iterator[tuple[str, Row]]:
-            for row in rows:
-                relative = row["path"][len(root) :].lstrip("/")
-                repo = relative.split("/", 1)[0] if "/" in relative else "-"
-                yield from scan_file(repo, row["path"], bytes(row["content"])).tagged()
+    def scan_row(row: Any) -> list[tuple[str, Row]]:
+        relative = row["path"][len(base) :].lstrip("/")
+        repo = relative.split("/", 1)[0] if "/" in relative else "-"
+        return scan_file(repo, row["path"], bytes(row["content"])).tagged()
 
-        return run
-
-    rdds = [frame.rdd.mapPartitions(scan_rows(root)) for root, frame in frames]
-    result = rdds[0]
-    for rdd in rdds[1:]:
-        result = result.union(rdd)
-    return result
+    return frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))
 
 
 def _replace(staging: Path, out: Path) -> None:

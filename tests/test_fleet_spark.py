@@ -60,6 +60,11 @@ def table(out: Path, name: str) -> Counter[tuple[object, ...]]:
     return Counter(tuple(row[c] for c in columns) for row in data)
 
 
+def column_types(out: Path, name: str) -> list[tuple[str, str, bool]]:
+    schema = pyarrow_parquet.read_table(out / name).schema
+    return [(f.name, str(f.type), f.nullable) for f in schema]
+
+
 def expected(root: Path) -> dict[str, Counter[tuple[object, ...]]]:
     found: dict[str, Counter[tuple[object, ...]]] = {name: Counter() for name in TABLES}
     for source in discover([str(root)]):
@@ -260,3 +265,5 @@ def test_dataframe_engine_gives_identical_tables(
     assert done.returncode == 0, done.stderr
     for name in TABLES:
         assert table(out, name) == table(local_scan, name), name
+        # the classic scan's workers write with pyarrow; Spark wrote these: same types
+        assert column_types(out, name) == column_types(local_scan, name), name

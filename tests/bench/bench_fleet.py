@@ -114,9 +114,12 @@ def main() -> None:
             elapsed, timings, cpu = spark(work / "repos", master, work / f"out-{master[6]}")
             results[f"Spark {master}"] = elapsed
             print(
-                f"  Spark {master}: session {timings.get('session_s', 0):.1f} s, scan + Parquet "
-                f"{timings.get('scan_and_write_s', 0):.1f} s, summary {timings.get('summary_s', 0):.1f} s, "
-                f"analysis CPU inside workers {cpu:.1f} s"
+                f"  Spark {master}: total {elapsed:.1f} s = listing {timings.get('listing_s', 0):.2f} s"
+                f" + session (JVM start) {timings.get('session_s', 0):.1f} s"
+                f" + scan job {timings.get('scan_and_write_s', 0):.1f} s"
+                f" + summary/report {timings.get('summary_s', 0):.2f} s + stop {timings.get('stop_s', 0):.1f} s;"
+                f" inside the {timings.get('tasks', 0):.0f} tasks: {timings.get('worker_task_s', 0):.1f} s"
+                f" (analysis {cpu:.1f} s, Parquet writes {timings.get('worker_write_s', 0):.1f} s)"
             )
         base = results["multiprocessing Pool(2)"]
         for name, seconds in results.items():
