@@ -1,8 +1,9 @@
 """The scan's summary (``summary.json``), report (``report.html``) and terminal lines.
 
-The summary is aggregated by Spark from the Parquet tables just written (so the
-analysis is not run twice); the report draws it as inline SVG bar charts (no
-JavaScript, no network).
+The summary is summed from per-row counters (:func:`summary_keys`) while the rows
+are made, or by Spark from the tables just written (so the analysis is never run
+twice); the report draws it as inline SVG bar charts (no JavaScript, no
+network).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The fleet scan on Spark: list files, analyse them on executors, write the tables.
 
-PySpark is imported here only (the ``spark`` extra).  The per-file work is
-:func:`chainlens.fleet.rows.scan_file`, run inside ``mapPartitions`` (classic
-Spark) or a Python UDF (Spark Connect, which has no RDDs).
+PySpark is imported here and in :mod:`chainlens.fleet.daemon` only (the
+``spark`` extra).  The per-file work is :func:`chainlens.fleet.rows.scan_file`,
+run inside ``mapPartitionsWithIndex`` on classic Spark, where each task writes
+its own Parquet parts (:mod:`chainlens.fleet.tables`), or inside a Python UDF
+whose rows Spark writes (Spark Connect, which has no RDDs).
 """
 
 from __future__ import annotations
@@ -200,6 +202,8 @@ class Cluster:
         self._session = session
         #: the executors run this very interpreter (local master, same Python)
         self.same_python = False
+        #: the driver JVM's class-data archive: "used", "recording" or "off"
+        self.jvm_cache = "off"
 
     @property
     def classic(self) -> bool:
@@ -269,18 +273,41 @@ def _start(options: ScanOptions, log_path: Path) -> Cluster:
         conf.setMaster(master)
     for key, value in {**settings, **options.conf}.items():
         conf.set(key, value)
+    jvm_cache = "off"
     if under_submit or SparkContext._gateway is not None:
         # spark-submit's JVM, or the one this process started for an earlier scan
         context = SparkContext.getOrCreate(conf)
     else:
+        from pyspark.find_spark_home import _find_spark_home
+
+        from chainlens.fleet import jvmcache
+
+        java_options = conf.get("spark.driver.extraJavaOptions", "") or ""
+        archive = jvmcache.plan(Path(_find_spark_home()), java_options)
+        if archive is not None:
+            conf.set(
+                "spark.driver.extraJavaOptions", f"{java_options} {archive.option}"
+            )
+            jvm_cache = archive.state
         log_file = open(log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
-        gateway = launch_gateway(
-            conf=conf, popen_kwargs={"stdout": log_file, "stderr": log_file}
-        )
+        popen = {"stdout": log_file, "stderr": log_file}
+        try:
+            gateway = launch_gateway(conf=conf, popen_kwargs=popen)
+        except Exception:
+            if archive is None or archive.state != "used":
+                raise
+            # an archive this JVM cannot start with: drop it, start without
+            jvmcache.forget(archive.archive)
+            conf.set("spark.driver.extraJavaOptions", java_options)
+            archive, jvm_cache = None, "off"
+            gateway = launch_gateway(conf=conf, popen_kwargs=popen)
+        if archive is not None:
+            archive.finish_at_exit(gateway)
         context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel("ERROR")
     cluster = Cluster(context=context)
     cluster.same_python = same_python
+    cluster.jvm_cache = jvm_cache
     return cluster
 
 
@@ -447,7 +474,12 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
                 )
             else:
                 counts = _scan_dataframe(
-                    cluster.session, options, sources, remote_roots, previous, out,
+                    cluster.session,
+                    options,
+                    sources,
+                    remote_roots,
+                    previous,
+                    out,
                     staging,
                 )
         timings["scan_and_write_s"] = time.perf_counter() - scan_started
@@ -461,6 +493,7 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         )
         timings["summary_s"] = time.perf_counter() - summary_started
         summary["reused_files"] = counts["reused"]
+        summary["jvm_class_cache"] = cluster.jvm_cache
         timings.update(counts.get("timings", {}))
         summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
         write_report(summary, staging)
@@ -484,6 +517,7 @@ def balanced(sources: Sequence[Source], parts: int) -> list[list[tuple[str, str]
     The analysis costs about in proportion to a file's size, so equal bytes make
     tasks of about equal length and no core waits for one long task at the end.
     """
+
     def size(source: Source) -> int:
         try:
             return os.path.getsize(source.path)
@@ -574,9 +608,7 @@ def _scan_and_write(
             )
         )
     for number, root in enumerate(remote_roots):
-        jobs.append(
-            _remote_parts(cluster.session, root, str(staging), f"r{number}-")
-        )
+        jobs.append(_remote_parts(cluster.session, root, str(staging), f"r{number}-"))
     results: list[dict[str, Any]] = []
     if jobs:
         job = jobs[0]

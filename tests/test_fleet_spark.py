@@ -1,4 +1,4 @@
-"""The fleet scan on real Spark: local mode end to end, and a standalone cluster on loopback.
+"""The fleet scan on real Spark: local mode end to end, and a standalone cluster.
 
 Expected rows are computed here with the per-file function over the same bytes
 (not by Spark); faults are checked literally.  Timing columns are left out.
@@ -31,6 +31,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java"),
 ]
 TIMING = {"parse_ms", "analysis_ms"}
+#: the JVM class-data cache of these scans (a fresh one: the first scan records)
+CACHE_HOME: list[Path] = []
 
 
 def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -50,8 +52,20 @@ def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        env={
+            **os.environ,
+            "PYSPARK_PYTHON": sys.executable,
+            "XDG_CACHE_HOME": str(CACHE_HOME[0]),
+            "CHAINLENS_JVM_CACHE": "on",
+        },
     )
+
+
+def summary_of(out: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(
+        (out / "summary.json").read_text(encoding="utf-8")
+    )
+    return loaded
 
 
 def table(out: Path, name: str) -> Counter[tuple[object, ...]]:
@@ -79,6 +93,13 @@ def expected(root: Path) -> dict[str, Counter[tuple[object, ...]]]:
                 tuple(row[i] for i in columns) for row in rows.table(name)
             )
     return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def jvm_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    CACHE_HOME.append(tmp_path_factory.mktemp("cache"))
+    yield CACHE_HOME[0]
+    CACHE_HOME.clear()
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +158,24 @@ def test_summary_and_report(local_scan: Path) -> None:
     assert "http" not in report.replace("http://www.w3.org/2000/svg", "")
 
 
+def test_jvm_class_data_recorded_by_the_first_scan_then_used(
+    corpus: Path, local_scan: Path, jvm_cache_home: Path, tmp_path: Path
+) -> None:
+    assert summary_of(local_scan)["jvm_class_cache"] == "recording"
+    archives = list((jvm_cache_home / "chainlens" / "jvm").glob("spark-*.jsa"))
+    assert len(archives) == 1
+    assert archives[0].stat().st_size > 1_000_000
+    out = tmp_path / "again"
+    done = scan([corpus], out, "--master", "local[1]")
+    assert done.returncode == 0, done.stderr
+    assert summary_of(out)["jvm_class_cache"] == "used"
+    log = (tmp_path / "again.spark.log").read_text(errors="replace")
+    assert "[cds" not in log  # the JVM mapped it without a complaint
+    for name in TABLES:
+        assert table(out, name) == table(local_scan, name), name
+    assert not list((jvm_cache_home / "chainlens" / "jvm").glob("jvm-crash-*"))
+
+
 def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
     corpus: Path, local_scan: Path, tmp_path: Path
 ) -> None:
@@ -171,7 +210,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Spark master and one worker (2 cores) from the installed pyspark, on 127.0.0.1."""
+    """A Spark master and a worker (2 cores) from the installed pyspark, on loopback."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
