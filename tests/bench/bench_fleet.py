@@ -5,13 +5,13 @@ from the test corpus, renamed copies, and plain Python files), then times the
 same per-file function (``chainlens.fleet.spark.read_and_scan``):
 
 * a plain loop in one process;
-* ``multiprocessing.Pool(2)``;
+* ``multiprocessing.Pool(2)`` in a new process (import, then fork two workers);
 * ``chainlens fleet scan --master local[2]`` and ``local[1]``, each a new process
   as a user runs it (the whole command: JVM start, scan, Parquet tables, summary,
   report, stop), with the JVM class-data archive recorded by an unmeasured first
   scan, and ``local[2]`` once more without it.
 
-    python tests/bench/bench_fleet.py [--files 5000] [--skip-serial]
+    python tests/bench/bench_fleet.py [--files 5000] [--rounds 3] [--skip-serial]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,7 @@ def spark(root: Path, master: str, out: Path, cache: Path, jvm_cache: str = "on"
 
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     files = pq.read_table(out / "files").to_pylist()
-    analysis_cpu = sum((row["analysis_ms"] or 0.0) + (row["parse_ms"] or 0.0) for row in files) / 1000
+    analysis_cpu = sum(row["analysis_ms"] or 0.0 for row in files) / 1000  # includes parsing
     return elapsed, {**summary["timings"], "cache": summary.get("jvm_class_cache")}, analysis_cpu
 
 
@@ -111,9 +112,23 @@ def python_start() -> float:
     return time.perf_counter() - started
 
 
+def pool_process(listing: Path) -> float:
+    """``multiprocessing.Pool(2)`` as a script a user runs: a new process that
+    imports the analysis, then forks its workers (timed from outside, like Spark)."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, __file__, "--pool-over", str(listing)], check=True)
+    return time.perf_counter() - started
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--pool-over":
+        import chainlens.fleet.spark  # noqa: F401 - imported before the fork, as a script would
+
+        pool([tuple(i) for i in json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))], 2)
+        return
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians are reported)")
     parser.add_argument("--skip-serial", action="store_true")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="chainlens-bench-fleet-"))
@@ -121,35 +136,53 @@ def main() -> None:
         items = make_corpus(work / "repos", args.files)
         n = len(items)
         print(f"corpus: {n} files in 50 repositories ({sum(1 for i in range(n) if i % 5 >= 2)} PyFlink)")
-        results: dict[str, float] = {}
+        results: dict[str, list[float]] = {}
+        scan_stage: dict[str, list[float]] = {}
+        listing = work / "items.json"
+        listing.write_text(json.dumps(items), encoding="utf-8")
         if not args.skip_serial:
-            results["single process"] = serial(items)
-        results["multiprocessing Pool(2)"] = pool(items, 2)
+            results["single process"] = [serial(items)]
+            # for reference: forked from this process, whose analysis is now warm
+            print(f"  (Pool(2) forked from the process that just ran the loop: {pool(items, 2):.1f} s)")
         # not measured: the first start reads Spark's jars from disk and records
         # the JVM's class-data archive (once per machine, Java and Spark)
         cache = work / "cache"
         warm = work / "warm"
         make_corpus(warm, 20)
-        first, timings, _ = spark(warm, "local[1]", work / "out-warm", cache)
+        first, _, _ = spark(warm, "local[1]", work / "out-warm", cache)
         print(f"  first Spark scan on this machine (20 files, records the JVM class data): {first:.1f} s")
-        runs = [("local[2]", "on"), ("local[1]", "on"), ("local[2]", "off")]
-        for master, jvm_cache in runs:
-            elapsed, timings, cpu = spark(work / "repos", master, work / f"out-{master[6]}-{jvm_cache}", cache, jvm_cache)
-            name = f"Spark {master}" + ("" if jvm_cache == "on" else " no JVM cache")
-            results[name] = elapsed
-            accounted = sum(timings.get(k, 0) for k in ("listing_s", "session_s", "scan_and_write_s", "summary_s", "stop_s"))
-            print(
-                f"  {name}: {elapsed:.1f} s = session (JVM start, class data {timings['cache']}) {timings.get('session_s', 0):.1f} s"
-                f" + scan job {timings.get('scan_and_write_s', 0):.1f} s + listing, summary, report, stop {accounted - timings.get('session_s', 0) - timings.get('scan_and_write_s', 0):.1f} s"
-                f" + process start/exit {elapsed - accounted:.1f} s; inside the {timings.get('tasks', 0):.0f} tasks {timings.get('worker_task_s', 0):.1f} s"
-                f" of which parse+analysis {cpu:.1f} s, Parquet writes {timings.get('worker_write_s', 0):.1f} s"
-            )
+        contenders = [("pool", ""), ("local[2]", "on"), ("local[1]", "on"), ("local[2]", "off")]
+        # each round runs every contender once, so all of them see the same machine
+        # load, in an order rotated per round (this VM's speed drifts with its load)
+        for round_ in range(args.rounds):
+            shift = round_ % len(contenders)
+            for master, jvm_cache in contenders[shift:] + contenders[:shift]:
+                if master == "pool":
+                    results.setdefault("multiprocessing Pool(2)", []).append(pool_process(listing))
+                    continue
+                out = work / f"out-{master[6]}-{jvm_cache}"
+                elapsed, timings, cpu = spark(work / "repos", master, out, cache, jvm_cache)
+                name = f"Spark {master}" + ("" if jvm_cache == "on" else " no JVM cache")
+                results.setdefault(name, []).append(elapsed)
+                scan_stage.setdefault(name, []).append(timings.get("scan_and_write_s", 0))
+                accounted = sum(timings.get(k, 0) for k in ("listing_s", "session_s", "scan_and_write_s", "summary_s"))
+                print(
+                    f"  round {round_ + 1} {name}: {elapsed:.1f} s = JVM start (class data {timings['cache']}) {timings.get('session_s', 0):.1f} s"
+                    f" + scan job {timings.get('scan_and_write_s', 0):.1f} s + process start, imports, report, stop {elapsed - accounted:.1f} s;"
+                    f" in the {timings.get('tasks', 0):.0f} tasks {timings.get('worker_task_s', 0):.1f} s"
+                    f" = analysis (incl. parse) {cpu:.1f} s + Parquet writes {timings.get('worker_write_s', 0):.1f} s + reading, counting {timings.get('worker_task_s', 0) - cpu - timings.get('worker_write_s', 0):.1f} s"
+                )
         print(f"  a Python worker's start (interpreter + imports, measured alone): {python_start():.2f} s")
-        base = results["multiprocessing Pool(2)"]
-        for name, seconds in results.items():
-            print(f"{name:26s} {seconds:7.1f} s  {n / seconds:7.1f} files/s  {base / seconds:5.2f}x multiprocessing")
-        scaling = results["Spark local[1]"] / results["Spark local[2]"]
-        print(f"Spark scaling 1 -> 2 executor cores: {scaling:.2f}x end to end (linear = 2.00x)")
+        medians = {name: statistics.median(values) for name, values in results.items()}
+        base = medians["multiprocessing Pool(2)"]
+        for name, seconds in medians.items():
+            spread = ", ".join(f"{v:.1f}" for v in results[name])
+            print(f"{name:28s} {seconds:7.1f} s  {n / seconds:7.1f} files/s  {base / seconds:5.2f}x multiprocessing   (runs: {spread})")
+        per_round = [p / t for p, t in zip(results["multiprocessing Pool(2)"], results["Spark local[2]"], strict=True)]
+        print(f"Spark local[2] / Pool(2) per round: {', '.join(f'{r:.2f}x' for r in per_round)}")
+        scaling = medians["Spark local[1]"] / medians["Spark local[2]"]
+        stage = statistics.median(scan_stage["Spark local[1]"]) / statistics.median(scan_stage["Spark local[2]"])
+        print(f"Spark scaling 1 -> 2 executor cores: {scaling:.2f}x end to end, {stage:.2f}x for the scan job (linear = 2.00x)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
