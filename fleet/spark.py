@@ -197,13 +197,20 @@ class Cluster:
     DataFrame engine, ``binaryFile`` roots, Spark Connect).
     """
 
-    def __init__(self, context: Any = None, session: Any = None) -> None:
+    def __init__(
+        self,
+        context: Any = None,
+        session: Any = None,
+        *,
+        same_python: bool = False,
+        jvm_cache: str = "off",
+    ) -> None:
         self.context = context
         self._session = session
         #: the executors run this very interpreter (local master, same Python)
-        self.same_python = False
+        self.same_python = same_python
         #: the driver JVM's class-data archive: "used", "recording" or "off"
-        self.jvm_cache = "off"
+        self.jvm_cache = jvm_cache
 
     @property
     def classic(self) -> bool:
@@ -305,10 +312,7 @@ def _start(options: ScanOptions, log_path: Path) -> Cluster:
             archive.finish_at_exit(gateway)
         context = SparkContext(conf=conf, gateway=gateway)
     context.setLogLevel("ERROR")
-    cluster = Cluster(context=context)
-    cluster.same_python = same_python
-    cluster.jvm_cache = jvm_cache
-    return cluster
+    return Cluster(context, same_python=same_python, jvm_cache=jvm_cache)
 
 
 def package_zip(directory: Path) -> Path:
@@ -414,20 +418,6 @@ def _schema(name: str) -> str:
     return ", ".join(f"`{column}` {kind}" for column, kind in SCHEMAS[name])
 
 
-def _previous_hashes(spark: Any, out: Path) -> dict[tuple[str, str], str]:
-    files = out / "files"
-    if not files.exists():
-        return {}
-    rows = (
-        spark.read.parquet(str(files))
-        .select("repo", "path", "sha256", "status")
-        .collect()
-    )
-    return {
-        (r["repo"], r["path"]): r["sha256"] for r in rows if r["sha256"] is not None
-    }
-
-
 def run_scan(options: ScanOptions) -> dict[str, Any]:
     """Scan; write the tables, summary and report into ``options.out``; return the
     summary."""
@@ -457,12 +447,9 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         engine = options.engine or ("rdd" if cluster.classic else "dataframe")
         previous: dict[tuple[str, str], str] = {}
         if options.incremental:
-            if engine == "rdd":
-                from chainlens.fleet.tables import previous_hashes
+            from chainlens.fleet.tables import previous_hashes
 
-                previous = previous_hashes(out)
-            else:
-                previous = _previous_hashes(cluster.session, out)
+            previous = previous_hashes(out)
         scan_started = time.perf_counter()
         progress = (
             options.progress if options.progress is not None else sys.stderr.isatty()
@@ -550,7 +537,6 @@ def _write_parts(
         started = time.perf_counter()
         writer = PartWriter(staging, f"part-{prefix}{index:05d}")
         reused: list[tuple[str, str]] = []
-        files = 0
         try:
             for item in items:
                 for table, row in scan(item):
@@ -558,7 +544,6 @@ def _write_parts(
                         reused.append(row)  # type: ignore[arg-type]
                     else:
                         writer.add(table, row)
-                        files += table == "files"
             writing = time.perf_counter()
             writer.close()
         except BaseException:
@@ -568,7 +553,6 @@ def _write_parts(
         yield {
             "totals": list(writer.totals.items()),
             "reused": reused,
-            "files": files,
             "task_s": finished - started,
             "write_s": finished - writing,
         }

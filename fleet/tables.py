@@ -118,16 +118,6 @@ def complete(directory: Path) -> None:
             write_table(directory, name, "part-empty", [])
 
 
-def read_rows(directory: Path, name: str) -> list[Row]:
-    """All rows of one table, as tuples in schema order."""
-    folder = directory / name
-    if not folder.is_dir():
-        return []
-    table = pq.read_table(str(folder), schema=ARROW_SCHEMAS[name])
-    columns = [table.column(c).to_pylist() for c in ARROW_SCHEMAS[name].names]
-    return list(zip(*columns, strict=True))
-
-
 def previous_hashes(out: Path) -> dict[tuple[str, str], str]:
     """``(repo, path) -> sha256`` of the files in the scan already in ``out``."""
     folder = out / "files"
@@ -165,8 +155,7 @@ def copy_reused(out: Path, staging: Path, keys: Iterable[tuple[str, str]]) -> To
         target = staging / name
         target.mkdir(parents=True, exist_ok=True)
         pq.write_table(kept, str(target / "part-reused.parquet"))
-        columns = [kept.column(c).to_pylist() for c in ARROW_SCHEMAS[name].names]
-        for row in zip(*columns, strict=True):
+        for row in zip(*(column.to_pylist() for column in kept.columns), strict=True):
             for counter_key, count in summary_keys(name, row):
                 totals[counter_key] += count
     return totals
