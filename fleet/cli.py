@@ -6,6 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+#: What ``chainlens fleet --help`` says first.
+DESCRIPTION = (
+    "Fleet scan: analyse every PyFlink program under many repositories on Apache "
+    "Spark.  Needs the 'spark' extra (pyspark)."
+)
+
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``fleet`` sub-commands to *parser*."""
@@ -54,6 +60,23 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="show a progress bar (default: when stderr is a terminal)",
     )
+
+
+def main(argv: list[str]) -> int:
+    """``chainlens fleet ARGS``: parse *argv* (what follows ``fleet``) and run it."""
+    parser = argparse.ArgumentParser(prog="chainlens fleet", description=DESCRIPTION)
+    add_fleet_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        return run_fleet(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a clear line, never a traceback
+        print(f"chainlens: internal error: {exc!r}", file=sys.stderr)
+        return 2
 
 
 def run_fleet(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chainlens.fleet.rows import SCHEMAS, TABLES
+from chainlens.fleet.schema import SCHEMAS, TABLES
 
 
 def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], int]]:

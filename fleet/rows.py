@@ -14,7 +14,6 @@ import hashlib
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Final
 
 from chainlens.analyzer.api import BLOCKING, AnalysisResult, analyze_bytes
 from chainlens.analyzer.compile.pipeline import CompiledJob
@@ -22,102 +21,14 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.query import shuffle_count
 from chainlens.analyzer.rules.operators import state_info
-
-#: Larger files are not analysed (a row with status "error", code "too-large").
-MAX_FILE_BYTES: Final = 4 * 1024 * 1024
-
-ANALYSED: Final = "analysed"
-NOT_PYFLINK: Final = "not-pyflink"
-ERROR: Final = "error"
-
-#: Column names and Spark SQL types of each table (the Parquet schemas).
-SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
-    "files": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("status", "string"),
-        ("error_code", "string"),
-        ("error", "string"),
-        ("sha256", "string"),
-        ("size", "long"),
-        ("parse_ms", "double"),
-        ("analysis_ms", "double"),
-        ("jobs", "int"),
-        ("findings", "int"),
-    ),
-    "jobs": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("job_index", "int"),
-        ("job_name", "string"),
-        ("mode", "string"),
-        ("trigger", "string"),
-        ("default_parallelism", "string"),
-        ("max_parallelism", "string"),
-        ("chaining", "string"),
-        ("tasks", "int"),
-        ("operators", "int"),
-        ("shuffles", "int"),
-        ("unknowns", "int"),
-        ("unknown_subjects", "string"),
-        ("rejected", "string"),
-    ),
-    "tasks": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("job_index", "int"),
-        ("task_index", "int"),
-        ("vertex_id", "string"),
-        ("name", "string"),
-        ("parallelism", "string"),
-        ("slot_sharing_group", "string"),
-        ("operators", "int"),
-    ),
-    "operators": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("job_index", "int"),
-        ("task_index", "int"),
-        ("chain_position", "int"),
-        ("name", "string"),
-        ("operator_id", "string"),
-        ("uid", "string"),
-        ("stateful", "boolean"),
-        ("state", "string"),
-        ("task", "string"),
-    ),
-    "edges": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("job_index", "int"),
-        ("source", "string"),
-        ("target", "string"),
-        ("ship_strategy", "string"),
-        ("distribution_pattern", "string"),
-        ("result_partition_type", "string"),
-        ("chained", "boolean"),
-        ("break_reasons", "string"),
-    ),
-    "findings": (
-        ("repo", "string"),
-        ("path", "string"),
-        ("line", "int"),
-        ("column", "int"),
-        ("job_index", "int"),
-        ("rule", "string"),
-        ("name", "string"),
-        ("severity", "string"),
-        ("message", "string"),
-    ),
-}
-TABLES: Final = tuple(SCHEMAS)
-
-Row = tuple[object, ...]
+from chainlens.fleet.schema import (
+    ANALYSED,
+    ERROR,
+    MAX_FILE_BYTES,
+    NOT_PYFLINK,
+    TABLES,
+    Row,
+)
 
 
 @dataclass(slots=True)

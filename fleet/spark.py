@@ -9,6 +9,7 @@ whose rows Spark writes (Spark Connect, which has no RDDs).
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import importlib.util
 import os
@@ -25,14 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from chainlens.fleet.rows import (
-    MAX_FILE_BYTES,
-    SCHEMAS,
-    TABLES,
-    Row,
-    error_rows,
-    scan_file,
-)
+from chainlens.fleet.daemon import ANALYSIS_MODULES, FORKED_ENV
+from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row
 
 #: Directories never scanned (virtual environments, caches, VCS metadata).
 SKIPPED_DIRS: Final = frozenset(
@@ -54,6 +49,8 @@ SKIPPED_DIRS: Final = frozenset(
         "site-packages",
     }
 )
+#: Tasks per executor core, each wave smaller than the one before (see balanced).
+WAVES: Final = 4
 #: Settings that make a small local Spark start fast and stay quiet.
 TUNED: Final = {
     "spark.ui.enabled": "false",
@@ -107,6 +104,14 @@ def _local(root: str) -> Path:
     return Path(root[len("file:") :]) if root.startswith("file:") else Path(root)
 
 
+def check_roots(roots: Sequence[str]) -> None:
+    """Fail clearly, before Spark starts, for a local root that is not there."""
+    for root in roots:
+        path = _local(root)
+        if not path.is_file() and not path.is_dir():
+            raise ScanError(f"{root}: no such directory or list file")
+
+
 def discover(roots: Sequence[str]) -> list[Source]:
     """List the Python files under local roots (a repository, or a folder of them).
 
@@ -115,6 +120,7 @@ def discover(roots: Sequence[str]) -> list[Source]:
     file lists paths, one per line (``repo<TAB>path`` or just a path: the repo
     is then the path's parent folder name).
     """
+    check_roots(roots)
     sources: list[Source] = []
     for root in roots:
         path = _local(root)
@@ -129,8 +135,6 @@ def discover(roots: Sequence[str]) -> list[Source]:
                     Source(repo or Path(listed_path).parent.name or "-", listed_path)
                 )
             continue
-        if not path.is_dir():
-            raise ScanError(f"{root}: no such directory or list file")
         if (path / ".git").exists() or (path / "pyproject.toml").exists():
             repos = [(path.name, path)]
         else:
@@ -160,6 +164,8 @@ def read_and_scan(
     With ``previous`` (path -> sha256 of the last scan), an unchanged file gives
     one ``("reuse", (repo, path))`` marker instead of being analysed.
     """
+    from chainlens.fleet.rows import error_rows, scan_file  # loaded once per worker
+
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -204,9 +210,12 @@ class Cluster:
         *,
         same_python: bool = False,
         jvm_cache: str = "off",
+        fork_server: Any = None,
     ) -> None:
         self.context = context
         self._session = session
+        #: the warm Python daemon server (local masters; see fleet.daemon)
+        self.fork_server = fork_server
         #: the executors run this very interpreter (local master, same Python)
         self.same_python = same_python
         #: the driver JVM's class-data archive: "used", "recording" or "off"
@@ -240,79 +249,166 @@ class Cluster:
         (self._session or context).stop()
         if server is not None:
             threading.Thread(target=server.shutdown, daemon=True).start()
+        if self.fork_server is not None:
+            self.fork_server.stop()
 
 
-def _start(options: ScanOptions, log_path: Path) -> Cluster:
-    try:
-        from pyspark import SparkConf, SparkContext
-        from pyspark.java_gateway import launch_gateway
-    except ImportError as exc:
-        raise ScanError(
-            "pyspark is not installed: pip install 'chainlens[spark]'"
-        ) from exc
-    if options.remote:
-        from pyspark.sql import SparkSession
+class Starting:
+    """Spark on its way up: the driver JVM starts in the background.
 
-        _check_remote_dependencies()
-        builder = SparkSession.builder.remote(options.remote)
-        for key, value in options.conf.items():
-            builder = builder.config(key, value)
-        return Cluster(session=builder.getOrCreate())
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise ScanError(
-            "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
-        )
-    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    master = options.master or (None if under_submit else "local[*]")
-    local = master is not None and master.startswith("local")
-    settings = dict(TUNED)
-    same_python = False
-    if local:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        same_python = os.path.realpath(
-            shutil.which(os.environ["PYSPARK_PYTHON"]) or os.environ["PYSPARK_PYTHON"]
-        ) == os.path.realpath(sys.executable)
-        if same_python and importlib.util.find_spec("chainlens.fleet.daemon"):
-            settings["spark.python.daemon.module"] = "chainlens.fleet.daemon"
-    conf = SparkConf().setAppName("chainlens fleet scan")
-    if master is not None:
-        conf.setMaster(master)
-    for key, value in {**settings, **options.conf}.items():
-        conf.set(key, value)
-    jvm_cache = "off"
-    if under_submit or SparkContext._gateway is not None:
-        # spark-submit's JVM, or the one this process started for an earlier scan
-        context = SparkContext.getOrCreate(conf)
-    else:
-        from pyspark.find_spark_home import _find_spark_home
+    Starting the JVM takes seconds in which the driver can list the files and
+    load the analysis, so :func:`start` launches it on a thread and returns at
+    once; :meth:`cluster` waits for it and makes the ``SparkContext`` (on the
+    calling thread, which PySpark wants for its Ctrl-C handler).
+    """
 
-        from chainlens.fleet import jvmcache
-
-        java_options = conf.get("spark.driver.extraJavaOptions", "") or ""
-        archive = jvmcache.plan(Path(_find_spark_home()), java_options)
-        if archive is not None:
-            conf.set(
-                "spark.driver.extraJavaOptions", f"{java_options} {archive.option}"
-            )
-            jvm_cache = archive.state
-        log_file = open(log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
-        popen = {"stdout": log_file, "stderr": log_file}
+    def __init__(self, options: ScanOptions, log_path: Path) -> None:
+        self._options = options
+        self._log_path = log_path
+        self._cluster: Cluster | None = None
+        self._gateway: Any = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self.same_python = False
+        self.jvm_cache = "off"
+        self.fork_server: Any = None
         try:
-            gateway = launch_gateway(conf=conf, popen_kwargs=popen)
-        except Exception:
-            if archive is None or archive.state != "used":
-                raise
-            # an archive this JVM cannot start with: drop it, start without
-            jvmcache.forget(archive.archive)
-            conf.set("spark.driver.extraJavaOptions", java_options)
-            archive, jvm_cache = None, "off"
-            gateway = launch_gateway(conf=conf, popen_kwargs=popen)
-        if archive is not None:
-            archive.finish_at_exit(gateway)
-        context = SparkContext(conf=conf, gateway=gateway)
-    context.setLogLevel("ERROR")
-    return Cluster(context, same_python=same_python, jvm_cache=jvm_cache)
+            from pyspark import SparkConf, SparkContext
+        except ImportError as exc:
+            raise ScanError(
+                "pyspark is not installed: pip install 'chainlens[spark]'"
+            ) from exc
+        if options.remote:
+            self._cluster = _connect(options)
+            return
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise ScanError(
+                "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
+            )
+        under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+        master = options.master or (None if under_submit else "local[*]")
+        local = master is not None and master.startswith("local")
+        settings = dict(TUNED)
+        if local:
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            python = os.environ["PYSPARK_PYTHON"]
+            self.same_python = os.path.realpath(
+                shutil.which(python) or python
+            ) == os.path.realpath(sys.executable)
+            if self.same_python and importlib.util.find_spec("chainlens.fleet.daemon"):
+                settings["spark.python.daemon.module"] = "chainlens.fleet.daemon"
+                from chainlens.fleet.daemon import SERVER_ENV, ForkServer
+
+                # loads the analysis for the Python workers while the JVM starts
+                with open(log_path, "ab") as log:
+                    self.fork_server = ForkServer.start(log)
+                if self.fork_server is not None:
+                    settings[f"spark.executorEnv.{SERVER_ENV}"] = self.fork_server.path
+        conf = SparkConf().setAppName("chainlens fleet scan")
+        if master is not None:
+            conf.setMaster(master)
+        for key, value in {**settings, **options.conf}.items():
+            conf.set(key, value)
+        self._conf = conf
+        if under_submit or SparkContext._gateway is not None:
+            # spark-submit's JVM, or the one this process started for an earlier
+            # scan: nothing to wait for
+            return
+        self._thread = threading.Thread(
+            target=self._launch, name="chainlens-spark-start", daemon=True
+        )
+        self._thread.start()
+
+    def _launch(self) -> None:
+        """On the thread: start the driver JVM and its Py4J gateway."""
+        try:
+            from pyspark.find_spark_home import _find_spark_home
+            from pyspark.java_gateway import launch_gateway
+
+            from chainlens.fleet import jvmcache
+
+            conf = self._conf
+            java_options = conf.get("spark.driver.extraJavaOptions", "") or ""
+            archive = jvmcache.plan(Path(_find_spark_home()), java_options)
+            if archive is not None:
+                conf.set(
+                    "spark.driver.extraJavaOptions",
+                    f"{java_options} {archive.option}",
+                )
+                self.jvm_cache = archive.state
+            log_file = open(self._log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
+            popen = {"stdout": log_file, "stderr": log_file}
+            try:
+                gateway = launch_gateway(conf=conf, popen_kwargs=popen)
+            except Exception:
+                if archive is None or archive.state != "used":
+                    raise
+                # an archive this JVM cannot start with: drop it, start without
+                jvmcache.forget(archive.archive)
+                conf.set("spark.driver.extraJavaOptions", java_options)
+                archive, self.jvm_cache = None, "off"
+                gateway = launch_gateway(conf=conf, popen_kwargs=popen)
+            if archive is not None:
+                archive.finish_at_exit(gateway)
+            self._gateway = gateway
+        except BaseException as exc:  # handed to the thread that waits
+            self._error = exc
+
+    def cluster(self) -> Cluster:
+        """Wait for the JVM; return the started Spark."""
+        if self._cluster is not None:
+            return self._cluster
+        from pyspark import SparkContext
+
+        if self._thread is None:
+            context = SparkContext.getOrCreate(self._conf)
+        else:
+            self._thread.join()
+            if self._error is not None:
+                raise self._error
+            context = SparkContext(conf=self._conf, gateway=self._gateway)
+        context.setLogLevel("ERROR")
+        self._cluster = Cluster(
+            context,
+            same_python=self.same_python,
+            jvm_cache=self.jvm_cache,
+            fork_server=self.fork_server,
+        )
+        return self._cluster
+
+    def abandon(self) -> None:
+        """The scan failed before Spark was used: stop what was started."""
+        if self._cluster is not None:
+            self._cluster.stop()
+            return
+        if self.fork_server is not None:
+            self.fork_server.stop()
+        if self._thread is None:
+            return
+        self._thread.join()
+        gateway = self._gateway
+        if gateway is not None:
+            # the JVM exits when its stdin closes (PySpark's gateway protocol)
+            with contextlib.suppress(Exception):
+                gateway.shutdown()
+            proc = getattr(gateway, "proc", None)
+            if proc is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdin.close()
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=10)
+
+
+def _connect(options: ScanOptions) -> Cluster:
+    """A Spark Connect session (``--remote``)."""
+    from pyspark.sql import SparkSession
+
+    _check_remote_dependencies()
+    builder = SparkSession.builder.remote(options.remote)
+    for key, value in options.conf.items():
+        builder = builder.config(key, value)
+    return Cluster(session=builder.getOrCreate())
 
 
 def package_zip(directory: Path) -> Path:
@@ -330,40 +426,39 @@ def package_zip(directory: Path) -> Path:
     return target
 
 
-PROBED_MODULES: Final = (
-    "libcst",
-    "mmh3",
-    "pyarrow",
-    "chainlens.analyzer.api",
-    "chainlens.fleet.rows",
-)
+PROBED_MODULES: Final = (*ANALYSIS_MODULES, "pyarrow.parquet")
 
 
-def _probe(cluster: Cluster) -> None:
+def _probe(
+    context: Any = None, modules: Sequence[str] = PROBED_MODULES, found: str = ""
+) -> None:
     """Fail with one clear message when executors cannot run the analysis.
 
-    Executors that run this very interpreter are checked here; others by a
-    one-task job.
+    Without a context, the executors run this very interpreter and *modules*
+    are imported here; otherwise by a one-task job.  *found*: what a check
+    elsewhere (the fork server) found missing.
     """
-    modules = PROBED_MODULES
 
     def missing(_: object = None) -> str:
         # nested, so it travels to an executor by value: chainlens may be missing there
-        found = []
+        lacking = []
         for module in modules:
             try:
                 __import__(module)
             except Exception as exc:  # report what the executor lacks
-                found.append(f"{module} ({exc})")
-        return "; ".join(found)
+                lacking.append(f"{module} ({exc})")
+        return "; ".join(lacking)
 
-    if cluster.same_python:
+    if context is None:
         problems = [missing()]
     else:
-        problems = cluster.context.parallelize([0], 1).map(missing).collect()
-    if any(problems):
+        problems = context.parallelize([0], 1).map(missing).collect()
+    problems = [problem for problem in (found, *problems) if problem]
+    if problems:
         raise ScanError(
-            "the executors cannot run the analysis: missing " + problems[0] + ". "
+            "the executors cannot run the analysis: missing "
+            + "; ".join(problems[:2])
+            + ". "
             "Install libcst, mmh3 and pyarrow for the executors' Python (same minor "
             "version as this one), or pass --conf "
             "spark.archives=env.tar.gz#environment with "
@@ -433,15 +528,28 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     try:
         local_roots = [r for r in options.roots if _is_local(r)]
         remote_roots = [r for r in options.roots if not _is_local(r)]
-        sources = discover(local_roots)
-        timings["listing_s"] = time.perf_counter() - started
-        session_started = time.perf_counter()
-        cluster = _start(options, out.parent / f"{out.name}.spark.log")
-        timings["session_s"] = time.perf_counter() - session_started
+        check_roots(local_roots)
+        # the JVM starts in the background while the files are listed and the
+        # analysis is loaded
+        starting = Starting(options, out.parent / f"{out.name}.spark.log")
+        try:
+            sources = discover(local_roots)
+            timings["listing_s"] = time.perf_counter() - started
+            if starting.fork_server is not None:
+                # it loaded the analysis; pyarrow (which it must not load) here
+                _probe(modules=("pyarrow.parquet",), found=starting.fork_server.ready())
+            elif starting.same_python:
+                _probe()
+            cluster = starting.cluster()
+        except BaseException:
+            starting.abandon()
+            raise
+        timings["start_s"] = time.perf_counter() - started
         if cluster.classic:
             if not cluster.context.master.startswith("local"):
                 cluster.context.addPyFile(str(package_zip(staging)))
-            _probe(cluster)
+            if not cluster.same_python:
+                _probe(cluster.context)
         else:
             cluster.session.addArtifacts(str(package_zip(staging)), pyfile=True)
         engine = options.engine or ("rdd" if cluster.classic else "dataframe")
@@ -481,6 +589,7 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         timings["summary_s"] = time.perf_counter() - summary_started
         summary["reused_files"] = counts["reused"]
         summary["jvm_class_cache"] = cluster.jvm_cache
+        summary["python_daemon"] = counts.get("python_daemon", "spark")
         timings.update(counts.get("timings", {}))
         summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
         write_report(summary, staging)
@@ -498,27 +607,35 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     return summary
 
 
-def balanced(sources: Sequence[Source], parts: int) -> list[list[tuple[str, str]]]:
-    """Split the files into ``parts`` lists of about equal bytes (largest first).
+def balanced(
+    sources: Sequence[Source], slots: int, waves: int = 1
+) -> list[list[tuple[str, str]]]:
+    """Split the files into ``slots * waves`` tasks by bytes, largest files first.
 
-    The analysis costs about in proportion to a file's size, so equal bytes make
-    tasks of about equal length and no core waits for one long task at the end.
+    The analysis costs about in proportion to a file's size.  With one wave the
+    tasks hold equal bytes.  With more, the tasks of wave *w* (from 0) weigh
+    ``waves - w``: Spark starts tasks in order as cores free up, so the small
+    tasks come last and the cores run out of work at about the same time
+    (the spread of a task's length grows with its size).
     """
 
     def size(source: Source) -> int:
         try:
-            return os.path.getsize(source.path)
+            return os.path.getsize(source.path) + 512  # 512: a file's own cost
         except OSError:
-            return 0
+            return 512
 
-    heap = [(0, index) for index in range(max(1, parts))]
-    chunks: list[list[tuple[str, str]]] = [[] for _ in heap]
-    for weight, source in sorted(
-        ((size(s), s) for s in sources), key=lambda item: -item[0]
-    ):
-        load, index = heapq.heappop(heap)
+    slots, waves = max(1, slots), max(1, waves)
+    weights = [waves - index // slots for index in range(slots * waves)]
+    sized = sorted(((size(s), s) for s in sources), key=lambda item: -item[0])
+    total = sum(weight for weight, _ in sized)
+    # a max-heap of what each task may still take (its share minus its load)
+    heap = [(-total * w / sum(weights), index) for index, w in enumerate(weights)]
+    chunks: list[list[tuple[str, str]]] = [[] for _ in weights]
+    for weight, source in sized:
+        room, index = heapq.heappop(heap)
         chunks[index].append((source.repo, source.path))
-        heapq.heappush(heap, (load + weight + 512, index))  # 512: a file's own cost
+        heapq.heappush(heap, (room + weight, index))
     return [chunk for chunk in chunks if chunk]
 
 
@@ -551,6 +668,7 @@ def _write_parts(
             raise
         finished = time.perf_counter()
         yield {
+            "forked": os.environ.get(FORKED_ENV) == "1",
             "totals": list(writer.totals.items()),
             "reused": reused,
             "task_s": finished - started,
@@ -558,6 +676,15 @@ def _write_parts(
         }
 
     return run
+
+
+def python_daemon(results: Sequence[dict[str, Any]]) -> str:
+    """Where the tasks' Python workers came from: "fork server" (warm, started
+    while the JVM started), "spark" (a daemon Spark started), or "mixed"."""
+    forked = {bool(result.get("forked")) for result in results}
+    if forked == {True}:
+        return "fork server"
+    return "mixed" if forked == {True, False} else "spark"
 
 
 def _scan_and_write(
@@ -573,9 +700,6 @@ def _scan_and_write(
     from chainlens.fleet import tables
 
     sc = cluster.context
-    parts = options.partitions or max(
-        1, min(len(sources) or 1, sc.defaultParallelism * 4)
-    )
     shared = sc.broadcast(previous) if previous else None
 
     def scan_chunk(chunk: list[tuple[str, str]]) -> Iterator[tuple[str, Row]]:
@@ -583,7 +707,10 @@ def _scan_and_write(
         for repo, path in chunk:
             yield from read_and_scan(repo, path, known)
 
-    chunks = balanced(sources, parts)
+    if options.partitions:
+        chunks = balanced(sources, options.partitions)
+    else:
+        chunks = balanced(sources, sc.defaultParallelism, WAVES)
     jobs = []
     if chunks:
         jobs.append(
@@ -610,6 +737,7 @@ def _scan_and_write(
     return {
         "reused": len(reused),
         "totals": dict(totals),
+        "python_daemon": python_daemon(results),
         "timings": {
             "tasks": len(results),
             "worker_task_s": sum(r["task_s"] for r in results),
@@ -656,6 +784,8 @@ def _scan_dataframe(
     def scan_content(root: str, path: str, content: bytes) -> list[tuple[str, str]]:
         relative = path[len(root) :].lstrip("/")
         repo = relative.split("/", 1)[0] if "/" in relative else "-"
+        from chainlens.fleet.rows import scan_file
+
         return tag(scan_file(repo, path, bytes(content)).tagged())
 
     partitions = options.partitions or max(1, min(len(sources) or 1, 16))
@@ -725,6 +855,8 @@ def _remote_parts(spark: Any, root: str, staging: str, prefix: str) -> Any:
     def scan_row(row: Any) -> list[tuple[str, Row]]:
         relative = row["path"][len(base) :].lstrip("/")
         repo = relative.split("/", 1)[0] if "/" in relative else "-"
+        from chainlens.fleet.rows import scan_file
+
         return scan_file(repo, row["path"], bytes(row["content"])).tagged()
 
     return frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))

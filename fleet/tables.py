@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from chainlens.fleet.report import summary_keys
-from chainlens.fleet.rows import SCHEMAS, TABLES, Row
+from chainlens.fleet.schema import SCHEMAS, TABLES, Row
 
 _TYPES: Final = {
     "string": pa.string(),

@@ -329,13 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
     lsp.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
     lsp.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
     lsp.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
+    from chainlens.fleet.cli import DESCRIPTION, add_fleet_arguments  # no pyspark
+
     fleet = sub.add_parser(
         "fleet",
         help="scan many repositories on Spark and write tables and a report",
-        description="Fleet scan: analyse every PyFlink program under many "
-        "repositories on Apache Spark.  Needs the 'spark' extra (pyspark).",
+        description=DESCRIPTION,
     )
-    from chainlens.fleet.cli import add_fleet_arguments  # no pyspark import here
 
     add_fleet_arguments(fleet)
     return parser

@@ -1,12 +1,24 @@
-"""The local scan's Python daemon takes PySpark from the installed package.
+"""The local scan's Python daemon: PySpark from the installed package, and the
+fork server that loads the analysis while the JVM starts.
 
 Only the zips inside the importable PySpark package are dropped from the path
 (the same code, compiled once into its bytecode cache); anything else stays.
+The fork server is driven as Spark drives its daemon: a process started with
+pipes, whose first four bytes are a port, and which ends when its stdin closes
+or on SIGTERM.
 """
 
 from __future__ import annotations
 
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,3 +68,137 @@ def test_nothing_changes_without_an_installed_pyspark(
     monkeypatch.setattr(sys, "path", list(path))
     daemon.prefer_installed_pyspark()
     assert sys.path == path
+
+
+# ---------------------------------------------------------------- fork server
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.fixture
+def fork_server(tmp_path: Path) -> Iterator[daemon.ForkServer]:
+    pytest.importorskip("pyspark")
+    with open(tmp_path / "server.log", "ab") as log:
+        server = daemon.ForkServer.start(log)
+    assert server is not None
+    try:
+        assert server.ready() == ""
+        yield server
+    finally:
+        server.stop()
+    assert server.process.returncode is not None
+    assert not Path(server.directory).exists()
+
+
+def _launch_like_spark(path: str, **env: str) -> subprocess.Popen[bytes]:
+    """Start the daemon module as Spark's PythonWorkerFactory does: pipes for
+    its standard streams; its first 4 bytes on stdout are the port."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "chainlens.fleet.daemon"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={
+            **os.environ,
+            daemon.SERVER_ENV: path,
+            "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+            **env,
+        },
+    )
+
+
+def _port(process: subprocess.Popen[bytes]) -> int:
+    assert process.stdout is not None
+    ready = select.select([process.stdout], [], [], 60)[0]
+    assert ready, "the daemon wrote no port"
+    return struct.unpack("!i", os.read(process.stdout.fileno(), 4))[0]
+
+
+def _connectable(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_daemon_forked_by_the_server_answers_spark_and_ends_with_its_stdin(
+    fork_server: daemon.ForkServer,
+) -> None:
+    launched = _launch_like_spark(fork_server.path)
+    port = _port(launched)
+    assert _connectable(port)  # PySpark's daemon, listening for worker requests
+    forked = _children(fork_server.process.pid)
+    assert len(forked) == 1  # forked by the server, not the launched process
+    assert _children(launched.pid) == []
+    assert launched.stdin is not None
+    launched.stdin.close()  # how Spark tells its daemon to exit
+    assert launched.wait(timeout=10) == 0
+    assert _eventually(lambda: not _children(fork_server.process.pid))
+
+
+def test_sigterm_to_the_launched_process_ends_the_forked_daemon(
+    fork_server: daemon.ForkServer,
+) -> None:
+    launched = _launch_like_spark(fork_server.path)
+    _port(launched)
+    assert len(_children(fork_server.process.pid)) == 1
+    launched.send_signal(signal.SIGTERM)  # Spark's Process.destroy()
+    launched.wait(timeout=10)
+    assert _eventually(lambda: not _children(fork_server.process.pid))
+
+
+def test_a_different_start_up_environment_is_refused_and_served_in_process(
+    fork_server: daemon.ForkServer,
+) -> None:
+    launched = _launch_like_spark(fork_server.path, PYTHONHASHSEED="7")
+    port = _port(launched)
+    assert _connectable(port)
+    assert _children(fork_server.process.pid) == []  # the launched one serves
+    assert launched.stdin is not None
+    launched.stdin.close()
+    launched.wait(timeout=10)  # (PySpark's own daemon always exits with 1)
+
+
+def test_without_a_server_the_launched_process_is_the_daemon(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    launched = _launch_like_spark(str(tmp_path / "no-such.sock"))
+    assert _connectable(_port(launched))
+    assert launched.stdin is not None
+    launched.stdin.close()
+    launched.wait(timeout=10)
+
+
+def test_the_server_reports_what_it_cannot_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyspark")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "mmh3.py").write_text("raise ImportError('built for another CPU')\n")
+    monkeypatch.setenv("PYTHONPATH", str(broken))
+    with open(tmp_path / "server.log", "ab") as log:
+        server = daemon.ForkServer.start(log)
+    assert server is not None
+    try:
+        missing = server.ready()
+    finally:
+        server.stop()
+    assert "mmh3 (built for another CPU)" in missing

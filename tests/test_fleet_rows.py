@@ -1,13 +1,16 @@
-"""The fleet scan's per-file rows (no Spark): faults become rows; facts match real Flink."""
+"""The fleet scan's per-file rows (no Spark): faults become rows; facts match Flink."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from chainlens.fleet.rows import MAX_FILE_BYTES, SCHEMAS, TABLES, scan_file
+from chainlens.fleet.rows import scan_file
+from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES
 
 PIPELINES = Path(__file__).resolve().parent / "fixtures" / "pipelines"
 CORPUS = sorted(
@@ -100,3 +103,28 @@ def test_cli_usage_errors_are_messages(
     assert "KEY=VALUE" in capsys.readouterr().err
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+def test_the_executable_runs_fleet_without_loading_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``chainlens fleet`` starts Spark first; the analysis loads meanwhile."""
+    from chainlens.hooks.entry import main
+
+    out = tmp_path / "out"
+    assert main(["fleet", "scan", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert main(["fleet", "scan"]) == 2
+    assert "required: ROOT, --out" in capsys.readouterr().err
+    probe = (
+        "import sys; from chainlens.hooks.entry import main; "
+        "code = main(['fleet', 'scan', sys.argv[1], '--out', sys.argv[2]]); "
+        "print(code, sorted(m for m in sys.modules if 'chainlens.analyzer' in m))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "missing"), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split(None, 1) == ["2", "[]\n"]

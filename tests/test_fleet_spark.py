@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.fleet.rows import SCHEMAS, TABLES, scan_file
+from chainlens.fleet.rows import scan_file
+from chainlens.fleet.schema import SCHEMAS, TABLES
 from chainlens.fleet.spark import discover
 from tests.fleet.corpus import make_corpus
 
@@ -40,7 +41,7 @@ def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProce
         [
             sys.executable,
             "-m",
-            "chainlens.hooks.cli",
+            "chainlens.hooks.entry",  # what the `chainlens` executable runs
             "fleet",
             "scan",
             *map(str, roots),
@@ -156,6 +157,37 @@ def test_summary_and_report(local_scan: Path) -> None:
     assert report.count("<svg") == 4
     assert "uid coverage of stateful operators" in report
     assert "http" not in report.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_local_workers_come_from_the_fork_server(local_scan: Path) -> None:
+    """Every task of the local scan ran in a daemon forked by the fork server
+    (the analysis loaded while the JVM started), and the server has gone."""
+    assert summary_of(local_scan)["python_daemon"] == "fork server"
+    log = (local_scan.parent / "scan.spark.log").read_text(errors="replace")
+    assert "Traceback" not in log
+    assert not daemons_left(str(CACHE_HOME[0]))
+
+
+def daemons_left(marker: str, wait: float = 10.0) -> list[int]:
+    """Processes of ``chainlens.fleet.daemon`` whose environment holds *marker*
+    (fork servers, Spark's stand-ins, forked daemons and their workers), once
+    they have had *wait* seconds to exit."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                command = (entry / "cmdline").read_bytes()
+                environ = (entry / "environ").read_bytes()
+            except OSError:
+                continue
+            if b"chainlens.fleet.daemon" in command and marker.encode() in environ:
+                found.append(int(entry.name))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 def test_jvm_class_data_recorded_by_the_first_scan_then_used(
@@ -291,6 +323,7 @@ def test_standalone_cluster_gives_identical_tables(
     out = tmp_path / "cluster-scan"
     done = scan([corpus], out, "--master", standalone)
     assert done.returncode == 0, done.stderr
+    assert summary_of(out)["python_daemon"] == "spark"  # the worker's own daemon
     for name in TABLES:
         assert table(out, name) == table(local_scan, name), name
 
