@@ -178,13 +178,25 @@ def _serve_one(
     )  # struct ucred {pid, uid, gid}
     uid = int.from_bytes(credentials[4:8], sys.byteorder)
     try:
-        message, fds, _, _ = socket.recv_fds(connection, _MAX_MESSAGE, 3)
+        # the streams come with the first bytes: an 8-byte length, then JSON
+        message, fds, _, _ = socket.recv_fds(connection, 65536, 3)
     except OSError:
         return
     try:
-        request = json.loads(message)
-        environ: dict[str, str] = request["env"]
-        cwd: str = request["cwd"]
+        length = int.from_bytes(message[:8], "big") if len(message) >= 8 else -1
+        if not 0 <= length <= _MAX_MESSAGE:
+            return
+        while len(message) < 8 + length:
+            more = connection.recv(8 + length - len(message))
+            if not more:
+                return
+            message += more
+        try:
+            request = json.loads(message[8:])
+            environ: dict[str, str] = dict(request["env"])
+            cwd = str(request["cwd"])
+        except (ValueError, KeyError, TypeError):
+            return  # not a stand-in's request: it gets no daemon
         refused = ""
         if uid != os.getuid():
             refused = "another user"
@@ -250,7 +262,9 @@ class ForkServer:
     def start(cls, log: Any) -> ForkServer | None:
         """Start one (its output goes to *log*); None where Unix sockets with
         file-descriptor passing are not available."""
-        if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
+        if not all(
+            hasattr(socket, name) for name in ("send_fds", "AF_UNIX", "SO_PEERCRED")
+        ):
             return None
         directory = tempfile.mkdtemp(prefix="chainlens-fork-")  # private: 0700
         path = os.path.join(directory, "daemon.sock")
@@ -313,7 +327,10 @@ def _hand_over(path: str) -> socket.socket | None:
     try:
         connection.connect(path)
         request = json.dumps({"env": dict(os.environ), "cwd": os.getcwd()})
-        socket.send_fds(connection, [request.encode()], [0, 1, 2])
+        body = request.encode(errors="surrogateescape")
+        header = len(body).to_bytes(8, "big")
+        socket.send_fds(connection, [header], [0, 1, 2])
+        connection.sendall(body)
         reply = connection.recv(256).decode(errors="replace")
     except OSError:
         connection.close()

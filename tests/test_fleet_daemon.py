@@ -154,6 +154,33 @@ def test_daemon_forked_by_the_server_answers_spark_and_ends_with_its_stdin(
     assert _eventually(lambda: not _children(fork_server.process.pid))
 
 
+def test_a_large_environment_arrives_whole(fork_server: daemon.ForkServer) -> None:
+    big = {f"BIG{n}": "x" * 100_000 for n in range(3)}  # more than one read
+    launched = _launch_like_spark(fork_server.path, **big)
+    assert _connectable(_port(launched))
+    assert len(_children(fork_server.process.pid)) == 1
+    assert launched.stdin is not None
+    launched.stdin.close()
+    assert launched.wait(timeout=10) == 0
+
+
+def test_a_garbage_request_leaves_the_server_serving(
+    fork_server: daemon.ForkServer,
+) -> None:
+    for junk in (b"\x00" * 7, (8).to_bytes(8, "big") + b"not json", b"\xff" * 8):
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(fork_server.path)
+            client.sendall(junk)
+            client.shutdown(socket.SHUT_WR)
+            assert client.recv(64) == b""  # no daemon, no answer
+    launched = _launch_like_spark(fork_server.path)
+    assert _connectable(_port(launched))
+    assert len(_children(fork_server.process.pid)) == 1
+    assert launched.stdin is not None
+    launched.stdin.close()
+    assert launched.wait(timeout=10) == 0
+
+
 def test_sigterm_to_the_launched_process_ends_the_forked_daemon(
     fork_server: daemon.ForkServer,
 ) -> None:
