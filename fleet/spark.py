@@ -256,10 +256,11 @@ class Cluster:
 class Starting:
     """Spark on its way up: the driver JVM starts in the background.
 
-    Starting the JVM takes seconds in which the driver can list the files and
-    load the analysis, so :func:`start` launches it on a thread and returns at
-    once; :meth:`cluster` waits for it and makes the ``SparkContext`` (on the
-    calling thread, which PySpark wants for its Ctrl-C handler).
+    Starting the JVM takes seconds in which the driver can list the files (and,
+    for a local master, a fork server loads the analysis for the Python
+    workers), so the constructor launches it on a thread and returns at once;
+    :meth:`cluster` waits for it and makes the ``SparkContext`` (on the calling
+    thread, which PySpark wants for its Ctrl-C handler).
     """
 
     def __init__(self, options: ScanOptions, log_path: Path) -> None:
