@@ -28,6 +28,7 @@ import gc
 import importlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -150,8 +151,6 @@ def serve(path: str) -> None:
         return
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # no zombies of forked daemons
     own = _startup_env(os.environ)
-    import select
-
     poller = select.poll()
     poller.register(0, select.POLLIN)
     poller.register(listener, select.POLLIN)
@@ -289,8 +288,6 @@ class ForkServer:
     def ready(self, timeout: float = 120.0) -> str:
         """Wait until it has loaded the analysis; return what it could not load
         (empty when all is well: the executors, this interpreter, can run it)."""
-        import select
-
         stream = self.process.stdout
         assert stream is not None
         if not select.select([stream], [], [], timeout)[0]:

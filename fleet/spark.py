@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from chainlens.fleet.daemon import ANALYSIS_MODULES, FORKED_ENV
+from chainlens.fleet.daemon import (
+    ANALYSIS_MODULES,
+    FORKED_ENV,
+    SERVER_ENV,
+    ForkServer,
+)
 from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row
 
 #: Directories never scanned (virtual environments, caches, VCS metadata).
@@ -297,10 +302,8 @@ class Starting:
             self.same_python = os.path.realpath(
                 shutil.which(python) or python
             ) == os.path.realpath(sys.executable)
-            if self.same_python and importlib.util.find_spec("chainlens.fleet.daemon"):
+            if self.same_python:
                 settings["spark.python.daemon.module"] = "chainlens.fleet.daemon"
-                from chainlens.fleet.daemon import SERVER_ENV, ForkServer
-
                 # loads the analysis for the Python workers while the JVM starts
                 with open(log_path, "ab") as log:
                     self.fork_server = ForkServer.start(log)

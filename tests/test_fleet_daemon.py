@@ -139,29 +139,30 @@ def _connectable(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _served_by_the_server_then_ended(
+    fork_server: daemon.ForkServer, launched: subprocess.Popen[bytes]
+) -> None:
+    """The launched process got a daemon forked by the server, which listens;
+    closing the launched process's stdin (Spark's way) ends both."""
+    assert _connectable(_port(launched))  # PySpark's daemon, taking worker requests
+    assert len(_children(fork_server.process.pid)) == 1  # forked by the server
+    assert _children(launched.pid) == []  # not by the launched process
+    assert launched.stdin is not None
+    launched.stdin.close()
+    assert launched.wait(timeout=10) == 0
+    assert _eventually(lambda: not _children(fork_server.process.pid))
+
+
 def test_daemon_forked_by_the_server_answers_spark_and_ends_with_its_stdin(
     fork_server: daemon.ForkServer,
 ) -> None:
-    launched = _launch_like_spark(fork_server.path)
-    port = _port(launched)
-    assert _connectable(port)  # PySpark's daemon, listening for worker requests
-    forked = _children(fork_server.process.pid)
-    assert len(forked) == 1  # forked by the server, not the launched process
-    assert _children(launched.pid) == []
-    assert launched.stdin is not None
-    launched.stdin.close()  # how Spark tells its daemon to exit
-    assert launched.wait(timeout=10) == 0
-    assert _eventually(lambda: not _children(fork_server.process.pid))
+    _served_by_the_server_then_ended(fork_server, _launch_like_spark(fork_server.path))
 
 
 def test_a_large_environment_arrives_whole(fork_server: daemon.ForkServer) -> None:
     big = {f"BIG{n}": "x" * 100_000 for n in range(3)}  # more than one read
     launched = _launch_like_spark(fork_server.path, **big)
-    assert _connectable(_port(launched))
-    assert len(_children(fork_server.process.pid)) == 1
-    assert launched.stdin is not None
-    launched.stdin.close()
-    assert launched.wait(timeout=10) == 0
+    _served_by_the_server_then_ended(fork_server, launched)
 
 
 def test_a_garbage_request_leaves_the_server_serving(
@@ -173,12 +174,7 @@ def test_a_garbage_request_leaves_the_server_serving(
             client.sendall(junk)
             client.shutdown(socket.SHUT_WR)
             assert client.recv(64) == b""  # no daemon, no answer
-    launched = _launch_like_spark(fork_server.path)
-    assert _connectable(_port(launched))
-    assert len(_children(fork_server.process.pid)) == 1
-    assert launched.stdin is not None
-    launched.stdin.close()
-    assert launched.wait(timeout=10) == 0
+    _served_by_the_server_then_ended(fork_server, _launch_like_spark(fork_server.path))
 
 
 def test_sigterm_to_the_launched_process_ends_the_forked_daemon(
