@@ -5,9 +5,11 @@ forks a Python worker from it for each task slot.  This module is that daemon
 when the master is ``local``: it imports PySpark from the installed package
 (not from ``pyspark.zip``, which Spark puts first on the path and which Python
 must compile from source on every start, having no bytecode cache), imports the
-analysis, and only then runs PySpark's own daemon, so every worker starts with
-all of it already loaded.  pyarrow is left to the workers (it starts threads,
-and a daemon must not fork with threads).
+analysis and the Parquet writer, and only then runs PySpark's own daemon, so
+every worker starts with all of it already loaded.  A process that forks must
+have no other threads: the BLAS library numpy loads and pyarrow's allocator
+start some unless told not to, so they are loaded with those told (the
+variables are not left to the workers).
 
 Those imports take most of a second, and Spark asks for the daemon only when
 the first task is ready, seconds after the driver started the JVM.  So the
@@ -35,27 +37,39 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any, Final
 
 #: Where the fork server listens (set by the driver for the executors).
 SERVER_ENV: Final = "CHAINLENS_FLEET_FORK_SERVER"
 #: Set in a daemon forked by the fork server (what the tasks report).
 FORKED_ENV: Final = "CHAINLENS_FLEET_FORKED_DAEMON"
-#: What the analysis needs on an executor (pyarrow, for the Parquet parts, is
-#: checked apart: it starts threads on import, so no daemon may load it).
+#: What the analysis needs on an executor.
 ANALYSIS_MODULES: Final = (
     "libcst",
     "mmh3",
     "chainlens.analyzer.api",
     "chainlens.fleet.rows",
 )
-#: Loaded once and shared with every worker.  None of these starts a thread on
-#: import (pyspark.worker is otherwise imported after each fork by PySpark).
+#: What a task needs to write its Parquet parts (pyarrow).
+WRITER_MODULES: Final = ("pyarrow.parquet", "chainlens.fleet.tables")
+#: Loaded once and shared with every worker (pyspark.worker is otherwise
+#: imported after each fork by PySpark).
 PRELOADED: Final = (
     "pyspark.worker",
     *ANALYSIS_MODULES,
     "chainlens.fleet.spark",
+    *WRITER_MODULES,
 )
+#: Set while loading, unless already set: no thread pools, which a fork would
+#: not copy (OpenBLAS and friends start theirs when numpy is imported, pyarrow's
+#: jemalloc a background thread).
+SINGLE_THREADED: Final = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+}
 #: Environment variables Python reads only when it starts: a daemon forked from
 #: a server started with other values would not be the daemon Spark asked for.
 STARTUP_ENV: Final = ("PYTHONHASHSEED", "PYTHONOPTIMIZE", "PYTHONSAFEPATH")
@@ -104,18 +118,37 @@ def adopt_python_path(python_path: str) -> None:
     prefer_installed_pyspark()
 
 
+@contextlib.contextmanager
+def _single_threaded() -> Iterator[None]:
+    added = [name for name in SINGLE_THREADED if name not in os.environ]
+    for name in added:
+        os.environ[name] = SINGLE_THREADED[name]
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
 def _preload() -> str:
-    """Load PySpark's daemon and the analysis; return what could not be loaded
-    (empty when all is well)."""
+    """Load PySpark's daemon, the analysis and the Parquet writer; return what
+    could not be loaded (empty when all is well)."""
     prefer_installed_pyspark()
     import pyspark.daemon  # noqa: F401 - the daemon itself
 
     missing = []
-    for module in PRELOADED:
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # reported to the driver, which explains it
-            missing.append(f"{module} ({exc})")
+    with _single_threaded():
+        for module in PRELOADED:
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # reported to the driver, which explains it
+                missing.append(f"{module} ({exc})")
+        if not missing:
+            # pyarrow loads pandas (when installed) the first time it builds an
+            # array: here, once, not in every worker's first task
+            import pyarrow
+
+            pyarrow.array([])
     gc.collect()
     gc.freeze()  # what is loaded now stays shared with the forked workers
     return "; ".join(missing)
