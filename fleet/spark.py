@@ -13,11 +13,14 @@ import contextlib
 import heapq
 import importlib.util
 import os
+import re
 import shutil
+import socket
 import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 import zipfile
 from collections import Counter
@@ -188,16 +191,75 @@ def read_and_scan(
 # ------------------------------------------------------------------- session
 
 
+#: What a Spark Connect client imports besides pandas and pyarrow (whose
+#: versions PySpark checks), by the pip package that holds it.
+CONNECT_MODULES: Final = (
+    ("grpc", "grpcio"),
+    ("grpc_status", "grpcio-status"),
+    ("google.rpc", "googleapis-common-protos"),
+)
+#: How to get a Spark Connect client (it cannot share an environment with
+#: apache-flink, whose Beam pins older pyarrow and grpcio).
+CONNECT_INSTALL: Final = (
+    "Install the client in a virtual environment of its own: "
+    "pip install 'chainlens[connect]'"
+)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # the parent package is missing
+        return False
+
+
 def _check_remote_dependencies() -> None:
-    missing = [
-        m for m in ("pandas", "pyarrow", "grpc") if importlib.util.find_spec(m) is None
-    ]
+    """Fail clearly when this environment cannot be a Spark Connect client.
+
+    PySpark checks the same when its Connect module is first imported, but says
+    it with an exception whose text the command would lose, or, when the
+    program has no ``__main__`` file (``python -c``), by printing a line about
+    doctests and raising ``SystemExit(0)``.
+    """
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise ScanError(f"Spark Connect needs pyspark. {CONNECT_INSTALL}") from exc
+    from pyspark.errors import PySparkImportError
+    from pyspark.sql.pandas.utils import (
+        require_minimum_pandas_version,
+        require_minimum_pyarrow_version,
+    )
+
+    problems = []
+    missing = [package for module, package in CONNECT_MODULES if not _installed(module)]
     if missing:
+        problems.append("missing " + ", ".join(missing))
+    for require in (require_minimum_pandas_version, require_minimum_pyarrow_version):
+        try:
+            require()
+        except PySparkImportError as exc:
+            problems.append(_pyspark_message(exc).rstrip("."))
+    if problems:
         raise ScanError(
-            "Spark Connect needs " + ", ".join(missing) + " in this environment "
-            "(pip install 'pyspark[connect]>=4.0' in a separate virtual environment: "
-            "its pyarrow/grpcio pins conflict with apache-flink)"
+            f"Spark Connect cannot run in this environment (pyspark "
+            f"{pyspark.__version__}): " + "; ".join(problems) + f". {CONNECT_INSTALL}"
         )
+
+
+def _pyspark_message(exc: BaseException) -> str:
+    """The gist of a PySpark error: the exception a Python worker raised if it
+    carries one (the line after its traceback), else the first line; without
+    the ``[ERROR_CLASS]`` prefix."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    raised = [line for line in lines if re.match(r"[\w.]+(Error|Exception): ", line)]
+    if raised:
+        text = raised[-1].split(": ", 1)[1]
+    else:
+        text = lines[0] if lines else type(exc).__name__
+    if text.startswith("[") and "] " in text:
+        text = text.split("] ", 1)[1]
+    return text if len(text) <= 500 else text[:500] + " ..."
 
 
 class Cluster:
@@ -278,15 +340,17 @@ class Starting:
         self.same_python = False
         self.jvm_cache = "off"
         self.fork_server: Any = None
+        if options.remote:
+            # before the classic imports: the Connect client (pyspark-client)
+            # has no SparkContext
+            self._cluster = _connect(options)
+            return
         try:
             from pyspark import SparkConf, SparkContext
         except ImportError as exc:
             raise ScanError(
                 "pyspark is not installed: pip install 'chainlens[spark]'"
             ) from exc
-        if options.remote:
-            self._cluster = _connect(options)
-            return
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             raise ScanError(
                 "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
@@ -404,42 +468,121 @@ class Starting:
                     proc.wait(timeout=10)
 
 
+def _connect_address(url: str) -> tuple[str, int]:
+    """The host and port of a Spark Connect URL (``sc://host[:port][/;k=v...]``)."""
+    try:
+        parsed = urllib.parse.urlparse("http" + url[2:])
+        host, port = parsed.hostname, parsed.port or 15002
+    except ValueError:  # a port that is not a number
+        host = None
+    if not url.startswith("sc://") or not host or parsed.path not in ("", "/"):
+        raise ScanError(
+            f"--remote {url}: expected sc://HOST[:PORT], e.g. sc://spark-host:15002"
+        )
+    return host, port
+
+
+#: Environment variables through which gRPC may reach the server by a proxy.
+PROXY_ENV: Final = (
+    "grpc_proxy",
+    "https_proxy",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+)
+
+
 def _connect(options: ScanOptions) -> Cluster:
-    """A Spark Connect session (``--remote``)."""
+    """A Spark Connect session (``--remote``), checked with one request.
+
+    A server that cannot be reached would have the client retry for many
+    minutes, so the address is tried first (unless gRPC goes through a proxy).
+    """
+    url = str(options.remote)
+    host, port = _connect_address(url)
+    _check_remote_dependencies()
+    if not any(os.environ.get(name) for name in PROXY_ENV):
+        try:
+            socket.create_connection((host, port), timeout=10).close()
+        except OSError as exc:
+            raise ScanError(
+                f"cannot reach the Spark Connect server at {host}:{port} "
+                f"({exc.strerror or exc})"
+            ) from exc
+    from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    _check_remote_dependencies()
-    builder = SparkSession.builder.remote(options.remote)
-    for key, value in options.conf.items():
-        builder = builder.config(key, value)
-    return Cluster(session=builder.getOrCreate())
+    try:
+        builder = SparkSession.builder.remote(url)
+        for key, value in options.conf.items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.version  # noqa: B018 - the first request: fails here, not mid-scan
+    except (PySparkException, ImportError) as exc:
+        raise ScanError(f"Spark Connect at {url}: {_pyspark_message(exc)}") from exc
+    except SystemExit as exc:  # PySpark's check of the client's dependencies
+        raise ScanError(
+            f"Spark Connect cannot run in this environment. {CONNECT_INSTALL}"
+        ) from exc
+    return Cluster(session=session)
 
 
 def package_zip(directory: Path) -> Path:
-    """Zip the installed chainlens package (pure Python) for the executors."""
+    """Zip the installed chainlens package (pure Python) for the executors.
+
+    The zip has an entry for each folder: ``chainlens`` is a namespace package
+    (no ``__init__.py``), which Python's zip importer finds only by its folder
+    entry.
+    """
     import chainlens.analyzer
     import chainlens.fleet
 
     target = directory / "chainlens-package.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        folders: set[str] = set()
         for package in (chainlens.analyzer, chainlens.fleet):
             base = Path(package.__file__).resolve().parent
             name = package.__name__.replace(".", "/")
             for file in sorted(base.rglob("*.py")):
-                archive.write(file, f"{name}/{file.relative_to(base).as_posix()}")
+                entry = f"{name}/{file.relative_to(base).as_posix()}"
+                parts = entry.split("/")[:-1]
+                for depth in range(1, len(parts) + 1):
+                    folder = "/".join(parts[:depth])
+                    if folder not in folders:
+                        folders.add(folder)
+                        archive.mkdir(folder)
+                archive.write(file, entry)
     return target
 
 
 PROBED_MODULES: Final = (*ANALYSIS_MODULES, "pyarrow.parquet")
+#: What to do about executors that cannot run the analysis.
+EXECUTORS_HINT: Final = (
+    "Install libcst, mmh3 and pyarrow for the executors' Python (same minor "
+    "version as this one), or pass --conf "
+    "spark.archives=env.tar.gz#environment with "
+    "PYSPARK_PYTHON=./environment/bin/python (see docs/fleet.md)"
+)
+#: The same over Spark Connect (the server's settings decide what executors run;
+#: its executors write the rows, so they need no pyarrow).
+CONNECT_EXECUTORS_HINT: Final = (
+    "Install libcst and mmh3 for the Python that the Spark Connect server's "
+    "executors run (PYSPARK_PYTHON where the server starts; the same minor "
+    "version as this one; see docs/fleet.md)"
+)
 
 
 def _probe(
-    context: Any = None, modules: Sequence[str] = PROBED_MODULES, found: str = ""
+    context: Any = None,
+    modules: Sequence[str] = PROBED_MODULES,
+    found: str = "",
+    session: Any = None,
 ) -> None:
     """Fail with one clear message when executors cannot run the analysis.
 
-    Without a context, the executors run this very interpreter and *modules*
-    are imported here; otherwise by a one-task job.  *found*: what a check
+    Without a context or session, the executors run this very interpreter and
+    *modules* are imported here; otherwise by a one-task job (over Spark
+    Connect: a one-row DataFrame and a Python UDF).  *found*: what a check
     elsewhere (the fork server) found missing.
     """
 
@@ -453,7 +596,9 @@ def _probe(
                 lacking.append(f"{module} ({exc})")
         return "; ".join(lacking)
 
-    if context is None:
+    if session is not None:
+        problems = _probe_connect(session, missing)
+    elif context is None:
         problems = [missing()]
     else:
         problems = context.parallelize([0], 1).map(missing).collect()
@@ -463,11 +608,28 @@ def _probe(
             "the executors cannot run the analysis: missing "
             + "; ".join(problems[:2])
             + ". "
-            "Install libcst, mmh3 and pyarrow for the executors' Python (same minor "
-            "version as this one), or pass --conf "
-            "spark.archives=env.tar.gz#environment with "
-            "PYSPARK_PYTHON=./environment/bin/python (see docs/fleet.md)"
+            + (CONNECT_EXECUTORS_HINT if session is not None else EXECUTORS_HINT)
         )
+
+
+def _probe_connect(session: Any, missing: Callable[[object], str]) -> list[str]:
+    """Run *missing* on one executor over Spark Connect; a failing job is a
+    ScanError (the executors cannot run this client's Python UDFs at all)."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F  # noqa: N812
+
+    check = F.udf(missing, "string", useArrow=False)
+    try:
+        rows = session.range(0, 1, 1, 1).select(check("id")).collect()
+    except PySparkException as exc:
+        python = f"{sys.version_info.major}.{sys.version_info.minor}"
+        raise ScanError(
+            "the executors cannot run the analysis: a Python task failed: "
+            f"{_pyspark_message(exc).rstrip('.')}. The Spark Connect server's "
+            f"executors need Python {python} (as this client) with libcst and mmh3 "
+            "(see docs/fleet.md)"
+        ) from exc
+    return [str(row[0]) for row in rows]
 
 
 # ---------------------------------------------------------------------- progress
@@ -555,7 +717,13 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
             if not cluster.same_python:
                 _probe(cluster.context)
         else:
-            cluster.session.addArtifacts(str(package_zip(staging)), pyfile=True)
+            # Spark Connect: the package goes to the session's executors as an
+            # artifact (uploaded now: the zip is not needed after), then a
+            # one-row job checks that they can run the analysis
+            package = package_zip(staging)
+            cluster.session.addArtifacts(str(package), pyfile=True)
+            package.unlink()
+            _probe(session=cluster.session, modules=ANALYSIS_MODULES)
         engine = options.engine or ("rdd" if cluster.classic else "dataframe")
         previous: dict[tuple[str, str], str] = {}
         if options.incremental:
@@ -758,7 +926,7 @@ def _scan_dataframe(
     previous: dict[tuple[str, str], str],
     out: Path,
     staging: Path,
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """The scan as DataFrames and a Python UDF only (Spark Connect has no RDDs)."""
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -842,7 +1010,45 @@ def _scan_dataframe(
             )
     finally:
         tagged.unpersist()
-    return {"reused": reused_count}
+    summary_started = time.perf_counter()
+    totals = _dataframe_totals(spark, staging)
+    return {
+        "reused": reused_count,
+        "totals": totals,
+        "timings": {"summary_s": time.perf_counter() - summary_started},
+    }
+
+
+def _dataframe_totals(spark: Any, staging: Path) -> dict[tuple[Any, ...], int]:
+    """The summary's counters of the tables just written, summed by one job.
+
+    DataFrames and a Python UDF only (Spark Connect has no RDDs); the UDF gives
+    each row's :func:`~chainlens.fleet.report.summary_keys`, which the classic
+    scan's tasks count with, as JSON (the keys mix strings, numbers and
+    booleans).
+    """
+    import json
+
+    from pyspark.sql import functions as F  # noqa: N812
+
+    @F.udf(returnType="array<struct<key:string,n:long>>", useArrow=False)
+    def keys(table: str, row: Any) -> list[tuple[str, int]]:
+        import json
+
+        from chainlens.fleet.report import summary_keys
+
+        return [(json.dumps(key), n) for key, n in summary_keys(table, tuple(row))]
+
+    counted = None
+    for name in TABLES:
+        columns = F.struct(*[column for column, _ in SCHEMAS[name]])
+        frame = spark.read.parquet(str(staging / name)).select(
+            F.explode(keys(F.lit(name), columns)).alias("k")
+        )
+        counted = frame if counted is None else counted.unionByName(frame)
+    assert counted is not None
+    summed = counted.groupBy("k.key").agg(F.sum("k.n").alias("n")).collect()
+    return {tuple(json.loads(row["key"])): int(row["n"]) for row in summed}
 
 
 def _remote_parts(spark: Any, root: str, staging: str, prefix: str) -> Any:
