@@ -29,11 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from chainlens.fleet import jvmcache
 from chainlens.fleet.daemon import (
     ANALYSIS_MODULES,
     FORKED_ENV,
     SERVER_ENV,
     ForkServer,
+)
+from chainlens.fleet.launch import (
+    DriverJvm,
+    JvmStartError,
+    spark_home,
+    warm_converters,
 )
 from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row
 
@@ -320,20 +327,29 @@ class Cluster:
             self.fork_server.stop()
 
 
+def _has_gateway() -> bool:
+    """Whether PySpark in this process is connected to a JVM already."""
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    return context is not None and context._gateway is not None
+
+
 class Starting:
     """Spark on its way up: the driver JVM starts in the background.
 
-    Starting the JVM takes seconds in which the driver can list the files (and,
-    for a local master, a fork server loads the analysis for the Python
-    workers), so the constructor launches it on a thread and returns at once;
-    :meth:`cluster` waits for it and makes the ``SparkContext`` (on the calling
-    thread, which PySpark wants for its Ctrl-C handler).
+    Starting the JVM takes seconds in which the driver can import PySpark and
+    list the files (and, for a local master, a fork server loads the analysis
+    for the Python workers), so the constructor starts the JVM first, before
+    PySpark is imported (:mod:`chainlens.fleet.launch`), leaves the rest of the
+    waiting to a thread and returns; :meth:`cluster` waits for it and makes the
+    ``SparkContext`` (on the calling thread, which PySpark wants for its Ctrl-C
+    handler).
     """
 
     def __init__(self, options: ScanOptions, log_path: Path) -> None:
         self._options = options
         self._log_path = log_path
         self._cluster: Cluster | None = None
+        self._jvm: DriverJvm | None = None
         self._gateway: Any = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -345,12 +361,9 @@ class Starting:
             # has no SparkContext
             self._cluster = _connect(options)
             return
-        try:
-            from pyspark import SparkConf, SparkContext
-        except ImportError as exc:
-            raise ScanError(
-                "pyspark is not installed: pip install 'chainlens[spark]'"
-            ) from exc
+        home = spark_home()
+        if home is None:
+            raise ScanError("pyspark is not installed: pip install 'chainlens[spark]'")
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             raise ScanError(
                 "Spark needs Java 17 or 21 (no `java` on PATH and no JAVA_HOME)"
@@ -358,7 +371,9 @@ class Starting:
         under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
         master = options.master or (None if under_submit else "local[*]")
         local = master is not None and master.startswith("local")
-        settings = dict(TUNED)
+        settings = {"spark.app.name": "chainlens fleet scan", **TUNED}
+        if master is not None:
+            settings["spark.master"] = master
         if local:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -373,53 +388,56 @@ class Starting:
                     self.fork_server = ForkServer.start(log)
                 if self.fork_server is not None:
                     settings[f"spark.executorEnv.{SERVER_ENV}"] = self.fork_server.path
-        conf = SparkConf().setAppName("chainlens fleet scan")
-        if master is not None:
-            conf.setMaster(master)
-        for key, value in {**settings, **options.conf}.items():
-            conf.set(key, value)
-        self._conf = conf
-        if under_submit or SparkContext._gateway is not None:
+        settings.update(options.conf)
+        self._settings = settings
+        if under_submit or _has_gateway():
             # spark-submit's JVM, or the one this process started for an earlier
             # scan: nothing to wait for
             return
+        self._start_jvm(home)
         self._thread = threading.Thread(
-            target=self._launch, name="chainlens-spark-start", daemon=True
+            target=self._connect, args=(home,), name="chainlens-spark-jvm", daemon=True
         )
         self._thread.start()
 
-    def _launch(self) -> None:
-        """On the thread: start the driver JVM and its Py4J gateway."""
+    def _start_jvm(self, home: Path, cache: bool = True) -> None:
+        settings = self._settings
+        java_options = settings.get("spark.driver.extraJavaOptions", "")
+        self._archive = jvmcache.plan(home, java_options) if cache else None
+        if self._archive is not None:
+            settings["spark.driver.extraJavaOptions"] = (
+                f"{java_options} {self._archive.option}".strip()
+            )
+        self.jvm_cache = self._archive.state if self._archive is not None else "off"
+        with open(self._log_path, "ab") as log:  # the JVM writes here until it exits
+            self._jvm = DriverJvm.start(home, settings, log)
+        self._java_options = java_options
+
+    def _connect(self, home: Path) -> None:
+        """On the thread: import PySpark, then connect it to the JVM."""
         try:
-            from pyspark.find_spark_home import _find_spark_home
-            from pyspark.java_gateway import launch_gateway
+            import pyspark  # noqa: F401 - while the JVM starts
 
-            from chainlens.fleet import jvmcache
-
-            conf = self._conf
-            java_options = conf.get("spark.driver.extraJavaOptions", "") or ""
-            archive = jvmcache.plan(Path(_find_spark_home()), java_options)
-            if archive is not None:
-                conf.set(
-                    "spark.driver.extraJavaOptions",
-                    f"{java_options} {archive.option}",
-                )
-                self.jvm_cache = archive.state
-            log_file = open(self._log_path, "ab")  # noqa: SIM115 - the JVM writes here until it exits
-            popen = {"stdout": log_file, "stderr": log_file}
+            warm_converters()
+            assert self._jvm is not None
             try:
-                gateway = launch_gateway(conf=conf, popen_kwargs=popen)
-            except Exception:
+                gateway = self._jvm.gateway()
+            except JvmStartError:
+                archive = self._archive
                 if archive is None or archive.state != "used":
                     raise
                 # an archive this JVM cannot start with: drop it, start without
                 jvmcache.forget(archive.archive)
-                conf.set("spark.driver.extraJavaOptions", java_options)
-                archive, self.jvm_cache = None, "off"
-                gateway = launch_gateway(conf=conf, popen_kwargs=popen)
-            if archive is not None:
-                archive.finish_at_exit(gateway)
+                self._settings["spark.driver.extraJavaOptions"] = self._java_options
+                self._start_jvm(home, cache=False)
+                gateway = self._jvm.gateway()
+            if self._archive is not None:
+                self._archive.finish_at_exit(gateway)
             self._gateway = gateway
+        except JvmStartError as exc:
+            self._error = ScanError(
+                f"Spark did not start: {exc}; its output is in {self._log_path}"
+            )
         except BaseException as exc:  # handed to the thread that waits
             self._error = exc
 
@@ -427,15 +445,19 @@ class Starting:
         """Wait for the JVM; return the started Spark."""
         if self._cluster is not None:
             return self._cluster
-        from pyspark import SparkContext
+        from pyspark import SparkConf, SparkContext
 
-        if self._thread is None:
-            context = SparkContext.getOrCreate(self._conf)
-        else:
+        if self._thread is not None:
             self._thread.join()
             if self._error is not None:
                 raise self._error
-            context = SparkContext(conf=self._conf, gateway=self._gateway)
+        conf = SparkConf()
+        for key, value in self._settings.items():
+            conf.set(key, value)
+        if self._thread is None:
+            context = SparkContext.getOrCreate(conf)
+        else:
+            context = SparkContext(conf=conf, gateway=self._gateway)
         context.setLogLevel("ERROR")
         self._cluster = Cluster(
             context,
@@ -452,20 +474,13 @@ class Starting:
             return
         if self.fork_server is not None:
             self.fork_server.stop()
-        if self._thread is None:
-            return
-        self._thread.join()
-        gateway = self._gateway
-        if gateway is not None:
-            # the JVM exits when its stdin closes (PySpark's gateway protocol)
+        if self._thread is not None:
+            self._thread.join()
+        if self._gateway is not None:
             with contextlib.suppress(Exception):
-                gateway.shutdown()
-            proc = getattr(gateway, "proc", None)
-            if proc is not None:
-                with contextlib.suppress(Exception):
-                    proc.stdin.close()
-                with contextlib.suppress(Exception):
-                    proc.wait(timeout=10)
+                self._gateway.shutdown()
+        if self._jvm is not None:
+            self._jvm.stop()
 
 
 def _connect_address(url: str) -> tuple[str, int]:
@@ -691,6 +706,7 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     cluster = None
+    shipped: Path | None = None  # the package zip a cluster's executors fetch
     try:
         local_roots = [r for r in options.roots if _is_local(r)]
         remote_roots = [r for r in options.roots if not _is_local(r)]
@@ -702,8 +718,8 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
             sources = discover(local_roots)
             timings["listing_s"] = time.perf_counter() - started
             if starting.fork_server is not None:
-                # it loaded the analysis; pyarrow (which it must not load) here
-                _probe(modules=("pyarrow.parquet",), found=starting.fork_server.ready())
+                # it loaded the analysis and the Parquet writer
+                _probe(modules=(), found=starting.fork_server.ready())
             elif starting.same_python:
                 _probe()
             cluster = starting.cluster()
@@ -713,7 +729,10 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         timings["start_s"] = time.perf_counter() - started
         if cluster.classic:
             if not cluster.context.master.startswith("local"):
-                cluster.context.addPyFile(str(package_zip(staging)))
+                # served from the driver until the executors have it: kept
+                # until Spark stops, outside the result
+                shipped = Path(tempfile.mkdtemp(prefix="chainlens-ship-"))
+                cluster.context.addPyFile(str(package_zip(shipped)))
             if not cluster.same_python:
                 _probe(cluster.context)
         else:
@@ -773,6 +792,8 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
             stop_started = time.perf_counter()
             cluster.stop()
             timings["stop_s"] = time.perf_counter() - stop_started
+        if shipped is not None:
+            shutil.rmtree(shipped, ignore_errors=True)
     summary["timings"]["stop_s"] = round(timings["stop_s"], 3)
     _replace(staging, out)
     summary["timings"]["total_s"] = round(time.perf_counter() - started, 3)

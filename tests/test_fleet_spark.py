@@ -326,6 +326,10 @@ def test_standalone_cluster_gives_identical_tables(
     assert summary_of(out)["python_daemon"] == "spark"  # the worker's own daemon
     for name in TABLES:
         assert table(out, name) == table(local_scan, name), name
+    # the package zip shipped to the executors is not left in the result
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [*TABLES, "summary.json", "report.html"]
+    )
 
 
 def test_dataframe_engine_gives_identical_tables(
