@@ -75,7 +75,9 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clear line, never a traceback
-        print(f"chainlens: internal error: {exc!r}", file=sys.stderr)
+        from chainlens.hooks.entry import one_line
+
+        print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 
@@ -108,6 +110,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:
         summary = run_scan(options)
     except ScanError as exc:
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. an --out that cannot be written
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # pyspark's Connect import exits instead of raising

@@ -866,7 +866,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.print_usage(sys.stderr)
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
-    except concurrent.futures.process.BrokenProcessPool:
+    except concurrent.futures.BrokenExecutor:  # a worker process died
         print(
             "chainlens: error: a worker process died; "
             "run with --jobs 1 to find the file",
@@ -874,7 +874,9 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return 2
     except Exception as exc:
-        print(f"chainlens: internal error: {exc!r}", file=sys.stderr)
+        from chainlens.hooks.entry import one_line
+
+        print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2
     parser.print_usage(sys.stderr)
     return 2

@@ -11,6 +11,16 @@ import sys
 from collections.abc import Sequence
 
 
+def one_line(exc: BaseException) -> str:
+    """An unexpected error in one line: its type and the first line of its text
+    (a PySpark error's ``repr`` is empty, its text can run to a JVM stack)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if len(first) > 300:
+        first = first[:300] + " ..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -105,6 +105,29 @@ def test_cli_usage_errors_are_messages(
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
 
+def test_other_failures_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chainlens.hooks.cli import main
+    from chainlens.hooks.entry import one_line
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    assert main(["fleet", "scan", str(tmp_path), "--out", str(blocker / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chainlens: error: ")
+    assert "File exists" in err
+    assert err.count("\n") == 1
+
+    class JobFailedError(Exception):  # like PySpark's: an empty repr, a long text
+        def __repr__(self) -> str:
+            return "JobFailedError()"
+
+    failure = JobFailedError("\n  Task 3 failed: ValueError: bad\n\tat org.apache.Some")
+    assert one_line(failure) == "JobFailedError: Task 3 failed: ValueError: bad"
+    assert one_line(JobFailedError()) == "JobFailedError"
+
+
 def test_the_executable_runs_fleet_without_loading_the_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
