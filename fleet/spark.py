@@ -171,6 +171,37 @@ def discover(roots: Sequence[str]) -> list[Source]:
     return sources
 
 
+def discover_remote(context: Any, root: str) -> list[tuple[Source, int]]:
+    """List the Python files under a root only Spark can read (``hdfs:``,
+    ``s3a:``, ...) with Hadoop's FileSystem API, by the rules of :func:`discover`
+    (a repository, or a folder of them; the same folders skipped); with their
+    sizes."""
+    fs_api = context._jvm.org.apache.hadoop.fs
+    path = fs_api.Path(root)
+    fs = path.getFileSystem(context._jsc.hadoopConfiguration())
+    if not fs.exists(path) or not fs.getFileStatus(path).isDirectory():
+        raise ScanError(f"{root}: no such directory")
+    base = str(fs.makeQualified(path).toString()).rstrip("/")
+    single = any(
+        fs.exists(fs_api.Path(path, mark)) for mark in (".git", "pyproject.toml")
+    )
+    name = base.rsplit("/", 1)[-1]
+    sources = []
+    files = fs.listFiles(path, True)
+    while files.hasNext():
+        status = files.next()
+        uri = str(status.getPath().toString())
+        if not uri.startswith(base + "/") or not uri.endswith(".py"):
+            continue
+        folders = uri[len(base) + 1 :].split("/")[:-1]
+        if any(f in SKIPPED_DIRS or f.startswith(".") for f in folders):
+            continue
+        if single or folders:
+            repo = name if single else folders[0]
+            sources.append((Source(repo, uri), int(status.getLen())))
+    return sorted(sources, key=lambda item: item[0].path)
+
+
 def read_and_scan(
     repo: str, path: str, previous: dict[tuple[str, str], str] | None = None
 ) -> list[tuple[str, Row]]:
@@ -179,7 +210,7 @@ def read_and_scan(
     With ``previous`` (path -> sha256 of the last scan), an unchanged file gives
     one ``("reuse", (repo, path))`` marker instead of being analysed.
     """
-    from chainlens.fleet.rows import error_rows, scan_file  # loaded once per worker
+    from chainlens.fleet.rows import error_rows  # loaded once per worker
 
     try:
         with open(path, "rb") as handle:
@@ -187,6 +218,16 @@ def read_and_scan(
     except OSError as exc:
         message = f"cannot read: {exc.strerror or exc}"
         return error_rows(repo, path, "read-error", message, None).tagged()
+    return scan_bytes(repo, path, data, previous)
+
+
+def scan_bytes(
+    repo: str, path: str, data: bytes, previous: dict[tuple[str, str], str] | None
+) -> list[tuple[str, Row]]:
+    """Executor side: the tagged rows of one file's bytes, or one ``("reuse",
+    (repo, path))`` marker when ``previous`` has the same content hash."""
+    from chainlens.fleet.rows import scan_file
+
     if previous:
         import hashlib
 
@@ -917,7 +958,8 @@ def _scan_and_write(
             )
         )
     for number, root in enumerate(remote_roots):
-        jobs.append(_remote_parts(cluster.session, root, str(staging), f"r{number}-"))
+        listed = discover_remote(sc, root)
+        jobs.extend(_remote_jobs(cluster, listed, str(staging), f"r{number}-", shared))
     results: list[dict[str, Any]] = []
     if jobs:
         job = jobs[0]
@@ -1077,25 +1119,81 @@ def _dataframe_totals(spark: Any, staging: Path) -> dict[tuple[Any, ...], int]:
     return {tuple(json.loads(row["key"])): int(row["n"]) for row in summed}
 
 
-def _remote_parts(spark: Any, root: str, staging: str, prefix: str) -> Any:
-    """Files under a root only the cluster lists (hdfs:, s3a:, ...): binaryFile."""
-    base = root.rstrip("/")
-    frame = (
-        spark.read.format("binaryFile")
-        .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", "*.py")
-        .load(root)
-        .select("path", "content")
-    )
+def _remote_jobs(
+    cluster: Cluster,
+    sources: list[tuple[Source, int]],
+    staging: str,
+    prefix: str,
+    shared: Any,
+) -> list[Any]:
+    """Jobs that scan files only the cluster can read (see discover_remote).
 
-    def scan_row(row: Any) -> list[tuple[str, Row]]:
-        relative = row["path"][len(base) :].lstrip("/")
-        repo = relative.split("/", 1)[0] if "/" in relative else "-"
-        from chainlens.fleet.rows import scan_file
+    The executors read them with Spark's ``binaryFile`` source, except files
+    Spark's file sources leave out even when they are named: empty ones, and
+    those whose names start with ``_`` (``__init__.py``).  The driver reads
+    these (they are few and mostly small) and hands their bytes over.
+    """
+    sc = cluster.context
 
-        return scan_file(repo, row["path"], bytes(row["content"])).tagged()
+    def left_out(source: Source, size: int) -> bool:
+        return size == 0 or source.path.rsplit("/", 1)[-1].startswith("_")
 
-    return frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))
+    named = [source for source, size in sources if left_out(source, size)]
+    read = [source for source, size in sources if not left_out(source, size)]
+    jobs = []
+    if read:
+        repos = sc.broadcast({s.path: s.repo for s in read})
+        frame = (
+            cluster.session.read.format("binaryFile")
+            .load([s.path for s in read])
+            .select("path", "content")
+        )
+
+        def scan_row(row: Any) -> list[tuple[str, Row]]:
+            path = row["path"]
+            known = shared.value if shared is not None else None
+            data = bytes(row["content"][: MAX_FILE_BYTES + 1])  # as read_and_scan
+            return scan_bytes(repos.value[path], path, data, known)
+
+        jobs.append(
+            frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))
+        )
+    if named:
+        items = [(s.repo, s.path, _read_on_driver(sc, s.path)) for s in named]
+
+        def scan_item(item: tuple[str, str, bytes | None]) -> list[tuple[str, Row]]:
+            repo, path, data = item
+            if data is None:
+                from chainlens.fleet.rows import error_rows
+
+                message = "cannot read: the file could not be read"
+                return error_rows(repo, path, "read-error", message, None).tagged()
+            known = shared.value if shared is not None else None
+            return scan_bytes(repo, path, data, known)
+
+        slices = max(1, min(len(items), sc.defaultParallelism))
+        jobs.append(
+            sc.parallelize(items, slices).mapPartitionsWithIndex(
+                _write_parts(staging, f"{prefix}d", scan_item)
+            )
+        )
+    return jobs
+
+
+def _read_on_driver(context: Any, uri: str) -> bytes | None:
+    """The first MAX_FILE_BYTES + 1 bytes of a file, read through Hadoop."""
+    jvm = context._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    try:
+        fs = path.getFileSystem(context._jsc.hadoopConfiguration())
+        size = min(int(fs.getFileStatus(path).getLen()), MAX_FILE_BYTES + 1)
+        stream = fs.open(path)
+        try:
+            return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream, size))
+        finally:
+            stream.close()
+    except Exception:  # a file gone or unreadable: its row says so
+        return None
 
 
 def _replace(staging: Path, out: Path) -> None:

@@ -36,7 +36,9 @@ TIMING = {"parse_ms", "analysis_ms"}
 CACHE_HOME: list[Path] = []
 
 
-def scan(roots: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def scan(
+    roots: list[Path] | list[str], out: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -126,9 +128,10 @@ def test_every_python_file_has_exactly_one_files_row(
     listed = sorted(
         str(p)
         for p in corpus.rglob("*.py")
-        if ".venv" not in p.parts and ".git" not in p.parts
+        if not {".venv", "venv", ".git"} & set(p.parts)
     )
     assert sorted(paths) == listed
+    assert any(Path(path).name == "__init__.py" for path in paths)
     status = {
         Path(row["path"]).name: (row["status"], row["error_code"]) for row in files
     }
@@ -330,6 +333,41 @@ def test_standalone_cluster_gives_identical_tables(
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [*TABLES, "summary.json", "report.html"]
     )
+
+
+def test_a_root_on_another_file_system_gives_the_same_rows(
+    corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    """A root only Spark reads (viewfs://, Hadoop's mount-table file system, here
+    over the corpus): listed through Hadoop, read by the executors (binaryFile),
+    or by the driver for names Spark's listing drops (``__init__.py``)."""
+    root = "viewfs://fleet/repos"
+    mount = f"spark.hadoop.fs.viewfs.mounttable.fleet.link./repos=file://{corpus}"
+    out = tmp_path / "viewfs-scan"
+    done = scan([root], out, "--master", "local[2]", "--conf", mount)
+    assert done.returncode == 0, done.stderr
+
+    def local_paths(rows: Counter[tuple[object, ...]]) -> Counter[tuple[object, ...]]:
+        return Counter(
+            {
+                tuple(
+                    str(corpus) + v[len(root) :]
+                    if isinstance(v, str) and v.startswith(root + "/")
+                    else v
+                    for v in row
+                ): n
+                for row, n in rows.items()
+            }
+        )
+
+    for name in TABLES:
+        assert local_paths(table(out, name)) == table(local_scan, name), name
+    files = sum(table(out, "files").values())
+    again = scan([root], out, "--master", "local[2]", "--conf", mount, "--incremental")
+    assert again.returncode == 0, again.stderr
+    assert summary_of(out)["reused_files"] == files
+    for name in TABLES:
+        assert local_paths(table(out, name)) == table(local_scan, name), name
 
 
 def test_dataframe_engine_gives_identical_tables(

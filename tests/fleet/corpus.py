@@ -1,4 +1,4 @@
-"""A generated corpus of repositories for the fleet scan: programs, and every kind of bad file."""
+"""A generated corpus of repositories for the fleet scan: programs and bad files."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ def make_corpus(root: Path, programs_per_repo: int = 6) -> Path:
         for program in chosen:
             shutil.copy(program, repo / "jobs" / program.name)
         (repo / "util.py").write_text("def helper():\n    return 1\n", encoding="utf-8")
+        (repo / "jobs" / "__init__.py").write_text("", encoding="utf-8")
+        # a leading "_" (which Spark's own file listing drops) is scanned all the same
+        shutil.copy(chosen[0], repo / "jobs" / f"_{chosen[0].name}")
+        (repo / "venv").mkdir()  # never scanned either
+        (repo / "venv" / "site.py").write_text("import pyflink\n", encoding="utf-8")
         (repo / ".venv" / "lib").mkdir(parents=True)  # never scanned
         (repo / ".venv" / "lib" / "vendored.py").write_text(
             "import pyflink\n", encoding="utf-8"
