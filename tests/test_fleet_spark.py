@@ -21,7 +21,7 @@ import pytest
 
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
-from chainlens.fleet.spark import discover
+from chainlens.fleet.spark import WAVES, balanced, discover
 from tests.fleet.corpus import make_corpus
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
@@ -368,6 +368,49 @@ def test_a_root_on_another_file_system_gives_the_same_rows(
     assert summary_of(out)["reused_files"] == files
     for name in TABLES:
         assert local_paths(table(out, name)) == table(local_scan, name), name
+
+
+def test_under_spark_submit_the_master_is_spark_submits(
+    corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    """``spark-submit --master M .../chainlens/hooks/entry.py fleet scan ...``
+    (docs/fleet.md): the JVM is spark-submit's, and so is the master."""
+    import pyspark
+
+    import chainlens.hooks.entry
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    out = tmp_path / "submitted"
+    done = subprocess.run(
+        [
+            str(submit),
+            "--master",
+            "local[3]",
+            "--conf",
+            "spark.ui.enabled=false",
+            chainlens.hooks.entry.__file__,
+            "fleet",
+            "scan",
+            str(corpus),
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "scanned" in done.stdout
+    summary = summary_of(out)
+    assert summary["jvm_class_cache"] == "off"  # not a JVM the command started
+    # the tasks are cut for spark-submit's 3 cores, not for local[*]'s
+    sources = discover([str(corpus)])
+    tasks = summary["timings"]["tasks"]  # type: ignore[index]
+    assert tasks == len(balanced(sources, 3, WAVES))  # (local[*] on 2 cores: 2)
+    for name in TABLES:
+        assert table(out, name) == table(local_scan, name), name
 
 
 def test_dataframe_engine_gives_identical_tables(
