@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import importlib.abc
 import json
 import os
 import select
@@ -130,6 +131,29 @@ def _single_threaded() -> Iterator[None]:
             os.environ.pop(name, None)
 
 
+class _Hidden(importlib.abc.MetaPathFinder):
+    """Makes a package look not installed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == self.name or name.startswith(self.name + "."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+@contextlib.contextmanager
+def _without(package: str) -> Iterator[None]:
+    """While inside, importing *package* fails as if it were not installed
+    (unless it is loaded already)."""
+    hidden = _Hidden(package)
+    sys.meta_path.insert(0, hidden)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(hidden)
+
+
 def _preload() -> str:
     """Load PySpark's daemon, the analysis and the Parquet writer; return what
     could not be loaded (empty when all is well)."""
@@ -144,11 +168,14 @@ def _preload() -> str:
             except Exception as exc:  # reported to the driver, which explains it
                 missing.append(f"{module} ({exc})")
         if not missing:
-            # pyarrow loads pandas (when installed) the first time it builds an
-            # array: here, once, not in every worker's first task
+            # pyarrow looks for pandas the first time it builds an array: here,
+            # once, not in every worker's first task, and told it is not there
+            # (loading it costs a third of a CPU-second while the JVM starts,
+            # and the workers write Parquet from Python lists)
             import pyarrow
 
-            pyarrow.array([])
+            with _without("pandas"):
+                pyarrow.array([])
     gc.collect()
     gc.freeze()  # what is loaded now stays shared with the forked workers
     return "; ".join(missing)

@@ -19,6 +19,7 @@ import shutil
 import signal
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -139,16 +140,41 @@ class DriverJvm:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-def warm_converters() -> None:
-    """Run the Py4J argument converters PySpark registered once.
+class _WhenNumpyLoaded:
+    """A Py4J input converter for NumPy values that is asked only about them."""
 
-    PySpark's first call into the JVM with arguments asks each converter whether
-    it applies; one of them imports PySpark's test helpers, and with them pandas
-    (half a second in PySpark 4).  Asked here, on a thread while the JVM starts,
-    that is not on the way to the first task.
+    def __init__(self, converter: Any) -> None:
+        self.converter = converter
+
+    def can_convert(self, value: object) -> bool:
+        numpy = sys.modules.get("numpy")  # a NumPy value means NumPy is loaded
+        return (
+            numpy is not None
+            and isinstance(value, (numpy.generic, numpy.ndarray))
+            and self.converter.can_convert(value)
+        )
+
+    def convert(self, value: Any, client: Any) -> Any:
+        return self.converter.convert(value, client)
+
+
+def lazy_numpy_converters() -> int:
+    """Keep PySpark's NumPy converters from loading pandas into the driver.
+
+    Py4J asks every registered input converter about every argument of every
+    call into the JVM that is not a Java object.  PySpark's two converters for
+    NumPy values answer by importing its test helpers, which import pandas,
+    NumPy and pyarrow: 0.7-0.9 CPU-s on the first call, while the JVM is
+    starting and needs the cores.  Wrapped, they are asked only about NumPy
+    values (and convert them as before); the scan passes none.  Returns how
+    many were wrapped.
     """
     from py4j.protocol import INPUT_CONVERTER
 
-    for converter in list(INPUT_CONVERTER):
-        with contextlib.suppress(Exception):
-            converter.can_convert("")
+    wrapped = 0
+    for index, converter in enumerate(INPUT_CONVERTER):
+        kind = type(converter)
+        if kind.__module__.startswith("pyspark.") and kind.__name__.startswith("Numpy"):
+            INPUT_CONVERTER[index] = _WhenNumpyLoaded(converter)
+            wrapped += 1
+    return wrapped

@@ -39,8 +39,8 @@ from chainlens.fleet.daemon import (
 from chainlens.fleet.launch import (
     DriverJvm,
     JvmStartError,
+    lazy_numpy_converters,
     spark_home,
-    warm_converters,
 )
 from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row
 
@@ -459,7 +459,11 @@ class Starting:
         try:
             import pyspark  # noqa: F401 - while the JVM starts
 
-            warm_converters()
+            lazy_numpy_converters()
+            # what the driver needs between the SparkContext and the report:
+            # the Parquet writer (it completes the tables; pyarrow loads numpy)
+            import chainlens.fleet.tables  # noqa: F401
+
             assert self._jvm is not None
             try:
                 gateway = self._jvm.gateway()

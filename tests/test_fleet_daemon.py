@@ -153,18 +153,20 @@ def _served_by_the_server_then_ended(
     assert _eventually(lambda: not _children(fork_server.process.pid))
 
 
-def _threads_and_arrow(pid: int) -> tuple[int, bool]:
-    """How many threads the process has, and whether it has loaded Arrow."""
+def _threads_arrow_pandas(pid: int) -> tuple[int, bool, bool]:
+    """How many threads the process has, whether it has loaded Arrow, and
+    whether pandas."""
     threads = len(os.listdir(f"/proc/{pid}/task"))
     maps = Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
-    return threads, "libarrow" in maps
+    return threads, "libarrow" in maps, "/pandas/_libs/" in maps
 
 
 def test_the_server_has_the_parquet_writer_loaded_and_no_thread_to_lose(
     fork_server: daemon.ForkServer,
 ) -> None:
-    # a fork copies only the calling thread: the server must have no other
-    assert _threads_and_arrow(fork_server.process.pid) == (1, True)
+    # a fork copies only the calling thread: the server must have no other;
+    # pyarrow was told pandas is not there (the workers write Python lists)
+    assert _threads_arrow_pandas(fork_server.process.pid) == (1, True, False)
 
 
 def test_daemon_forked_by_the_server_answers_spark_and_ends_with_its_stdin(
@@ -218,7 +220,8 @@ def test_without_a_server_the_launched_process_is_the_daemon(tmp_path: Path) -> 
     pytest.importorskip("pyspark")
     launched = _launch_like_spark(str(tmp_path / "no-such.sock"))
     assert _connectable(_port(launched))
-    assert _threads_and_arrow(launched.pid) == (1, True)  # it forks the workers
+    # it forks the workers
+    assert _threads_arrow_pandas(launched.pid) == (1, True, False)
     assert launched.stdin is not None
     launched.stdin.close()
     launched.wait(timeout=10)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -103,3 +105,49 @@ def test_pyspark_connects_to_the_started_jvm_and_it_ends_with_stdin(
         jvm.stop()
     assert jvm.process.returncode is not None
     assert sys.modules.get("pyspark") is not None
+
+
+CONVERTERS = """
+import json, sys
+from chainlens.fleet import launch
+import pyspark  # registers its Py4J converters
+wrapped = launch.lazy_numpy_converters() if sys.argv[1] == "lazy" else 0
+with open(sys.argv[2], "ab") as log:
+    jvm = launch.DriverJvm.start(launch.spark_home(), {"spark.master": "local[1]"}, log)
+try:
+    # many calls into the JVM with Python strings, each asking the converters
+    context = pyspark.SparkContext(gateway=jvm.gateway())
+    loaded = sorted(m for m in ("pandas", "numpy") if m in sys.modules)
+    import numpy
+    Arrays = context._jvm.java.util.Arrays
+    array = Arrays.toString(numpy.array([1, 2], dtype="int32"))
+    context.stop()
+finally:
+    jvm.stop()
+print(json.dumps({"wrapped": wrapped, "loaded": loaded, "array": array}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["lazy", "as-registered"])
+def test_numpy_converters_load_nothing_until_numpy_values_are_passed(
+    mode: str, tmp_path: Path
+) -> None:
+    """PySpark's NumPy converters import pandas on the first call into the
+    JVM; wrapped, they do not, and NumPy arrays still arrive as Java arrays."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("needs Java")
+    done = subprocess.run(
+        [sys.executable, "-c", CONVERTERS, mode, str(tmp_path / "jvm.log")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["array"] == "[1, 2]"
+    if mode == "lazy":
+        assert (result["wrapped"], result["loaded"]) == (2, [])
+    else:  # what the wrapping avoids
+        assert result["loaded"] == ["numpy", "pandas"]

@@ -125,6 +125,19 @@ def pool_process(listing: Path) -> float:
     return time.perf_counter() - started
 
 
+def compile_bytecode() -> None:
+    """Compile chainlens's modules as an installed package has them (pip compiles
+    at install).  A checkout run with ``PYTHONDONTWRITEBYTECODE`` would compile
+    them from source in every process that imports them: once for the pool,
+    and in the driver, the Python worker server and Spark's daemon for Spark."""
+    import compileall
+
+    import chainlens
+
+    for folder in chainlens.__path__:
+        compileall.compile_dir(folder, quiet=1)
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--pool-over":
         import chainlens.fleet.rows  # noqa: F401 - the analysis, loaded before the fork as a script would
@@ -141,6 +154,7 @@ def main() -> None:
         help="comma-separated, of: pool, local[2], local[1], local[2]-no-cache",
     )
     args = parser.parse_args()
+    compile_bytecode()
     work = Path(tempfile.mkdtemp(prefix="chainlens-bench-fleet-"))
     try:
         items = make_corpus(work / "repos", args.files)
