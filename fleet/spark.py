@@ -185,7 +185,7 @@ def discover_remote(context: Any, root: str) -> list[tuple[Source, int]]:
     single = any(
         fs.exists(fs_api.Path(path, mark)) for mark in (".git", "pyproject.toml")
     )
-    name = base.rsplit("/", 1)[-1]
+    single_name = base.rsplit("/", 1)[-1] if single else None
     sources = []
     files = fs.listFiles(path, True)
     while files.hasNext():
@@ -193,13 +193,30 @@ def discover_remote(context: Any, root: str) -> list[tuple[Source, int]]:
         uri = str(status.getPath().toString())
         if not uri.startswith(base + "/") or not uri.endswith(".py"):
             continue
-        folders = uri[len(base) + 1 :].split("/")[:-1]
-        if any(f in SKIPPED_DIRS or f.startswith(".") for f in folders):
-            continue
-        if single or folders:
-            repo = name if single else folders[0]
+        repo = remote_repo(uri[len(base) + 1 :], single_name)
+        if repo is not None:
             sources.append((Source(repo, uri), int(status.getLen())))
     return sorted(sources, key=lambda item: item[0].path)
+
+
+def remote_repo(relative: str, single_name: str | None) -> str | None:
+    """The repository of a file under a root only Spark reads, by the rules of
+    :func:`discover`, from its path relative to the root: *single_name* when the
+    root is one repository, else the first folder; None when the file is not
+    scanned (in a skipped folder, or beside the repositories)."""
+    folders = relative.split("/")[:-1]
+    if any(f in SKIPPED_DIRS or f.startswith(".") for f in folders):
+        return None
+    if single_name is not None:
+        return single_name
+    return folders[0] if folders else None
+
+
+def uri_path(uri: str) -> str:
+    """The path of a URI without its scheme and authority, and without a
+    trailing slash (``hdfs://nn:8020/data/`` -> ``/data``)."""
+    match = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", uri)
+    return (uri[match.end() :] if match else uri).rstrip("/")
 
 
 def read_and_scan(
@@ -1025,12 +1042,19 @@ def _scan_dataframe(
         return tag(read_and_scan(repo, path, known or None))
 
     @F.udf(returnType=result_type, useArrow=False)
-    def scan_content(root: str, path: str, content: bytes) -> list[tuple[str, str]]:
-        relative = path[len(root) :].lstrip("/")
-        repo = relative.split("/", 1)[0] if "/" in relative else "-"
-        from chainlens.fleet.rows import scan_file
-
-        return tag(scan_file(repo, path, bytes(content)).tagged())
+    def scan_content(
+        base: str, single_name: str | None, path: str, content: bytes
+    ) -> list[tuple[str, str]]:
+        # the same rules as discover_remote, on the path binaryFile gives
+        # (qualified: its authority may differ from the root's as typed)
+        file_path = uri_path(path)
+        if not file_path.startswith(base + "/"):
+            return []
+        repo = remote_repo(file_path[len(base) + 1 :], single_name)
+        if repo is None:
+            return []
+        data = bytes(content[: MAX_FILE_BYTES + 1])  # as read_and_scan
+        return tag(scan_bytes(repo, path, data, known or None))
 
     partitions = options.partitions or max(1, min(len(sources) or 1, 16))
     frames = []
@@ -1040,16 +1064,24 @@ def _scan_dataframe(
         ).repartition(partitions)
         frames.append(listed.select(F.explode(scan_path("repo", "path")).alias("t")))
     for root in remote_roots:
+        if not _readable(spark, root):
+            raise ScanError(f"{root}: no such directory")
+        single = any(
+            _readable(spark, f"{root.rstrip('/')}/{mark}")
+            for mark in (".git", "pyproject.toml")
+        )
+        base = uri_path(root)
         files = (
             spark.read.format("binaryFile")
             .option("recursiveFileLookup", "true")
             .option("pathGlobFilter", "*.py")
             .load(root)
         )
+        repo_name = F.lit(base.rsplit("/", 1)[-1] if single else None)
         frames.append(
             files.select(
                 F.explode(
-                    scan_content(F.lit(root.rstrip("/")), "path", "content")
+                    scan_content(F.lit(base), repo_name, "path", "content")
                 ).alias("t")
             )
         )
@@ -1089,6 +1121,18 @@ def _scan_dataframe(
         "totals": totals,
         "timings": {"summary_s": time.perf_counter() - summary_started},
     }
+
+
+def _readable(spark: Any, uri: str) -> bool:
+    """Whether Spark's file sources find *uri* (a file or a folder); asked
+    without a JVM of our own, as a Spark Connect client must."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.read.format("binaryFile").load(uri).columns  # noqa: B018 - analysed
+    except AnalysisException:
+        return False
+    return True
 
 
 def _dataframe_totals(spark: Any, staging: Path) -> dict[tuple[Any, ...], int]:

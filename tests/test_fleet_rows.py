@@ -127,6 +127,18 @@ def test_other_failures_are_one_line(
     assert one_line(failure) == "JobFailedError: Task 3 failed: ValueError: bad"
     assert one_line(JobFailedError()) == "JobFailedError"
 
+    class Py4JJavaError(Exception):  # Py4J's text: its own line, then Java's
+        pass
+
+    java = Py4JJavaError(
+        "An error occurred while calling o46.load.\n: java.io.IOException: ViewFs:"
+        " Non absolute mount name in config:t/repos\n\tat org.apache.hadoop.Some"
+    )
+    assert one_line(java) == (
+        "Py4JJavaError: java.io.IOException: ViewFs: Non absolute mount name in"
+        " config:t/repos"
+    )
+
 
 def test_the_executable_runs_fleet_without_loading_the_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -348,17 +348,7 @@ def test_a_root_on_another_file_system_gives_the_same_rows(
     assert done.returncode == 0, done.stderr
 
     def local_paths(rows: Counter[tuple[object, ...]]) -> Counter[tuple[object, ...]]:
-        return Counter(
-            {
-                tuple(
-                    str(corpus) + v[len(root) :]
-                    if isinstance(v, str) and v.startswith(root + "/")
-                    else v
-                    for v in row
-                ): n
-                for row, n in rows.items()
-            }
-        )
+        return mounted(rows, root, corpus)
 
     for name in TABLES:
         assert local_paths(table(out, name)) == table(local_scan, name), name
@@ -368,6 +358,94 @@ def test_a_root_on_another_file_system_gives_the_same_rows(
     assert summary_of(out)["reused_files"] == files
     for name in TABLES:
         assert local_paths(table(out, name)) == table(local_scan, name), name
+
+
+def mounted(
+    rows: Counter[tuple[object, ...]], root: str, folder: Path
+) -> Counter[tuple[object, ...]]:
+    """*rows* with the paths under *root* given as the paths under the local
+    *folder* mounted there."""
+    return Counter(
+        {
+            tuple(
+                str(folder) + v[len(root) :]
+                if isinstance(v, str) and v.startswith(root + "/")
+                else v
+                for v in row
+            ): n
+            for row, n in rows.items()
+        }
+    )
+
+
+def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
+    corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    """The DataFrame engine (what Spark Connect runs) has no JVM of its own to
+    list with: binaryFile lists for it.  It names repositories and skips folders
+    by the classic rules (a folder of repositories, one repository with its
+    ``.git``; ``venv/``, ``.venv/``), and misses only the files Spark's file
+    sources never show: names starting with ``_``, and empty files."""
+    roots = {"viewfs://fleet/repos": corpus, "viewfs://fleet/one": corpus / "payments"}
+    mounts = [
+        arg
+        for root, folder in roots.items()
+        for arg in (
+            "--conf",
+            f"spark.hadoop.fs.viewfs.mounttable.fleet.link.{root[14:]}=file://{folder}",
+        )
+    ]
+    out = tmp_path / "viewfs-dataframe"
+    command = [*roots, "--master", "local[2]", "--engine", "dataframe", *mounts]
+    done = scan(command, out)
+    assert done.returncode == 0, done.stderr
+    first = {name: table(out, name) for name in TABLES}
+    again = scan([*command, "--incremental"], out)
+    assert again.returncode == 0, again.stderr
+    assert summary_of(out)["reused_files"] == sum(first["files"].values())
+    assert {name: table(out, name) for name in TABLES} == first
+
+    def shown(path: object) -> bool:
+        file = Path(str(path))
+        return not file.name.startswith("_") and file.stat().st_size > 0
+
+    def visible(
+        rows: Counter[tuple[object, ...]], repo: str | None
+    ) -> Counter[tuple[object, ...]]:
+        return Counter(
+            {
+                row: n
+                for row, n in rows.items()
+                if shown(row[1]) and repo in (None, row[0])
+            }
+        )
+
+    # every table starts with the repository and the path
+    assert {SCHEMAS[name][:2] for name in TABLES} == {
+        (("repo", "string"), ("path", "string"))
+    }
+    for name in TABLES:
+        got = table(out, name)
+        whole = Counter(
+            {
+                r: n
+                for r, n in got.items()
+                if str(r[1]).startswith("viewfs://fleet/repos/")
+            }
+        )
+        one = got - whole
+        assert mounted(whole, "viewfs://fleet/repos", corpus) == visible(
+            table(local_scan, name), None
+        ), name
+        # one repository, named after the folder the root names
+        payments = visible(table(local_scan, name), "payments")
+        assert mounted(one, "viewfs://fleet/one", corpus / "payments") == Counter(
+            {("one", *row[1:]): n for row, n in payments.items()}
+        ), name
+    names = {Path(str(r[1])).name for r in table(out, "files")}
+    assert "site.py" not in names  # in venv/
+    assert "vendored.py" not in names  # in .venv/
+    assert summary_of(out)["tables"]["files"] == sum(table(out, "files").values())
 
 
 def test_under_spark_submit_the_master_is_spark_submits(
