@@ -133,7 +133,8 @@ def discover(roots: Sequence[str]) -> list[Source]:
     A root with ``.git`` (or ``pyproject.toml``) is one repository named after
     its folder; otherwise each folder in it is a repository.  A root that is a
     file lists paths, one per line (``repo<TAB>path`` or just a path: the repo
-    is then the path's parent folder name).
+    is then the path's parent folder name); a listed ``file:`` URI becomes its
+    path, other URIs (``hdfs:``, ...) are kept for Spark to read.
     """
     check_roots(roots)
     sources: list[Source] = []
@@ -146,6 +147,8 @@ def discover(roots: Sequence[str]) -> list[Source]:
                     continue
                 repo, _, listed = line.rpartition("\t")
                 listed_path = listed.strip()
+                if listed_path.startswith("file:"):
+                    listed_path = str(_local(listed_path))
                 sources.append(
                     Source(repo or Path(listed_path).parent.name or "-", listed_path)
                 )
@@ -199,6 +202,22 @@ def discover_remote(context: Any, root: str) -> list[tuple[Source, int]]:
     return sorted(sources, key=lambda item: item[0].path)
 
 
+def remote_sizes(context: Any, sources: Sequence[Source]) -> list[tuple[Source, int]]:
+    """The sizes of files named by URI, asked through Hadoop's FileSystem API;
+    -1 for one that cannot be asked about (missing, unreadable, a bad URI)."""
+    jvm = context._jvm
+    conf = context._jsc.hadoopConfiguration()
+    sized = []
+    for source in sources:
+        try:
+            path = jvm.org.apache.hadoop.fs.Path(source.path)
+            size = int(path.getFileSystem(conf).getFileStatus(path).getLen())
+        except Exception:  # its row says it could not be read
+            size = -1
+        sized.append((source, size))
+    return sized
+
+
 def remote_repo(relative: str, single_name: str | None) -> str | None:
     """The repository of a file under a root only Spark reads, by the rules of
     :func:`discover`, from its path relative to the root: *single_name* when the
@@ -212,11 +231,14 @@ def remote_repo(relative: str, single_name: str | None) -> str | None:
     return folders[0] if folders else None
 
 
+#: A URI's scheme and authority (``hdfs://nn:8020``, ``file:``).
+URI_PREFIX: Final = r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?"
+
+
 def uri_path(uri: str) -> str:
     """The path of a URI without its scheme and authority, and without a
     trailing slash (``hdfs://nn:8020/data/`` -> ``/data``)."""
-    match = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?", uri)
-    return (uri[match.end() :] if match else uri).rstrip("/")
+    return re.sub(URI_PREFIX, "", uri, count=1).rstrip("/")
 
 
 def read_and_scan(
@@ -778,6 +800,9 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         starting = Starting(options, out.parent / f"{out.name}.spark.log")
         try:
             sources = discover(local_roots)
+            # files named by URI in list files: read through Spark
+            listed = [s for s in sources if not _is_local(s.path)]
+            sources = [s for s in sources if _is_local(s.path)]
             timings["listing_s"] = time.perf_counter() - started
             if starting.fork_server is not None:
                 # it loaded the analysis and the Parquet writer
@@ -818,14 +843,20 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         with Progress(cluster.context, bool(progress)):
             if engine == "rdd":
                 counts = _scan_and_write(
-                    cluster, options, sources, remote_roots, previous, out, staging
+                    cluster,
+                    options,
+                    sources,
+                    (remote_roots, listed),
+                    previous,
+                    out,
+                    staging,
                 )
             else:
                 counts = _scan_dataframe(
                     cluster.session,
                     options,
                     sources,
-                    remote_roots,
+                    (remote_roots, listed),
                     previous,
                     out,
                     staging,
@@ -951,12 +982,16 @@ def _scan_and_write(
     cluster: Cluster,
     options: ScanOptions,
     sources: list[Source],
-    remote_roots: list[str],
+    remote: tuple[list[str], list[Source]],
     previous: dict[tuple[str, str], str],
     out: Path,
     staging: Path,
 ) -> dict[str, Any]:
-    """Classic Spark: one job; each task writes its own rows (see fleet.tables)."""
+    """Classic Spark: one job; each task writes its own rows (see fleet.tables).
+
+    *sources* are local files; *remote* the roots only Spark reads and the
+    files list files name by such URIs.
+    """
     from chainlens.fleet import tables
 
     sc = cluster.context
@@ -978,9 +1013,13 @@ def _scan_and_write(
                 _write_parts(str(staging), "", scan_chunk)
             )
         )
+    remote_roots, listed = remote
     for number, root in enumerate(remote_roots):
-        listed = discover_remote(sc, root)
-        jobs.extend(_remote_jobs(cluster, listed, str(staging), f"r{number}-", shared))
+        found = discover_remote(sc, root)
+        jobs.extend(_remote_jobs(cluster, found, str(staging), f"r{number}-", shared))
+    if listed:
+        sized = remote_sizes(sc, listed)
+        jobs.extend(_remote_jobs(cluster, sized, str(staging), "l-", shared))
     results: list[dict[str, Any]] = []
     if jobs:
         job = jobs[0]
@@ -1011,13 +1050,19 @@ def _scan_dataframe(
     spark: Any,
     options: ScanOptions,
     sources: list[Source],
-    remote_roots: list[str],
+    remote: tuple[list[str], list[Source]],
     previous: dict[tuple[str, str], str],
     out: Path,
     staging: Path,
 ) -> dict[str, Any]:
-    """The scan as DataFrames and a Python UDF only (Spark Connect has no RDDs)."""
+    """The scan as DataFrames and a Python UDF only (Spark Connect has no RDDs).
+
+    *sources* are local files; *remote* the roots only Spark reads and the
+    files list files name by such URIs, all read with ``binaryFile``.
+    """
     from pyspark.sql import functions as F  # noqa: N812
+
+    remote_roots, named = remote
 
     columns = {name: [c for c, _ in SCHEMAS[name]] for name in TABLES}
     known = dict(previous)
@@ -1056,6 +1101,17 @@ def _scan_dataframe(
         data = bytes(content[: MAX_FILE_BYTES + 1])  # as read_and_scan
         return tag(scan_bytes(repo, path, data, known or None))
 
+    @F.udf(returnType=result_type, useArrow=False)
+    def scan_named(
+        repo: str, path: str, content: bytes | None
+    ) -> list[tuple[str, str]]:
+        if content is None:
+            from chainlens.fleet.rows import error_rows
+
+            return tag(error_rows(repo, path, "read-error", NOT_SHOWN, None).tagged())
+        data = bytes(content[: MAX_FILE_BYTES + 1])  # as read_and_scan
+        return tag(scan_bytes(repo, path, data, known or None))
+
     partitions = options.partitions or max(1, min(len(sources) or 1, 16))
     frames = []
     if sources:
@@ -1085,6 +1141,8 @@ def _scan_dataframe(
                 ).alias("t")
             )
         )
+    if named:
+        frames.append(_named_files(spark, named, scan_named))
     if not frames:
         frames.append(spark.createDataFrame([], "t struct<table:string,row:string>"))
     tagged = frames[0]
@@ -1123,9 +1181,47 @@ def _scan_dataframe(
     }
 
 
-def _readable(spark: Any, uri: str) -> bool:
-    """Whether Spark's file sources find *uri* (a file or a folder); asked
-    without a JVM of our own, as a Spark Connect client must."""
+#: The error of a file named by URI that the DataFrame engine could not read.
+NOT_SHOWN: Final = (
+    "cannot read: Spark's binaryFile source did not return it (a missing or"
+    " empty file, or a name starting with _ or .)"
+)
+
+
+def _named_files(spark: Any, named: list[Source], scan: Any) -> Any:
+    """The tagged rows of files named by URI, read with ``binaryFile``.
+
+    Spark's file sources leave some files out even when named (empty ones,
+    names starting with ``_`` or ``.``) and fail on a missing one; every named
+    file still gets its row, an error one when Spark did not return it.
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+
+    def shown(uri: str) -> bool:
+        return not uri.rsplit("/", 1)[-1].startswith(("_", "."))
+
+    uris = sorted({s.path for s in named if shown(s.path)})
+    if uris and not _readable(spark, uris):
+        uris = [uri for uri in uris if _readable(spark, uri)]  # the missing ones
+    wanted = spark.createDataFrame(
+        [(s.repo, s.path, uri_path(s.path)) for s in named],
+        "repo string, path string, key string",
+    )
+    if uris:
+        found = (
+            spark.read.format("binaryFile")
+            .load(uris)
+            .select(F.regexp_replace("path", URI_PREFIX, "").alias("key"), "content")
+        )
+        wanted = wanted.join(found, "key", "left")
+    else:
+        wanted = wanted.withColumn("content", F.lit(None).cast("binary"))
+    return wanted.select(F.explode(scan("repo", "path", "content")).alias("t"))
+
+
+def _readable(spark: Any, uri: str | list[str]) -> bool:
+    """Whether Spark's file sources find *uri* (a file or a folder; or all of a
+    list); asked without a JVM of our own, as a Spark Connect client must."""
     from pyspark.errors import AnalysisException
 
     try:
@@ -1178,13 +1274,14 @@ def _remote_jobs(
 
     The executors read them with Spark's ``binaryFile`` source, except files
     Spark's file sources leave out even when they are named: empty ones, and
-    those whose names start with ``_`` (``__init__.py``).  The driver reads
-    these (they are few and mostly small) and hands their bytes over.
+    those whose names start with ``_`` (``__init__.py``) or ``.``.  The driver
+    reads these (they are few and mostly small) and hands their bytes over.
     """
     sc = cluster.context
 
     def left_out(source: Source, size: int) -> bool:
-        return size == 0 or source.path.rsplit("/", 1)[-1].startswith("_")
+        # (and one that could not be asked about: the driver's read says why)
+        return size <= 0 or source.path.rsplit("/", 1)[-1].startswith(("_", "."))
 
     named = [source for source, size in sources if left_out(source, size)]
     read = [source for source, size in sources if not left_out(source, size)]
@@ -1209,12 +1306,12 @@ def _remote_jobs(
     if named:
         items = [(s.repo, s.path, _read_on_driver(sc, s.path)) for s in named]
 
-        def scan_item(item: tuple[str, str, bytes | None]) -> list[tuple[str, Row]]:
+        def scan_item(item: tuple[str, str, bytes | str]) -> list[tuple[str, Row]]:
             repo, path, data = item
-            if data is None:
+            if isinstance(data, str):  # why it could not be read
                 from chainlens.fleet.rows import error_rows
 
-                message = "cannot read: the file could not be read"
+                message = f"cannot read: {data}"
                 return error_rows(repo, path, "read-error", message, None).tagged()
             known = shared.value if shared is not None else None
             return scan_bytes(repo, path, data, known)
@@ -1228,11 +1325,12 @@ def _remote_jobs(
     return jobs
 
 
-def _read_on_driver(context: Any, uri: str) -> bytes | None:
-    """The first MAX_FILE_BYTES + 1 bytes of a file, read through Hadoop."""
+def _read_on_driver(context: Any, uri: str) -> bytes | str:
+    """The first MAX_FILE_BYTES + 1 bytes of a file, read through Hadoop; or,
+    when it cannot be read, why (Java's exception, in one line)."""
     jvm = context._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
     try:
+        path = jvm.org.apache.hadoop.fs.Path(uri)
         fs = path.getFileSystem(context._jsc.hadoopConfiguration())
         size = min(int(fs.getFileStatus(path).getLen()), MAX_FILE_BYTES + 1)
         stream = fs.open(path)
@@ -1240,8 +1338,10 @@ def _read_on_driver(context: Any, uri: str) -> bytes | None:
             return bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream, size))
         finally:
             stream.close()
-    except Exception:  # a file gone or unreadable: its row says so
-        return None
+    except Exception as exc:  # a file gone, unreadable, a bad URI: its row says so
+        from chainlens.hooks.entry import one_line
+
+        return one_line(exc).removeprefix(f"{type(exc).__name__}: ")
 
 
 def _replace(staging: Path, out: Path) -> None:

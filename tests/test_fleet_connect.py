@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
@@ -38,7 +38,14 @@ from chainlens.fleet.schema import MAX_FILE_BYTES, TABLES
 from chainlens.fleet.spark import TUNED, discover
 from chainlens.fleet.tables import ARROW_SCHEMAS
 from tests.fleet.corpus import make_corpus
-from tests.test_fleet_spark import _free_port, column_types, expected, table
+from tests.test_fleet_spark import (
+    _free_port,
+    column_types,
+    expected,
+    mounted,
+    shown_by_spark,
+    table,
+)
 
 pyspark = pytest.importorskip("pyspark")
 pytestmark = [
@@ -131,10 +138,12 @@ def processes_with(variable: str) -> list[int]:
 
 
 @contextmanager
-def connect_server(python: Path, work: Path) -> Iterator[str]:
-    """A Spark Connect server (``local[2]``, on 127.0.0.1) whose executors run
-    *python*; yields its ``sc://`` URL, then stops it and checks that none of
-    its processes is left."""
+def connect_server(
+    python: Path, work: Path, extra: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A Spark Connect server (``local[2]``, on 127.0.0.1, with the *extra*
+    settings) whose executors run *python*; yields its ``sc://`` URL, then stops
+    it and checks that none of its processes is left."""
     port = _free_port()
     logs = work / "logs"
     marker = f"SPARK_PID_DIR={work / 'pids'}"  # this server's processes have it
@@ -151,6 +160,7 @@ def connect_server(python: Path, work: Path) -> Iterator[str]:
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
         "spark.ui.enabled": "false",
+        **(extra or {}),
     }
     command = [str(SPARK_HOME / "sbin" / "start-connect-server.sh")]
     command += ["--master", "local[2]"]
@@ -183,16 +193,23 @@ def connect_server(python: Path, work: Path) -> Iterator[str]:
         assert not left, f"processes of the Connect server left: {left}"
 
 
+#: A root on a file system only the server's Spark reads: Hadoop's mount-table
+#: file system, mounted over the corpus by the server's settings.
+MOUNTED: Final = "viewfs://fleet/repos"
+
+
 @pytest.fixture(scope="module")
 def server(
-    tmp_path_factory: pytest.TempPathFactory, executor_python: Path
+    tmp_path_factory: pytest.TempPathFactory, executor_python: Path, corpus: Path
 ) -> Iterator[str]:
-    with connect_server(executor_python, tmp_path_factory.mktemp("connect")) as url:
+    mount = {"spark.hadoop.fs.viewfs.mounttable.fleet.link./repos": f"file://{corpus}"}
+    work = tmp_path_factory.mktemp("connect")
+    with connect_server(executor_python, work, mount) as url:
         yield url
 
 
 def scan(
-    python: Path, roots: list[Path], out: Path, *extra: str
+    python: Path, roots: list[Path] | list[str], out: Path, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     """``chainlens fleet scan`` run by *python* (what the executable runs)."""
     env = {
@@ -303,6 +320,27 @@ def test_incremental_rescan_reuses_unchanged_files(
         assert not [p for p in out.parent.iterdir() if p.name.startswith(".scan.")]
     finally:
         changed.write_bytes(original)
+
+
+def test_a_root_only_the_server_reads(
+    client: Path, server: str, corpus: Path, tmp_path: Path
+) -> None:
+    """A root the client cannot read at all (the server's viewfs:// mount):
+    listed and read by the server's ``binaryFile``, by the local rules, less
+    the files Spark's file sources never show; a missing one is one line."""
+    out = tmp_path / "scan"
+    done = scan(client, [MOUNTED], out, "--remote", server)
+    assert done.returncode == 0, done.stderr
+    wanted = expected(corpus)
+    for name in TABLES:
+        got = mounted(table(out, name), MOUNTED, corpus)
+        assert got == shown_by_spark(wanted[name]), name
+    assert sum(table(out, "files").values()) < sum(wanted["files"].values())
+    missing = f"{MOUNTED}/no-such-folder"
+    done = scan(client, [missing], tmp_path / "none", "--remote", server)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"chainlens: error: {missing}: no such directory\n"
+    assert not (tmp_path / "none").exists()
 
 
 def test_executors_without_libcst_fail_with_one_message(

@@ -21,7 +21,7 @@ import pytest
 
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
-from chainlens.fleet.spark import WAVES, balanced, discover
+from chainlens.fleet.spark import NOT_SHOWN, WAVES, balanced, discover
 from tests.fleet.corpus import make_corpus
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
@@ -378,6 +378,22 @@ def mounted(
     )
 
 
+def shown_by_spark(
+    rows: Counter[tuple[object, ...]], repo: str | None = None
+) -> Counter[tuple[object, ...]]:
+    """The *rows* (of any table: repo and path come first) of files Spark's file
+    sources show (not empty, not named ``_*`` or ``.*``), of *repo* or of every
+    one."""
+
+    def shown(path: object) -> bool:
+        file = Path(str(path))
+        return not file.name.startswith(("_", ".")) and file.stat().st_size > 0
+
+    return Counter(
+        {row: n for row, n in rows.items() if shown(row[1]) and repo in (None, row[0])}
+    )
+
+
 def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
     corpus: Path, local_scan: Path, tmp_path: Path
 ) -> None:
@@ -385,7 +401,7 @@ def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
     list with: binaryFile lists for it.  It names repositories and skips folders
     by the classic rules (a folder of repositories, one repository with its
     ``.git``; ``venv/``, ``.venv/``), and misses only the files Spark's file
-    sources never show: names starting with ``_``, and empty files."""
+    sources never show: names starting with ``_`` or ``.``, and empty files."""
     roots = {"viewfs://fleet/repos": corpus, "viewfs://fleet/one": corpus / "payments"}
     mounts = [
         arg
@@ -405,21 +421,6 @@ def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
     assert summary_of(out)["reused_files"] == sum(first["files"].values())
     assert {name: table(out, name) for name in TABLES} == first
 
-    def shown(path: object) -> bool:
-        file = Path(str(path))
-        return not file.name.startswith("_") and file.stat().st_size > 0
-
-    def visible(
-        rows: Counter[tuple[object, ...]], repo: str | None
-    ) -> Counter[tuple[object, ...]]:
-        return Counter(
-            {
-                row: n
-                for row, n in rows.items()
-                if shown(row[1]) and repo in (None, row[0])
-            }
-        )
-
     # every table starts with the repository and the path
     assert {SCHEMAS[name][:2] for name in TABLES} == {
         (("repo", "string"), ("path", "string"))
@@ -434,11 +435,11 @@ def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
             }
         )
         one = got - whole
-        assert mounted(whole, "viewfs://fleet/repos", corpus) == visible(
-            table(local_scan, name), None
+        assert mounted(whole, "viewfs://fleet/repos", corpus) == shown_by_spark(
+            table(local_scan, name)
         ), name
         # one repository, named after the folder the root names
-        payments = visible(table(local_scan, name), "payments")
+        payments = shown_by_spark(table(local_scan, name), "payments")
         assert mounted(one, "viewfs://fleet/one", corpus / "payments") == Counter(
             {("one", *row[1:]): n for row, n in payments.items()}
         ), name
@@ -446,6 +447,67 @@ def test_dataframe_engine_lists_another_file_system_by_the_same_rules(
     assert "site.py" not in names  # in venv/
     assert "vendored.py" not in names  # in .venv/
     assert summary_of(out)["tables"]["files"] == sum(table(out, "files").values())
+
+
+@pytest.mark.parametrize("engine", ["rdd", "dataframe"])
+def test_a_list_file_may_name_files_by_uri(
+    engine: str, corpus: Path, local_scan: Path, tmp_path: Path
+) -> None:
+    """A list file naming files by URI: those only Spark reads (``viewfs://``,
+    over the corpus) are read through Spark, ``file:`` ones are local files; a
+    missing file is an error row.  The classic engine reads every named file
+    (the driver those Spark's file sources leave out); the DataFrame engine,
+    which has only those sources, gives the left-out ones an error row."""
+    root = "viewfs://fleet/repos"
+    mount = f"spark.hadoop.fs.viewfs.mounttable.fleet.link./repos=file://{corpus}"
+    lines = []
+    for source in discover([str(corpus)]):
+        if source.repo == "search":
+            lines.append(f"search\tfile://{source.path}")
+        else:
+            lines.append(f"{source.repo}\t{root}{source.path[len(str(corpus)) :]}")
+    missing = f"{root}/payments/jobs/no_such.py"
+    gone_local = f"{corpus}/payments/jobs/no_such.py"
+    lines.append(f"payments\t{missing}")
+    listing = tmp_path / "files.txt"
+    listing.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "listed"
+    done = scan(
+        [listing], out, "--master", "local[2]", "--engine", engine, "--conf", mount
+    )
+    assert done.returncode == 0, done.stderr
+
+    files = {
+        row["path"]: row
+        for row in pyarrow_parquet.read_table(out / "files").to_pylist()
+    }
+    assert len(files) == len(lines)  # one row for every named file
+    gone = files.pop(missing)
+    assert (gone["status"], gone["error_code"]) == ("error", "read-error")
+    if engine == "rdd":
+        assert gone["error"].startswith("cannot read: java.io.FileNotFoundException: ")
+        assert gone["error"].endswith("/payments/jobs/no_such.py does not exist")
+        for name in TABLES:
+            got = table(out, name)
+            got = Counter({r: n for r, n in got.items() if r[1] != missing})
+            assert mounted(got, root, corpus) == table(local_scan, name), name
+        return
+    assert gone["error"] == NOT_SHOWN
+    for name in TABLES:
+        got = mounted(table(out, name), root, corpus)
+        got = Counter({r: n for r, n in got.items() if r[1] != gone_local})
+        local = table(local_scan, name)
+        search = Counter({r: n for r, n in local.items() if r[0] == "search"})
+        wanted = shown_by_spark(local - search) + search
+        if name == "files":  # the files Spark left out: an error row each
+            left_out = {row[1] for row in local - wanted}
+            errors = Counter({r: n for r, n in got.items() if r[1] in left_out})
+            assert {r[1] for r in errors} == left_out
+            assert {r[3:6] for r in errors} == {("error", "read-error", NOT_SHOWN)}
+            names = {Path(str(path)).name for path in left_out}
+            assert {"__init__.py", ".draft.py", "empty.py"} <= names
+            got -= errors
+        assert got == wanted, name
 
 
 def test_under_spark_submit_the_master_is_spark_submits(

@@ -24,6 +24,8 @@ def make_corpus(root: Path, programs_per_repo: int = 6) -> Path:
         (repo / "jobs" / "__init__.py").write_text("", encoding="utf-8")
         # a leading "_" (which Spark's own file listing drops) is scanned all the same
         shutil.copy(chosen[0], repo / "jobs" / f"_{chosen[0].name}")
+        # and so is a name starting with "." (which Spark drops too)
+        (repo / "jobs" / ".draft.py").write_text("import os\n", encoding="utf-8")
         (repo / "venv").mkdir()  # never scanned either
         (repo / "venv" / "site.py").write_text("import pyflink\n", encoding="utf-8")
         (repo / ".venv" / "lib").mkdir(parents=True)  # never scanned
