@@ -28,6 +28,7 @@ from chainlens.fleet.schema import (
     NOT_PYFLINK,
     TABLES,
     Row,
+    printable,
 )
 
 
@@ -64,6 +65,7 @@ def error_rows(
     repo: str, path: str, code: str, message: str, data: bytes | None
 ) -> FileRows:
     """Rows of a file that could not be analysed (only a ``files`` row)."""
+    repo, path = printable(repo), printable(path)
     rows = FileRows()
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
     size = len(data) if data is not None else None
@@ -77,6 +79,7 @@ def scan_file(
     repo: str, path: str, data: bytes | None, config: Config | None = None
 ) -> FileRows:
     """Analyse one file's bytes and return its rows. Never raises."""
+    repo, path = printable(repo), printable(path)
     if data is None:
         return error_rows(repo, path, "read-error", "the file could not be read", None)
     try:

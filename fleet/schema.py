@@ -16,6 +16,23 @@ ANALYSED: Final = "analysed"
 NOT_PYFLINK: Final = "not-pyflink"
 ERROR: Final = "error"
 
+
+def printable(name: str) -> str:
+    """A file or folder name as the tables hold it: valid UTF-8 text.
+
+    On POSIX a name is bytes; Python gives bytes that are not UTF-8 as lone
+    surrogates (``caf\\udce9.py``), which Parquet and Spark cannot store.  They
+    are written as ``\\xe9`` escapes, as Python's own messages show them.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode(
+            "utf-8", "backslashreplace"
+        )
+    return name
+
+
 #: Column names and Spark SQL types of each table (the Parquet schemas).
 SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "files": (

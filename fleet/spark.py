@@ -42,7 +42,7 @@ from chainlens.fleet.launch import (
     lazy_numpy_converters,
     spark_home,
 )
-from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row
+from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row, printable
 
 #: Directories never scanned (virtual environments, caches, VCS metadata).
 SKIPPED_DIRS: Final = frozenset(
@@ -141,7 +141,11 @@ def discover(roots: Sequence[str]) -> list[Source]:
     for root in roots:
         path = _local(root)
         if path.is_file():
-            for raw in path.read_text(encoding="utf-8").splitlines():
+            data = path.read_bytes()
+            if b"\0" in data:
+                raise ScanError(f"{root}: not a list of paths (a binary file)")
+            # names are bytes: those that are not UTF-8 come as Python gives them
+            for raw in data.decode("utf-8", "surrogateescape").splitlines():
                 line = raw.strip()
                 if not line or line.startswith("#"):
                     continue
@@ -270,8 +274,9 @@ def scan_bytes(
     if previous:
         import hashlib
 
-        if previous.get((repo, path)) == hashlib.sha256(data).hexdigest():
-            return [("reuse", (repo, path))]
+        key = (printable(repo), printable(path))  # as the tables hold them
+        if previous.get(key) == hashlib.sha256(data).hexdigest():
+            return [("reuse", key)]
     return scan_file(repo, path, data).tagged()
 
 
@@ -1083,8 +1088,9 @@ def _scan_dataframe(
     result_type = "array<struct<table:string,row:string>>"
 
     @F.udf(returnType=result_type, useArrow=False)
-    def scan_path(repo: str, path: str) -> list[tuple[str, str]]:
-        return tag(read_and_scan(repo, path, known or None))
+    def scan_path(repo: str, path: bytes) -> list[tuple[str, str]]:
+        # the name's bytes (Spark's strings are UTF-8; a POSIX name need not be)
+        return tag(read_and_scan(repo, os.fsdecode(bytes(path)), known or None))
 
     @F.udf(returnType=result_type, useArrow=False)
     def scan_content(
@@ -1116,7 +1122,8 @@ def _scan_dataframe(
     frames = []
     if sources:
         listed = spark.createDataFrame(
-            [(s.repo, s.path) for s in sources], "repo string, path string"
+            [(printable(s.repo), os.fsencode(s.path)) for s in sources],
+            "repo string, path binary",
         ).repartition(partitions)
         frames.append(listed.select(F.explode(scan_path("repo", "path")).alias("t")))
     for root in remote_roots:

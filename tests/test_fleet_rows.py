@@ -163,3 +163,65 @@ def test_the_executable_runs_fleet_without_loading_the_analysis(
         check=True,
     )
     assert done.stdout.split(None, 1) == ["2", "[]\n"]
+
+
+def test_names_that_are_not_utf8_are_written_as_escapes(tmp_path: Path) -> None:
+    """A POSIX file name is bytes; one that is not UTF-8 is kept for opening the
+    file and written to the tables as Python shows it (Parquet needs UTF-8)."""
+    from chainlens.fleet.spark import discover, read_and_scan
+
+    repo = tmp_path / "caf\udce9"  # b"caf\xe9"
+    (repo / ".git").mkdir(parents=True)
+    program = (PIPELINES / "example_orders.py").read_bytes()
+    (repo / "job_\udcff.py").write_bytes(program)
+    (source,) = discover([str(repo)])
+    rows = read_and_scan(source.repo, source.path)
+    assert {row[:2] for _, row in rows} == {
+        ("caf\\xe9", f"{tmp_path}/caf\\xe9/job_\\xff.py")
+    }
+    assert (
+        _file_row(scan_file(source.repo, source.path, program))["status"] == "analysed"
+    )
+    for _, row in rows:
+        for value in row:
+            if isinstance(value, str):
+                value.encode("utf-8")  # storable
+    previous = {
+        ("caf\\xe9", f"{tmp_path}/caf\\xe9/job_\\xff.py"): _file_row(
+            scan_file(source.repo, source.path, program)
+        )["sha256"]
+    }
+    assert read_and_scan(source.repo, source.path, previous) == [  # type: ignore[arg-type]
+        ("reuse", ("caf\\xe9", f"{tmp_path}/caf\\xe9/job_\\xff.py"))
+    ]
+
+
+def test_a_list_file_is_bytes_and_a_binary_one_is_refused(tmp_path: Path) -> None:
+    from chainlens.fleet.spark import ScanError, discover
+
+    named = tmp_path / "caf\udce9.py"
+    named.write_text("x = 1\n", encoding="utf-8")
+    listing = tmp_path / "files.txt"
+    # a Latin-1 comment, a name that is not UTF-8, a file: URI, an hdfs: one
+    listing.write_bytes(
+        b"# caf\xe9\n"
+        + b"repo\t"
+        + bytes(tmp_path)
+        + b"/caf\xe9.py\n"
+        + b"file://"
+        + bytes(tmp_path)
+        + b"/caf\xe9.py\n"
+        + b"hdfs://nn/x/y.py\n"
+    )
+    sources = discover([str(listing)])
+    assert [(s.repo, s.path) for s in sources] == [
+        ("repo", str(named)),
+        (tmp_path.name, str(named)),
+        ("x", "hdfs://nn/x/y.py"),
+    ]
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
+    with pytest.raises(
+        ScanError, match=r"binary\.txt: not a list of paths \(a binary file\)"
+    ):
+        discover([str(binary)])

@@ -510,6 +510,33 @@ def test_a_list_file_may_name_files_by_uri(
         assert got == wanted, name
 
 
+def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    """A name that is not UTF-8 (POSIX names are bytes) is one row like any
+    other, written with ``\\x`` escapes, by both engines; re-used by
+    ``--incremental``."""
+    repo = tmp_path / "repos" / "caf\udce9"  # b"caf\xe9"
+    (repo / ".git").mkdir(parents=True)
+    pipeline = sorted((Path(__file__).parent / "fixtures" / "pipelines").glob("*.py"))[
+        0
+    ]
+    shutil.copy(pipeline, repo / "job_\udcff.py")
+    (repo / "plain.py").write_text("x = 1\n", encoding="utf-8")
+    shown = str(repo).replace("caf\udce9", "caf\\xe9")
+    wanted = {
+        ("caf\\xe9", f"{shown}/job_\\xff.py", "analysed"),
+        ("caf\\xe9", f"{shown}/plain.py", "not-pyflink"),
+    }
+    for engine in ("rdd", "dataframe"):
+        out = tmp_path / engine
+        for extra in ((), ("--incremental",)):
+            done = scan([repo], out, "--master", "local[2]", "--engine", engine, *extra)
+            assert done.returncode == 0, done.stderr
+            files = pyarrow_parquet.read_table(out / "files").to_pylist()
+            assert {(r["repo"], r["path"], r["status"]) for r in files} == wanted
+            assert sum(table(out, "operators").values()) > 0
+        assert summary_of(out)["reused_files"] == 2
+
+
 def test_under_spark_submit_the_master_is_spark_submits(
     corpus: Path, local_scan: Path, tmp_path: Path
 ) -> None:
