@@ -134,12 +134,16 @@ def discover(roots: Sequence[str]) -> list[Source]:
     its folder; otherwise each folder in it is a repository.  A root that is a
     file lists paths, one per line (``repo<TAB>path`` or just a path: the repo
     is then the path's parent folder name); a listed ``file:`` URI becomes its
-    path, other URIs (``hdfs:``, ...) are kept for Spark to read.
+    path, other URIs (``hdfs:``, ...) are kept for Spark to read.  A root that
+    is a ``.py`` file is that one file (its repository is its folder's name).
     """
     check_roots(roots)
     sources: list[Source] = []
     for root in roots:
         path = _local(root)
+        if path.is_file() and path.suffix == ".py":  # one Python file
+            sources.append(Source(path.resolve().parent.name or "-", str(path)))
+            continue
         if path.is_file():
             data = path.read_bytes()
             if b"\0" in data:

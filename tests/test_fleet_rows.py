@@ -225,3 +225,12 @@ def test_a_list_file_is_bytes_and_a_binary_one_is_refused(tmp_path: Path) -> Non
         ScanError, match=r"binary\.txt: not a list of paths \(a binary file\)"
     ):
         discover([str(binary)])
+
+
+def test_a_python_file_as_root_is_that_file(tmp_path: Path) -> None:
+    from chainlens.fleet.spark import Source, discover
+
+    job = tmp_path / "payments" / "job.py"
+    job.parent.mkdir()
+    job.write_text("import pyflink\nx = (\n", encoding="utf-8")  # not a list
+    assert discover([str(job)]) == [Source("payments", str(job))]
