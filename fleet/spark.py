@@ -849,27 +849,14 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         progress = (
             options.progress if options.progress is not None else sys.stderr.isatty()
         )
+        scan, on = (
+            (_scan_and_write, cluster)
+            if engine == "rdd"
+            else (_scan_dataframe, cluster.session)
+        )
         with Progress(cluster.context, bool(progress)):
-            if engine == "rdd":
-                counts = _scan_and_write(
-                    cluster,
-                    options,
-                    sources,
-                    (remote_roots, listed),
-                    previous,
-                    out,
-                    staging,
-                )
-            else:
-                counts = _scan_dataframe(
-                    cluster.session,
-                    options,
-                    sources,
-                    (remote_roots, listed),
-                    previous,
-                    out,
-                    staging,
-                )
+            remote = (remote_roots, listed)
+            counts = scan(on, options, sources, remote, previous, out, staging)
         # (the DataFrame engine's summary job is timed apart, as summary_s)
         timings["scan_and_write_s"] = (
             time.perf_counter()
