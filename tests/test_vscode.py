@@ -75,7 +75,8 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=600,
     )
     seen = json.loads(run.stdout.strip().splitlines()[-1])
-    assert seen["ok"], (seen, run.stderr)
+    # the error first: pytest shortens a long message, and the rows come after
+    assert seen["ok"], (seen.get("error"), run.stderr, seen)
     # diagnostics as the analyzer reports them, at UTF-16 positions
     result = analyze_source(str(workspace / "pipeline.py"), source)
     assert sorted((d["code"], d["line"]) for d in seen["diagnostics"]) == sorted(
