@@ -269,12 +269,18 @@ def read_and_scan(
 
 
 def scan_bytes(
-    repo: str, path: str, data: bytes, previous: dict[tuple[str, str], str] | None
+    repo: str,
+    path: str,
+    data: bytes | bytearray,
+    previous: dict[tuple[str, str], str] | None,
 ) -> list[tuple[str, Row]]:
-    """Executor side: the tagged rows of one file's bytes, or one ``("reuse",
-    (repo, path))`` marker when ``previous`` has the same content hash."""
+    """Executor side: the tagged rows of one file's bytes (any more than
+    MAX_FILE_BYTES + 1 dropped, as read_and_scan reads them), or one
+    ``("reuse", (repo, path))`` marker when ``previous`` has the same content
+    hash."""
     from chainlens.fleet.rows import scan_file
 
+    data = bytes(data[: MAX_FILE_BYTES + 1])
     if previous:
         import hashlib
 
@@ -1095,8 +1101,7 @@ def _scan_dataframe(
         repo = remote_repo(file_path[len(base) + 1 :], single_name)
         if repo is None:
             return []
-        data = bytes(content[: MAX_FILE_BYTES + 1])  # as read_and_scan
-        return tag(scan_bytes(repo, path, data, known or None))
+        return tag(scan_bytes(repo, path, content, known or None))
 
     @F.udf(returnType=result_type, useArrow=False)
     def scan_named(
@@ -1106,8 +1111,7 @@ def _scan_dataframe(
             from chainlens.fleet.rows import error_rows
 
             return tag(error_rows(repo, path, "read-error", NOT_SHOWN, None).tagged())
-        data = bytes(content[: MAX_FILE_BYTES + 1])  # as read_and_scan
-        return tag(scan_bytes(repo, path, data, known or None))
+        return tag(scan_bytes(repo, path, content, known or None))
 
     partitions = options.partitions or max(1, min(len(sources) or 1, 16))
     frames = []
@@ -1186,6 +1190,12 @@ NOT_SHOWN: Final = (
 )
 
 
+def _hidden_by_spark(uri: str) -> bool:
+    """Whether Spark's file sources leave this file out even when it is named:
+    its name starts with ``_`` (``__init__.py``) or ``.``."""
+    return uri.rsplit("/", 1)[-1].startswith(("_", "."))
+
+
 def _named_files(spark: Any, named: list[Source], scan: Any) -> Any:
     """The tagged rows of files named by URI, read with ``binaryFile``.
 
@@ -1195,10 +1205,7 @@ def _named_files(spark: Any, named: list[Source], scan: Any) -> Any:
     """
     from pyspark.sql import functions as F  # noqa: N812
 
-    def shown(uri: str) -> bool:
-        return not uri.rsplit("/", 1)[-1].startswith(("_", "."))
-
-    uris = sorted({s.path for s in named if shown(s.path)})
+    uris = sorted({s.path for s in named if not _hidden_by_spark(s.path)})
     if uris and not _readable(spark, uris):
         uris = [uri for uri in uris if _readable(spark, uri)]  # the missing ones
     wanted = spark.createDataFrame(
@@ -1279,7 +1286,7 @@ def _remote_jobs(
 
     def left_out(source: Source, size: int) -> bool:
         # (and one that could not be asked about: the driver's read says why)
-        return size <= 0 or source.path.rsplit("/", 1)[-1].startswith(("_", "."))
+        return size <= 0 or _hidden_by_spark(source.path)
 
     named = [source for source, size in sources if left_out(source, size)]
     read = [source for source, size in sources if not left_out(source, size)]
@@ -1295,8 +1302,7 @@ def _remote_jobs(
         def scan_row(row: Any) -> list[tuple[str, Row]]:
             path = row["path"]
             known = shared.value if shared is not None else None
-            data = bytes(row["content"][: MAX_FILE_BYTES + 1])  # as read_and_scan
-            return scan_bytes(repos.value[path], path, data, known)
+            return scan_bytes(repos.value[path], path, row["content"], known)
 
         jobs.append(
             frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))
