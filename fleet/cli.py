@@ -84,6 +84,7 @@ def main(argv: list[str]) -> int:
 def run_fleet(args: argparse.Namespace) -> int:
     """Run a parsed ``chainlens fleet`` command; return the exit code."""
     from chainlens.fleet.report import terminal_lines
+    from chainlens.fleet.output import OutputError
     from chainlens.fleet.spark import ScanError, ScanOptions, run_scan
 
     conf: dict[str, str] = {}
@@ -109,7 +110,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     )
     try:
         summary = run_scan(options)
-    except ScanError as exc:
+    except (ScanError, OutputError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an --out that cannot be written

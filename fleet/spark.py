@@ -42,6 +42,12 @@ from chainlens.fleet.launch import (
     lazy_numpy_converters,
     spark_home,
 )
+from chainlens.fleet.output import (
+    OutputError,
+    check_output,
+    check_replaceable,
+    write_manifest,
+)
 from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row, printable
 
 #: Directories never scanned (virtual environments, caches, VCS metadata).
@@ -798,6 +804,10 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     summary."""
     from chainlens.fleet.report import build_summary, summarize, write_report
 
+    local_roots = [r for r in options.roots if _is_local(r)]
+    remote_roots = [r for r in options.roots if not _is_local(r)]
+    check_roots(local_roots)
+    check_output(options.out, [_local(r) for r in local_roots])
     out = options.out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
@@ -807,9 +817,6 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
     cluster = None
     shipped: Path | None = None  # the package zip a cluster's executors fetch
     try:
-        local_roots = [r for r in options.roots if _is_local(r)]
-        remote_roots = [r for r in options.roots if not _is_local(r)]
-        check_roots(local_roots)
         # the JVM starts in the background while the files are listed and the
         # analysis is loaded
         starting = Starting(options, out.parent / f"{out.name}.spark.log")
@@ -884,6 +891,7 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         timings.update(counts.get("timings", {}))
         summary["timings"] = {k: round(v, 3) for k, v in timings.items()}
         write_report(summary, staging)
+        write_manifest(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -1349,7 +1357,13 @@ def _read_on_driver(context: Any, uri: str) -> bytes | str:
 
 
 def _replace(staging: Path, out: Path) -> None:
-    """Put the new result in place of the old in one step each (never a mix)."""
+    """Put the new result in place of the old in one step each (never a mix),
+    unless files appeared in the old one meanwhile (then the new one is kept
+    beside it and the error says where)."""
+    try:
+        check_replaceable(out)
+    except OutputError as exc:
+        raise OutputError(f"{exc}; this scan's result is in {staging}") from None
     if out.exists():
         retired = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
         os.rename(out, retired)

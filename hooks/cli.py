@@ -87,6 +87,37 @@ class UsageError(Exception):
     """A command-line mistake argparse cannot see (exit code 2)."""
 
 
+class RefusedError(Exception):
+    """A command that would overwrite what chainlens did not write (exit code 2)."""
+
+
+def check_output_file(name: str, inputs: Sequence[Path]) -> None:
+    """Raise :class:`RefusedError` unless the report may be written to *name*:
+    never onto a folder, a Python source or a file being checked, never into a
+    folder that does not exist."""
+    target = Path(name)
+    if target.is_dir():
+        raise RefusedError(f"-o {name}: is a folder; name the report's file")
+    if not target.parent.is_dir():
+        raise RefusedError(
+            f"-o {name}: the folder {target.parent} does not exist; create it first"
+        )
+    if target.suffix in {".py", ".pyi"} or (
+        target.exists() and any(_same_file(target, path) for path in inputs)
+    ):
+        raise RefusedError(
+            f"-o {name}: is a Python source, which the report would overwrite; "
+            "name another file (e.g. chainlens.sarif)"
+        )
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.samefile(other)
+    except OSError:
+        return False
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -535,6 +566,13 @@ def _check_task(task: CheckTask) -> FileOutcome:
     diff = ""
     if fixed and fixed_text != text:
         if task.mode == "fix":
+            if _read_again(path) != data:  # edited meanwhile: never overwrite that
+                print(
+                    f"chainlens: warning: {task.display} changed while it was being "
+                    "fixed; left as it is now (run --fix again)",
+                    file=sys.stderr,
+                )
+                return _outcome(task, analyze_bytes(task.path, data, task.config), text, 0, "")
             path.write_bytes((bom + fixed_text).encode("utf-8"))
         else:
             diff = "".join(
@@ -548,6 +586,13 @@ def _check_task(task: CheckTask) -> FileOutcome:
             if diff and not diff.endswith("\n"):
                 diff += "\n\\ No newline at end of file\n"
     return _outcome(task, result, fixed_text, fixed, diff)
+
+
+def _read_again(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _decoded(data: bytes) -> str | None:
@@ -652,6 +697,8 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for path in files
     ]
     check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    if args.output_file:
+        check_output_file(args.output_file, files)
     if mode != "check" and _fix_engine() is None:
         print(
             "chainlens: warning: no fixes are available in this installation",
@@ -859,7 +906,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except ConfigError as exc:
+    except (ConfigError, RefusedError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:

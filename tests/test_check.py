@@ -334,6 +334,26 @@ def test_output_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_output_file_never_overwrites_a_source_or_a_folder(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _write(project / "a.py", MISSING_UID)
+    (project / "reports").mkdir()
+    for target, words in (
+        ("a.py", "is a Python source"),
+        ("other.py", "is a Python source"),
+        ("reports", "is a folder"),
+        ("missing/report.sarif", "the folder missing does not exist"),
+    ):
+        code, out, err = _run(capsys, "check", "-o", target)
+        assert (code, out) == (2, ""), target
+        assert err == f"chainlens: error: -o {target}: {words}" + err.split(words)[1]
+        assert err.count("\n") == 1
+    assert source.read_text(encoding="utf-8") == MISSING_UID
+    assert not (project / "other.py").exists()
+    assert not (project / "missing").exists()
+
+
 # ---------------------------------------------------------------------------
 # --fix and --diff
 
@@ -364,6 +384,27 @@ def test_fix_writes_and_reports_what_remains(
     assert '.uid("totals-reduce")\r\n' in fixed
     assert fixed.count("\r\n") == MISSING_UID.count("\n")  # line endings kept
     assert _run(capsys, "check", "--diff")[0] == 0
+
+
+def test_fix_never_overwrites_an_edit_made_while_fixing(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chainlens.hooks.cli as cli
+
+    path = _write(project / "totals.py", MISSING_UID)
+    edited = MISSING_UID + "# typed in the editor meanwhile\n"
+    analyse = cli.analyze_bytes
+
+    def analyse_then_edit(*args: object, **kwargs: object) -> object:
+        result = analyse(*args, **kwargs)  # type: ignore[arg-type]
+        path.write_text(edited, encoding="utf-8")
+        return result
+
+    monkeypatch.setattr(cli, "analyze_bytes", analyse_then_edit)
+    code, _, err = _run(capsys, "check", "--fix")
+    assert path.read_text(encoding="utf-8") == edited
+    assert "totals.py changed while it was being fixed; left as it is now" in err
+    assert code == 1  # nothing was fixed: the warning stands
 
 
 def test_fix_keeps_a_byte_order_mark(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from chainlens.fleet.output import MARKER, check_replaceable, write_manifest
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
 from chainlens.fleet.spark import NOT_SHOWN, WAVES, balanced, discover
@@ -216,7 +217,11 @@ def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
 ) -> None:
     out = tmp_path / "scan"
     shutil.copytree(local_scan, out)
-    (out / "stale-marker").write_text("from an older run", encoding="utf-8")
+    assert (out / MARKER).is_file()
+    # a file an earlier scan wrote that this one does not: the manifest lists it
+    (out / "report-assets").mkdir()
+    (out / "report-assets" / "old.css").write_text("p {}", encoding="utf-8")
+    write_manifest(out)
     changed = sorted((corpus / "payments" / "jobs").glob("*.py"))[0]
     original = changed.read_bytes()
     try:
@@ -228,7 +233,9 @@ def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
         summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
         files = sum(table(out, "files").values())
         assert summary["reused_files"] == files - 1
-        assert not (out / "stale-marker").exists()  # the whole result was replaced
+        # the whole result was replaced, and the new one has its own manifest
+        assert not (out / "report-assets").exists()
+        check_replaceable(out)
         assert not [p for p in out.parent.iterdir() if p.name.startswith(".scan.")]
         wanted = expected(corpus)
         for name in TABLES:
