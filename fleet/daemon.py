@@ -331,12 +331,15 @@ class ForkServer:
             shutil.rmtree(directory, ignore_errors=True)
             return None
         # Spark gives its Python workers PYTHONHASHSEED (the driver's, else 0)
+        # and PYTHONSAFEPATH (TUNED in fleet.spark): so must the server
         environ = {
             **os.environ,
             "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+            "PYTHONSAFEPATH": "1",
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "chainlens.fleet.daemon", "--fork-server", path],
+            # -P: the working folder (maybe a scanned repository) stays off sys.path
+            [sys.executable, "-P", "-m", "chainlens.fleet.daemon", "--fork-server", path],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

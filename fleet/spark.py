@@ -80,6 +80,10 @@ TUNED: Final = {
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.python.worker.reuse": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "false",
+    # Spark starts its Python workers with `python -m` in the executor's working
+    # folder (for a local master, the folder the scan was started in): keep it
+    # off sys.path, or a scanned repository's modules would be imported
+    "spark.executorEnv.PYTHONSAFEPATH": "1",
 }
 
 

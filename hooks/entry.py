@@ -7,8 +7,22 @@ command is :func:`chainlens.hooks.cli.main`.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+
+
+def isolate_python_children() -> None:
+    """Make every Python process chainlens starts leave its working folder off
+    ``sys.path`` (``PYTHONSAFEPATH``, Python 3.11+).
+
+    Worker processes started by ``spawn``, Spark's Python workers and the fleet's
+    fork server would otherwise import a module of the analysed repository (an
+    ``argparse.py``, a ``json.py``) in place of the real one whenever they run
+    in it.  The executables themselves are safe: Python puts a script's own
+    folder first on the path, not the working folder.
+    """
+    os.environ["PYTHONSAFEPATH"] = "1"
 
 
 def one_line(exc: BaseException) -> str:
@@ -26,6 +40,7 @@ def one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
+    isolate_python_children()
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["fleet"]:
         from chainlens.fleet.cli import main as fleet_main

@@ -1,8 +1,8 @@
 """The pre-commit entry: ``chainlens check`` on the files pre-commit passes.
 
-``.pre-commit-hooks.yaml`` runs ``python -m chainlens.hooks.precommit`` (hook
-``chainlens``) and ``python -m chainlens.hooks.precommit --fix`` (hook
-``chainlens-fix``).  Differences from ``chainlens check``:
+``.pre-commit-hooks.yaml`` runs the ``chainlens-pre-commit`` executable (hook
+``chainlens``) and ``chainlens-pre-commit --fix`` (hook ``chainlens-fix``): never
+``python -m``, which would put the repository's folder first on the import path.  Differences from ``chainlens check``:
 
 * no file arguments means nothing to check (never the whole directory);
 * ``exclude``/``extend-exclude`` apply to the files pre-commit names
@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from chainlens.hooks.cli import add_check_arguments, dispatch
+from chainlens.hooks.entry import isolate_python_children
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the files pre-commit passes; return 0 clean, 1 findings, 2 errors."""
+    isolate_python_children()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

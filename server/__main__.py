@@ -1,4 +1,9 @@
-"""``python -m chainlens.server``: run the language server (stdio; ``--tcp``)."""
+"""``python -P -m chainlens.server``: run the language server (stdio; ``--tcp``).
+
+Start it with ``-P`` (or as ``chainlens lsp``): without it Python puts the
+working folder, the user's workspace, first on the import path, and a module
+there named like one the server imports would run in its place.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import sys
 def main() -> int:
     """Parse the command line and serve."""
     parser = argparse.ArgumentParser(
-        prog="python -m chainlens.server",
+        prog="python -P -m chainlens.server",
         description="Run the chainlens language server.",
     )
     parser.add_argument(

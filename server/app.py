@@ -1,6 +1,6 @@
 """The chainlens language server: document lifecycle, settings, and the features.
 
-``chainlens lsp`` (or ``python -m chainlens.server``) runs it on stdio; ``--tcp``
+``chainlens lsp`` (or ``python -P -m chainlens.server``) runs it on stdio; ``--tcp``
 listens on a socket for debugging.  The server converts; every fact comes from
 ``chainlens.analyzer``.
 """

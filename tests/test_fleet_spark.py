@@ -24,6 +24,7 @@ from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
 from chainlens.fleet.spark import NOT_SHOWN, WAVES, balanced, discover
 from tests.fleet.corpus import make_corpus
+from tests.hostile import imported, make_hostile_repository
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("pyspark")
@@ -38,13 +39,12 @@ CACHE_HOME: list[Path] = []
 
 
 def scan(
-    roots: list[Path] | list[str], out: Path, *extra: str
+    roots: list[Path] | list[str], out: Path, *extra: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "chainlens.hooks.entry",  # what the `chainlens` executable runs
+            # the `chainlens` executable, as users run it
+            str(Path(sys.executable).with_name("chainlens")),
             "fleet",
             "scan",
             *map(str, roots),
@@ -56,8 +56,9 @@ def scan(
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=cwd,
         env={
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"},
             "PYSPARK_PYTHON": sys.executable,
             "XDG_CACHE_HOME": str(CACHE_HOME[0]),
             "CHAINLENS_JVM_CACHE": "on",
@@ -242,6 +243,24 @@ def test_rerun_replaces_atomically_and_incremental_skips_unchanged(
             assert table(out, name) == wanted[name], name
     finally:
         changed.write_bytes(original)
+
+
+def test_spark_workers_import_nothing_from_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    """Scanning from inside a repository whose modules shadow every module name
+    (tests/hostile.py): the driver, the fork server and Spark's Python workers
+    import none of them."""
+    markers = tmp_path / "markers"
+    repo = make_hostile_repository(tmp_path / "repos" / "hostile", markers)
+    (repo / ".git").mkdir()
+    out = tmp_path / "scan"
+    done = scan([repo], out, "--master", "local[2]", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert imported(markers) == []
+    assert summary_of(out)["python_daemon"] == "fork server"
+    files = pyarrow_parquet.read_table(out / "files").to_pylist()
+    assert {f["path"].rsplit("/", 1)[-1] for f in files if f["jobs"]} == {"job.py"}
 
 
 def _free_port() -> int:

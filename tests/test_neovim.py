@@ -21,6 +21,7 @@ import pytest
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.report import render_text
+from tests.hostile import imported, make_hostile_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).parent / "editors" / "nvim_e2e.lua"
@@ -45,8 +46,9 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
         [nvim, "--version"], capture_output=True, text=True, check=True
     )
     assert version.stdout.startswith("NVIM v0.11"), version.stdout.splitlines()[0]
-    workspace = tmp_path / "project"
-    workspace.mkdir()
+    # the workspace shadows every module name: the server must import none
+    markers = tmp_path / "markers"
+    workspace = make_hostile_repository(tmp_path / "project", markers)
     (workspace / "pyproject.toml").write_text(
         "[project]\nname = 'demo'\n", encoding="utf-8"
     )
@@ -57,7 +59,8 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "CHAINLENS_E2E_OUT": str(out),
-        "CHAINLENS_PYTHON": sys.executable,
+        # the venv's `chainlens` executable, which the shipped config runs
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         "CHAINLENS_NVIM_DIR": str(ROOT / "editors" / "neovim"),
         **{
             f"XDG_{k}_HOME": str(tmp_path / k.lower())
@@ -97,3 +100,4 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     after = analyze_source(str(program), fixed)
     assert seen["graph_text"] + "\n" == render_text([after])
     assert seen["svg"].lstrip().startswith(("<svg", "<?xml"))
+    assert imported(markers) == []

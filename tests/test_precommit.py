@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from chainlens.hooks.precommit import main
+from tests.hostile import imported, make_hostile_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,6 +172,7 @@ def _try_repo(
     return subprocess.run(
         [
             sys.executable,
+            "-P",  # pre-commit's own process: not from the project's folder either
             "-m",
             "pre_commit",
             "try-repo",
@@ -217,3 +219,22 @@ def test_pre_commit_try_repo_fails_fixes_then_passes(
     last = _try_repo(project, snapshot, home, "chainlens")
     assert last.returncode == 0, last.stdout + last.stderr
     assert "Passed" in last.stdout
+
+
+@pytest.mark.slow
+def test_the_hooks_import_nothing_from_the_repository(
+    tmp_path: Path, hook_repo: tuple[Path, Path]
+) -> None:
+    """A repository whose modules shadow every module name (tests/hostile.py):
+    the hooks run chainlens's executable, which imports none of them."""
+    snapshot, home = hook_repo
+    markers = tmp_path / "markers"
+    project = make_hostile_repository(tmp_path / "project", markers)
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "a repository with hostile modules")
+    for hook in ("chainlens", "chainlens-fix"):
+        done = _try_repo(project, snapshot, home, hook)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "job.py:7:6: CL101" in done.stdout or "modified" in done.stdout
+        assert imported(markers) == [], hook

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from chainlens.analyzer.api import analyze_source
+from tests.hostile import imported, make_hostile_repository
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTENSION = ROOT / "editors" / "vscode"
@@ -63,8 +64,9 @@ def _utf16(text: str) -> int:
 
 
 def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    # the workspace shadows every module name: the server must import none
+    markers = tmp_path / "markers"
+    workspace = make_hostile_repository(tmp_path / "workspace", markers)
     source = PIPELINE.read_text(encoding="utf-8")
     (workspace / "pipeline.py").write_text(source, encoding="utf-8")
     (workspace / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
@@ -93,3 +95,4 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     assert graph["tasks"] == 3
     assert seen["webviewSvg"] == 3
     assert (tmp_path / "out" / "screenshot.png").exists()
+    assert imported(markers) == []

@@ -1,7 +1,6 @@
 -- Drives a real headless Neovim through chainlens: diagnostics, hover, a code action,
 -- and :ChainlensGraph. Writes what it saw to $CHAINLENS_E2E_OUT as JSON.
 local out_path = assert(os.getenv('CHAINLENS_E2E_OUT'))
-local python = assert(os.getenv('CHAINLENS_PYTHON'))
 local editors = assert(os.getenv('CHAINLENS_NVIM_DIR'))
 local seen = { steps = {} }
 
@@ -25,8 +24,11 @@ local function step(name, ok)
   end
 end
 
+-- Neovim's own Python provider probe runs `python3 -c` in the working folder;
+-- it is not chainlens's and would trip the hostile workspace's modules
+vim.g.loaded_python3_provider = 0
 vim.opt.runtimepath:prepend(editors)
-vim.lsp.config('chainlens', { cmd = { python, '-m', 'chainlens.server' } })
+-- the shipped lsp/chainlens.lua as it is: `chainlens lsp`, found on PATH
 vim.lsp.enable('chainlens')
 
 local function diagnostics(bufnr)

@@ -52,7 +52,11 @@ async function startClient(): Promise<void> {
     await pythonFromExtension(),
   );
   output.info(`starting: ${command} ${args.join(' ')}`);
-  const serverOptions: ServerOptions = { command, args };
+  // also for the `chainlens` executable: none of the server's Python children
+  // may import from the workspace folder either
+  const serverOptions: ServerOptions = {
+    command, args, options: { env: { ...process.env, PYTHONSAFEPATH: '1' } },
+  };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
       { scheme: 'file', language: 'python' },

@@ -14,7 +14,9 @@ export interface ServerCommand {
 /**
  * `chainlens.path` wins (the executable, `lsp` appended); else
  * `chainlens.interpreter` (or the Python extension's interpreter, or python3)
- * runs `-m chainlens.server`. `chainlens.args` is appended either way.
+ * runs `-P -m chainlens.server`: `-P` keeps the working folder (the user's
+ * workspace) off the import path, so none of its modules can shadow one the
+ * server imports. `chainlens.args` is appended either way.
  */
 export function serverCommand(settings: ServerSettings, pythonFromExtension?: readonly string[]): ServerCommand {
   const extra = [...(settings.args ?? [])];
@@ -27,7 +29,7 @@ export function serverCommand(settings: ServerSettings, pythonFromExtension?: re
   if (python.length === 0) {
     python.push('python3');
   }
-  return { command: python[0], args: [...python.slice(1), '-m', 'chainlens.server', ...extra] };
+  return { command: python[0], args: [...python.slice(1), '-P', '-m', 'chainlens.server', ...extra] };
 }
 
 /** The settings object the server reads (the `chainlens` section, as plain JSON). */

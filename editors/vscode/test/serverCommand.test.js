@@ -13,7 +13,7 @@ test('path wins and gets lsp appended', () => {
 test('interpreter runs the server module', () => {
   assert.deepStrictEqual(serverCommand({ interpreter: ['/venv/bin/python', '-X', 'utf8'] }), {
     command: '/venv/bin/python',
-    args: ['-X', 'utf8', '-m', 'chainlens.server'],
+    args: ['-X', 'utf8', '-P', '-m', 'chainlens.server'],
   });
 });
 
@@ -21,7 +21,7 @@ test('the Python extension interpreter, then python3', () => {
   assert.deepStrictEqual(serverCommand({}, ['/env/bin/python']).command, '/env/bin/python');
   assert.deepStrictEqual(serverCommand({ path: [''], interpreter: [] }), {
     command: 'python3',
-    args: ['-m', 'chainlens.server'],
+    args: ['-P', '-m', 'chainlens.server'],
   });
 });
 
