@@ -339,7 +339,14 @@ class ForkServer:
         }
         process = subprocess.Popen(
             # -P: the working folder (maybe a scanned repository) stays off sys.path
-            [sys.executable, "-P", "-m", "chainlens.fleet.daemon", "--fork-server", path],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "chainlens.fleet.daemon",
+                "--fork-server",
+                path,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

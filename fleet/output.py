@@ -137,4 +137,3 @@ def check_replaceable(out: Path) -> None:
             f"({_listing(foreign)}); replacing the folder would delete them: move "
             "them out, or name another folder"
         )
-

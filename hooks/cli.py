@@ -357,7 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
         "actions, code lenses, inlay hints and the job graph, over the Language "
         "Server Protocol.  Needs the 'lsp' extra (pygls).",
     )
-    lsp.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
+    lsp.add_argument(
+        "--tcp", action="store_true", help="listen on TCP instead of stdio"
+    )
     lsp.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
     lsp.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
     from chainlens.fleet.cli import DESCRIPTION, add_fleet_arguments  # no pyspark
@@ -572,7 +574,9 @@ def _check_task(task: CheckTask) -> FileOutcome:
                     "fixed; left as it is now (run --fix again)",
                     file=sys.stderr,
                 )
-                return _outcome(task, analyze_bytes(task.path, data, task.config), text, 0, "")
+                return _outcome(
+                    task, analyze_bytes(task.path, data, task.config), text, 0, ""
+                )
             path.write_bytes((bom + fixed_text).encode("utf-8"))
         else:
             diff = "".join(

@@ -54,17 +54,32 @@ def test_text_output_lists_tasks_with_locations(
 def test_json_output_is_versioned_and_carries_flink_keys(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["graph", str(EXAMPLE), "--format", "json", "--default-parallelism", "4"]) == 0
+    assert (
+        main(["graph", str(EXAMPLE), "--format", "json", "--default-parallelism", "4"])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema_version"] == 1
     job = doc["files"][0]["jobs"][0]
     vertex = job["job_graph"]["vertices"][0]
-    assert {"id", "name", "parallelism", "max_parallelism", "slot_sharing_group",
-            "operators", "operator_ids_flink_order"} <= set(vertex)
+    assert {
+        "id",
+        "name",
+        "parallelism",
+        "max_parallelism",
+        "slot_sharing_group",
+        "operators",
+        "operator_ids_flink_order",
+    } <= set(vertex)
     assert {"operator_id", "uid"} <= set(vertex["operators"][0])
     edge = job["job_graph"]["edges"][0]
-    assert {"producer", "consumer", "ship_strategy", "distribution_pattern",
-            "result_partition_type"} <= set(edge)
+    assert {
+        "producer",
+        "consumer",
+        "ship_strategy",
+        "distribution_pattern",
+        "result_partition_type",
+    } <= set(edge)
 
 
 def test_dot_output_is_a_digraph(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,7 +112,9 @@ def test_bad_input_gives_located_message_and_exit_1(
     assert "Traceback" not in captured.out + captured.err
 
 
-def test_empty_file_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_empty_file_and_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     empty = _write(tmp_path, "empty.py", "")
     assert main(["graph", str(empty)]) == 0
     assert "no job is submitted" in capsys.readouterr().out
@@ -108,9 +125,15 @@ def test_empty_file_and_missing_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_huge_file_is_analysed_without_crashing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    body = "".join(f"s{i} = base.map(lambda x: x, output_type=Types.INT())\n" for i in range(3000))
-    program = SMALL.replace('env.execute("small")', "base = env.from_collection([1])\n" + body
-                            + 's2999.print()\nenv.execute("small")')
+    body = "".join(
+        f"s{i} = base.map(lambda x: x, output_type=Types.INT())\n" for i in range(3000)
+    )
+    program = SMALL.replace(
+        'env.execute("small")',
+        "base = env.from_collection([1])\n"
+        + body
+        + 's2999.print()\nenv.execute("small")',
+    )
     path = _write(tmp_path, "huge.py", program)
     assert main(["graph", str(path), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -103,16 +103,34 @@ def test_the_language_server_imports_nothing_from_the_workspace(
     )
     try:
         uri = (repo / "job.py").as_uri()
-        _send(server.stdin, {"id": 1, "method": "initialize", "params": {
-            "processId": os.getpid(), "rootUri": repo.as_uri(), "capabilities": {},
-        }})
+        _send(
+            server.stdin,
+            {
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "processId": os.getpid(),
+                    "rootUri": repo.as_uri(),
+                    "capabilities": {},
+                },
+            },
+        )
         assert _message(server.stdout)["id"] == 1
         _send(server.stdin, {"method": "initialized", "params": {}})
-        _send(server.stdin, {"method": "textDocument/didOpen", "params": {
-            "textDocument": {
-                "uri": uri, "languageId": "python", "version": 1, "text": PROGRAM,
+        _send(
+            server.stdin,
+            {
+                "method": "textDocument/didOpen",
+                "params": {
+                    "textDocument": {
+                        "uri": uri,
+                        "languageId": "python",
+                        "version": 1,
+                        "text": PROGRAM,
+                    },
+                },
             },
-        }})
+        )
         while True:
             message = _message(server.stdout)
             if message.get("method") == "textDocument/publishDiagnostics":

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import pytest
 
+from chainlens.fleet.output import MARKER
 from chainlens.fleet.report import build_summary, summary_keys, terminal_lines
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import MAX_FILE_BYTES, TABLES
@@ -286,9 +287,10 @@ def test_summary_report_and_terminal_lines(
     lines = terminal_lines({**wanted, "reused_files": 0}, out)
     assert done.stdout.splitlines() == lines
     assert done.stderr == ""  # no warning, no progress bar
-    # the result holds the tables, summary and report only (no shipped zip)
+    # the result holds the tables, summary, report and the manifest of what the
+    # scan wrote, nothing else (no shipped zip)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*TABLES, "summary.json", "report.html"]
+        [*TABLES, "summary.json", "report.html", MARKER]
     )
 
 

@@ -56,7 +56,9 @@ def test_pipeline_matches_flink(program: Path) -> None:
         f"{expected_path.name} is stale (the program changed): "
         f"run tests/oracle/generate.py {program.name}"
     )
-    assert expected["jobs"] or expected.get("error"), "Flink built nothing for this program"
+    assert expected["jobs"] or expected.get("error"), (
+        "Flink built nothing for this program"
+    )
     diffs = differences(program, expected)
     if program.stem in KNOWN_UNSUPPORTED:
         # chainlens must say it does not follow this program, not guess.

@@ -43,8 +43,11 @@ WHEEL = _wheel_examples()
 
 
 def _stem(path: Path) -> str:
-    return str(path.relative_to(path.parents[1] if path.parent.name != "datastream"
-                                 else path.parent)).removesuffix(".py")
+    return str(
+        path.relative_to(
+            path.parents[1] if path.parent.name != "datastream" else path.parent
+        )
+    ).removesuffix(".py")
 
 
 def test_expected_files_equal_real_flink_today() -> None:
@@ -58,7 +61,9 @@ def test_expected_files_equal_real_flink_today() -> None:
 
 
 @pytest.fixture(scope="session")
-def wheel_graphs(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, dict[str, Any]]:
+def wheel_graphs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("wheel-graphs")
     stems = [p.stem for p in WHEEL]
     assert len(set(stems)) == len(stems), "wheel example names collide in one folder"

@@ -47,7 +47,10 @@ def test_analyzer_is_pure_and_layered() -> None:
     for path, names in _imports("analyzer").items():
         for name in names:
             assert not name.startswith(("pygls", "lsprotocol", "pyspark")), (path, name)
-            assert not name.startswith(("chainlens.server", "chainlens.hooks")), (path, name)
+            assert not name.startswith(("chainlens.server", "chainlens.hooks")), (
+                path,
+                name,
+            )
             if path.startswith("analyzer/compile/"):
                 assert not name.startswith("chainlens.analyzer.extract"), (path, name)
             if path.startswith("analyzer/extract/"):

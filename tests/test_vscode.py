@@ -37,7 +37,9 @@ pytestmark = [
 def vsix() -> Path:
     setup = subprocess.run(
         ["bash", str(EXTENSION / "scripts" / "setup.sh")],
-        capture_output=True, text=True, timeout=1200,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert setup.returncode == 0, setup.stdout + setup.stderr
     return EXTENSION / "chainlens.vsix"
@@ -45,18 +47,31 @@ def vsix() -> Path:
 
 def test_unit_tests_and_package_contents(vsix: Path) -> None:
     unit = subprocess.run(
-        ["node", "--test", "test/"], cwd=EXTENSION, capture_output=True, text=True, timeout=120
+        ["node", "--test", "test/"],
+        cwd=EXTENSION,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert unit.returncode == 0, unit.stdout + unit.stderr
     assert "# fail 0" in unit.stdout
     names = zipfile.ZipFile(vsix).namelist()
     assert "extension/out/extension.js" in names
     assert "extension/package.json" in names
-    assert any(n.startswith("extension/node_modules/vscode-languageclient/") for n in names)
-    assert not any(n.startswith(("extension/src/", "extension/test/", "extension/e2e/")) for n in names)
+    assert any(
+        n.startswith("extension/node_modules/vscode-languageclient/") for n in names
+    )
+    assert not any(
+        n.startswith(("extension/src/", "extension/test/", "extension/e2e/"))
+        for n in names
+    )
     manifest = json.loads(zipfile.ZipFile(vsix).read("extension/package.json"))
     settings = manifest["contributes"]["configuration"]["properties"]
-    assert {"chainlens.path", "chainlens.interpreter", "chainlens.defaultParallelism"} <= set(settings)
+    assert {
+        "chainlens.path",
+        "chainlens.interpreter",
+        "chainlens.defaultParallelism",
+    } <= set(settings)
 
 
 def _utf16(text: str) -> int:
@@ -69,12 +84,29 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     workspace = make_hostile_repository(tmp_path / "workspace", markers)
     source = PIPELINE.read_text(encoding="utf-8")
     (workspace / "pipeline.py").write_text(source, encoding="utf-8")
-    (workspace / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    (workspace / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\n", encoding="utf-8"
+    )
     run = subprocess.run(
-        ["node", str(EXTENSION / "e2e" / "code_server_e2e.js"), "--vsix", str(vsix),
-         "--python", sys.executable, "--workspace", str(workspace), "--file", "pipeline.py",
-         "--hover", "reduce", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=600,
+        [
+            "node",
+            str(EXTENSION / "e2e" / "code_server_e2e.js"),
+            "--vsix",
+            str(vsix),
+            "--python",
+            sys.executable,
+            "--workspace",
+            str(workspace),
+            "--file",
+            "pipeline.py",
+            "--hover",
+            "reduce",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     seen = json.loads(run.stdout.strip().splitlines()[-1])
     # the error first: pytest shortens a long message, and the rows come after

@@ -12,7 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from chainlens.analyzer.compile.job_graph_gen import build_job_graph
-from chainlens.analyzer.compile.python_fusion import Workspace, align_transformations, optimize
+from chainlens.analyzer.compile.python_fusion import (
+    Workspace,
+    align_transformations,
+    optimize,
+)
 from chainlens.analyzer.compile.stream_graph_gen import (
     build_stream_graph,
     resolve_default_parallelism,
@@ -20,7 +24,11 @@ from chainlens.analyzer.compile.stream_graph_gen import (
 from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.stream_graph import StreamGraph
-from chainlens.analyzer.model.transformation import JobSpec, Transformation, TransformationKind
+from chainlens.analyzer.model.transformation import (
+    JobSpec,
+    Transformation,
+    TransformationKind,
+)
 from chainlens.analyzer.model.values import Text, Unknown
 
 COLLECT_SINK_NAME = "Data stream collect sink"
@@ -68,11 +76,15 @@ def _shift_job(job: JobSpec, shift: dict[int, int]) -> JobSpec:
         transformations=transformations,
         env_order=tuple(moved(t) for t in job.env_order),
         next_id=moved(job.next_id),
-        collect_input=moved(job.collect_input) if job.collect_input is not None else None,
+        collect_input=moved(job.collect_input)
+        if job.collect_input is not None
+        else None,
     )
 
 
-def compile_job(job: JobSpec, default_parallelism: int | None) -> tuple[CompiledJob, int]:
+def compile_job(
+    job: JobSpec, default_parallelism: int | None
+) -> tuple[CompiledJob, int]:
     """Compile one submission; also return how many ids the rewrites consumed."""
     counter = _Counter(job.next_id)
     transformations, env = resolve_default_parallelism(
@@ -124,7 +136,9 @@ def compile_job(job: JobSpec, default_parallelism: int | None) -> tuple[Compiled
     unknowns = tuple(job.unknowns) + tuple(ws.unknowns)
     if job_graph is not None:
         unknowns += job_graph.unknowns
-    compiled = CompiledJob(job, job_name, stream_graph, job_graph, error, _dedupe(unknowns))
+    compiled = CompiledJob(
+        job, job_name, stream_graph, job_graph, error, _dedupe(unknowns)
+    )
     return compiled, counter.value - job.next_id
 
 

@@ -156,7 +156,10 @@ def _chain_with_input_if_possible(
     ws: Workspace, t: Transformation, consumers: dict[int, list[int]]
 ) -> Transformation | None:
     """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
-    if t.kind is not TransformationKind.ONE_INPUT or t.operator is not OperatorKind.PYTHON_PROCESS:
+    if (
+        t.kind is not TransformationKind.ONE_INPUT
+        or t.operator is not OperatorKind.PYTHON_PROCESS
+    ):
         return None
     up = ws.get(t.inputs[0])
     path: list[Transformation] = []
@@ -178,7 +181,9 @@ def _chain_with_input_if_possible(
         return None
     if not _equal(ws, up.max_parallelism, t.max_parallelism, "max parallelism", t):
         return None
-    if not _equal(ws, up.slot_sharing_group, t.slot_sharing_group, "slot sharing group", t):
+    if not _equal(
+        ws, up.slot_sharing_group, t.slot_sharing_group, "slot sharing group", t
+    ):
         return None
     return _create_chained_transformation(ws, up, t)
 
@@ -293,7 +298,11 @@ def _rewire(
     users = consumers.pop(t_id, [])
     for user_id in users:
         user = ws.get(user_id)
-        ws.put(replace(user, inputs=tuple(fused.id if i == t_id else i for i in user.inputs)))
+        ws.put(
+            replace(
+                user, inputs=tuple(fused.id if i == t_id else i for i in user.inputs)
+            )
+        )
     consumers[fused.id] = users
     consumers.pop(up_id, None)
     for input_id in fused.inputs:

@@ -155,7 +155,10 @@ class _Builder:
         inputs = [self.transform(i) for i in t.inputs]
         flat = tuple(i for group in inputs for i in group)
         kind = t.kind
-        is_source = kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+        is_source = kind in (
+            TransformationKind.SOURCE,
+            TransformationKind.LEGACY_SOURCE,
+        )
         is_sink = kind is TransformationKind.LEGACY_SINK
         name: Text = t.name
         if is_source:
@@ -163,11 +166,18 @@ class _Builder:
         elif is_sink:
             name = _prefixed("Sink: ", t.name)
         strategy = t.chaining_strategy
-        if self.dynamic and t.keyed and strategy in (
-            ChainingStrategy.ALWAYS,
-            ChainingStrategy.HEAD_WITH_SOURCES,
+        if (
+            self.dynamic
+            and t.keyed
+            and strategy
+            in (
+                ChainingStrategy.ALWAYS,
+                ChainingStrategy.HEAD_WITH_SOURCES,
+            )
         ):
-            strategy = ChainingStrategy.HEAD  # BatchExecutionUtils.adjustChainingStrategy
+            strategy = (
+                ChainingStrategy.HEAD
+            )  # BatchExecutionUtils.adjustChainingStrategy
         node = StreamNode(
             id=t.id,
             name=name,
@@ -175,7 +185,9 @@ class _Builder:
             chaining_strategy=strategy,
             parallelism=self.parallelism_of(t),
             max_parallelism=self.max_parallelism_of(t),
-            slot_sharing_group=self.determine_slot_sharing_group(t.slot_sharing_group, flat),
+            slot_sharing_group=self.determine_slot_sharing_group(
+                t.slot_sharing_group, flat
+            ),
             uid=t.uid,
             user_hash=t.uid_hash,
             is_source=is_source,
@@ -262,8 +274,9 @@ class _Builder:
                     partitioner = v.partitioner
                 exchange_mode = v.exchange_mode
             upstream = v.input_id
-        self.create_actual_edge(upstream, downstream, type_number, partitioner,
-                                output_tag, exchange_mode)
+        self.create_actual_edge(
+            upstream, downstream, type_number, partitioner, output_tag, exchange_mode
+        )
 
     def create_actual_edge(
         self,
@@ -291,7 +304,9 @@ class _Builder:
                 )
             if same:
                 partitioner = (
-                    Partitioner.FORWARD_FOR_UNSPECIFIED if self.dynamic else Partitioner.FORWARD
+                    Partitioner.FORWARD_FOR_UNSPECIFIED
+                    if self.dynamic
+                    else Partitioner.FORWARD
                 )
             else:
                 partitioner = Partitioner.REBALANCE
@@ -415,7 +430,9 @@ def build_stream_graph(
     for tid in order:
         builder.transform(tid)
     if job_type is JobType.BATCH:
-        global_mode = _SHUFFLE_MODES.get(env.batch_shuffle_mode, GlobalExchangeMode.ALL_EDGES_BLOCKING)
+        global_mode = _SHUFFLE_MODES.get(
+            env.batch_shuffle_mode, GlobalExchangeMode.ALL_EDGES_BLOCKING
+        )
     else:
         global_mode = GlobalExchangeMode.ALL_EDGES_PIPELINED
     chaining = env.chaining_enabled

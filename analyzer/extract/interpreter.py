@@ -151,7 +151,9 @@ class Interpreter:
     # -------------------------------------------------------------- statements
 
     def exec_block(
-        self, body: Sequence[cst.BaseStatement | cst.BaseSmallStatement], scope: dict[str, object]
+        self,
+        body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        scope: dict[str, object],
     ) -> None:
         for stmt in body:
             self.exec_statement(stmt, scope)
@@ -190,7 +192,9 @@ class Interpreter:
         elif isinstance(stmt, cst.BaseSmallStatement):
             self.exec_small(stmt, scope)
 
-    def exec_small(self, stmt: cst.BaseSmallStatement, scope: dict[str, object]) -> None:
+    def exec_small(
+        self, stmt: cst.BaseSmallStatement, scope: dict[str, object]
+    ) -> None:
         if isinstance(stmt, cst.Expr):
             self.eval(stmt.value, scope)
         elif isinstance(stmt, cst.Assign):
@@ -214,7 +218,9 @@ class Interpreter:
             }.get(op_type)  # type: ignore[call-overload]
             self.assign(stmt.target, self.arith(binop, current, right), scope)
         elif isinstance(stmt, cst.Return):
-            raise _Return(self.eval(stmt.value, scope) if stmt.value is not None else None)
+            raise _Return(
+                self.eval(stmt.value, scope) if stmt.value is not None else None
+            )
         elif isinstance(stmt, cst.Import):
             for alias in stmt.names:
                 dotted = _dotted(alias.name)
@@ -241,7 +247,9 @@ class Interpreter:
             raise _Break()
         elif isinstance(stmt, cst.Continue):
             raise _Continue()
-        elif isinstance(stmt, cst.Global | cst.Nonlocal | cst.Pass | cst.Assert | cst.Del):
+        elif isinstance(
+            stmt, cst.Global | cst.Nonlocal | cst.Pass | cst.Assert | cst.Del
+        ):
             return
 
     def exec_if(self, stmt: cst.If, scope: dict[str, object]) -> None:
@@ -275,7 +283,9 @@ class Interpreter:
         try:
             for count, item in enumerate(items):
                 if count >= MAX_LOOP_ITERATIONS:
-                    self.note_unknown("loop", "too many iterations to follow", stmt.iter)
+                    self.note_unknown(
+                        "loop", "too many iterations to follow", stmt.iter
+                    )
                     break
                 self.assign(stmt.target, item, scope)
                 try:
@@ -290,7 +300,8 @@ class Interpreter:
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
         self.note_unknown(
-            "loop", "a while loop's iterations are not followed; its body is analysed once",
+            "loop",
+            "a while loop's iterations are not followed; its body is analysed once",
             stmt.test,
         )
         try:
@@ -298,8 +309,12 @@ class Interpreter:
         except (_Break, _Continue):
             pass
 
-    def assign(self, target: cst.BaseExpression | cst.BaseAssignTargetExpression,
-               value: object, scope: dict[str, object]) -> None:
+    def assign(
+        self,
+        target: cst.BaseExpression | cst.BaseAssignTargetExpression,
+        value: object,
+        scope: dict[str, object],
+    ) -> None:
         if isinstance(target, cst.Name):
             scope[target.value] = value
         elif isinstance(target, cst.Tuple | cst.List):
@@ -366,10 +381,12 @@ class Interpreter:
     def eval_Float(self, node: cst.Float, scope: dict[str, object]) -> object:
         return float(node.value.replace("_", ""))
 
-    def eval_SimpleString(self, node: cst.SimpleString, scope: dict[str, object]) -> object:
+    def eval_SimpleString(
+        self, node: cst.SimpleString, scope: dict[str, object]
+    ) -> object:
         raw = node.value
         if "\\" not in raw and raw[:1] in ("'", '"'):
-            quote = 3 if raw[:3] in ("\"\"\"", "\'\'\'") else 1
+            quote = 3 if raw[:3] in ('"""', "'''") else 1
             return raw[quote:-quote]
         return node.evaluated_value
 
@@ -382,7 +399,9 @@ class Interpreter:
             return left + right
         return _derived(left, right)
 
-    def eval_FormattedString(self, node: cst.FormattedString, scope: dict[str, object]) -> object:
+    def eval_FormattedString(
+        self, node: cst.FormattedString, scope: dict[str, object]
+    ) -> object:
         parts: list[str] = []
         for part in node.parts:
             if isinstance(part, cst.FormattedStringText):
@@ -391,9 +410,15 @@ class Interpreter:
             value = self.eval(part.expression, scope)
             if isinstance(value, Symbol):
                 return value
-            if not isinstance(value, _LITERAL_TYPES) or part.format_spec or part.conversion:
-                if part.format_spec is None and part.conversion is None and isinstance(
-                    value, _LITERAL_TYPES
+            if (
+                not isinstance(value, _LITERAL_TYPES)
+                or part.format_spec
+                or part.conversion
+            ):
+                if (
+                    part.format_spec is None
+                    and part.conversion is None
+                    and isinstance(value, _LITERAL_TYPES)
                 ):
                     parts.append(str(value))
                     continue
@@ -458,7 +483,8 @@ class Interpreter:
                 for b in (part.lower, part.upper, part.step)
             ]
             if isinstance(container, list | tuple | str) and all(
-                b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds
+                b is None or (isinstance(b, int) and not isinstance(b, bool))
+                for b in bounds
             ):
                 return container[slice(*bounds)]  # type: ignore[misc]
             return Opaque("slice")
@@ -476,7 +502,9 @@ class Interpreter:
             return Opaque("missing item")
         return Opaque("item")
 
-    def eval_BinaryOperation(self, node: cst.BinaryOperation, scope: dict[str, object]) -> object:
+    def eval_BinaryOperation(
+        self, node: cst.BinaryOperation, scope: dict[str, object]
+    ) -> object:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
         return self.arith(_BINOPS.get(type(node.operator)), left, right)
@@ -495,7 +523,9 @@ class Interpreter:
                 return Opaque("failed operation")
         return Opaque("operation")
 
-    def eval_UnaryOperation(self, node: cst.UnaryOperation, scope: dict[str, object]) -> object:
+    def eval_UnaryOperation(
+        self, node: cst.UnaryOperation, scope: dict[str, object]
+    ) -> object:
         value = self.eval(node.expression, scope)
         if isinstance(value, Symbol):
             return value
@@ -561,7 +591,9 @@ class Interpreter:
                 f"the condition `{_code(node.test)}` is not known statically",
                 node,
             )
-            return Symbol(f"`{_code(node)}`", "depends on a condition not known statically")
+            return Symbol(
+                f"`{_code(node)}`", "depends on a condition not known statically"
+            )
         return self.eval(node.body if truth else node.orelse, scope)
 
     def eval_Lambda(self, node: cst.Lambda, scope: dict[str, object]) -> object:
@@ -574,7 +606,9 @@ class Interpreter:
             return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
         if isinstance(owner, Namespace):
             return owner.values.get(name, Opaque(f"argument {name}"))
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | Instance | ArgParser):
+        if isinstance(
+            owner, Stream | EnvRef | ConfigValue | PyObject | Instance | ArgParser
+        ):
             return BoundMethod(owner, name)
         if isinstance(owner, Symbol):
             return owner
@@ -585,7 +619,9 @@ class Interpreter:
     def eval_ListComp(self, node: cst.ListComp, scope: dict[str, object]) -> object:
         return self._comprehension(node, scope)
 
-    def eval_GeneratorExp(self, node: cst.GeneratorExp, scope: dict[str, object]) -> object:
+    def eval_GeneratorExp(
+        self, node: cst.GeneratorExp, scope: dict[str, object]
+    ) -> object:
         return self._comprehension(node, scope)
 
     def _comprehension(
@@ -639,9 +675,13 @@ class Interpreter:
             return func
         return Opaque("call result")
 
-    def call_function(self, func: FunctionDef, call: api.Call, node: cst.Call) -> object:
+    def call_function(
+        self, func: FunctionDef, call: api.Call, node: cst.Call
+    ) -> object:
         if self.depth >= MAX_CALL_DEPTH:
-            self.note_unknown("call", f"recursion into {func.name}() is not followed", node)
+            self.note_unknown(
+                "call", f"recursion into {func.name}() is not followed", node
+            )
             return Opaque("recursion")
         local: dict[str, object] = {}
         params = func.node.params
@@ -663,7 +703,9 @@ class Interpreter:
             elif param.default is not None:
                 local[name] = self.eval(param.default, func.closure)
         if isinstance(params.star_arg, cst.Param):
-            local[params.star_arg.name.value] = tuple(call.args.positional[len(ordered):])
+            local[params.star_arg.name.value] = tuple(
+                call.args.positional[len(ordered) :]
+            )
         if params.star_kwarg is not None:
             local[params.star_kwarg.name.value] = {
                 k: v for k, v in call.args.keywords.items() if k not in local
@@ -683,7 +725,9 @@ class Interpreter:
             self.top = caller_top
         return None
 
-    def call_method(self, method: BoundMethod, call: api.Call, node: cst.Call) -> object:
+    def call_method(
+        self, method: BoundMethod, call: api.Call, node: cst.Call
+    ) -> object:
         receiver, name = method.receiver, method.name
         if isinstance(receiver, Stream):
             result = api.stream_method(call, receiver, name)
@@ -728,10 +772,19 @@ class Interpreter:
         if isinstance(receiver, dict) and name in ("items", "keys", "values"):
             return list(getattr(receiver, name)())
         if isinstance(receiver, str) and name in (
-            "upper", "lower", "strip", "title", "capitalize", "replace", "format", "join"
+            "upper",
+            "lower",
+            "strip",
+            "title",
+            "capitalize",
+            "replace",
+            "format",
+            "join",
         ):
             try:
-                return getattr(receiver, name)(*call.args.positional, **call.args.keywords)
+                return getattr(receiver, name)(
+                    *call.args.positional, **call.args.keywords
+                )
             except Exception:  # noqa: BLE001 - the program itself would fail here
                 return Opaque("string")
         return Opaque(f"{name}()")
@@ -743,13 +796,17 @@ class Interpreter:
             if isinstance(key, str):
                 config.entries[key] = value
             else:
-                self.program.unknown("configuration key", "not known statically", call.where)
+                self.program.unknown(
+                    "configuration key", "not known statically", call.where
+                )
             return config
         if name == "get_string" or name == "get_integer" or name == "get":
             key = call.args.get(0, "key")
-            return config.entries.get(key, call.args.get(1, "default")) if isinstance(
-                key, str
-            ) else Opaque("config")
+            return (
+                config.entries.get(key, call.args.get(1, "default"))
+                if isinstance(key, str)
+                else Opaque("config")
+            )
         return Opaque("config")
 
     def argparse_method(self, parser: ArgParser, name: str, call: api.Call) -> object:
@@ -782,7 +839,9 @@ class Interpreter:
             return PyObject(obj.qualname, obj.args, obj.kwargs, attrs)
         return obj
 
-    def call_qualified(self, ref: QualifiedRef, call: api.Call, node: cst.Call) -> object:
+    def call_qualified(
+        self, ref: QualifiedRef, call: api.Call, node: cst.Call
+    ) -> object:
         qual = ref.qualname
         parts = qual.split(".")
         last = parts[-1]
@@ -811,7 +870,8 @@ class Interpreter:
                 )
             return Opaque(f"{qual}()")
         if owner == "StreamExecutionEnvironment" and last in (
-            "get_execution_environment", "create_local_environment"
+            "get_execution_environment",
+            "create_local_environment",
         ):
             return api.new_environment(call, self.program)
         if last == "Configuration":
@@ -827,7 +887,9 @@ class Interpreter:
             if last == "with_dynamic_gap":
                 cls_name = _DYNAMIC_GAP.get(owner, owner)
             cls_qual = ".".join([*parts[:-2], cls_name])
-            obj = PyObject(cls_qual, tuple(call.args.positional), dict(call.args.keywords))
+            obj = PyObject(
+                cls_qual, tuple(call.args.positional), dict(call.args.keywords)
+            )
             return _with_known_attrs(obj)
         return Opaque(f"{qual}()")
 
@@ -835,7 +897,14 @@ class Interpreter:
         args = call.args.positional
         first = args[0] if args else None
         if any(isinstance(a, Symbol) for a in args) and name in (
-            "int", "str", "float", "bool", "abs", "round", "max", "min"
+            "int",
+            "str",
+            "float",
+            "bool",
+            "abs",
+            "round",
+            "max",
+            "min",
         ):
             return next(a for a in args if isinstance(a, Symbol))
         try:
@@ -851,12 +920,23 @@ class Interpreter:
                 return len(first)
             if name == "range" and all(isinstance(a, int) for a in args):
                 return list(range(*args))  # type: ignore[arg-type]
-            if name in ("max", "min", "abs", "round", "sum", "sorted", "reversed") and args:
+            if (
+                name in ("max", "min", "abs", "round", "sum", "sorted", "reversed")
+                and args
+            ):
                 items = args if len(args) > 1 else _iterate(first)
-                if items is not None and all(isinstance(i, int | float | str) for i in items):
-                    fn = {"max": max, "min": min, "sum": sum, "sorted": sorted,
-                          "reversed": lambda x: list(reversed(x)),
-                          "abs": lambda x: abs(x[0]), "round": lambda x: round(x[0])}[name]
+                if items is not None and all(
+                    isinstance(i, int | float | str) for i in items
+                ):
+                    fn = {
+                        "max": max,
+                        "min": min,
+                        "sum": sum,
+                        "sorted": sorted,
+                        "reversed": lambda x: list(reversed(x)),
+                        "abs": lambda x: abs(x[0]),
+                        "round": lambda x: round(x[0]),
+                    }[name]
                     return fn(list(items))
             if name in ("list", "tuple"):
                 items = _iterate(first) if args else []
@@ -877,15 +957,31 @@ class Interpreter:
             return Opaque(f"{name}()")
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
-        if name in ("print", "isinstance", "hasattr", "repr", "iter", "next", "super",
-                    "set", "frozenset", "type", "id", "hash", "callable", "getattr"):
+        if name in (
+            "print",
+            "isinstance",
+            "hasattr",
+            "repr",
+            "iter",
+            "next",
+            "super",
+            "set",
+            "frozenset",
+            "type",
+            "id",
+            "hash",
+            "callable",
+            "getattr",
+        ):
             return Opaque(f"{name}()")
         return Opaque(f"{name}()")
 
     # ----------------------------------------------------------------- helpers
 
     def dynamic(self, origin: str, node: cst.CSTNode) -> Symbol:
-        reason = _DYNAMIC_ORIGINS.get(origin, "a value known only when the program runs")
+        reason = _DYNAMIC_ORIGINS.get(
+            origin, "a value known only when the program runs"
+        )
         where = self.range_near(node)
         label = f"`{_code(node)}`"
         return Symbol(label, f"comes from {reason}", where)
@@ -902,11 +998,15 @@ class Interpreter:
         self.program.unknown(subject, reason, self.range_near(node))
 
 
-def _eval_opaque(self: Interpreter, node: cst.CSTNode, scope: dict[str, object]) -> object:
+def _eval_opaque(
+    self: Interpreter, node: cst.CSTNode, scope: dict[str, object]
+) -> object:
     return Opaque(type(node).__name__)
 
 
-_EVALUATORS: dict[type, Callable[[Interpreter, cst.CSTNode, dict[str, object]], object]] = {}
+_EVALUATORS: dict[
+    type, Callable[[Interpreter, cst.CSTNode, dict[str, object]], object]
+] = {}
 
 
 class _ChainScope(dict[str, object]):
@@ -1088,7 +1188,10 @@ def _parse_arguments(parser: ArgParser, args: list[str]) -> Namespace:
 
 def _convert(option: dict[str, object], raw: str) -> object:
     kind = option.get("type")
-    if isinstance(kind, QualifiedRef) and kind.qualname in ("builtins.int", "builtins.float"):
+    if isinstance(kind, QualifiedRef) and kind.qualname in (
+        "builtins.int",
+        "builtins.float",
+    ):
         try:
             return int(raw) if kind.qualname == "builtins.int" else float(raw)
         except ValueError:

@@ -73,7 +73,9 @@ class Call:
             return self.symbol(what, "not an int")
         if isinstance(value, (int, Symbol)):
             if isinstance(value, Symbol):
-                self.program.unknown(what, value.reason or "not known statically", self.where)
+                self.program.unknown(
+                    what, value.reason or "not known statically", self.where
+                )
             return value
         return self.symbol(what, "not known statically")
 
@@ -82,7 +84,9 @@ class Call:
         if isinstance(value, str):
             return value
         if isinstance(value, Symbol):
-            self.program.unknown(what, value.reason or "not known statically", self.where)
+            self.program.unknown(
+                what, value.reason or "not known statically", self.where
+            )
             return value
         return self.symbol(what, "not a string known statically")
 
@@ -170,9 +174,7 @@ def type_of(value: object, default: OutputType) -> OutputType:
     return OutputType.UNKNOWN
 
 
-def partition(
-    call: Call, stream: Stream, partitioner: Partitioner, api: str
-) -> Stream:
+def partition(call: Call, stream: Stream, partitioner: Partitioner, api: str) -> Stream:
     """Mirror a ``PartitionTransformation`` (no node; an edge property)."""
     src = call.program.transformations[stream.tid]
     t = _new(
@@ -223,7 +225,9 @@ def env_from_source(call: Call, env: EnvState) -> Stream:
     out = type_of(call.args.get(3, "type_info"), OutputType.OTHER)
     bounded: bool | None = None
     if isinstance(source, PyObject):
-        bounded = source.attrs.get("bounded") is True if "bounded" in source.attrs else None
+        bounded = (
+            source.attrs.get("bounded") is True if "bounded" in source.attrs else None
+        )
     t = _new(
         call,
         env,
@@ -334,7 +338,12 @@ def apply_config(call: Call, env: EnvState, config: ConfigValue) -> None:
         value: object = raw
         if isinstance(raw, Symbol):
             call.program.unknown(f"configuration {key}", raw.reason, call.where)
-            if attr in ("parallelism", "max_parallelism", "chaining_enabled", "runtime_mode"):
+            if attr in (
+                "parallelism",
+                "max_parallelism",
+                "chaining_enabled",
+                "runtime_mode",
+            ):
                 env.set(**{attr: raw})
             continue
         text = str(raw).strip()
@@ -369,7 +378,14 @@ def _check_not_keyed(call: Call, stream: Stream, api: str) -> bool:
             + (
                 "Cannot override partitioning for KeyedStream."
                 if api
-                in ("shuffle", "rebalance", "rescale", "forward", "broadcast", "partition_custom")
+                in (
+                    "shuffle",
+                    "rebalance",
+                    "rescale",
+                    "forward",
+                    "broadcast",
+                    "partition_custom",
+                )
                 else f"{api} for KeyedStream is not supported."
             ),
             call.where,
@@ -419,7 +435,13 @@ def values_of(call: Call, s: Stream) -> Stream:
 def ds_partition_custom(call: Call, s: Stream) -> Stream:
     """Mirror ``partition_custom``: hidden map, CUSTOM partition, hidden values map."""
     key_map = py_proc(
-        call, s, PARTITION_CUSTOM_MAP, PP, OutputType.ROW, "partition_custom", hidden=True
+        call,
+        s,
+        PARTITION_CUSTOM_MAP,
+        PP,
+        OutputType.ROW,
+        "partition_custom",
+        hidden=True,
     )
     part = partition(call, key_map, Partitioner.CUSTOM, "partition_custom")
     return py_proc(
@@ -435,7 +457,9 @@ def ds_union(call: Call, s: Stream, others: Sequence[object]) -> Stream:
         if isinstance(other, Stream):
             inputs.append(values_of(call, other).tid)
         else:
-            call.program.problem("unsupported", "union() of a value that is not a stream", call.where)
+            call.program.problem(
+                "unsupported", "union() of a value that is not a stream", call.where
+            )
     t = _new(
         call,
         s.env,
@@ -474,15 +498,23 @@ def ds_assign_timestamps(call: Call, s: Stream) -> Stream:
         has_assigner = bool(strategy.attrs.get("timestamp_assigner"))
     if has_assigner is None:
         call.program.unknown(
-            "watermark strategy", "not known statically: assumed without a timestamp assigner",
+            "watermark strategy",
+            "not known statically: assumed without a timestamp assigner",
             call.where,
         )
         has_assigner = False
     original = s.output_type
     upstream = s
     if has_assigner:
-        upstream = py_proc(call, s, "Extract-Timestamp", PP, OutputType.OTHER,
-                           "assign_timestamps_and_watermarks", hidden=True)
+        upstream = py_proc(
+            call,
+            s,
+            "Extract-Timestamp",
+            PP,
+            OutputType.OTHER,
+            "assign_timestamps_and_watermarks",
+            hidden=True,
+        )
     up_t = call.program.transformations[upstream.tid]
     wm = _new(
         call,
@@ -554,8 +586,13 @@ def align_output_type(call: Call, s: Stream) -> Stream:
 
 
 def _sink(
-    call: Call, s: Stream, name: str, api: str, kind: TransformationKind,
-    operator: OperatorKind, **extra: object,
+    call: Call,
+    s: Stream,
+    name: str,
+    api: str,
+    kind: TransformationKind,
+    operator: OperatorKind,
+    **extra: object,
 ) -> Stream:
     t = _new(
         call,
@@ -575,15 +612,27 @@ def ds_print(call: Call, s: Stream) -> Stream:
     """Mirror ``print``: alignment, then ``addSink(PrintSinkFunction)``."""
     s = values_of(call, s)
     s = align_output_type(call, s)
-    return _sink(call, s, "Print to Std. Out", "print", TransformationKind.LEGACY_SINK,
-                 OperatorKind.STREAM_SINK)
+    return _sink(
+        call,
+        s,
+        "Print to Std. Out",
+        "print",
+        TransformationKind.LEGACY_SINK,
+        OperatorKind.STREAM_SINK,
+    )
 
 
 def ds_add_sink(call: Call, s: Stream) -> Stream:
     """Mirror ``add_sink``: a legacy sink named "Unnamed"."""
     s = values_of(call, s)
-    return _sink(call, s, "Unnamed", "add_sink", TransformationKind.LEGACY_SINK,
-                 OperatorKind.STREAM_SINK)
+    return _sink(
+        call,
+        s,
+        "Unnamed",
+        "add_sink",
+        TransformationKind.LEGACY_SINK,
+        OperatorKind.STREAM_SINK,
+    )
 
 
 def ds_sink_to(call: Call, s: Stream) -> Stream:
@@ -596,15 +645,25 @@ def ds_sink_to(call: Call, s: Stream) -> Stream:
         call.program.unknown(
             "sink", "the sink is not known: assumed to have no committer", call.where
         )
-    return _sink(call, s, "Sink", "sink_to", TransformationKind.SINK,
-                 OperatorKind.SINK_WRITER, has_committer=has_committer)
+    return _sink(
+        call,
+        s,
+        "Sink",
+        "sink_to",
+        TransformationKind.SINK,
+        OperatorKind.SINK_WRITER,
+        has_committer=has_committer,
+    )
 
 
 def ds_execute_and_collect(call: Call, s: Stream) -> Opaque:
     """Mirror ``execute_and_collect``: one job ending in the collect sink."""
     call.program.submit(
-        s.env, "execute_and_collect", call.args.get(0, "job_execution_name"),
-        call.where, collect_input=s.tid,
+        s.env,
+        "execute_and_collect",
+        call.args.get(0, "job_execution_name"),
+        call.where,
+        collect_input=s.tid,
     )
     return Opaque("collected rows")
 
@@ -623,8 +682,13 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     a = call.args
     if api in NO_EFFECT_SETTERS:
         return s
-    if api == "set_uid_hash" and program.transformations[tid].kind is TransformationKind.SINK:
-        raise ProgramStops("Cannot set a custom UID hash on a non-legacy sink", call.where)
+    if (
+        api == "set_uid_hash"
+        and program.transformations[tid].kind is TransformationKind.SINK
+    ):
+        raise ProgramStops(
+            "Cannot set a custom UID hash on a non-legacy sink", call.where
+        )
     if api == "name":
         program.update(tid, name=call.text(a.get(0, "name"), "operator name"))
     elif api == "uid":
@@ -632,7 +696,9 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     elif api == "set_uid_hash":
         program.update(tid, uid_hash=call.text(a.get(0, "uid_hash"), "uid hash"))
     elif api == "set_description":
-        program.update(tid, description=call.text(a.get(0, "description"), "description"))
+        program.update(
+            tid, description=call.text(a.get(0, "description"), "description")
+        )
     elif api == "set_parallelism":
         program.update(
             tid,
@@ -642,10 +708,14 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     elif api == "set_max_parallelism":
         program.update(
             tid,
-            max_parallelism=call.parallelism(a.get(0, "max_parallelism"), "max parallelism"),
+            max_parallelism=call.parallelism(
+                a.get(0, "max_parallelism"), "max parallelism"
+            ),
         )
     elif api == "force_non_parallel":
-        program.update(tid, parallelism=1, max_parallelism=1, parallelism_configured=True)
+        program.update(
+            tid, parallelism=1, max_parallelism=1, parallelism_configured=True
+        )
     elif api == "slot_sharing_group":
         group = a.get(0, "slot_sharing_group")
         if isinstance(group, PyObject):
@@ -694,22 +764,40 @@ def ks_window(call: Call, s: Stream, api: str) -> Stream:
     """Mirror ``KeyedStream.window/count_window`` (no transformation yet)."""
     if api == "count_window":
         slide = call.args.get(1, "slide", 0)
-        name = "CountTumblingWindowAssigner" if slide in (0, None) else "CountSlidingWindowAssigner"
+        name = (
+            "CountTumblingWindowAssigner"
+            if slide in (0, None)
+            else "CountSlidingWindowAssigner"
+        )
     else:
         name = window_name(call.args.get(0, "window_assigner"))
     if not name:
         call.program.unknown("window assigner", "not known statically", call.where)
         name = "WindowAssigner"
-    return Stream("WindowedStream", s.env, s.tid, s.output_type, origin=s.origin,
-                  original_type=s.original_type, assigner=name)
+    return Stream(
+        "WindowedStream",
+        s.env,
+        s.tid,
+        s.output_type,
+        origin=s.origin,
+        original_type=s.original_type,
+        assigner=name,
+    )
 
 
 def ds_window_all(call: Call, s: Stream) -> Stream:
     """Mirror ``window_all``: keyed by a constant key, then a keyed window."""
     keyed = ds_key_by(call, s)
     name = window_name(call.args.get(0, "window_assigner")) or "WindowAssigner"
-    return Stream("AllWindowedStream", s.env, keyed.tid, keyed.output_type, origin=s,
-                  original_type=s.output_type, assigner=name)
+    return Stream(
+        "AllWindowedStream",
+        s.env,
+        keyed.tid,
+        keyed.output_type,
+        origin=s,
+        original_type=s.output_type,
+        assigner=name,
+    )
 
 
 def window_op(call: Call, w: Stream, api: str) -> Stream:
@@ -730,9 +818,15 @@ def ds_connect(call: Call, s: Stream) -> Stream:
     """Mirror ``connect``: ConnectedStreams, or BroadcastConnectedStream."""
     other = call.args.get(0, "ds")
     if not isinstance(other, Stream):
-        call.program.problem("unsupported", "connect() of a value that is not a stream", call.where)
+        call.program.problem(
+            "unsupported", "connect() of a value that is not a stream", call.where
+        )
         return s
-    kind = "BroadcastConnectedStream" if other.kind == "BroadcastStream" else "ConnectedStreams"
+    kind = (
+        "BroadcastConnectedStream"
+        if other.kind == "BroadcastStream"
+        else "ConnectedStreams"
+    )
     return Stream(kind, s.env, s.tid, s.output_type, origin=s, other=other)
 
 
@@ -746,7 +840,11 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
     else:
         name = {"map": "Co-Map", "flat_map": "Co-Flat Map"}[api]
     out = type_of(call.args.get(1, "output_type"), OutputType.PICKLED)
-    op = OperatorKind.PYTHON_KEYED_CO_PROCESS if keyed else OperatorKind.PYTHON_CO_PROCESS
+    op = (
+        OperatorKind.PYTHON_KEYED_CO_PROCESS
+        if keyed
+        else OperatorKind.PYTHON_CO_PROCESS
+    )
     t = _new(
         call,
         c.env,
@@ -767,8 +865,14 @@ def co_key_by(call: Call, c: Stream) -> Stream:
     assert c.origin is not None and c.other is not None
     first = ds_key_by(call, c.origin)
     second = ds_key_by(call, c.other)
-    return Stream("ConnectedStreams", c.env, first.tid, first.output_type, origin=first,
-                  other=second)
+    return Stream(
+        "ConnectedStreams",
+        c.env,
+        first.tid,
+        first.output_type,
+        origin=first,
+        other=second,
+    )
 
 
 def ds_broadcast(call: Call, s: Stream) -> Stream:
@@ -788,10 +892,14 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
     t = _new(
         call,
         c.env,
-        TransformationKind.KEYED_BROADCAST_STATE if keyed else TransformationKind.BROADCAST_STATE,
+        TransformationKind.KEYED_BROADCAST_STATE
+        if keyed
+        else TransformationKind.BROADCAST_STATE,
         "Keyed-Co-Process-Broadcast" if keyed else "Co-Process-Broadcast",
         (regular.tid, bcast.tid),
-        operator=OperatorKind.PYTHON_KEYED_CO_PROCESS if keyed else OperatorKind.PYTHON_CO_PROCESS,
+        operator=OperatorKind.PYTHON_KEYED_CO_PROCESS
+        if keyed
+        else OperatorKind.PYTHON_CO_PROCESS,
         parallelism=c.env.parallelism,
         output_type=out,
         api="broadcast.process",
@@ -811,17 +919,32 @@ _DATASTREAM: dict[str, StreamMethod] = {
     "filter": lambda c, s: ds_map(c, s, "filter"),
     "process": lambda c, s: ds_map(c, s, "process"),
     "key_by": ds_key_by,
-    "partition_custom": lambda c, s: ds_partition_custom(c, s)
-    if _check_not_keyed(c, s, "partition_custom") else s,
-    "shuffle": lambda c, s: partition(c, s, Partitioner.SHUFFLE, "shuffle")
-    if _check_not_keyed(c, s, "shuffle") else s,
-    "rebalance": lambda c, s: partition(c, s, Partitioner.REBALANCE, "rebalance")
-    if _check_not_keyed(c, s, "rebalance") else s,
-    "rescale": lambda c, s: partition(c, s, Partitioner.RESCALE, "rescale")
-    if _check_not_keyed(c, s, "rescale") else s,
-    "forward": lambda c, s: partition(c, s, Partitioner.FORWARD, "forward")
-    if _check_not_keyed(c, s, "forward") else s,
-    "broadcast": lambda c, s: ds_broadcast(c, s) if _check_not_keyed(c, s, "broadcast") else s,
+    "partition_custom": lambda c, s: (
+        ds_partition_custom(c, s) if _check_not_keyed(c, s, "partition_custom") else s
+    ),
+    "shuffle": lambda c, s: (
+        partition(c, s, Partitioner.SHUFFLE, "shuffle")
+        if _check_not_keyed(c, s, "shuffle")
+        else s
+    ),
+    "rebalance": lambda c, s: (
+        partition(c, s, Partitioner.REBALANCE, "rebalance")
+        if _check_not_keyed(c, s, "rebalance")
+        else s
+    ),
+    "rescale": lambda c, s: (
+        partition(c, s, Partitioner.RESCALE, "rescale")
+        if _check_not_keyed(c, s, "rescale")
+        else s
+    ),
+    "forward": lambda c, s: (
+        partition(c, s, Partitioner.FORWARD, "forward")
+        if _check_not_keyed(c, s, "forward")
+        else s
+    ),
+    "broadcast": lambda c, s: (
+        ds_broadcast(c, s) if _check_not_keyed(c, s, "broadcast") else s
+    ),
     "union": lambda c, s: ds_union(c, s, c.args.rest(0)),
     "project": ds_project,
     "assign_timestamps_and_watermarks": ds_assign_timestamps,
@@ -845,6 +968,7 @@ def _unsupported(call: Call, what: str) -> object:
     )
     return Opaque(what)
 
+
 _KEYED_ONLY: dict[str, StreamMethod] = {
     "reduce": lambda c, s: py_proc(c, s, "Reduce", PKP, s.original_type, "reduce"),
     "window": lambda c, s: ks_window(c, s, "window"),
@@ -855,7 +979,9 @@ for _agg in ("sum", "min", "max", "min_by", "max_by"):
         lambda api: lambda c, s: py_proc(c, s, "Reduce", PKP, s.original_type, api)
     )(_agg)
 
-_NO_EFFECT_WINDOW = frozenset({"trigger", "allowed_lateness", "side_output_late_data", "evictor"})
+_NO_EFFECT_WINDOW = frozenset(
+    {"trigger", "allowed_lateness", "side_output_late_data", "evictor"}
+)
 
 # Methods whose effect on the graph is nil (they configure runtime behaviour).
 ENV_NO_EFFECT = frozenset(
@@ -903,7 +1029,11 @@ def stream_method(call: Call, s: Stream, name: str) -> object | None:
         method = _DATASTREAM.get(name)
         return method(call, s) if method is not None else None
     if kind == "DataStreamSink":
-        if name in SETTERS - {"force_non_parallel", "start_new_chain", "set_max_parallelism"}:
+        if name in SETTERS - {
+            "force_non_parallel",
+            "start_new_chain",
+            "set_max_parallelism",
+        }:
             set_on_transformation(call, Stream("DataStream", s.env, s.tid), name)
             return s
         return None
@@ -939,11 +1069,17 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
     if name in ("execute", "execute_async"):
         return env_execute(call, env, name)
     if name == "set_parallelism":
-        env.set(parallelism=call.parallelism(a.get(0, "parallelism"), "environment parallelism"))
+        env.set(
+            parallelism=call.parallelism(
+                a.get(0, "parallelism"), "environment parallelism"
+            )
+        )
         return env_ref
     if name == "set_max_parallelism":
         env.set(
-            max_parallelism=call.parallelism(a.get(0, "max_parallelism"), "max parallelism")
+            max_parallelism=call.parallelism(
+                a.get(0, "max_parallelism"), "max parallelism"
+            )
         )
         return env_ref
     if name == "disable_operator_chaining":
@@ -951,7 +1087,10 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
         return env_ref
     if name == "set_runtime_mode":
         mode = a.get(0, "execution_mode")
-        if isinstance(mode, QualifiedRef) and mode.qualname.rsplit(".", 1)[-1] in RuntimeMode.__members__:
+        if (
+            isinstance(mode, QualifiedRef)
+            and mode.qualname.rsplit(".", 1)[-1] in RuntimeMode.__members__
+        ):
             env.set(runtime_mode=RuntimeMode[mode.qualname.rsplit(".", 1)[-1]])
         else:
             env.set(runtime_mode=call.symbol("runtime mode", "not known statically"))

@@ -36,7 +36,9 @@ class BreakReason(enum.Enum):
     EXCHANGE_MODE_BATCH = "the edge is a blocking (batch) exchange"
     PARALLELISM_DIFFERS = "the operators have different parallelism"
     MAX_PARALLELISM_DIFFERS = "the operators have different max parallelism"
-    UNION_ON_SAME_INPUT = "another input of the downstream operator has the same type number"
+    UNION_ON_SAME_INPUT = (
+        "another input of the downstream operator has the same type number"
+    )
     YIELDING_AFTER_LEGACY_SOURCE = (
         "a yielding operator cannot chain to a legacy source's chain"
     )

@@ -56,7 +56,9 @@ def _best_interleaved(
             for which, fn in enumerate(fns):
                 started = time.perf_counter()
                 fn(text)  # type: ignore[operator]
-                best[which][index] = min(best[which][index], time.perf_counter() - started)
+                best[which][index] = min(
+                    best[which][index], time.perf_counter() - started
+                )
     return tuple(best)
 
 
@@ -66,7 +68,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--flink", type=int, default=20, metavar="N")
     args = parser.parse_args()
-    paths = args.paths or sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
+    paths = args.paths or sorted(
+        (ROOT / "tests" / "fixtures" / "pipelines").glob("*.py")
+    )
     texts = [p.read_text(encoding="utf-8") for p in paths]
     config = Config(default_parallelism=4)
 
@@ -88,14 +92,22 @@ def main() -> int:
     ratios = [a / p for a, p in zip(analysis, parse, strict=True)]
     total_parse, total_analysis = sum(parse), sum(analysis)
     print(f"programs: {len(texts)} (lines: {sum(t.count(chr(10)) for t in texts)})")
-    print(f"libcst parse        median {statistics.median(parse) * 1e3:8.2f} ms/program")
-    print(f"chainlens analysis  median {statistics.median(analysis) * 1e3:8.2f} ms/program"
-          "  (source -> StreamGraph -> JobGraph + operator IDs)")
-    print(f"  + rules/findings  median {statistics.median(with_rules) * 1e3:8.2f} ms/program"
-          f"  (total {sum(with_rules) / sum(parse):5.2f}x parse)")
+    print(
+        f"libcst parse        median {statistics.median(parse) * 1e3:8.2f} ms/program"
+    )
+    print(
+        f"chainlens analysis  median {statistics.median(analysis) * 1e3:8.2f} ms/program"
+        "  (source -> StreamGraph -> JobGraph + operator IDs)"
+    )
+    print(
+        f"  + rules/findings  median {statistics.median(with_rules) * 1e3:8.2f} ms/program"
+        f"  (total {sum(with_rules) / sum(parse):5.2f}x parse)"
+    )
     worst = sorted(zip(ratios, paths, strict=True), reverse=True)[:3]
-    print("  slowest relative to parse: "
-          + ", ".join(f"{p.stem} {r:.2f}x" for r, p in worst))
+    print(
+        "  slowest relative to parse: "
+        + ", ".join(f"{p.stem} {r:.2f}x" for r, p in worst)
+    )
     print(
         f"analysis / parse    total {total_analysis / total_parse:5.2f}x, "
         f"median {statistics.median(ratios):5.2f}x, worst {max(ratios):5.2f}x  (goal <= 1.5x)"

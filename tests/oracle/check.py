@@ -86,21 +86,32 @@ def differences(program: Path, expected: Mapping[str, Any]) -> list[str]:
             )
         ours = ours[:-1]
     if len(ours) != len(flink_jobs):
-        return [*diffs, f"chainlens found {len(ours)} job(s), Flink built {len(flink_jobs)}"]
+        return [
+            *diffs,
+            f"chainlens found {len(ours)} job(s), Flink built {len(flink_jobs)}",
+        ]
     for index, (mine, theirs) in enumerate(zip(ours, flink_jobs, strict=True)):
         prefix = f"job {index}: "
-        rejected = bool(theirs.get("rejected_by_flink")) or theirs.get("job_graph") is None
+        rejected = (
+            bool(theirs.get("rejected_by_flink")) or theirs.get("job_graph") is None
+        )
         if rejected:
             flink_error = _error_message(theirs.get("error"))
             if mine.error is None:
-                diffs.append(prefix + f"Flink rejects the job ({flink_error!r}), chainlens does not")
+                diffs.append(
+                    prefix
+                    + f"Flink rejects the job ({flink_error!r}), chainlens does not"
+                )
             elif not _same_error(flink_error, mine.error.message):
                 diffs.append(
-                    prefix + f"rejection differs: {mine.error.message!r} vs {flink_error!r}"
+                    prefix
+                    + f"rejection differs: {mine.error.message!r} vs {flink_error!r}"
                 )
             continue
         if mine.error is not None:
-            diffs.append(prefix + f"chainlens says Flink rejects it: {mine.error.message}")
+            diffs.append(
+                prefix + f"chainlens says Flink rejects it: {mine.error.message}"
+            )
             continue
         diffs.extend(prefix + d for d in compare_jobs(theirs, job_to_json(mine)))
     return diffs

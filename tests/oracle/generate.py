@@ -213,8 +213,12 @@ def _run_worker(
     timed_out = False
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), _WORKER_FLAG,
-             str(spec_path)],
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                _WORKER_FLAG,
+                str(spec_path),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -245,9 +249,7 @@ def _run_worker(
         tail = log_path.read_text(errors="replace").splitlines()[-15:]
         outcome["error"] = {
             "type": "WorkerCrashed",
-            "message": "\n".join(
-                [f"worker exited with code {proc.returncode}", *tail]
-            ),
+            "message": "\n".join([f"worker exited with code {proc.returncode}", *tail]),
         }
     outcome.pop("finished", None)
     return outcome
@@ -321,19 +323,38 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="programs or folders (default: tests/fixtures/pipelines/)",
     )
-    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
-                        help="programs run in parallel (default %(default)s)")
-    parser.add_argument("--parallelism", type=int, default=DEFAULT_PARALLELISM,
-                        metavar="N", help="Flink's local default parallelism "
-                        "(default %(default)s)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                        metavar="S", help="seconds per program (default %(default)s)")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the existing files, write nothing; "
-                        "exit 1 if any is missing or differs")
-    parser.add_argument("--out-dir", metavar="DIR",
-                        help="write (or --check) the files in DIR instead of next "
-                        "to the programs")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=DEFAULT_JOBS,
+        metavar="N",
+        help="programs run in parallel (default %(default)s)",
+    )
+    parser.add_argument(
+        "--parallelism",
+        type=int,
+        default=DEFAULT_PARALLELISM,
+        metavar="N",
+        help="Flink's local default parallelism (default %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help="seconds per program (default %(default)s)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="compare with the existing files, write nothing; "
+        "exit 1 if any is missing or differs",
+    )
+    parser.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        help="write (or --check) the files in DIR instead of next to the programs",
+    )
     args = parser.parse_args(argv)
 
     programs, folders = _programs_in(args.paths)
@@ -344,8 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     targets = {p: expected_path(p, out_dir) for p in programs}
     clashes = len(set(targets.values())) != len(targets)
     if clashes:
-        print("generate.py: two programs map to the same expected file",
-              file=sys.stderr)
+        print(
+            "generate.py: two programs map to the same expected file", file=sys.stderr
+        )
         return 2
     if out_dir is not None and not args.check:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -380,8 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     for program in programs:  # input order: stable output
         doc, target = results[program], targets[program]
         if is_generator_failure(doc):
-            print(f"generate.py: {_display(program)}: {doc['error']['type']}: "
-                  f"{doc['error']['message']}", file=sys.stderr)
+            print(
+                f"generate.py: {_display(program)}: {doc['error']['type']}: "
+                f"{doc['error']['message']}",
+                file=sys.stderr,
+            )
             exit_code = 1
             continue
         text = render(doc)
@@ -819,9 +844,7 @@ class _Interceptor:
 
     # ---- submissions ---------------------------------------------------------
 
-    def submit(
-        self, trigger: str, j_env: Any, job_name: str | None, call: Any
-    ) -> Any:
+    def submit(self, trigger: str, j_env: Any, job_name: str | None, call: Any) -> Any:
         """Run a submitting PyFlink call with the trigger label set.
 
         A Java exception raised before the executor was reached means Flink did
@@ -911,8 +934,10 @@ class _Interceptor:
             rejection = exc.java_error.java_exception
         except Exception as exc:  # a generator problem: the program must not notice
             entry = _exception_entry(exc, self.scrub)
-            job["error"] = {"type": "GeneratorError",
-                            "message": f"{entry['type']}: {entry['message']}"}
+            job["error"] = {
+                "type": "GeneratorError",
+                "message": f"{entry['type']}: {entry['message']}",
+            }
             self.recorder.generator_errors.append(
                 f"job {index}: {entry['type']}: {entry['message']}"
             )
