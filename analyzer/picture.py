@@ -75,7 +75,8 @@ def _box(vertex: JobVertex, index: int, uncertain: frozenset[int]) -> _Box:
         ("name", _cut(f"{index}. {vertex.name}")),
         (
             "meta",
-            f"parallelism {vertex.parallelism} · slot group {vertex.slot_sharing_group}",
+            f"parallelism {vertex.parallelism} · "
+            f"slot group {vertex.slot_sharing_group}",
         ),
     ]
     details = [f"task {index}: {vertex.name}", f"vertex id {vertex.id}"]
@@ -128,11 +129,12 @@ def _job_svg(
     if graph is None:
         reason = job.error.message if job.error is not None else "no graph"
         out.append(
-            f'<text class="title" x="{PAD}" y="{top + 18}">{_x(_cut(str(job.job_name)))}: '
-            f"Flink rejects this job</text>"
+            f'<text class="title" x="{PAD}" y="{top + 18}">'
+            f"{_x(_cut(str(job.job_name)))}: Flink rejects this job</text>"
         )
         out.append(
-            f'<text class="meta" x="{PAD}" y="{top + 36}">{_x(_cut(reason, 120))}</text>'
+            f'<text class="meta" x="{PAD}" y="{top + 36}">'
+            f"{_x(_cut(reason, 120))}</text>"
         )
         return out, 120 * CHAR, 48
     summary_text = job_summary(graph)
@@ -207,7 +209,8 @@ def _box_svg(box: _Box, at: tuple[float, float], uncertain: frozenset[int]) -> s
         op.node_id in uncertain for op in box.vertex.operators
     ) or not isinstance(box.vertex.parallelism, int)
     parts = [
-        f'<g class="task" data-vertex-id="{box.vertex.id}"><title>{_x(box.title)}</title>',
+        f'<g class="task" data-vertex-id="{box.vertex.id}">'
+        f"<title>{_x(box.title)}</title>",
         f'<rect class="box" x="{x:.1f}" y="{y:.1f}" width="{box.width:.1f}" '
         f'height="{box.height:.1f}" rx="6"'
         + (' stroke-dasharray="4,3"' if dashed else "")
@@ -217,7 +220,8 @@ def _box_svg(box: _Box, at: tuple[float, float], uncertain: frozenset[int]) -> s
     ]
     for n, (css, text) in enumerate(box.lines):
         parts.append(
-            f'<text class="{css}" x="{x + PAD:.1f}" y="{y + PAD + (n + 1) * LINE - 4:.1f}">'
+            f'<text class="{css}" x="{x + PAD:.1f}" '
+            f'y="{y + PAD + (n + 1) * LINE - 4:.1f}">'
             f"{_x(text)}</text>"
         )
     parts.append("</g>")
@@ -225,7 +229,10 @@ def _box_svg(box: _Box, at: tuple[float, float], uncertain: frozenset[int]) -> s
 
 
 def render_svg(result: AnalysisResult, *, theme: str = "light") -> str:
-    """Return an SVG document picturing every job of ``result`` (or why there is none)."""
+    """Return an SVG document picturing every job of ``result``.
+
+    Without a job, the document says why there is none.
+    """
     colours = THEMES.get(theme, THEMES["light"])
     body: list[str] = []
     top = float(PAD)
@@ -241,24 +248,29 @@ def render_svg(result: AnalysisResult, *, theme: str = "light") -> str:
         ]
         for message in messages:
             body.append(
-                f'<text class="meta" x="{PAD}" y="{top + 14}">{_x(_cut(message, 140))}</text>'
+                f'<text class="meta" x="{PAD}" y="{top + 14}">'
+                f"{_x(_cut(message, 140))}</text>"
             )
             width = max(width, min(len(message), 140) * CHAR + 2 * PAD)
             top += LINE + 4
     height = top + PAD
     style = (
-        f"text{{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;fill:{colours['fg']}}}"
-        f".title{{font-weight:bold;font-size:13px}}.meta,.id{{fill:{colours['muted']}}}"
+        "text{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;"
+        f"fill:{colours['fg']}}}"
+        ".title{font-weight:bold;font-size:13px}"
+        f".meta,.id{{fill:{colours['muted']}}}"
         f".name{{font-weight:bold}}.label{{font-size:11px}}"
         f".box{{fill:{colours['box']};stroke:{colours['border']}}}"
         f".head{{fill:{colours['head']};stroke:none}}"
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chainlens-job-graph" '
-        f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}">'
+        f'width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}">'
         f"<style>{style}</style>"
         f'<rect width="100%" height="100%" fill="{colours["bg"]}"/>'
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" '
+        'markerWidth="7" '
         f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
         f'fill="{colours["edge"]}"/></marker></defs>' + "".join(body) + "</svg>\n"
     )

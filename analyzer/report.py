@@ -133,7 +133,8 @@ def _vertex_lines(
                 )
             if member.dropped_uid_hash:
                 dropped.append(
-                    f"uid hash {_value(member.uid_hash)} dropped by Python operator fusion"
+                    f"uid hash {_value(member.uid_hash)} "
+                    "dropped by Python operator fusion"
                 )
             if dropped:
                 lines.append(
@@ -149,7 +150,8 @@ def render_text(results: Sequence[AnalysisResult]) -> str:
     for result in results:
         for problem in result.problems:
             out.append(
-                f"{_where(result.path, problem.range)}: {problem.code}: {problem.message}"
+                f"{_where(result.path, problem.range)}: "
+                f"{problem.code}: {problem.message}"
             )
         if result.ok and not result.jobs:
             out.append(
@@ -173,7 +175,8 @@ def _job_text(path: str, job: CompiledJob) -> list[str]:
     mode = sg.settings.job_type.value if sg is not None else "?"
     if job.error is not None:
         return [
-            f"{head} ({mode}, {job.spec.trigger}): rejected by Flink: {job.error.message}"
+            f"{head} ({mode}, {job.spec.trigger}): "
+            f"rejected by Flink: {job.error.message}"
         ]
     if sg is None or jg is None:
         return [f"{head}: no graph"]
@@ -244,7 +247,8 @@ def render_dot(results: Sequence[AnalysisResult]) -> str:
             for edge in jg.edges:
                 style = "" if edge.partitioner.is_forward else ", style=bold"
                 out.append(
-                    f"    {prefix}_{edge.source_vertex_id} -> {prefix}_{edge.target_vertex_id}"
+                    f"    {prefix}_{edge.source_vertex_id} -> "
+                    f"{prefix}_{edge.target_vertex_id}"
                     f' [label="{edge.partitioner.flink_name}"{style}];'
                 )
             out.append("  }")

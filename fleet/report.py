@@ -133,7 +133,8 @@ def _bar_chart(
     height = top + row * max(len(items), 1) + 30
     total_max = max((sum(values) for _, values in items), default=0) or 1
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + bar_width + 80}" '
+        '<svg xmlns="http://www.w3.org/2000/svg" '
+        f'width="{label_width + bar_width + 80}" '
         f'height="{height}" role="img" aria-label="{html.escape(title)}">',
         f'<text x="0" y="16" class="title">{html.escape(title)}</text>',
     ]
@@ -148,12 +149,14 @@ def _bar_chart(
             width = bar_width * value / total_max
             if width > 0:
                 parts.append(
-                    f'<rect x="{x:.1f}" y="{y + 3}" width="{width:.1f}" height="{row - 6}" '
-                    f'fill="{colour}"><title>{html.escape(label)}: {value:g}</title></rect>'
+                    f'<rect x="{x:.1f}" y="{y + 3}" width="{width:.1f}" '
+                    f'height="{row - 6}" fill="{colour}">'
+                    f"<title>{html.escape(label)}: {value:g}</title></rect>"
                 )
             x += width
         parts.append(
-            f'<text x="{x + 6:.1f}" y="{y + 14}">{" / ".join(f"{v:g}" for v in values)}</text>'
+            f'<text x="{x + 6:.1f}" y="{y + 14}">'
+            f"{' / '.join(f'{v:g}' for v in values)}</text>"
         )
     if not items:
         parts.append(f'<text x="0" y="{top + 14}" class="muted">nothing to show</text>')
@@ -161,7 +164,8 @@ def _bar_chart(
     x = 0
     for name, colour in zip(legend, colours, strict=False):
         parts.append(
-            f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" fill="{colour}"/>'
+            f'<rect x="{x}" y="{legend_y - 10}" width="10" height="10" '
+            f'fill="{colour}"/>'
             f'<text x="{x + 14}" y="{legend_y}">{html.escape(name)}</text>'
         )
         x += 14 + len(name) * 7 + 16
@@ -211,14 +215,17 @@ body{{font:14px system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1100px}
 h1{{font-size:20px}} svg text{{font:12px system-ui,sans-serif;fill:#1f2328}}
 svg .title{{font-weight:bold;font-size:13px}} .muted{{fill:#57606a;color:#57606a}}
 section{{margin:18px 0}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} td:first-child,th:first-child{{text-align:left}}
+td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} \
+td:first-child,th:first-child{{text-align:left}}
 </style></head><body>
 <h1>chainlens fleet scan</h1>
 <p class="muted">Files: {html.escape(status)}. Rows: {html.escape(tables)}.
 Jobs depending on values chainlens cannot know: {summary["jobs_with_unknowns"]}.</p>
 {"".join(f"<section>{chart}</section>" for chart in charts)}
-<section><table><tr><th>repository</th><th>files</th><th>analysed</th><th>errors</th><th>jobs</th>
-<th>findings</th><th>missing uids (CL101)</th><th>dropped uids (CL103)</th></tr>{repo_rows}</table></section>
+<section><table><tr><th>repository</th><th>files</th><th>analysed</th><th>errors</th>\
+<th>jobs</th>
+<th>findings</th><th>missing uids (CL101)</th><th>dropped uids (CL103)</th></tr>\
+{repo_rows}</table></section>
 </body></html>
 """
 
@@ -239,7 +246,8 @@ def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:
         f"scanned {sum(status.values())} Python files: "
         + ", ".join(f"{v} {k}" for k, v in sorted(status.items())),
         f"jobs {summary['tables']['jobs']}, tasks {summary['tables']['tasks']}, "
-        f"operators {summary['tables']['operators']}, findings {summary['tables']['findings']}"
+        f"operators {summary['tables']['operators']}, "
+        f"findings {summary['tables']['findings']}"
         + (
             f" ({summary['reused_files']} unchanged files reused)"
             if summary.get("reused_files")

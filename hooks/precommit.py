@@ -2,7 +2,8 @@
 
 ``.pre-commit-hooks.yaml`` runs the ``chainlens-pre-commit`` executable (hook
 ``chainlens``) and ``chainlens-pre-commit --fix`` (hook ``chainlens-fix``): never
-``python -m``, which would put the repository's folder first on the import path.  Differences from ``chainlens check``:
+``python -m``, which would put the repository's folder first on the import path.
+Differences from ``chainlens check``:
 
 * no file arguments means nothing to check (never the whole directory);
 * ``exclude``/``extend-exclude`` apply to the files pre-commit names

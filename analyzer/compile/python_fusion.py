@@ -195,7 +195,10 @@ def _join(a: object, b: object) -> str:
 def _create_chained_transformation(
     ws: Workspace, up: Transformation, t: Transformation
 ) -> Transformation:
-    """Mirror ``createChainedTransformation``: up's settings, t's output, joined names."""
+    """Mirror ``createChainedTransformation``.
+
+    The chained transformation has up's settings, t's output and their names joined.
+    """
     dropped = tuple(
         replace(
             m,

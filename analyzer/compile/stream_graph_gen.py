@@ -316,7 +316,8 @@ class _Builder:
             elif same is False:
                 raise JobGraphError(
                     "Forward partitioning does not allow change of parallelism. "
-                    f"Upstream operation: {up.name}-{up.id} parallelism: {up.parallelism}, "
+                    f"Upstream operation: {up.name}-{up.id} "
+                    f"parallelism: {up.parallelism}, "
                     f"downstream operation: {down.name}-{down.id} parallelism: "
                     f"{down.parallelism} You must use another partitioning strategy, "
                     "such as broadcast, rebalance, shuffle or global.",
@@ -326,8 +327,8 @@ class _Builder:
                 self.unknowns.append(
                     Unknown(
                         f"edge {up.name} -> {down.name}",
-                        "a forward partition between parallelisms that cannot be compared "
-                        "statically: Flink rejects the job if they differ",
+                        "a forward partition between parallelisms that cannot be "
+                        "compared statically: Flink rejects the job if they differ",
                         down.range,
                     )
                 )

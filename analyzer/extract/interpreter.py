@@ -276,7 +276,8 @@ class Interpreter:
         if items is None:
             self.note_unknown(
                 "loop",
-                f"`{_code(stmt.iter)}` is not known statically; the loop body is analysed once",
+                f"`{_code(stmt.iter)}` is not known statically; "
+                "the loop body is analysed once",
                 stmt.iter,
             )
             items = [Symbol("loop item", "not known statically")]
@@ -734,8 +735,8 @@ class Interpreter:
             if result is None:
                 self.program.problem(
                     "unknown-api",
-                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API chainlens knows; "
-                    "the graph after it is not followed",
+                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API "
+                    "chainlens knows; the graph after it is not followed",
                     call.where,
                 )
                 return Opaque(f"unknown {name}")
@@ -745,7 +746,8 @@ class Interpreter:
             if result is None:
                 self.program.problem(
                     "unknown-api",
-                    f"StreamExecutionEnvironment.{name}() is not an API chainlens knows",
+                    f"StreamExecutionEnvironment.{name}() "
+                    "is not an API chainlens knows",
                     call.where,
                 )
                 return Opaque(f"unknown {name}")

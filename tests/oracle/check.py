@@ -55,7 +55,10 @@ def _same_error(flink: str, ours: str) -> bool:
 
 
 def analyse_like_flink(program: Path, expected: Mapping[str, Any]) -> AnalysisResult:
-    """Analyse ``program`` as the oracle ran it: Flink's default parallelism, no args."""
+    """Analyse ``program`` as the oracle ran it.
+
+    That is with Flink's default parallelism and no command line arguments.
+    """
     config = Config(default_parallelism=local_parallelism(expected), argv=())
     return analyze_file(program, config)
 
@@ -81,7 +84,8 @@ def differences(program: Path, expected: Mapping[str, Any]) -> list[str]:
         flink_error = _error_message(expected.get("error"))
         if not _same_error(flink_error, ours[-1].error.message):
             diffs.append(
-                f"last job: chainlens says Flink rejects it with {ours[-1].error.message!r}, "
+                "last job: chainlens says Flink rejects it with "
+                f"{ours[-1].error.message!r}, "
                 f"Flink said {flink_error!r}"
             )
         ours = ours[:-1]
