@@ -18,7 +18,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
-from chainlens.analyzer.extract.program import Program, ProgramStops
+from chainlens.analyzer.extract.program import Program, ProgramStopError
 from chainlens.analyzer.extract.values import (
     ArgParser,
     BoundMethod,
@@ -42,20 +42,20 @@ MAX_CALL_DEPTH = 40
 MAX_LOOP_ITERATIONS = 1000
 
 
-class _Return(Exception):
+class _ReturnError(Exception):
     def __init__(self, value: object) -> None:
         self.value = value
 
 
-class _Break(Exception):
+class _BreakError(Exception):
     pass
 
 
-class _Continue(Exception):
+class _ContinueError(Exception):
     pass
 
 
-class _Stop(Exception):
+class _StopError(Exception):
     """The program stops here (``raise``, ``sys.exit()``)."""
 
 
@@ -142,9 +142,9 @@ class Interpreter:
             for index, stmt in enumerate(self.module.body):
                 self.top = index
                 self.exec_statement(stmt, self.globals)
-        except (_Stop, _Return, _Break, _Continue):
+        except (_StopError, _ReturnError, _BreakError, _ContinueError):
             pass
-        except ProgramStops as stop:
+        except ProgramStopError as stop:
             self.program.problem("flink-error", stop.message, stop.where)
         return self.program
 
@@ -218,7 +218,7 @@ class Interpreter:
             }.get(op_type)  # type: ignore[call-overload]
             self.assign(stmt.target, self.arith(binop, current, right), scope)
         elif isinstance(stmt, cst.Return):
-            raise _Return(
+            raise _ReturnError(
                 self.eval(stmt.value, scope) if stmt.value is not None else None
             )
         elif isinstance(stmt, cst.Import):
@@ -242,11 +242,11 @@ class Interpreter:
                 )
                 scope[local] = QualifiedRef(f"{module}.{name}")
         elif isinstance(stmt, cst.Raise):
-            raise _Stop()
+            raise _StopError()
         elif isinstance(stmt, cst.Break):
-            raise _Break()
+            raise _BreakError()
         elif isinstance(stmt, cst.Continue):
-            raise _Continue()
+            raise _ContinueError()
         elif isinstance(
             stmt, cst.Global | cst.Nonlocal | cst.Pass | cst.Assert | cst.Del
         ):
@@ -291,12 +291,12 @@ class Interpreter:
                 self.assign(stmt.target, item, scope)
                 try:
                     self.exec_block(_body(stmt.body), scope)
-                except _Continue:
+                except _ContinueError:
                     continue
             else:
                 if stmt.orelse is not None:
                     self.exec_block(_body(stmt.orelse.body), scope)
-        except _Break:
+        except _BreakError:
             pass
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
@@ -307,7 +307,7 @@ class Interpreter:
         )
         try:
             self.exec_block(_body(stmt.body), scope)
-        except (_Break, _Continue):
+        except (_BreakError, _ContinueError):
             pass
 
     def assign(
@@ -717,9 +717,9 @@ class Interpreter:
         try:
             body = func.node.body
             self.exec_block(_body(body), scope)
-        except _Return as ret:
+        except _ReturnError as ret:
             return ret.value
-        except (_Break, _Continue):
+        except (_BreakError, _ContinueError):
             return None
         finally:
             self.depth -= 1
@@ -855,7 +855,7 @@ class Interpreter:
         if parts[0] == "builtins":
             return self.call_builtin(last, call, node)
         if qual in ("sys.exit", "os._exit"):
-            raise _Stop()
+            raise _StopError()
         if qual == "pyflink.java_gateway.get_gateway":
             return QualifiedRef("java")
         if parts[0] == "java":

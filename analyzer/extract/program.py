@@ -31,7 +31,7 @@ class Problem:
     range: SourceRange | None
 
 
-class ProgramStops(Exception):
+class ProgramStopError(Exception):
     """PyFlink raises here when the program runs: nothing after it happens."""
 
     def __init__(self, message: str, where: SourceRange | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from chainlens.analyzer.extract.program import EnvState, Program, ProgramStops
+from chainlens.analyzer.extract.program import EnvState, Program, ProgramStopError
 from chainlens.analyzer.extract.values import (
     ConfigValue,
     EnvRef,
@@ -686,7 +686,7 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
         api == "set_uid_hash"
         and program.transformations[tid].kind is TransformationKind.SINK
     ):
-        raise ProgramStops(
+        raise ProgramStopError(
             "Cannot set a custom UID hash on a non-legacy sink", call.where
         )
     if api == "name":

@@ -617,7 +617,7 @@ class _EmptyCollectIterator:
         return False
 
 
-class _FlinkRejection(Exception):
+class _FlinkRejectionError(Exception):
     """Flink refused to turn a submitted StreamGraph into a JobGraph."""
 
     def __init__(self, java_error: Any) -> None:
@@ -928,7 +928,7 @@ class _Interceptor:
         rejection = None
         try:
             describe_submission(self, pipeline, configuration, class_loader, job)
-        except _FlinkRejection as exc:
+        except _FlinkRejectionError as exc:
             job["rejected_by_flink"] = True
             job["error"] = _exception_entry(exc.java_error, self.scrub)
             rejection = exc.java_error.java_exception
@@ -1054,7 +1054,7 @@ def describe_submission(
     class_loader: Any,
     job: dict[str, Any],
 ) -> None:
-    """Fill ``job`` from a submitted pipeline; raise _FlinkRejection when the
+    """Fill ``job`` from a submitted pipeline; raise _FlinkRejectionError when the
     JobManager could not build its JobGraph."""
     from py4j.protocol import Py4JJavaError
 
@@ -1074,7 +1074,7 @@ def describe_submission(
         copy.deserializeUserDefinedInstances(class_loader, direct)
         job_graph = copy.getJobGraph(class_loader)
     except Py4JJavaError as exc:
-        raise _FlinkRejection(exc) from None
+        raise _FlinkRejectionError(exc) from None
     nodes = {node["id"]: node for node in job["stream_graph"]["nodes"]}
     job["job_graph"] = describe_job_graph(interceptor, job_graph, nodes, class_loader)
 
