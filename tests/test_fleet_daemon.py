@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from chainlens.fleet import daemon
+from chainlens.fleet.spark import TUNED
 
 
 def _package(root: Path, name: str) -> Path:
@@ -122,6 +123,8 @@ def _launch_like_spark(path: str, **env: str) -> subprocess.Popen[bytes]:
             **os.environ,
             daemon.SERVER_ENV: path,
             "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0"),
+            # spark.executorEnv.PYTHONSAFEPATH, as the scan sets it
+            "PYTHONSAFEPATH": TUNED["spark.executorEnv.PYTHONSAFEPATH"],
             **env,
         },
     )

@@ -357,7 +357,7 @@ def test_standalone_cluster_gives_identical_tables(
         assert table(out, name) == table(local_scan, name), name
     # the package zip shipped to the executors is not left in the result
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [*TABLES, "summary.json", "report.html"]
+        [*TABLES, "summary.json", "report.html", MARKER]
     )
 
 
