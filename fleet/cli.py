@@ -83,8 +83,8 @@ def main(argv: list[str]) -> int:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """Run a parsed ``chainlens fleet`` command; return the exit code."""
-    from chainlens.fleet.report import terminal_lines
     from chainlens.fleet.output import OutputError
+    from chainlens.fleet.report import terminal_lines
     from chainlens.fleet.spark import ScanError, ScanOptions, run_scan
 
     conf: dict[str, str] = {}

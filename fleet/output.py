@@ -95,7 +95,7 @@ def check_output(out: Path, scanned: Iterable[Path]) -> None:
             f"--out {shown}: is a file, not a folder; the result is a folder of "
             "tables and a report: name a new folder"
         )
-    if out.is_symlink() or os.path.lexists(out) and not out.exists():
+    if out.is_symlink() or (os.path.lexists(out) and not out.exists()):
         raise OutputError(
             f"--out {shown}: is a symbolic link; name the folder itself"
             if out.exists()

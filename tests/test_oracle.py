@@ -62,7 +62,8 @@ def test_pipeline_matches_flink(program: Path) -> None:
     diffs = differences(program, expected)
     if program.stem in KNOWN_UNSUPPORTED:
         # chainlens must say it does not follow this program, not guess.
-        assert diffs and diffs[0].startswith("chainlens problem: unsupported"), diffs
+        assert diffs, "chainlens must say it does not follow this program"
+        assert diffs[0].startswith("chainlens problem: unsupported"), diffs
         return
     assert diffs == []
 

@@ -31,8 +31,8 @@ from chainlens.analyzer.model.enums import (
     DistributionPattern,
     ExchangeMode,
     GlobalExchangeMode,
-    OperatorKind,
     JobType,
+    OperatorKind,
     Partitioner,
     ResultPartitionType,
 )

@@ -11,6 +11,7 @@ an "unknown" fact.  The analysed program is never imported or executed.
 from __future__ import annotations
 
 import ast
+import contextlib
 import operator
 from collections.abc import Callable, Iterator, Sequence
 
@@ -305,10 +306,8 @@ class Interpreter:
             "a while loop's iterations are not followed; its body is analysed once",
             stmt.test,
         )
-        try:
+        with contextlib.suppress(_BreakError, _ContinueError):
             self.exec_block(_body(stmt.body), scope)
-        except (_BreakError, _ContinueError):
-            pass
 
     def assign(
         self,
@@ -520,7 +519,7 @@ class Interpreter:
         if isinstance(left, _SEQ_OR_LITERAL) and isinstance(right, _SEQ_OR_LITERAL):
             try:
                 return op(left, right)
-            except Exception:  # noqa: BLE001 - the program itself would fail here
+            except Exception:  # the program itself would fail here
                 return Opaque("failed operation")
         return Opaque("operation")
 
@@ -787,7 +786,7 @@ class Interpreter:
                 return getattr(receiver, name)(
                     *call.args.positional, **call.args.keywords
                 )
-            except Exception:  # noqa: BLE001 - the program itself would fail here
+            except Exception:  # the program itself would fail here
                 return Opaque("string")
         return Opaque(f"{name}()")
 
@@ -952,9 +951,8 @@ class Interpreter:
                 lists = [_iterate(a) for a in args]
                 if all(item is not None for item in lists):
                     return list(zip(*lists, strict=False))  # type: ignore[arg-type]
-            if name == "dict":
-                if not args:
-                    return dict(call.args.keywords)
+            if name == "dict" and not args:
+                return dict(call.args.keywords)
         except (TypeError, ValueError):
             return Opaque(f"{name}()")
         if name in ("input", "open"):

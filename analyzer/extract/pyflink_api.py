@@ -833,7 +833,8 @@ def ds_connect(call: Call, s: Stream) -> Stream:
 def co_op(call: Call, c: Stream, api: str) -> Stream:
     """Mirror ``ConnectedStreams.map/flat_map/process``: one two-input PyProc."""
     first, second = c.origin, c.other
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     keyed = first.kind == "KeyedStream" and second.kind == "KeyedStream"
     if api == "process":
         name = "Keyed Co-Process" if keyed else "Co-Process"
@@ -862,7 +863,8 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
 
 def co_key_by(call: Call, c: Stream) -> Stream:
     """Mirror ``ConnectedStreams.key_by(k1, k2)``: key each input."""
-    assert c.origin is not None and c.other is not None
+    assert c.origin is not None
+    assert c.other is not None
     first = ds_key_by(call, c.origin)
     second = ds_key_by(call, c.other)
     return Stream(
@@ -886,7 +888,8 @@ def ds_broadcast(call: Call, s: Stream) -> Stream:
 def broadcast_process(call: Call, c: Stream) -> Stream:
     """Mirror ``BroadcastConnectedStream.process``: a Python broadcast-state op."""
     regular, bcast = c.origin, c.other
-    assert regular is not None and bcast is not None
+    assert regular is not None
+    assert bcast is not None
     keyed = regular.kind == "KeyedStream"
     out = type_of(call.args.get(1, "output_type"), OutputType.PICKLED)
     t = _new(

@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import difflib
 import functools
 import hashlib
@@ -96,7 +97,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 GENERATOR = "tests/oracle/generate.py"
 DEFAULT_PARALLELISM = 4
@@ -266,10 +267,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
     The group id is the worker's pid (``start_new_session``); only processes of
     that group are signalled."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
 
 
@@ -628,7 +627,7 @@ class _FlinkRejectionError(Exception):
 class _Interceptor:
     """Installs the interception and turns each submission into a job entry."""
 
-    DEFAULT_JOB_NAMES = {
+    DEFAULT_JOB_NAMES: ClassVar[dict[str, str]] = {
         "execute": "Flink Streaming Job",
         "execute_async": "Flink Streaming Job",
         "execute_and_collect": "DataStream Collect",
@@ -1276,7 +1275,11 @@ def describe_job_graph(
         }
         order: list[int] = []
 
-        def visit(node_id: int, chained_to: dict[int, list[int]] = chained_to) -> None:
+        def visit(
+            node_id: int,
+            chained_to: dict[int, list[int]] = chained_to,
+            order: list[int] = order,
+        ) -> None:
             if node_id in order or node_id not in chained_to:
                 return
             order.append(node_id)
@@ -1334,7 +1337,7 @@ def describe_job_graph(
         )
 
     edges = []
-    for vertex, described in zip(vertices, out_vertices):
+    for vertex, described in zip(vertices, out_vertices, strict=True):
         for input_index, job_edge in enumerate(vertex.getInputs()):
             data_set = job_edge.getSource()
             producer = data_set.getProducer().getID().toString()
