@@ -665,6 +665,7 @@ def package_zip(directory: Path) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         folders: set[str] = set()
         for package in (chainlens.analyzer, chainlens.fleet):
+            assert package.__file__ is not None  # regular packages, not namespaces
             base = Path(package.__file__).resolve().parent
             name = package.__name__.replace(".", "/")
             for file in sorted(base.rglob("*.py")):
@@ -780,10 +781,13 @@ class Progress:
             sys.stderr.write("\n")
 
     def _run(self) -> None:
+        tracker = self._tracker
+        if tracker is None:  # disabled: the thread is never started
+            return
         while not self._stop.wait(0.5):
             done = total = 0
-            for stage_id in self._tracker.getActiveStageIds():
-                info = self._tracker.getStageInfo(stage_id)
+            for stage_id in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage_id)
                 if info is not None:
                     done += info.numCompletedTasks
                     total += info.numTasks

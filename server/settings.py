@@ -47,8 +47,9 @@ class ClientSettings:
         """Read a settings object; keys it does not know are ignored."""
         if not isinstance(raw, Mapping):
             return cls()
-        if isinstance(raw.get("settings"), Mapping):
-            raw = raw["settings"]
+        settings = raw.get("settings")
+        if isinstance(settings, Mapping):
+            raw = settings
         reader = _Reader(raw)
         return cls(
             enable=reader.flag("enable"),

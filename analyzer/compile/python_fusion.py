@@ -254,6 +254,7 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
     chained: dict[int, None] = {}
     done: set[int] = set()
     queue: deque[int] = deque([target] if target is not None else ws.env_order)
+    old: tuple[int, ...]
     while queue:
         tid = queue.popleft()
         if tid in done:

@@ -14,6 +14,7 @@ import ast
 import contextlib
 import operator
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import libcst as cst
 
@@ -70,15 +71,17 @@ _BINOPS: dict[type[cst.BaseBinaryOp], Callable[[object, object], object]] = {
     cst.Power: operator.pow,
 }
 
-_COMPARE: dict[type[cst.BaseCompOp], Callable[[object, object], object]] = {
+#: Python's comparisons take operands of any type (the unsupported ones raise
+#: TypeError, which the caller catches), hence Any: ``object`` would reject <.
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], object]] = {
     cst.Equal: operator.eq,
     cst.NotEqual: operator.ne,
     cst.LessThan: operator.lt,
     cst.LessThanEqual: operator.le,
     cst.GreaterThan: operator.gt,
     cst.GreaterThanEqual: operator.ge,
-    cst.In: lambda a, b: a in b,  # type: ignore[operator]
-    cst.NotIn: lambda a, b: a not in b,  # type: ignore[operator]
+    cst.In: lambda a, b: a in b,
+    cst.NotIn: lambda a, b: a not in b,
     cst.Is: operator.is_,
     cst.IsNot: operator.is_not,
 }
@@ -216,7 +219,7 @@ class Interpreter:
                 cst.FloorDivideAssign: operator.floordiv,
                 cst.DivideAssign: operator.truediv,
                 cst.ModuloAssign: operator.mod,
-            }.get(op_type)  # type: ignore[call-overload]
+            }.get(op_type)
             self.assign(stmt.target, self.arith(binop, current, right), scope)
         elif isinstance(stmt, cst.Return):
             raise _ReturnError(
@@ -407,6 +410,8 @@ class Interpreter:
             if isinstance(part, cst.FormattedStringText):
                 parts.append(part.value.replace("{{", "{").replace("}}", "}"))
                 continue
+            # LibCST has no third kind of f-string part
+            assert isinstance(part, cst.FormattedStringExpression)
             value = self.eval(part.expression, scope)
             if isinstance(value, Symbol):
                 return value
@@ -482,11 +487,15 @@ class Interpreter:
                 self.eval(b, scope) if b is not None else None
                 for b in (part.lower, part.upper, part.step)
             ]
-            if isinstance(container, list | tuple | str) and all(
-                b is None or (isinstance(b, int) and not isinstance(b, bool))
+            indices = [
+                b
                 for b in bounds
+                if b is None or (isinstance(b, int) and not isinstance(b, bool))
+            ]
+            if isinstance(container, list | tuple | str) and len(indices) == len(
+                bounds
             ):
-                return container[slice(*bounds)]  # type: ignore[misc]
+                return container[slice(*indices)]
             return Opaque("slice")
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
             return Opaque("slice")
@@ -919,8 +928,10 @@ class Interpreter:
                 return bool(first)
             if name == "len" and isinstance(first, list | tuple | str | dict):
                 return len(first)
-            if name == "range" and all(isinstance(a, int) for a in args):
-                return list(range(*args))  # type: ignore[arg-type]
+            if name == "range":
+                numbers = [a for a in args if isinstance(a, int)]
+                if len(numbers) == len(args):
+                    return list(range(*numbers))
             if (
                 name in ("max", "min", "abs", "round", "sum", "sorted", "reversed")
                 and args
@@ -929,7 +940,8 @@ class Interpreter:
                 if items is not None and all(
                     isinstance(i, int | float | str) for i in items
                 ):
-                    fn = {
+                    # ints, floats and strs: a mix raises TypeError, as in Python
+                    functions: dict[str, Callable[[list[Any]], object]] = {
                         "max": max,
                         "min": min,
                         "sum": sum,
@@ -937,8 +949,8 @@ class Interpreter:
                         "reversed": lambda x: list(reversed(x)),
                         "abs": lambda x: abs(x[0]),
                         "round": lambda x: round(x[0]),
-                    }[name]
-                    return fn(list(items))
+                    }
+                    return functions[name](list(items))
             if name in ("list", "tuple"):
                 items = _iterate(first) if args else []
                 if items is not None:
@@ -950,7 +962,7 @@ class Interpreter:
             if name == "zip":
                 lists = [_iterate(a) for a in args]
                 if all(item is not None for item in lists):
-                    return list(zip(*lists, strict=False))  # type: ignore[arg-type]
+                    return list(zip(*lists, strict=False))
             if name == "dict" and not args:
                 return dict(call.args.keywords)
         except (TypeError, ValueError):
@@ -1111,11 +1123,13 @@ def _format(
         for piece in part.format_spec:
             if isinstance(piece, cst.FormattedStringText):
                 pieces.append(piece.value)
-            else:
-                inner = interp.eval(piece.expression, scope)
-                if not isinstance(inner, _LITERAL_TYPES):
-                    return None
-                pieces.append(str(inner))
+                continue
+            # LibCST has no third kind of f-string part
+            assert isinstance(piece, cst.FormattedStringExpression)
+            inner = interp.eval(piece.expression, scope)
+            if not isinstance(inner, _LITERAL_TYPES):
+                return None
+            pieces.append(str(inner))
         spec = "".join(pieces)
     try:
         return format(text, spec)
@@ -1147,6 +1161,7 @@ def _parse_arguments(parser: ArgParser, args: list[str]) -> Namespace:
     values: dict[str, object] = {}
     by_flag: dict[str, dict[str, object]] = {}
     positionals: list[dict[str, object]] = []
+    option: dict[str, object] | None
     for option in parser.options:
         dest = str(option.get("dest", ""))
         action = option.get("action")
@@ -1154,9 +1169,10 @@ def _parse_arguments(parser: ArgParser, args: list[str]) -> Namespace:
         if action == "store_false":
             default = option.get("default", True)
         values[dest] = default
-        flags = option.get("flags") or []
-        if any(str(f).startswith("-") for f in flags):  # type: ignore[union-attr]
-            for flag in flags:  # type: ignore[union-attr]
+        flags = option.get("flags")  # a list (argparse_method)
+        names = flags if isinstance(flags, list) else []
+        if any(str(f).startswith("-") for f in names):
+            for flag in names:
                 by_flag[str(flag)] = option
         else:
             positionals.append(option)

@@ -112,7 +112,7 @@ def _fields(cls: type) -> tuple[str, ...]:
     else:
         names = _SOURCE_ORDER.get(cls) or tuple(
             name
-            for name in cls.__dataclass_fields__  # type: ignore[attr-defined]
+            for name in cls.__dataclass_fields__
             if not name.startswith(_SKIP_PREFIXES)
         )
     _FIELDS[cls] = names
@@ -191,10 +191,10 @@ def _ast_calls(tree: ast.AST) -> list[ast.Call]:
     stack: list[object] = [tree]
     while stack:
         node = stack.pop()
-        cls = type(node)
-        if cls is list:
-            stack.extend(node)  # type: ignore[call-overload]
+        if type(node) is list:
+            stack.extend(node)
             continue
+        cls = type(node)
         fields = _AST_FIELDS.get(cls)
         if fields is None:
             fields = _ast_fields(cls)

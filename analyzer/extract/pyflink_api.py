@@ -592,7 +592,8 @@ def _sink(
     api: str,
     kind: TransformationKind,
     operator: OperatorKind,
-    **extra: object,
+    *,
+    has_committer: bool = False,
 ) -> Stream:
     t = _new(
         call,
@@ -603,7 +604,7 @@ def _sink(
         operator=operator,
         parallelism=s.env.parallelism,
         api=api,
-        **extra,
+        has_committer=has_committer,
     )
     return Stream("DataStreamSink", s.env, t.id)
 

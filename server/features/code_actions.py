@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
@@ -35,14 +36,16 @@ def _edit(uri: str, version: int, edits: list[types.TextEdit]) -> types.Workspac
                 text_document=types.OptionalVersionedTextDocumentIdentifier(
                     uri=uri, version=version
                 ),
-                edits=edits,  # type: ignore[arg-type]
+                edits=edits,
             )
         ]
     )
 
 
 def quick_fixes(
-    analysis: Analysis, wanted: list[types.Diagnostic], selection: types.Range
+    analysis: Analysis,
+    wanted: Sequence[types.Diagnostic],
+    selection: types.Range,
 ) -> list[types.CodeAction]:
     """Return the fix and suppress actions of the findings the client asks about."""
     actions: list[types.CodeAction] = []
