@@ -75,7 +75,7 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a clear line, never a traceback
-        from chainlens.hooks.entry import one_line
+        from chainlens.fleet.error_line import one_line
 
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2

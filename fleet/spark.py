@@ -1359,7 +1359,7 @@ def _read_on_driver(context: Any, uri: str) -> bytes | str:
         finally:
             stream.close()
     except Exception as exc:  # a file gone, unreadable, a bad URI: its row says so
-        from chainlens.hooks.entry import one_line
+        from chainlens.fleet.error_line import one_line
 
         return one_line(exc).removeprefix(f"{type(exc).__name__}: ")
 

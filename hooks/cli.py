@@ -925,7 +925,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return 2
     except Exception as exc:
-        from chainlens.hooks.entry import one_line
+        from chainlens.fleet.error_line import one_line
 
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2

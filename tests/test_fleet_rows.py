@@ -108,8 +108,8 @@ def test_cli_usage_errors_are_messages(
 def test_other_failures_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from chainlens.fleet.error_line import one_line
     from chainlens.hooks.cli import main
-    from chainlens.hooks.entry import one_line
 
     blocker = tmp_path / "a-file"
     blocker.write_text("", encoding="utf-8")
