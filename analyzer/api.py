@@ -11,46 +11,25 @@ import ast
 import gc
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import libcst as cst
 
-from chainlens.analyzer.compile.pipeline import CompiledJob, compile_jobs
+from chainlens.analyzer.compile.pipeline import compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
-from chainlens.analyzer.extract.program import Problem
-from chainlens.analyzer.model.diagnostic import Diagnostic
+
+# AnalysisResult and BLOCKING are defined with the other data types and
+# re-exported here, where callers of analyze_* look for them.
+from chainlens.analyzer.model.result import BLOCKING as BLOCKING
+from chainlens.analyzer.model.result import AnalysisResult as AnalysisResult
+from chainlens.analyzer.model.result import CompiledJob, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.suppression import apply_suppressions
-
-
-@dataclass(frozen=True, slots=True)
-class AnalysisResult:
-    """Everything chainlens knows about one file."""
-
-    path: str
-    jobs: tuple[CompiledJob, ...] = ()
-    problems: tuple[Problem, ...] = ()
-    unknowns: tuple[Unknown, ...] = ()
-    uses_pyflink: bool = False
-    diagnostics: tuple[Diagnostic, ...] = ()
-    parse_seconds: float = 0.0
-    analysis_seconds: float = 0.0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """Tell whether the file was analysed without a blocking problem."""
-        return not any(p.code in BLOCKING for p in self.problems)
-
-
-BLOCKING = frozenset(
-    {"syntax-error", "decode-error", "read-error", "too-large", "internal-error"}
-)
 
 
 def uses_pyflink(text: str) -> bool:

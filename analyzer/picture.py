@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Final
 from xml.sax.saxutils import escape
 
-from chainlens.analyzer.api import AnalysisResult
-from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.report import job_summary
 
 CHAR: Final = 7.2  # px per character of 12px monospace

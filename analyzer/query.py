@@ -3,9 +3,10 @@
 Editors ask "what happens to the operator under the cursor?": which task it runs
 in, where in the chain, with which parallelism, operator ID and uid, and what the
 network edges into and out of it are (and why they do not chain).  This module
-answers by looking facts up in an :class:`~chainlens.analyzer.api.AnalysisResult`;
-it decides nothing itself.  Adapters (the language server, the fleet scan) only
-convert these facts to their own forms.
+answers by looking facts up in an
+:class:`~chainlens.analyzer.model.result.AnalysisResult`; it decides nothing
+itself.  Adapters (the language server, the fleet scan) only convert these facts
+to their own forms.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from chainlens.analyzer.api import AnalysisResult
-from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol, Text

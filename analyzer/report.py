@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chainlens.analyzer.api import AnalysisResult
-from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.values import Symbol

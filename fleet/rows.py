@@ -16,8 +16,8 @@ import traceback
 from dataclasses import dataclass, field
 
 from chainlens.analyzer.api import BLOCKING, AnalysisResult, analyze_bytes
-from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.query import shuffle_count
 from chainlens.analyzer.rules.operators import state_info

@@ -56,8 +56,8 @@ from chainlens.analyzer.config import (
     Settings,
     command_line_layer,
 )
-from chainlens.analyzer.extract.program import Problem
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.report import render_dot, results_to_json
 from chainlens.analyzer.report import render_text as render_graph_text

@@ -32,8 +32,8 @@ from chainlens.analyzer.config import (
     materialize,
 )
 from chainlens.analyzer.extract.parse import ModuleCache
-from chainlens.analyzer.extract.program import Problem
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.query import FileFacts
 from chainlens.server.convert import TextLines

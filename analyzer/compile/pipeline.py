@@ -9,7 +9,7 @@ ids PyFlink's rewrites consume.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from chainlens.analyzer.compile.job_graph_gen import build_job_graph
 from chainlens.analyzer.compile.python_fusion import (
@@ -23,6 +23,7 @@ from chainlens.analyzer.compile.stream_graph_gen import (
 )
 from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
+from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import (
     JobSpec,
@@ -32,21 +33,6 @@ from chainlens.analyzer.model.transformation import (
 from chainlens.analyzer.model.values import Text, Unknown
 
 COLLECT_SINK_NAME = "Data stream collect sink"
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledJob:
-    """One submission with the graphs Flink would build for it.
-
-    ``error`` is set when Flink refuses the job (then graphs may be missing).
-    """
-
-    spec: JobSpec
-    job_name: Text
-    stream_graph: StreamGraph | None
-    job_graph: JobGraph | None
-    error: JobGraphError | None
-    unknowns: tuple[Unknown, ...]
 
 
 class _Counter:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import (
     EnvSettings,
@@ -20,15 +21,6 @@ from chainlens.analyzer.model.values import (
     Symbol,
     Unknown,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Something in the program chainlens cannot follow or Flink would reject."""
-
-    code: str  # "unknown-api", "unsupported", "flink-error", ...
-    message: str
-    range: SourceRange | None
 
 
 class ProgramStopError(Exception):

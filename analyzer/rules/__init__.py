@@ -28,9 +28,9 @@ from chainlens.analyzer.rules.cl106_chain_break import ChainBreak
 from chainlens.analyzer.rules.cl107_analysis_limit import AnalysisLimit
 
 if TYPE_CHECKING:
-    from chainlens.analyzer.api import AnalysisResult
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.diagnostic import Diagnostic
+    from chainlens.analyzer.model.result import AnalysisResult
 
 __all__ = [
     "ALL_RULES",

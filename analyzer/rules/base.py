@@ -25,8 +25,8 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 if TYPE_CHECKING:
-    from chainlens.analyzer.api import AnalysisResult
     from chainlens.analyzer.config import Config
+    from chainlens.analyzer.model.result import AnalysisResult
     from chainlens.analyzer.rules.uid_plan import UidPlan
 
 #: A selector that matches every rule (as in ruff).

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.compile.pipeline import CompiledJob
 from chainlens.analyzer.model.diagnostic import (
     Diagnostic,
     RelatedLocation,
     RuleCode,
     Severity,
 )
+from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.rules.base import RuleContext
 

@@ -37,7 +37,7 @@ from chainlens.analyzer.rules.operators import (
 from chainlens.analyzer.rules.source_calls import LocatedCall, SourceCalls
 
 if TYPE_CHECKING:
-    from chainlens.analyzer.api import AnalysisResult
+    from chainlens.analyzer.model.result import AnalysisResult
 
 #: Names PyFlink gives operators by default (lower case); a name among these
 #: was not chosen by the program, so it says nothing about the operator.

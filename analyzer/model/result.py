@@ -1,0 +1,67 @@
+"""What analysing one file produces: its jobs with their graphs, its problems.
+
+These are plain data: the stages build them (``extract`` the problems,
+``compile`` the jobs, ``api`` the result) and the rules, reports and adapters
+read them, so they live below all of those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
+from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.stream_graph import StreamGraph
+from chainlens.analyzer.model.transformation import JobSpec
+from chainlens.analyzer.model.values import Text, Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something in the program chainlens cannot follow or Flink would reject."""
+
+    code: str  # "unknown-api", "unsupported", "flink-error", ...
+    message: str
+    range: SourceRange | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledJob:
+    """One submission with the graphs Flink would build for it.
+
+    ``error`` is set when Flink refuses the job (then graphs may be missing).
+    """
+
+    spec: JobSpec
+    job_name: Text
+    stream_graph: StreamGraph | None
+    job_graph: JobGraph | None
+    error: JobGraphError | None
+    unknowns: tuple[Unknown, ...]
+
+
+#: Problem codes that mean the file was not (fully) analysed.
+BLOCKING = frozenset(
+    {"syntax-error", "decode-error", "read-error", "too-large", "internal-error"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisResult:
+    """Everything chainlens knows about one file."""
+
+    path: str
+    jobs: tuple[CompiledJob, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    unknowns: tuple[Unknown, ...] = ()
+    uses_pyflink: bool = False
+    diagnostics: tuple[Diagnostic, ...] = ()
+    parse_seconds: float = 0.0
+    analysis_seconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Tell whether the file was analysed without a blocking problem."""
+        return not any(p.code in BLOCKING for p in self.problems)
