@@ -1,1 +1,212 @@
-"""chainlens.analyzer: PyFlink source -> StreamGraph -> JobGraph, without a JVM."""
+"""chainlens.analyzer: PyFlink source -> StreamGraph -> JobGraph -> findings.
+
+The adapters (the command line, the language server, the fleet scan) import
+what they use from here and nothing deeper; an import-linter contract holds
+them to it.  Names are loaded on first use, so a command that needs only the
+configuration does not load the analysis.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: name -> (module under chainlens.analyzer, name in it)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    # the engine
+    "FileCheck": ("check", "FileCheck"),
+    "Mode": ("check", "Mode"),
+    "PARALLEL_THRESHOLD": ("check", "PARALLEL_THRESHOLD"),
+    "check_bytes": ("check", "check_bytes"),
+    "check_file": ("check", "check_file"),
+    "check_paths": ("check", "check_paths"),
+    "check_selectors": ("check", "check_selectors"),
+    "check_text": ("check", "check_text"),
+    "default_jobs": ("check", "default_jobs"),
+    "display_path": ("check", "display_path"),
+    "discover": ("discovery", "discover"),
+    "ModuleCache": ("extract.parse", "ModuleCache"),
+    # configuration
+    "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
+    "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
+    "Config": ("config", "Config"),
+    "ConfigError": ("config", "ConfigError"),
+    "ConfigLayer": ("config", "ConfigLayer"),
+    "ConfigResolver": ("config", "ConfigResolver"),
+    "command_line_layer": ("config", "command_line_layer"),
+    "materialize": ("config", "materialize"),
+    # the model
+    "AnalysisResult": ("model.result", "AnalysisResult"),
+    "BLOCKING": ("model.result", "BLOCKING"),
+    "CompiledJob": ("model.result", "CompiledJob"),
+    "Problem": ("model.result", "Problem"),
+    "Diagnostic": ("model.diagnostic", "Diagnostic"),
+    "Finding": ("model.diagnostic", "Finding"),
+    "RuleCode": ("model.diagnostic", "RuleCode"),
+    "RuleInfo": ("model.diagnostic", "RuleInfo"),
+    "Severity": ("model.diagnostic", "Severity"),
+    "TextEdit": ("model.diagnostic", "TextEdit"),
+    "SourcePosition": ("model.source", "SourcePosition"),
+    "SourceRange": ("model.source", "SourceRange"),
+    # facts and edits for the editor
+    "EdgeFact": ("query", "EdgeFact"),
+    "FileFacts": ("query", "FileFacts"),
+    "JobFact": ("query", "JobFact"),
+    "OperatorFact": ("query", "OperatorFact"),
+    "shuffle_count": ("query", "shuffle_count"),
+    "state_info": ("rules.operators", "state_info"),
+    "apply_fixes": ("fix", "apply_fixes"),
+    "suppression_fix": ("suppression", "suppression_fix"),
+    # rules and their documentation
+    "rule_infos": ("rules.docs", "rule_infos"),
+    "render_rules_markdown": ("rules.docs", "render_rules_markdown"),
+    # renderers
+    "render_graph_text": ("report", "render_text"),
+    "render_dot": ("report", "render_dot"),
+    "results_to_json": ("report", "results_to_json"),
+    "summary_text": ("report", "summary_text"),
+    "render_svg": ("picture", "render_svg"),
+    "CheckSummary": ("check_report", "CheckSummary"),
+    "render_findings_text": ("check_report", "render_text"),
+    "render_github": ("check_report", "render_github"),
+    "render_json": ("check_report", "render_json"),
+    "render_sarif": ("check_report", "render_sarif"),
+    "render_statistics": ("check_report", "render_statistics"),
+    "finding_sort_key": ("check_report", "sort_key"),
+}
+
+__all__ = [
+    "BLOCKING",
+    "DEFAULT_EXCLUDE",
+    "MAX_FILE_BYTES",
+    "PARALLEL_THRESHOLD",
+    "AnalysisResult",
+    "CheckSummary",
+    "CompiledJob",
+    "Config",
+    "ConfigError",
+    "ConfigLayer",
+    "ConfigResolver",
+    "Diagnostic",
+    "EdgeFact",
+    "FileCheck",
+    "FileFacts",
+    "Finding",
+    "JobFact",
+    "Mode",
+    "ModuleCache",
+    "OperatorFact",
+    "Problem",
+    "RuleCode",
+    "RuleInfo",
+    "Severity",
+    "SourcePosition",
+    "SourceRange",
+    "TextEdit",
+    "apply_fixes",
+    "check_bytes",
+    "check_file",
+    "check_paths",
+    "check_selectors",
+    "check_text",
+    "command_line_layer",
+    "default_jobs",
+    "discover",
+    "display_path",
+    "finding_sort_key",
+    "materialize",
+    "render_dot",
+    "render_findings_text",
+    "render_github",
+    "render_graph_text",
+    "render_json",
+    "render_rules_markdown",
+    "render_sarif",
+    "render_statistics",
+    "render_svg",
+    "results_to_json",
+    "rule_infos",
+    "shuffle_count",
+    "state_info",
+    "summary_text",
+    "suppression_fix",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:
+    from chainlens.analyzer.check import (
+        PARALLEL_THRESHOLD,
+        FileCheck,
+        Mode,
+        check_bytes,
+        check_file,
+        check_paths,
+        check_selectors,
+        check_text,
+        default_jobs,
+        display_path,
+    )
+    from chainlens.analyzer.check_report import (
+        CheckSummary,
+        render_github,
+        render_json,
+        render_sarif,
+        render_statistics,
+    )
+    from chainlens.analyzer.check_report import render_text as render_findings_text
+    from chainlens.analyzer.check_report import sort_key as finding_sort_key
+    from chainlens.analyzer.config import (
+        DEFAULT_EXCLUDE,
+        MAX_FILE_BYTES,
+        Config,
+        ConfigError,
+        ConfigLayer,
+        ConfigResolver,
+        command_line_layer,
+        materialize,
+    )
+    from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.extract.parse import ModuleCache
+    from chainlens.analyzer.fix import apply_fixes
+    from chainlens.analyzer.model.diagnostic import (
+        Diagnostic,
+        Finding,
+        RuleCode,
+        RuleInfo,
+        Severity,
+        TextEdit,
+    )
+    from chainlens.analyzer.model.result import (
+        BLOCKING,
+        AnalysisResult,
+        CompiledJob,
+        Problem,
+    )
+    from chainlens.analyzer.model.source import SourcePosition, SourceRange
+    from chainlens.analyzer.picture import render_svg
+    from chainlens.analyzer.query import (
+        EdgeFact,
+        FileFacts,
+        JobFact,
+        OperatorFact,
+        shuffle_count,
+    )
+    from chainlens.analyzer.report import render_dot, results_to_json, summary_text
+    from chainlens.analyzer.report import render_text as render_graph_text
+    from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
+    from chainlens.analyzer.rules.operators import state_info
+    from chainlens.analyzer.suppression import suppression_fix

@@ -29,7 +29,6 @@ from chainlens.analyzer.model.result import CompiledJob, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
-from chainlens.analyzer.suppression import apply_suppressions
 
 
 def uses_pyflink(text: str) -> bool:
@@ -60,8 +59,6 @@ def with_findings(
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
         diagnostics = run_rules(result, config, text)
-        if text is not None:
-            diagnostics = apply_suppressions(diagnostics, text, config)
     except Exception as exc:
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()

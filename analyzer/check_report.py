@@ -7,9 +7,7 @@ every format here shows 1-based columns (as ruff, editors and SARIF do).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Final
 from urllib.parse import quote
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, Severity
+from chainlens.analyzer.model.diagnostic import Finding, RuleInfo, Severity
 from chainlens.analyzer.model.source import SourceRange
 
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -45,38 +43,6 @@ _SEVERITY_ORDER: Final = (
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    """One diagnostic in one file, as reported.
-
-    ``path`` is the path to show (relative to the working directory when the
-    file is below it, with ``/``); ``fingerprint`` identifies the finding across
-    edits that move it (see :func:`fingerprints`).
-    """
-
-    path: str
-    diagnostic: Diagnostic
-    fingerprint: str = ""
-
-    @property
-    def fixable(self) -> bool:
-        """Tell whether ``--fix`` would resolve this finding."""
-        fix = self.diagnostic.fix
-        return fix is not None and fix.safe
-
-
-@dataclass(frozen=True, slots=True)
-class RuleInfo:
-    """What the reports say about a rule (from the rules registry)."""
-
-    code: str
-    name: str
-    severity: Severity
-    enabled_by_default: bool
-    summary: str
-    doc: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class CheckSummary:
     """Counts for the closing line and the JSON summary."""
 
@@ -96,38 +62,6 @@ def sort_key(finding: Finding) -> tuple[str, int, int, str, str]:
         finding.diagnostic.code.code,
         finding.diagnostic.message,
     )
-
-
-def fingerprints(diagnostics: Sequence[Diagnostic], text: str) -> tuple[str, ...]:
-    """Return a fingerprint per diagnostic that survives lines moving.
-
-    The hash covers the rule code and the whitespace-normalized text of the line
-    the finding starts on; ``:n`` counts the same hash earlier in the file (the
-    form of GitHub's ``primaryLocationLineHash``).
-    """
-    lines = re.split(r"\r\n|\r|\n", text)
-    seen: Counter[str] = Counter()
-    result: list[str] = []
-    order = sorted(range(len(diagnostics)), key=lambda i: _position(diagnostics[i]))
-    by_index: dict[int, str] = {}
-    for index in order:
-        diagnostic = diagnostics[index]
-        line_number = diagnostic.range.start.line
-        line = lines[line_number - 1] if 0 < line_number <= len(lines) else ""
-        normalized = " ".join(line.split())
-        digest = hashlib.sha256(
-            f"{diagnostic.code.code}\0{normalized}".encode()
-        ).hexdigest()[:16]
-        seen[digest] += 1
-        by_index[index] = f"{digest}:{seen[digest]}"
-    for index in range(len(diagnostics)):
-        result.append(by_index[index])
-    return tuple(result)
-
-
-def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
-    start = diagnostic.range.start
-    return (start.line, start.column, diagnostic.code.code)
 
 
 # ---------------------------------------------------------------------------

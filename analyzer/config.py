@@ -156,49 +156,6 @@ class Config:
     config_files: tuple[str, ...] = ()
 
 
-def is_rule_selected(
-    config: Config, code: str, name: str = "", *, enabled_by_default: bool = True
-) -> bool:
-    """Tell whether the rule ``code``/``name`` is enabled by ``config``'s selection.
-
-    For findings made outside the rules registry (CL901); the same model as the
-    registry's ``is_enabled``: ``select`` (or, when unset, the rules enabled by
-    default) plus ``extend-select``, minus ``ignore``; the most specific selector
-    wins, ``ignore`` wins a tie.
-    """
-    best = (0, enabled_by_default) if config.select is None else (-1, False)
-    for selector in (*(config.select or ()), *config.extend_select):
-        spec = _specificity(selector, code, name)
-        if spec is not None and spec >= best[0]:
-            best = (spec, True)
-    for selector in config.ignore:
-        spec = _specificity(selector, code, name)
-        if spec is not None and spec >= best[0]:
-            best = (spec, False)
-    return best[1]
-
-
-def severity_override(config: Config, code: str, name: str = "") -> Severity | None:
-    """Return the most specific ``severity`` setting for the rule, if any."""
-    chosen: tuple[int, Severity | None] = (-1, None)
-    for selector, severity in config.severities.items():
-        spec = _specificity(selector, code, name)
-        if spec is not None and spec > chosen[0]:
-            chosen = (spec, severity)
-    return chosen[1]
-
-
-def _specificity(selector: str, code: str, name: str) -> int | None:
-    """Return how specifically ``selector`` names the rule (None: it does not)."""
-    if selector.upper() == "ALL":
-        return 0
-    if selector.upper() == code or (name and selector.lower() == name):
-        return 100
-    if code.startswith(selector.upper()):
-        return len(selector)
-    return None
-
-
 class ConfigError(Exception):
     """A config file (or a command-line setting) is unusable.
 

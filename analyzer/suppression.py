@@ -7,9 +7,9 @@ inside a multi-line string, is suppressed by a comment on the line where that
 statement or string ends (the first line where a comment can be written), as
 ruff does for ``# noqa``.
 
-A suppression that removes nothing is reported as ``CL901 unused-suppression``
-(a warning at the comment, with a fix that deletes it), so suppressions do not
-outlive the findings they were written for.
+A suppression that removes nothing is reported by rule ``CL901
+unused-suppression`` (a warning at the comment, with a fix that deletes it), so
+suppressions do not outlive the findings they were written for.
 
 Comments are found with :mod:`tokenize`, so ``"# chainlens: ignore"`` inside a
 string is not a suppression.
@@ -23,42 +23,8 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from chainlens.analyzer.config import Config, is_rule_selected, severity_override
-from chainlens.analyzer.model.diagnostic import (
-    Diagnostic,
-    Fix,
-    RuleCode,
-    Severity,
-    TextEdit,
-)
+from chainlens.analyzer.model.diagnostic import Diagnostic, Fix, TextEdit
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-
-UNUSED_SUPPRESSION = RuleCode("CL901", "unused-suppression")
-
-UNUSED_SUPPRESSION_DOC = """\
-# CL901 unused-suppression
-
-## What it does
-Reports a `# chainlens: ignore[...]` comment (or a code in it) that suppresses no
-finding on its line.
-
-## Why is this bad?
-A suppression outlives the finding it was written for: once the code is fixed, a
-stale comment hides the next real finding on that line.  A code that is not a
-rule code (a typo) suppresses nothing at all.
-
-## Example
-```python
-stream.key_by(key).reduce(add).uid("totals")  # chainlens: ignore[CL101]
-```
-
-Use instead:
-```python
-stream.key_by(key).reduce(add).uid("totals")
-```
-
-`chainlens check --fix` removes unused suppressions.
-"""
 
 _DIRECTIVE = re.compile(
     r"#\s*chainlens\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\]|(?P<open>\[)|(?=\s|#|$))"
@@ -230,48 +196,26 @@ def _comment_lines(
     return target
 
 
-def apply_suppressions(
-    diagnostics: tuple[Diagnostic, ...], text: str, config: Config | None = None
-) -> tuple[Diagnostic, ...]:
-    """Drop suppressed findings; report suppressions that suppress nothing (CL901).
+@dataclass(frozen=True, slots=True)
+class UnusedSuppression:
+    """A suppression, or one code in it, that suppressed no finding."""
 
-    With ``config``, CL901 follows its selection and severity override.
-    """
+    message: str
+    range: SourceRange
+    fix: Fix | None
+
+
+def filter_suppressed(
+    diagnostics: Iterable[Diagnostic], text: str
+) -> tuple[tuple[Diagnostic, ...], tuple[UnusedSuppression, ...]]:
+    """Drop the findings ``text``'s suppression comments suppress; return the
+    findings kept and the suppressions (or codes in them) that suppressed none
+    (rule CL901 reports those)."""
     suppressions = find_suppressions(text)
     if not suppressions:
-        return diagnostics
+        return tuple(diagnostics), ()
     kept, used = _filter(diagnostics, suppressions)
-    return (*kept, *_unused(suppressions, used, config))
-
-
-def apply_more_suppressions(
-    diagnostics: tuple[Diagnostic, ...],
-    extra: Iterable[Diagnostic],
-    text: str,
-    config: Config | None = None,
-) -> tuple[Diagnostic, ...]:
-    """Add ``extra`` findings to ones already suppressed by :func:`apply_suppressions`.
-
-    The suppressions found unused the first time are known from the CL901
-    findings in ``diagnostics``; those the ``extra`` findings use are no longer
-    reported.
-    """
-    extra = tuple(extra)
-    suppressions = find_suppressions(text)
-    if not suppressions:
-        return (*diagnostics, *extra)
-    unused_before = {
-        d.range for d in diagnostics if d.code.code == UNUSED_SUPPRESSION.code
-    }
-    used: set[tuple[int, int | None]] = set()
-    for index, suppression in enumerate(suppressions):
-        for key, where in _items(index, suppression):
-            if where not in unused_before:
-                used.add(key)
-    kept_extra, used_now = _filter(extra, suppressions)
-    used |= used_now
-    earlier = tuple(d for d in diagnostics if d.code.code != UNUSED_SUPPRESSION.code)
-    return (*earlier, *kept_extra, *_unused(suppressions, used, config))
+    return kept, tuple(_unused(suppressions, used))
 
 
 def _items(
@@ -310,26 +254,17 @@ def _filter(
 
 
 def _unused(
-    suppressions: Sequence[Suppression],
-    used: set[tuple[int, int | None]],
-    config: Config | None,
-) -> list[Diagnostic]:
-    rule_code, rule_name = UNUSED_SUPPRESSION.code, UNUSED_SUPPRESSION.name
-    if config is not None and not is_rule_selected(config, rule_code, rule_name):
-        return []
-    severity = (
-        severity_override(config, rule_code, rule_name) if config else None
-    ) or Severity.WARNING
-    findings: list[Diagnostic] = []
+    suppressions: Sequence[Suppression], used: set[tuple[int, int | None]]
+) -> list[UnusedSuppression]:
+    findings: list[UnusedSuppression] = []
     for index, suppression in enumerate(suppressions):
         if suppression.malformed is not None:
             findings.append(
-                Diagnostic(
-                    UNUSED_SUPPRESSION,
+                UnusedSuppression(
                     f"malformed suppression comment: {suppression.malformed}; it "
                     "suppresses nothing",
-                    severity,
                     suppression.range,
+                    None,
                 )
             )
             continue
@@ -356,9 +291,7 @@ def _unused(
                     )
                 else:
                     message = f"unused suppression: {code.code!r} is not a rule code"
-            findings.append(
-                Diagnostic(UNUSED_SUPPRESSION, message, severity, where, fix=fix)
-            )
+            findings.append(UnusedSuppression(message, where, fix))
             fix = None  # one fix per comment, on its first finding
     return findings
 

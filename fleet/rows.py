@@ -1,7 +1,8 @@
 """One file in, table rows out: the per-file work of the fleet scan (no Spark here).
 
-``scan_file(repo, path, data)`` reads nothing and never raises: the bytes are
-analysed with ``chainlens.analyzer.api`` and the result is converted into rows
+``scan_file(repo, path, data)`` reads only the file's configuration and never
+raises: the bytes are checked by the engine ``chainlens check`` runs
+(:func:`chainlens.analyzer.check_bytes`) and the result is converted into rows
 of the six tables (``files``, ``jobs``, ``tasks``, ``operators``, ``edges``,
 ``findings``).  Every row carries repo, path and a source line.  The same
 function runs on Spark executors, in the single-process loop and in the
@@ -15,16 +16,22 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from chainlens.analyzer.api import BLOCKING, AnalysisResult, analyze_bytes
-from chainlens.analyzer.config import Config
-from chainlens.analyzer.model.result import CompiledJob
-from chainlens.analyzer.model.source import SourceRange
-from chainlens.analyzer.query import shuffle_count
-from chainlens.analyzer.rules.operators import state_info
+from chainlens.analyzer import (
+    BLOCKING,
+    AnalysisResult,
+    CompiledJob,
+    Config,
+    ConfigError,
+    ConfigResolver,
+    SourceRange,
+    check_bytes,
+    check_selectors,
+    shuffle_count,
+    state_info,
+)
 from chainlens.fleet.schema import (
     ANALYSED,
     ERROR,
-    MAX_FILE_BYTES,
     NOT_PYFLINK,
     TABLES,
     Row,
@@ -78,12 +85,22 @@ def error_rows(
 def scan_file(
     repo: str, path: str, data: bytes | None, config: Config | None = None
 ) -> FileRows:
-    """Analyse one file's bytes and return its rows. Never raises."""
+    """Analyse one file's bytes and return its rows. Never raises.
+
+    ``config`` defaults to the file's own (``[tool.chainlens]`` found from its
+    folder, as ``chainlens check`` finds it); ``data`` may be the file's first
+    ``MAX_FILE_BYTES + 1`` bytes only (the file is then too large).
+    """
     repo, path = printable(repo), printable(path)
     if data is None:
         return error_rows(repo, path, "read-error", "the file could not be read", None)
     try:
-        return _scan(repo, path, data, config or Config())
+        if config is None:
+            config = config_for(path)
+    except ConfigError as exc:
+        return error_rows(repo, path, "config-error", str(exc), data)
+    try:
+        return _scan(repo, path, data, config)
     except Exception as exc:  # the per-file boundary: a row, never a failed task
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return error_rows(
@@ -91,21 +108,28 @@ def scan_file(
         )
 
 
+_RESOLVER: list[ConfigResolver] = []
+
+
+def config_for(path: str) -> Config:
+    """The configuration ``chainlens check`` would use for the file at ``path``
+    (the default for a file named by URI); raises :class:`ConfigError` for an
+    unusable config file or a selector that names no rule."""
+    if "://" in path or path.startswith("file:"):
+        return Config()
+    if not _RESOLVER:  # one per process: it caches what it read per folder
+        _RESOLVER.append(ConfigResolver())
+    resolver = _RESOLVER[0]
+    check_selectors(resolver.layers_for(path))
+    return resolver.config_for(path)
+
+
 def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
     digest = hashlib.sha256(data).hexdigest()
-    if len(data) > MAX_FILE_BYTES:
-        return error_rows(
-            repo,
-            path,
-            "too-large",
-            f"the file has {len(data):,} bytes, more than {MAX_FILE_BYTES:,}",
-            data,
-        )
-    if b"\0" in data:
-        return error_rows(
-            repo, path, "binary", "the file holds NUL bytes (binary)", data
-        )
-    if b"pyflink" not in data:
+    started = time.perf_counter()
+    checked = check_bytes(path, data, config)
+    elapsed = (time.perf_counter() - started) * 1000
+    if not checked.analysed or checked.result is None:
         rows = FileRows()
         rows.files.append(
             (
@@ -124,10 +148,7 @@ def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
             )
         )
         return rows
-    started = time.perf_counter()
-    result = analyze_bytes(path, data, config)
-    elapsed = (time.perf_counter() - started) * 1000
-    return result_rows(repo, path, digest, len(data), result, elapsed)
+    return result_rows(repo, path, digest, len(data), checked.result, elapsed)
 
 
 def result_rows(

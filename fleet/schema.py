@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from typing import Final
 
-#: Larger files are not analysed (a row with status "error", code "too-large").
-MAX_FILE_BYTES: Final = 4 * 1024 * 1024
-
 ANALYSED: Final = "analysed"
 NOT_PYFLINK: Final = "not-pyflink"
 ERROR: Final = "error"

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from chainlens.analyzer import DEFAULT_EXCLUDE, MAX_FILE_BYTES
 from chainlens.fleet import jvmcache
 from chainlens.fleet.daemon import (
     ANALYSIS_MODULES,
@@ -48,28 +49,11 @@ from chainlens.fleet.output import (
     check_replaceable,
     write_manifest,
 )
-from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES, Row, printable
+from chainlens.fleet.schema import SCHEMAS, TABLES, Row, printable
 
-#: Directories never scanned (virtual environments, caches, VCS metadata).
-SKIPPED_DIRS: Final = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        ".venv",
-        "venv",
-        "env",
-        "node_modules",
-        "__pycache__",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".pytest_cache",
-        "build",
-        "dist",
-        "site-packages",
-    }
-)
+#: Folders never taken for a repository (and, under roots only Spark reads,
+#: never scanned): ``chainlens check``'s default exclusions.
+SKIPPED_DIRS: Final = frozenset(DEFAULT_EXCLUDE)
 #: Tasks per executor core, each wave smaller than the one before (see balanced).
 WAVES: Final = 4
 #: Settings that make a small local Spark start fast and stay quiet.
@@ -146,8 +130,18 @@ def discover(roots: Sequence[str]) -> list[Source]:
     is then the path's parent folder name); a listed ``file:`` URI becomes its
     path, other URIs (``hdfs:``, ...) are kept for Spark to read.  A root that
     is a ``.py`` file is that one file (its repository is its folder's name).
+
+    In a repository, the files are those ``chainlens check`` checks there:
+    ``.py`` and ``.pyi`` files less the default exclusions, the repository's
+    ``exclude``/``extend-exclude`` and what its ``.gitignore`` ignores.  A
+    repository whose configuration cannot be read is listed with the default
+    exclusions only (its files' rows then say what is wrong with it).
     """
+    from chainlens.analyzer import ConfigError, ConfigResolver
+    from chainlens.analyzer import discover as discover_files
+
     check_roots(roots)
+    resolver = ConfigResolver()
     sources: list[Source] = []
     for root in roots:
         path = _local(root)
@@ -182,13 +176,13 @@ def discover(roots: Sequence[str]) -> list[Source]:
                 and not child.name.startswith(".")
             )
         for name, repo_dir in repos:
-            for directory, dirs, files in os.walk(repo_dir):
-                dirs[:] = sorted(
-                    d for d in dirs if d not in SKIPPED_DIRS and not d.startswith(".")
-                )
-                for file_name in sorted(files):
-                    if file_name.endswith(".py"):
-                        sources.append(Source(name, os.path.join(directory, file_name)))
+            # the files `chainlens check` checks in the repository: its
+            # exclusions and .gitignore, the default ones
+            try:
+                files = discover_files([repo_dir], resolver)
+            except ConfigError:
+                files = discover_files([repo_dir], ConfigResolver(isolated=True))
+            sources.extend(Source(name, str(file)) for file in files)
     return sources
 
 
@@ -242,7 +236,7 @@ def remote_repo(relative: str, single_name: str | None) -> str | None:
     root is one repository, else the first folder; None when the file is not
     scanned (in a skipped folder, or beside the repositories)."""
     folders = relative.split("/")[:-1]
-    if any(f in SKIPPED_DIRS or f.startswith(".") for f in folders):
+    if any(f in SKIPPED_DIRS for f in folders):
         return None
     if single_name is not None:
         return single_name

@@ -19,61 +19,42 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import difflib
 import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
-from chainlens.analyzer import rules as rules_registry
-from chainlens.analyzer.api import (
+from chainlens.analyzer import (
+    PARALLEL_THRESHOLD,
     AnalysisResult,
-    analyze_bytes,
-    analyze_file,
-    analyze_source,
-)
-from chainlens.analyzer.check_report import (
     CheckSummary,
-    Finding,
-    RuleInfo,
-    fingerprints,
-    render_github,
-    render_json,
-    render_sarif,
-    render_statistics,
-    render_text,
-    sort_key,
-)
-from chainlens.analyzer.config import (
-    Config,
     ConfigError,
     ConfigLayer,
     ConfigResolver,
-    Settings,
+    FileCheck,
+    Finding,
+    Mode,
+    Severity,
+    check_file,
+    check_paths,
+    check_selectors,
     command_line_layer,
+    default_jobs,
+    discover,
+    render_dot,
+    render_github,
+    render_graph_text,
+    render_json,
+    render_sarif,
+    render_statistics,
+    results_to_json,
+    rule_infos,
 )
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.model.result import Problem
-from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.report import render_dot, results_to_json
-from chainlens.analyzer.report import render_text as render_graph_text
-from chainlens.analyzer.suppression import (
-    UNUSED_SUPPRESSION,
-    UNUSED_SUPPRESSION_DOC,
-    apply_more_suppressions,
-)
-from chainlens.hooks.discovery import discover, is_pyflink_source
-
-#: Below this many files, checking runs in this process (a pool costs more).
-PARALLEL_THRESHOLD: Final = 20
-#: ``--fix`` re-analyses and fixes again at most this many times per file.
-MAX_FIX_PASSES: Final = 10
-#: Files larger than this many bytes are not read at all.
-MAX_READ_BYTES: Final = 64 * 1024 * 1024
+from chainlens.analyzer import finding_sort_key as sort_key
+from chainlens.analyzer import render_findings_text as render_text
 
 _SEVERITY_RANK: Final = {
     Severity.ERROR: 0,
@@ -393,49 +374,6 @@ def _cli_layer(args: argparse.Namespace) -> ConfigLayer:
     )
 
 
-def _selector_known(selector: str) -> bool:
-    if rules_registry.selector_matches_a_rule(selector, rules_registry.ALL_RULES):
-        return True
-    code, name = UNUSED_SUPPRESSION.code, UNUSED_SUPPRESSION.name
-    return selector.lower() == name or code.startswith(selector.upper())
-
-
-def _no_rule(selector: str) -> str:
-    return f"{selector!r} matches no rule (`chainlens rule --all` lists them)"
-
-
-def check_selectors(layers: Iterable[ConfigLayer]) -> None:
-    """Raise :class:`ConfigError` for a selector that names no rule (a typo)."""
-    for layer in layers:
-        prefix = "tool.chainlens." if layer.path.endswith("pyproject.toml") else ""
-        groups: list[tuple[str, Settings]] = [("", layer.settings)]
-        groups += [
-            (f"overrides[{i}].", o.settings) for i, o in enumerate(layer.overrides)
-        ]
-        for where, settings in groups:
-            named = [
-                *((f"{where}select", s) for s in settings.select or ()),
-                *((f"{where}extend-select", s) for s in settings.extend_select),
-                *((f"{where}ignore", s) for s in settings.ignore),
-                *((f"{where}severity.{s}", s) for s, _ in settings.severities),
-            ]
-            for key, selector in named:
-                if not _selector_known(selector):
-                    raise ConfigError(
-                        _no_rule(selector),
-                        layer.path,
-                        prefix + key,
-                    )
-        for pattern, codes in layer.per_file_ignores:
-            for selector in codes:
-                if not _selector_known(selector):
-                    raise ConfigError(
-                        _no_rule(selector),
-                        layer.path,
-                        f"{prefix}per-file-ignores.{pattern}",
-                    )
-
-
 def _resolver(args: argparse.Namespace) -> ConfigResolver:
     try:
         layer = _cli_layer(args)
@@ -466,10 +404,15 @@ def _exit_code(results: Sequence[AnalysisResult]) -> int:
     return 0
 
 
+def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
+    checked = check_file(path, resolver.config_for(path), pyflink_only=False)
+    return checked.result or AnalysisResult(path)
+
+
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
     resolver = _resolver(args)
-    results = [analyze_file(path, resolver.config_for(path)) for path in args.files]
+    results = [_graph_of(path, resolver) for path in args.files]
     if args.format == "json":
         text = json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"
     elif args.format == "dot":
@@ -481,244 +424,36 @@ def run_graph(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
-# chainlens check: one file
-
-
-@dataclass(frozen=True, slots=True)
-class CheckTask:
-    """One file to check, with its settings (sent to a worker process)."""
-
-    path: str
-    display: str
-    config: Config
-    mode: str = "check"  # "check" | "fix" | "diff"
-
-
-@dataclass(frozen=True, slots=True)
-class FileOutcome:
-    """What checking one file found (sent back from a worker process)."""
-
-    display: str
-    analysed: bool
-    findings: tuple[Finding, ...] = ()
-    fixed: int = 0
-    diff: str = ""
-
-
-def check_task(task: CheckTask) -> FileOutcome:
-    """Check one file: read, analyse, fix if asked.  Never raises."""
-    try:
-        return _check_task(task)
-    except Exception as exc:
-        diagnostic = Diagnostic(
-            _ANALYSIS_ERROR,
-            f"chainlens failed: {exc!r}",
-            Severity.ERROR,
-            _file_start(),
-        )
-        return FileOutcome(
-            task.display, True, (Finding(task.display, diagnostic, "0:1"),)
-        )
-
-
-_ANALYSIS_ERROR: Final = next(
-    (r.code for r in rules_registry.ALL_RULES if r.code.code == "CL000"),
-    RuleCode("CL000", "analysis-error"),
-)
-
-
-def _file_start() -> SourceRange:
-    return SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
-
-
-def _check_task(task: CheckTask) -> FileOutcome:
-    path = Path(task.path)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        size = 0
-    if size > MAX_READ_BYTES:  # not read whole: the head tells if it is PyFlink
-        with path.open("rb") as handle:
-            head = handle.read(1 << 20)
-        if not is_pyflink_source(head):
-            return FileOutcome(task.display, False)
-        problem = Problem(
-            "too-large",
-            f"the file has {size:,} bytes, more than the limit of "
-            f"{task.config.max_file_bytes:,} characters; it was not analysed",
-            _file_start(),
-        )
-        return _outcome(
-            task, AnalysisResult(task.path, problems=(problem,)), None, 0, ""
-        )
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return _outcome(task, analyze_file(task.path, task.config), None, 0, "")
-    if not is_pyflink_source(data):
-        return FileOutcome(task.display, False)
-    text = _decoded(data)
-    bom = ""
-    if text is not None and text.startswith("\ufeff"):
-        bom, text = "\ufeff", text[1:]
-    result = analyze_bytes(task.path, data, task.config)
-    if text is None or task.mode == "check" or not result.ok:
-        return _outcome(task, result, text, 0, "")
-    fixed_text, fixed, result = _fix_until_stable(task, text, result)
-    diff = ""
-    if fixed and fixed_text != text:
-        if task.mode == "fix":
-            if _read_again(path) != data:  # edited meanwhile: never overwrite that
-                print(
-                    f"chainlens: warning: {task.display} changed while it was being "
-                    "fixed; left as it is now (run --fix again)",
-                    file=sys.stderr,
-                )
-                return _outcome(
-                    task, analyze_bytes(task.path, data, task.config), text, 0, ""
-                )
-            path.write_bytes((bom + fixed_text).encode("utf-8"))
-        else:
-            diff = "".join(
-                difflib.unified_diff(
-                    text.splitlines(keepends=True),
-                    fixed_text.splitlines(keepends=True),
-                    fromfile=task.display,
-                    tofile=task.display,
-                )
-            )
-            if diff and not diff.endswith("\n"):
-                diff += "\n\\ No newline at end of file\n"
-    return _outcome(task, result, fixed_text, fixed, diff)
-
-
-def _read_again(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _decoded(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _fix_until_stable(
-    task: CheckTask, text: str, result: AnalysisResult
-) -> tuple[str, int, AnalysisResult]:
-    """Apply safe fixes and re-analyse, until nothing more is fixable."""
-    apply_fixes = _fix_engine()
-    if apply_fixes is None:
-        return text, 0, result
-    total = 0
-    for _ in range(MAX_FIX_PASSES):
-        diagnostics = finalize_diagnostics(result, text, task.config)
-        fixable = tuple(d for d in diagnostics if d.fix is not None and d.fix.safe)
-        if not fixable:
-            break
-        new_text, count = apply_fixes(text, fixable)
-        if count == 0 or new_text == text:
-            break
-        total += count
-        text = new_text
-        result = analyze_source(task.path, text, task.config)
-    return text, total, result
-
-
-def _fix_engine() -> Callable[[str, Sequence[Diagnostic]], tuple[str, int]] | None:
-    try:
-        from chainlens.analyzer.fix import apply_fixes
-    except ImportError:
-        return None
-    return apply_fixes
-
-
-def finalize_diagnostics(
-    result: AnalysisResult, text: str | None, config: Config
-) -> tuple[Diagnostic, ...]:
-    """Return a file's findings with CL901 following ``config``.
-
-    The analysis applies suppression comments without the configuration; the
-    unused-suppression findings are redone here with it (selection, severity).
-    """
-    if text is None:
-        return result.diagnostics
-    return apply_more_suppressions(result.diagnostics, (), text, config)
-
-
-def _outcome(
-    task: CheckTask, result: AnalysisResult, text: str | None, fixed: int, diff: str
-) -> FileOutcome:
-    diagnostics = finalize_diagnostics(result, text, task.config)
-    prints = fingerprints(diagnostics, text or "")
-    findings = tuple(
-        Finding(task.display, d, fp) for d, fp in zip(diagnostics, prints, strict=True)
-    )
-    return FileOutcome(task.display, True, findings, fixed, diff)
-
-
-# ---------------------------------------------------------------------------
-# chainlens check: many files
-
-
-def run_tasks(tasks: Sequence[CheckTask], jobs: int) -> list[FileOutcome]:
-    """Check ``tasks``, in worker processes when there are many; keep their order."""
-    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        return [check_task(task) for task in tasks]
-    workers = min(jobs, len(tasks))
-    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(check_task, tasks, chunksize=chunksize))
-
-
-def _display_path(path: Path, cwd: Path) -> str:
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(cwd).as_posix()
-    except ValueError:
-        return absolute.as_posix()
-
-
-def _default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+# chainlens check
 
 
 def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``chainlens check`` with parsed ``args``; return the exit code."""
     out = out or sys.stdout
     resolver = _resolver(args)
-    cwd = Path(os.path.abspath(os.getcwd()))
-    files = discover(args.paths, resolver, force_exclude=args.force_exclude)
-    mode = "fix" if args.fix else "diff" if args.diff else "check"
-    tasks = [
-        CheckTask(str(path), _display_path(path, cwd), resolver.config_for(path), mode)
-        for path in files
-    ]
-    check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    mode = Mode.FIX if args.fix else Mode.DIFF if args.diff else Mode.CHECK
     if args.output_file:
-        check_output_file(args.output_file, files)
-    if mode != "check" and _fix_engine() is None:
-        print(
-            "chainlens: warning: no fixes are available in this installation",
-            file=sys.stderr,
-        )
-    outcomes = run_tasks(tasks, args.jobs or _default_jobs())
-    analysed = [o for o in outcomes if o.analysed]
-    findings = sorted((f for o in analysed for f in o.findings), key=sort_key)
+        check_output_file(args.output_file, discover(args.paths, resolver))
+    checked = check_paths(
+        args.paths,
+        resolver,
+        mode=mode,
+        force_exclude=args.force_exclude,
+        jobs=args.jobs or default_jobs(),
+    )
+    for file in checked:
+        if file.notice is not None:
+            print(f"chainlens: warning: {file.notice}", file=sys.stderr)
+    analysed = [c for c in checked if c.analysed]
+    findings = sorted((f for c in analysed for f in c.findings), key=sort_key)
     summary = CheckSummary(
         files_checked=len(analysed),
-        fixed=sum(o.fixed for o in analysed),
-        files_fixed=sum(1 for o in analysed if o.fixed),
+        fixed=sum(c.fixed for c in analysed),
+        files_fixed=sum(1 for c in analysed if c.fixed),
     )
-    if mode == "diff":
+    if mode is Mode.DIFF:
         return _report_diff(analysed, summary, out)
-    report = _render(args, findings, summary, fixing=mode == "fix")
+    report = _render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
         Path(args.output_file).write_text(report, encoding="utf-8")
     else:
@@ -731,7 +466,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _report_diff(
-    analysed: Sequence[FileOutcome], summary: CheckSummary, out: TextIO
+    analysed: Sequence[FileCheck], summary: CheckSummary, out: TextIO
 ) -> int:
     for outcome in sorted(analysed, key=lambda o: o.display):
         out.write(outcome.diff)
@@ -768,53 +503,6 @@ def _render(
     if args.format == "github":
         return render_github(findings)
     return render_text(findings, summary, fixing=fixing, with_summary=not args.quiet)
-
-
-# ---------------------------------------------------------------------------
-# the rules registry (analyzer/rules), read defensively
-
-
-def _render_doc(rule: rules_registry.Rule) -> str:
-    try:
-        from chainlens.analyzer.rules.docs import render_rule_doc
-    except ImportError:
-        return rules_registry.rule_doc(rule)
-    return render_rule_doc(rule)
-
-
-def _rule_info(rule: rules_registry.Rule) -> RuleInfo:
-    doc = _render_doc(rule)
-    return RuleInfo(
-        code=rule.code.code,
-        name=rule.code.name,
-        severity=rule.severity,
-        enabled_by_default=rule.enabled_by_default,
-        summary=rules_registry.rule_summary(rule) or rule.code.name,
-        doc=doc,
-    )
-
-
-def _meta_rules() -> list[RuleInfo]:
-    """Return the rules reported outside the registry (suppression comments)."""
-    return [
-        RuleInfo(
-            UNUSED_SUPPRESSION.code,
-            UNUSED_SUPPRESSION.name,
-            Severity.WARNING,
-            True,
-            "A `# chainlens: ignore` comment suppresses nothing.",
-            UNUSED_SUPPRESSION_DOC,
-        ),
-    ]
-
-
-def rule_infos() -> list[RuleInfo]:
-    """Return every rule chainlens knows (registry plus CL000/CL901), by code."""
-    infos = {info.code: info for info in _meta_rules()}
-    for rule in rules_registry.ALL_RULES:
-        info = _rule_info(rule)
-        infos[info.code] = info
-    return sorted(infos.values(), key=lambda info: info.code)
 
 
 def run_rule(args: argparse.Namespace) -> int:

@@ -13,8 +13,13 @@ from typing import Final
 
 from lsprotocol import types
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, Severity, TextEdit
-from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer import (
+    Diagnostic,
+    Severity,
+    SourcePosition,
+    SourceRange,
+    TextEdit,
+)
 
 #: Line breaks as both Python's tokenizer and the LSP count them.
 _NEWLINE: Final = re.compile(r"\r\n|\r|\n")

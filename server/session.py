@@ -23,19 +23,23 @@ from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from chainlens.analyzer.api import AnalysisResult, analyze_source
-from chainlens.analyzer.config import (
+from chainlens.analyzer import (
+    AnalysisResult,
     Config,
     ConfigError,
     ConfigLayer,
     ConfigResolver,
+    Diagnostic,
+    FileFacts,
+    ModuleCache,
+    Problem,
+    RuleCode,
+    Severity,
+    SourcePosition,
+    SourceRange,
+    check_text,
     materialize,
 )
-from chainlens.analyzer.extract.parse import ModuleCache
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.model.result import Problem
-from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.query import FileFacts
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
 
@@ -285,7 +289,9 @@ class Session:
                     cache = self._parsed[snapshot.uri] = ModuleCache(
                         keep_current_only=True
                     )
-                result = analyze_source(name, snapshot.text, config, cache=cache)
+                checked = check_text(name, snapshot.text, config, cache=cache)
+                assert checked.result is not None  # check_text keeps it
+                result = checked.result
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()

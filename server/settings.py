@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chainlens.analyzer.config import ConfigError, ConfigLayer, command_line_layer
+from chainlens.analyzer import ConfigError, ConfigLayer, command_line_layer
 
 
 class Preference(enum.Enum):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -389,18 +390,18 @@ def test_fix_writes_and_reports_what_remains(
 def test_fix_never_overwrites_an_edit_made_while_fixing(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import chainlens.hooks.cli as cli
+    import chainlens.analyzer.check as engine
 
     path = _write(project / "totals.py", MISSING_UID)
     edited = MISSING_UID + "# typed in the editor meanwhile\n"
-    analyse = cli.analyze_bytes
+    analyse = engine.analyze_source
 
-    def analyse_then_edit(*args: object, **kwargs: object) -> object:
-        result = analyse(*args, **kwargs)  # type: ignore[arg-type]
+    def analyse_then_edit(*args: Any, **kwargs: Any) -> Any:
+        result = analyse(*args, **kwargs)
         path.write_text(edited, encoding="utf-8")
         return result
 
-    monkeypatch.setattr(cli, "analyze_bytes", analyse_then_edit)
+    monkeypatch.setattr(engine, "analyze_source", analyse_then_edit)
     code, _, err = _run(capsys, "check", "--fix")
     assert path.read_text(encoding="utf-8") == edited
     assert "totals.py changed while it was being fixed; left as it is now" in err

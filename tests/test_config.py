@@ -15,10 +15,11 @@ from chainlens.analyzer.config import (
     find_config,
     glob_matches_entry,
     glob_matches_path,
-    is_rule_selected,
     load_config_file,
 )
 from chainlens.analyzer.model.diagnostic import Severity
+from chainlens.analyzer.rules import is_enabled
+from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
 from chainlens.hooks.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "check"
@@ -418,7 +419,10 @@ def test_bad_command_line_selector_is_a_usage_error(
     [
         (None, (), (), True, True),
         (None, (), (), False, False),
-        (None, ("CL9",), (), False, True),
+        # a prefix selects only the rules on by default under it (as ruff's preview)
+        (None, ("CL9",), (), False, False),
+        (None, ("CL901",), (), False, True),
+        (None, ("CL9",), (), True, True),
         (("CL1",), (), (), True, False),
         (("CL9",), (), ("CL901",), True, False),
         (("CL901",), (), ("CL9",), True, True),  # the more specific selector wins
@@ -426,20 +430,20 @@ def test_bad_command_line_selector_is_a_usage_error(
         (None, (), ("CL",), True, False),
     ],
 )
-def test_is_rule_selected(
+def test_one_selection_model_for_every_rule(
     select: tuple[str, ...] | None,
     extend: tuple[str, ...],
     ignore: tuple[str, ...],
     default: bool,
     expected: bool,
 ) -> None:
+    """CL901 is selected like every other rule (there is one selection model)."""
+
+    class Unused(UnusedSuppression):
+        enabled_by_default = default
+
     config = Config(select=select, extend_select=extend, ignore=ignore)
-    assert (
-        is_rule_selected(
-            config, "CL901", "unused-suppression", enabled_by_default=default
-        )
-        is expected
-    )
+    assert is_enabled(Unused(), config) is expected
 
 
 def test_globs() -> None:

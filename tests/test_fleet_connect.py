@@ -32,10 +32,11 @@ from typing import Any, Final
 
 import pytest
 
+from chainlens.analyzer import MAX_FILE_BYTES
 from chainlens.fleet.output import MARKER
 from chainlens.fleet.report import build_summary, summary_keys, terminal_lines
 from chainlens.fleet.rows import scan_file
-from chainlens.fleet.schema import MAX_FILE_BYTES, TABLES
+from chainlens.fleet.schema import TABLES
 from chainlens.fleet.spark import TUNED, discover
 from chainlens.fleet.tables import ARROW_SCHEMAS
 from tests.fleet.corpus import make_corpus

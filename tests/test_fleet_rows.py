@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from chainlens.analyzer import MAX_FILE_BYTES
 from chainlens.fleet.rows import scan_file
-from chainlens.fleet.schema import MAX_FILE_BYTES, SCHEMAS, TABLES
+from chainlens.fleet.schema import SCHEMAS, TABLES
 
 PIPELINES = Path(__file__).resolve().parent / "fixtures" / "pipelines"
 CORPUS = sorted(
@@ -143,7 +145,8 @@ def test_other_failures_are_one_line(
 def test_the_executable_runs_fleet_without_loading_the_analysis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``chainlens fleet`` starts Spark first; the analysis loads meanwhile."""
+    """``chainlens fleet`` starts Spark first; the analysis loads meanwhile (the
+    driver reads only the configuration, to list what ``chainlens check`` would)."""
     from chainlens.hooks.entry import main
 
     out = tmp_path / "out"
@@ -154,7 +157,10 @@ def test_the_executable_runs_fleet_without_loading_the_analysis(
     probe = (
         "import sys; from chainlens.hooks.entry import main; "
         "code = main(['fleet', 'scan', sys.argv[1], '--out', sys.argv[2]]); "
-        "print(code, sorted(m for m in sys.modules if 'chainlens.analyzer' in m))"
+        "heavy = ('libcst', 'chainlens.analyzer.api', 'chainlens.analyzer.check', "
+        "'chainlens.analyzer.extract', 'chainlens.analyzer.compile', "
+        "'chainlens.analyzer.rules'); "
+        "print(code, sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path / "missing"), str(out)],
@@ -234,3 +240,63 @@ def test_a_python_file_as_root_is_that_file(tmp_path: Path) -> None:
     job.parent.mkdir()
     job.write_text("import pyflink\nx = (\n", encoding="utf-8")  # not a list
     assert discover([str(job)]) == [Source("payments", str(job))]
+
+
+def test_the_fleet_and_check_see_the_same_files_and_findings(tmp_path: Path) -> None:
+    """One engine: over the fixture corpus in a repository with its own
+    configuration (selection, severities, exclusions, .gitignore), the fleet's
+    listing and rows give exactly the files and findings ``chainlens check``
+    reports."""
+    from chainlens.analyzer import ConfigResolver, check_paths
+    from chainlens.fleet.spark import discover
+
+    repo = tmp_path / "repos" / "analytics"
+    (repo / ".git").mkdir(parents=True)
+    fixtures = Path(__file__).parent / "fixtures"
+    programs = sorted((fixtures / "pipelines").glob("*.py")) + sorted(
+        (fixtures / "check").glob("*.py")
+    )
+    for number, program in enumerate(programs):
+        folder = ("jobs", "legacy", "generated", "jobs/nested")[number % 4]
+        (repo / folder).mkdir(parents=True, exist_ok=True)
+        (repo / folder / program.name).write_bytes(program.read_bytes())
+    (repo / "pyproject.toml").write_text(
+        '[tool.chainlens]\nextend-select = ["CL102"]\nignore = ["CL106"]\n'
+        'extend-exclude = ["legacy"]\n[tool.chainlens.severity]\nCL101 = "error"\n',
+        encoding="utf-8",
+    )
+    (repo / ".gitignore").write_text("generated/\n", encoding="utf-8")
+
+    sources = discover([str(repo)])
+    rows = [scan_file(s.repo, s.path, Path(s.path).read_bytes()) for s in sources]
+    checked = check_paths([repo], ConfigResolver(), cwd="/")
+
+    listed = {os.path.abspath(s.path) for s in sources}
+    assert listed == {os.path.abspath(c.path) for c in checked}
+    assert not any("/legacy/" in p or "/generated/" in p for p in listed)
+    analysed = {
+        os.path.abspath(f[1]) for r in rows for f in r.files if f[3] != "not-pyflink"
+    }
+    assert analysed == {os.path.abspath(c.path) for c in checked if c.analysed}
+    fleet = sorted(
+        (os.path.abspath(f[1]), f[2], f[3], f[5], f[7], f[8])
+        for r in rows
+        for f in r.findings
+    )
+    check = sorted(
+        (
+            os.path.abspath(c.path),
+            f.diagnostic.range.start.line,
+            f.diagnostic.range.start.column + 1,
+            f.diagnostic.code.code,
+            f.diagnostic.severity.value,
+            f.diagnostic.message,
+        )
+        for c in checked
+        for f in c.findings
+    )
+    assert fleet == check
+    codes = {f[3] for f in fleet}
+    assert "CL102" in codes
+    assert "CL106" not in codes
+    assert {f[4] for f in fleet if f[3] == "CL101"} == {"error"}

@@ -120,12 +120,17 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
             ("ALL",),
             (),
             ("CL106", "CL107"),
-            ["CL000", "CL101", "CL102", "CL103", "CL104", "CL105"],
+            ["CL000", "CL101", "CL102", "CL103", "CL104", "CL105", "CL901"],
         ),
         (("CL101",), (), ("CL1",), ["CL101"]),  # the more specific selector wins
         (("CL1",), (), ("CL1",), []),  # a tie: ignore wins
         (("CL10",), (), ("CL106",), ["CL101", "CL103", "CL104", "CL105", "CL107"]),
-        (None, (), ("CL0", "CL106"), ["CL101", "CL103", "CL104", "CL105", "CL107"]),
+        (
+            None,
+            (),
+            ("CL0", "CL106"),
+            ["CL101", "CL103", "CL104", "CL105", "CL107", "CL901"],
+        ),
     ],
 )
 def test_selection(
@@ -143,9 +148,9 @@ def test_selection(
 
 
 def test_selector_validation() -> None:
-    for selector in ("CL", "CL1", "CL101", "ALL", "all", "missing-uid"):
+    for selector in ("CL", "CL1", "CL101", "ALL", "all", "missing-uid", "CL9"):
         assert selector_matches_a_rule(selector, ALL_RULES), selector
-    for selector in ("CL9", "E501", "missing"):
+    for selector in ("CL8", "E501", "missing"):
         assert not selector_matches_a_rule(selector, ALL_RULES), selector
 
 

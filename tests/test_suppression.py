@@ -11,12 +11,9 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.suppression import (
-    UNUSED_SUPPRESSION,
-    apply_more_suppressions,
-    apply_suppressions,
-    find_suppressions,
-)
+from chainlens.analyzer.rules import apply_suppressions
+from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
+from chainlens.analyzer.suppression import find_suppressions
 from chainlens.hooks.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "check"
@@ -72,7 +69,7 @@ def test_unused_suppression_is_reported_at_the_code_with_a_fix() -> None:
     result = apply_suppressions((_finding(1),), text)
     assert len(result) == 1
     unused = result[0]
-    assert unused.code == UNUSED_SUPPRESSION
+    assert unused.code == UnusedSuppression.code
     assert unused.severity is Severity.WARNING
     assert unused.message == "unused suppression: no CL103 finding is reported here"
     column = text.index("CL103")
@@ -153,19 +150,6 @@ def test_config_disables_or_changes_cl901() -> None:
     assert apply_suppressions((), text, Config(ignore=("unused-suppression",))) == ()
     (info,) = apply_suppressions((), text, Config(severities={"CL901": Severity.INFO}))
     assert info.severity is Severity.INFO
-
-
-def test_more_findings_can_use_a_suppression_reported_unused() -> None:
-    text = (
-        "a = x.reduce(f)  # chainlens: ignore[CL101, CL103]\n"
-        "b = 1  # chainlens: ignore\n"
-    )
-    first = apply_suppressions((_finding(1),), text)
-    assert _codes(first) == [("CL901", 1), ("CL901", 2)]
-    later = apply_more_suppressions(
-        first, (_finding(1, 8, CL103), _finding(2, 0, CL103)), text
-    )
-    assert later == ()
 
 
 # ---------------------------------------------------------------------------

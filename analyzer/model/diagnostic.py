@@ -64,3 +64,35 @@ class Diagnostic:
     related: tuple[RelatedLocation, ...] = ()
     fix: Fix | None = None
     job_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One diagnostic in one file, as reported.
+
+    ``path`` is the path to show (relative to the working directory when the
+    file is below it, with ``/``); ``fingerprint`` identifies the finding across
+    edits that move it (see ``chainlens.analyzer.check.fingerprints``).
+    """
+
+    path: str
+    diagnostic: Diagnostic
+    fingerprint: str = ""
+
+    @property
+    def fixable(self) -> bool:
+        """Tell whether ``--fix`` would resolve this finding."""
+        fix = self.diagnostic.fix
+        return fix is not None and fix.safe
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    """What the reports say about a rule (from the rules registry)."""
+
+    code: str
+    name: str
+    severity: Severity
+    enabled_by_default: bool
+    summary: str
+    doc: str = ""

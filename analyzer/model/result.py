@@ -43,7 +43,14 @@ class CompiledJob:
 
 #: Problem codes that mean the file was not (fully) analysed.
 BLOCKING = frozenset(
-    {"syntax-error", "decode-error", "read-error", "too-large", "internal-error"}
+    {
+        "syntax-error",
+        "decode-error",
+        "read-error",
+        "too-large",
+        "binary",
+        "internal-error",
+    }
 )
 
 

@@ -6,8 +6,11 @@ configuration enables and returns their findings sorted by position.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.result import AnalysisResult
 from chainlens.analyzer.rules.base import (
     Rule,
     RuleContext,
@@ -26,15 +29,17 @@ from chainlens.analyzer.rules.cl104_duplicate_uid import DuplicateUid
 from chainlens.analyzer.rules.cl105_flink_rejects_job import FlinkRejectsJob
 from chainlens.analyzer.rules.cl106_chain_break import ChainBreak
 from chainlens.analyzer.rules.cl107_analysis_limit import AnalysisLimit
+from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
+from chainlens.analyzer.suppression import filter_suppressed
 
 if TYPE_CHECKING:
-    from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.diagnostic import Diagnostic
-    from chainlens.analyzer.model.result import AnalysisResult
 
 __all__ = [
     "ALL_RULES",
+    "ANALYSIS_ERROR",
     "Rule",
+    "apply_suppressions",
     "enabled_rules",
     "is_enabled",
     "rule_by_code",
@@ -45,11 +50,11 @@ __all__ = [
     "severity_for",
 ]
 
-_ANALYSIS_ERROR = AnalysisError()
+ANALYSIS_ERROR = AnalysisError()
 
 #: Every rule, in code order.
 ALL_RULES: tuple[Rule, ...] = (
-    _ANALYSIS_ERROR,
+    ANALYSIS_ERROR,
     MissingUid(),
     MissingUidAny(),
     DroppedUid(),
@@ -57,6 +62,7 @@ ALL_RULES: tuple[Rule, ...] = (
     FlinkRejectsJob(),
     ChainBreak(),
     AnalysisLimit(),
+    UnusedSuppression(),
 )
 
 _BY_KEY: dict[str, Rule] = {}
@@ -82,8 +88,10 @@ def run_rules(
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
     ``text`` is the analysed source; fixes that edit it (``.uid(...)``) are only
-    attached when it is given, after checking each edit against it.  Identical
-    findings (a helper called for several operators) are reported once.
+    attached when it is given, after checking each edit against it, and its
+    suppression comments then remove the findings they name (CL901 reports the
+    ones that remove none).  Identical findings (a helper called for several
+    operators) are reported once.
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -92,6 +100,42 @@ def run_rules(
         text,
         frozenset(rule.code.code for rule in rules),
     )
+    first = [rule for rule in rules if not _after_suppressions(rule)]
+    found = _run(first, context, rules)
+    if text is not None:
+        found = list(_suppressed(found, context, rules))
+    return tuple(sorted(found, key=sort_key))
+
+
+def _after_suppressions(rule: Rule) -> bool:
+    return bool(getattr(rule, "after_suppressions", False))
+
+
+def _suppressed(
+    found: Sequence[Diagnostic], context: RuleContext, rules: Sequence[Rule]
+) -> tuple[Diagnostic, ...]:
+    assert context.text is not None
+    kept, context.unused_suppressions = filter_suppressed(found, context.text)
+    later = [rule for rule in rules if _after_suppressions(rule)]
+    return (*kept, *_run(later, context, rules))
+
+
+def apply_suppressions(
+    diagnostics: Sequence[Diagnostic], text: str, config: Config | None = None
+) -> tuple[Diagnostic, ...]:
+    """Drop the findings ``text``'s suppression comments suppress and add the
+    CL901 findings for those that suppress none (as ``config`` selects them)."""
+    config = config or Config()
+    rules = enabled_rules(config)
+    context = RuleContext(
+        AnalysisResult(""), config, text, frozenset(r.code.code for r in rules)
+    )
+    return _suppressed(diagnostics, context, rules)
+
+
+def _run(
+    rules: Sequence[Rule], context: RuleContext, enabled: Sequence[Rule]
+) -> list[Diagnostic]:
     seen: dict[tuple[object, ...], Diagnostic] = {}
     for rule in rules:
         try:
@@ -99,11 +143,11 @@ def run_rules(
         except Exception as exc:
             # One failing rule must not hide the others' findings: report it as
             # an analysis error when CL000 runs, else let the caller's boundary do.
-            if _ANALYSIS_ERROR not in rules:
+            if ANALYSIS_ERROR not in enabled:
                 raise
             message = f"chainlens failed: rule {rule.code} failed on this file: {exc!r}"
-            found = [context.report(_ANALYSIS_ERROR, message, None)]
+            found = [context.report(ANALYSIS_ERROR, message, None)]
         for diagnostic in found:
             key = (diagnostic.code, diagnostic.range, diagnostic.message)
             seen.setdefault(key, diagnostic)
-    return tuple(sorted(seen.values(), key=sort_key))
+    return list(seen.values())

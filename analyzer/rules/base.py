@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.result import AnalysisResult
     from chainlens.analyzer.rules.uid_plan import UidPlan
+    from chainlens.analyzer.suppression import UnusedSuppression
 
 #: A selector that matches every rule (as in ruff).
 ALL = "ALL"
@@ -75,6 +76,9 @@ class RuleContext:
     config: Config
     text: str | None = None
     enabled_codes: frozenset[str] = frozenset()
+    #: the suppression comments (or codes in them) that suppressed no finding of
+    #: the other rules (known once they ran; what CL901 reports)
+    unused_suppressions: tuple[UnusedSuppression, ...] = ()
     _uid_plan: UidPlan | None = field(default=None, repr=False)
 
     def severity(self, rule: Rule) -> Severity:

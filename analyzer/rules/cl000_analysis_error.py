@@ -14,6 +14,7 @@ _LABELS = {
     "decode-error": "Cannot decode the file",
     "read-error": "Cannot read the file",
     "too-large": "File too large",
+    "binary": "Binary file",
     "internal-error": "chainlens failed",
     "unknown-api": "Unknown API",
     "unsupported": "Not supported by chainlens",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from chainlens.analyzer.model.diagnostic import RuleInfo
 from chainlens.analyzer.rules import ALL_RULES
 from chainlens.analyzer.rules.base import Rule, rule_doc, rule_summary
 
@@ -44,6 +45,21 @@ def render_rule_doc(rule: Rule) -> str:
     return (
         f"# {rule.code.name} ({rule.code.code})\n\n{_facts(rule)}\n\n{rule_doc(rule)}\n"
     )
+
+
+def rule_infos() -> list[RuleInfo]:
+    """Return what the reports say of every rule, by code."""
+    return [
+        RuleInfo(
+            code=rule.code.code,
+            name=rule.code.name,
+            severity=rule.severity,
+            enabled_by_default=rule.enabled_by_default,
+            summary=rule_summary(rule) or rule.code.name,
+            doc=render_rule_doc(rule),
+        )
+        for rule in sorted(ALL_RULES, key=lambda rule: rule.code.code)
+    ]
 
 
 def render_rules_markdown() -> str:

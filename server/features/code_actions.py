@@ -7,10 +7,7 @@ from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
-from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.model.diagnostic import Diagnostic
-from chainlens.analyzer.model.source import SourcePosition
-from chainlens.analyzer.suppression import suppression_fix
+from chainlens.analyzer import Diagnostic, SourcePosition, apply_fixes, suppression_fix
 from chainlens.server.convert import SOURCE, TextLines, to_lsp_edits
 
 if TYPE_CHECKING:

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
-from chainlens.analyzer.query import JobFact
-from chainlens.analyzer.report import summary_text
+from chainlens.analyzer import JobFact, summary_text
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer

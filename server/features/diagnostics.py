@@ -24,7 +24,7 @@ def default_docs_url() -> str | None:
     cache directory once per version, so the link always matches the rules
     that produced the finding.
     """
-    from chainlens.analyzer.rules.docs import render_rules_markdown
+    from chainlens.analyzer import render_rules_markdown
     from chainlens.server.app import _version
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
-from chainlens.analyzer.query import EdgeFact, OperatorFact
+from chainlens.analyzer import EdgeFact, OperatorFact
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
-from chainlens.analyzer.query import OperatorFact
+from chainlens.analyzer import OperatorFact
 from chainlens.server.features.hover import render_fact
 
 if TYPE_CHECKING:

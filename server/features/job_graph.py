@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from chainlens.analyzer.report import render_dot, render_text
+from chainlens.analyzer import render_dot
+from chainlens.analyzer import render_graph_text as render_text
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
@@ -27,7 +28,7 @@ def job_graph(analysis: Analysis, fmt: str, theme: str) -> dict[str, object]:
     """Return the job graph response for one analysis."""
     result = analysis.result
     if fmt == "svg":
-        from chainlens.analyzer.picture import render_svg
+        from chainlens.analyzer import render_svg
 
         content = render_svg(result, theme=theme)
     elif fmt == "dot":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from chainlens.fleet.schema import MAX_FILE_BYTES
+from chainlens.analyzer import MAX_FILE_BYTES
 
 PIPELINES = Path(__file__).resolve().parents[1] / "fixtures" / "pipelines"
 

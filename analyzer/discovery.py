@@ -1,4 +1,4 @@
-"""Which files ``chainlens check`` looks at.
+"""Which files are checked: by ``chainlens check``, the hooks and the fleet scan.
 
 Directories are walked for ``*.py`` and ``*.pyi`` files, skipping what
 ``exclude``/``extend-exclude`` (see :mod:`chainlens.analyzer.config`) and the
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from chainlens.analyzer.api import uses_pyflink
 from chainlens.analyzer.config import ConfigResolver, glob_regex
 
 PYTHON_SUFFIXES: Final = (".py", ".pyi")
@@ -26,7 +25,7 @@ PYTHON_SUFFIXES: Final = (".py", ".pyi")
 
 def is_pyflink_source(data: bytes) -> bool:
     """Tell cheaply whether file contents may use PyFlink (undecodable bytes too)."""
-    return uses_pyflink(data.decode("utf-8", errors="replace"))
+    return b"pyflink" in data
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,455 @@
+"""The check engine, under every adapter: text or bytes or files in, findings out.
+
+Three functions, each built on the one before (as Fixit's ``fixit_bytes`` ->
+``fixit_file`` -> ``fixit_paths``):
+
+* :func:`check_bytes` -- one file's contents: the PyFlink pre-check, the size
+  limit, binary and undecodable contents, the byte order mark, the analysis,
+  the rules and suppression comments, and with ``fix`` the safe fixes applied
+  and the file analysed again until nothing more is fixable;
+* :func:`check_file` -- one file on disk: read it (never more than the limit),
+  check its bytes, write the fixed text (never over an edit made meanwhile) or
+  show it as a diff;
+* :func:`check_paths` -- files and folders: discovery (exclusions,
+  ``.gitignore``), each file's configuration, unknown rule selectors, and the
+  files checked in worker processes when there are many.
+
+:func:`check_text` is :func:`check_bytes` for a text already decoded (an
+editor's buffer, with its parse cache).  The command line, the pre-commit hooks,
+the language server and the fleet's Spark executors all call these and only
+convert what they return.  None of them raises for a file: what cannot be
+checked is a located CL000 finding.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import difflib
+import enum
+import hashlib
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Final
+
+from chainlens.analyzer import rules as registry
+from chainlens.analyzer.api import analyze_source, with_findings
+from chainlens.analyzer.config import (
+    Config,
+    ConfigError,
+    ConfigLayer,
+    ConfigResolver,
+    Settings,
+)
+from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, Severity
+from chainlens.analyzer.model.result import AnalysisResult, Problem
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+
+#: Below this many files, checking runs in this process (a pool costs more).
+PARALLEL_THRESHOLD: Final = 20
+#: ``fix`` re-analyses and fixes again at most this many times per file.
+MAX_FIX_PASSES: Final = 10
+
+_FILE_START: Final = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
+
+
+class Mode(enum.Enum):
+    """What to do with the fixes: nothing, write them, or show them as a diff."""
+
+    CHECK = "check"
+    FIX = "fix"
+    DIFF = "diff"
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """What checking one file found.
+
+    ``analysed`` is False for a file that does not use PyFlink (skipped: no
+    findings).  ``result`` is the analysis of the final text (after fixes); it
+    is left out (None) where only the findings are wanted across processes.
+    """
+
+    path: str
+    display: str
+    analysed: bool = False
+    findings: tuple[Finding, ...] = ()
+    result: AnalysisResult | None = None
+    #: how many findings the fixes resolved
+    fixed: int = 0
+    #: the fixed file's text (byte order mark kept), when fixes changed it
+    fixed_text: str | None = None
+    #: the fixes as a unified diff (mode DIFF)
+    diff: str = ""
+    #: something the user should know about the file (e.g. not written)
+    notice: str | None = None
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """The findings' diagnostics."""
+        return tuple(f.diagnostic for f in self.findings)
+
+
+# --------------------------------------------------------------------- one text
+
+
+def check_text(
+    path: str,
+    text: str,
+    config: Config,
+    *,
+    display: str | None = None,
+    fix: bool = False,
+    cache: ModuleCache | None = None,
+) -> FileCheck:
+    """Check a decoded text (no PyFlink pre-check: the caller chose the file).
+
+    ``cache`` is an editor buffer's parse cache (see ``analyze_source``).
+    """
+    shown = display if display is not None else path
+    result = analyze_source(path, text, config, cache=cache)
+    fixed, fixed_text = 0, None
+    if fix and result.ok:
+        fixed_text, fixed, result = fix_until_stable(path, text, result, config)
+        if fixed_text == text:
+            fixed_text = None
+    final = fixed_text if fixed_text is not None else text
+    return FileCheck(
+        path,
+        shown,
+        True,
+        findings_of(shown, result.diagnostics, final),
+        result,
+        fixed,
+        fixed_text,
+    )
+
+
+def fix_until_stable(
+    path: str, text: str, result: AnalysisResult, config: Config
+) -> tuple[str, int, AnalysisResult]:
+    """Apply the safe fixes and analyse again until nothing more is fixable;
+    return the text, the number of findings fixed and the last analysis."""
+    total = 0
+    for _ in range(MAX_FIX_PASSES):
+        fixable = tuple(
+            d for d in result.diagnostics if d.fix is not None and d.fix.safe
+        )
+        if not fixable:
+            break
+        new_text, count = apply_fixes(text, fixable)
+        if count == 0 or new_text == text:
+            break
+        total += count
+        text = new_text
+        result = analyze_source(path, text, config)
+    return text, total, result
+
+
+def findings_of(
+    display: str, diagnostics: Sequence[Diagnostic], text: str
+) -> tuple[Finding, ...]:
+    """The diagnostics as findings in the file shown as ``display``."""
+    prints = fingerprints(diagnostics, text)
+    return tuple(
+        Finding(display, d, fp) for d, fp in zip(diagnostics, prints, strict=True)
+    )
+
+
+def fingerprints(diagnostics: Sequence[Diagnostic], text: str) -> tuple[str, ...]:
+    """Return a fingerprint per diagnostic that survives lines moving.
+
+    The hash covers the rule code and the whitespace-normalized text of the line
+    the finding starts on; ``:n`` counts the same hash earlier in the file (the
+    form of GitHub's ``primaryLocationLineHash``).
+    """
+    lines = re.split(r"\r\n|\r|\n", text)
+    seen: Counter[str] = Counter()
+    order = sorted(range(len(diagnostics)), key=lambda i: _position(diagnostics[i]))
+    by_index: dict[int, str] = {}
+    for index in order:
+        diagnostic = diagnostics[index]
+        line_number = diagnostic.range.start.line
+        line = lines[line_number - 1] if 0 < line_number <= len(lines) else ""
+        normalized = " ".join(line.split())
+        digest = hashlib.sha256(
+            f"{diagnostic.code.code}\0{normalized}".encode()
+        ).hexdigest()[:16]
+        seen[digest] += 1
+        by_index[index] = f"{digest}:{seen[digest]}"
+    return tuple(by_index[index] for index in range(len(diagnostics)))
+
+
+def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
+    start = diagnostic.range.start
+    return (start.line, start.column, diagnostic.code.code)
+
+
+# -------------------------------------------------------------------- one file
+
+
+def check_bytes(
+    path: str,
+    data: bytes,
+    config: Config,
+    *,
+    display: str | None = None,
+    fix: bool = False,
+    size: int | None = None,
+    pyflink_only: bool = True,
+) -> FileCheck:
+    """Check one file's contents.  Never raises.
+
+    ``data`` may be only the file's first bytes when ``size`` (the whole file's)
+    is over the limit: the file is then reported too large if it uses PyFlink.
+    A file that does not mention PyFlink is skipped unless ``pyflink_only`` is
+    False (a file the user named to see its graph).
+    """
+    shown = display if display is not None else path
+    if pyflink_only and not is_pyflink_source(data):
+        return FileCheck(path, shown)
+    problem: Problem | None = None
+    limit = config.max_file_bytes
+    if max(size or 0, len(data)) > limit:
+        has = f"has {size:,} bytes" if size else "has more bytes"
+        problem = Problem(
+            "too-large",
+            f"the file {has} than the limit of {limit:,}; it was not analysed"
+            if not size
+            else f"the file {has}, more than the limit of {limit:,}; it was not "
+            "analysed",
+            _FILE_START,
+        )
+    elif b"\0" in data:
+        problem = Problem(
+            "binary", "the file holds NUL bytes (a binary file)", _FILE_START
+        )
+    if problem is not None:
+        return _not_analysed(path, shown, problem, config)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _not_analysed(path, shown, _decode_problem(data, exc), config)
+    bom = ""
+    if text.startswith("\ufeff"):
+        bom, text = "\ufeff", text[1:]
+    checked = check_text(path, text, config, display=shown, fix=fix)
+    if checked.fixed_text is not None and bom:
+        checked = replace(checked, fixed_text=bom + checked.fixed_text)
+    return checked
+
+
+def _not_analysed(
+    path: str, display: str, problem: Problem, config: Config
+) -> FileCheck:
+    result = with_findings(AnalysisResult(path, problems=(problem,)), None, config)
+    return FileCheck(
+        path, display, True, findings_of(display, result.diagnostics, ""), result
+    )
+
+
+def _decode_problem(data: bytes, exc: UnicodeDecodeError) -> Problem:
+    line = data[: exc.start].count(b"\n") + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
+    return Problem(
+        "decode-error",
+        f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, "
+        f"column {column + 1})",
+        SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1)),
+    )
+
+
+def check_file(
+    path: str | Path,
+    config: Config,
+    *,
+    display: str | None = None,
+    mode: Mode = Mode.CHECK,
+    pyflink_only: bool = True,
+) -> FileCheck:
+    """Read and check one file; with ``Mode.FIX`` write the fixes, with
+    ``Mode.DIFF`` show them.  Never raises."""
+    name = str(path)
+    shown = display if display is not None else name
+    try:
+        size = os.stat(name).st_size
+        with open(name, "rb") as handle:  # never more than the limit, plus one
+            data = handle.read(config.max_file_bytes + 1)
+    except OSError as exc:
+        problem = Problem(
+            "read-error", f"cannot read: {exc.strerror or exc}", _FILE_START
+        )
+        return _not_analysed(name, shown, problem, config)
+    checked = check_bytes(
+        name,
+        data,
+        config,
+        display=shown,
+        fix=mode is not Mode.CHECK,
+        size=size,
+        pyflink_only=pyflink_only,
+    )
+    if checked.fixed_text is None:
+        return checked
+    if mode is Mode.DIFF:
+        return replace(checked, diff=_diff(data, checked.fixed_text, shown))
+    if _read_again(name) != data:  # edited meanwhile: never overwrite that
+        unfixed = check_bytes(name, data, config, display=shown)
+        return replace(
+            unfixed,
+            notice=f"{shown} changed while it was being fixed; left as it is now "
+            "(run --fix again)",
+        )
+    with open(name, "wb") as handle:
+        handle.write(checked.fixed_text.encode("utf-8"))
+    return checked
+
+
+def _read_again(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _diff(data: bytes, fixed_text: str, display: str) -> str:
+    text = data.decode("utf-8").removeprefix("\ufeff")
+    diff = "".join(
+        difflib.unified_diff(
+            text.splitlines(keepends=True),
+            fixed_text.removeprefix("\ufeff").splitlines(keepends=True),
+            fromfile=display,
+            tofile=display,
+        )
+    )
+    if diff and not diff.endswith("\n"):
+        diff += "\n\\ No newline at end of file\n"
+    return diff
+
+
+# ------------------------------------------------------------------ many files
+
+
+@dataclass(frozen=True, slots=True)
+class _Task:
+    path: str
+    display: str
+    config: Config
+    mode: Mode
+    keep_result: bool
+
+
+def _check_task(task: _Task) -> FileCheck:
+    """Check one file in a worker: the per-file boundary, never raises."""
+    try:
+        checked = check_file(
+            task.path, task.config, display=task.display, mode=task.mode
+        )
+    except Exception as exc:
+        diagnostic = Diagnostic(
+            registry.ANALYSIS_ERROR.code,
+            f"chainlens failed: {exc!r}",
+            Severity.ERROR,
+            _FILE_START,
+        )
+        return FileCheck(
+            task.path, task.display, True, (Finding(task.display, diagnostic, "0:1"),)
+        )
+    return checked if task.keep_result else replace(checked, result=None)
+
+
+def display_path(path: str | Path, cwd: str | Path) -> str:
+    """The path to show: relative to ``cwd`` when below it, with ``/``."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(cwd).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def check_paths(
+    paths: Sequence[str | Path],
+    resolver: ConfigResolver,
+    *,
+    mode: Mode = Mode.CHECK,
+    force_exclude: bool = False,
+    jobs: int = 1,
+    keep_results: bool = False,
+    cwd: str | Path | None = None,
+) -> list[FileCheck]:
+    """Check the PyFlink programs under ``paths``, in path order.
+
+    Raises :class:`ConfigError` for an unusable config file or a selector that
+    names no rule (before any file is checked).  ``keep_results`` keeps each
+    file's :class:`AnalysisResult` (costly to send back from worker processes).
+    """
+    base = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    files = discover(paths, resolver, force_exclude=force_exclude)
+    check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    tasks = [
+        _Task(
+            str(path),
+            display_path(path, base),
+            resolver.config_for(path),
+            mode,
+            keep_results,
+        )
+        for path in files
+    ]
+    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
+        return [_check_task(task) for task in tasks]
+    workers = min(jobs, len(tasks))
+    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_check_task, tasks, chunksize=chunksize))
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def _no_rule(selector: str) -> str:
+    return f"{selector!r} matches no rule (`chainlens rule --all` lists them)"
+
+
+def check_selectors(layers: Iterable[ConfigLayer]) -> None:
+    """Raise :class:`ConfigError` for a selector that names no rule (a typo)."""
+    known = registry.ALL_RULES
+    for layer in layers:
+        prefix = "tool.chainlens." if layer.path.endswith("pyproject.toml") else ""
+        groups: list[tuple[str, Settings]] = [("", layer.settings)]
+        groups += [
+            (f"overrides[{i}].", o.settings) for i, o in enumerate(layer.overrides)
+        ]
+        for where, settings in groups:
+            named = [
+                *((f"{where}select", s) for s in settings.select or ()),
+                *((f"{where}extend-select", s) for s in settings.extend_select),
+                *((f"{where}ignore", s) for s in settings.ignore),
+                *((f"{where}severity.{s}", s) for s, _ in settings.severities),
+            ]
+            for key, selector in named:
+                if not registry.selector_matches_a_rule(selector, known):
+                    raise ConfigError(_no_rule(selector), layer.path, prefix + key)
+        for pattern, codes in layer.per_file_ignores:
+            for selector in codes:
+                if not registry.selector_matches_a_rule(selector, known):
+                    raise ConfigError(
+                        _no_rule(selector),
+                        layer.path,
+                        f"{prefix}per-file-ignores.{pattern}",
+                    )
