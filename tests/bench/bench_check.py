@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from chainlens.analyzer import api  # noqa: E402
+from chainlens.analyzer.check import check_file  # noqa: E402
 from chainlens.analyzer.config import Config  # noqa: E402
-from chainlens.hooks.cli import CheckTask, check_task  # noqa: E402
 
 GOAL_SECONDS = 15.0
 
@@ -240,13 +240,14 @@ def generate(directory: Path, count: int, seed: int) -> list[Path]:
     return paths
 
 
-def _time_cli(directory: Path, jobs: int) -> tuple[float, str]:
+def _time_cli(
+    directory: Path, jobs: int, python: str = sys.executable
+) -> tuple[float, str]:
+    """Time the ``chainlens`` executable installed beside ``python``."""
     started = time.perf_counter()
     done = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "chainlens.hooks.cli",
+            str(Path(python).with_name("chainlens")),
             "check",
             ".",
             "--jobs",
@@ -275,6 +276,12 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, default=None, help="generate into DIR and keep it"
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also time the chainlens installed beside this interpreter (another "
+        "version), in the same rounds, and print the ratios",
+    )
     args = parser.parse_args()
 
     directory = args.keep or Path(tempfile.mkdtemp(prefix="chainlens-bench-"))
@@ -289,23 +296,30 @@ def main() -> int:
         print(f"CPUs available: {len(os.sched_getaffinity(0))}")
 
         results = {}
+        baseline: dict[int, float] = {}
         for jobs in (2, 1):
-            runs = [_time_cli(directory, jobs) for _ in range(args.repeat)]
+            runs = []
+            base_runs = []
+            for _ in range(args.repeat):  # interleaved: the machine drifts
+                runs.append(_time_cli(directory, jobs))
+                if args.baseline:
+                    base_runs.append(_time_cli(directory, jobs, args.baseline))
             results[jobs] = min(r[0] for r in runs)
+            if base_runs:
+                baseline[jobs] = min(r[0] for r in base_runs)
             stats = runs[0][1]
         print("\nfindings per rule:")
         print("".join("  " + line + "\n" for line in stats.splitlines()))
 
         # in-process, warm: the per-file check vs the core alone
         config = Config(default_parallelism=4)
-        tasks = [CheckTask(str(p), p.name, config) for p in paths]
-        for task in tasks[:20]:
-            check_task(task)
+        for path in paths[:20]:
+            check_file(path, config, display=path.name)
         started = time.perf_counter()
         per_check = []
-        for task in tasks:
+        for path in paths:
             t0 = time.perf_counter()
-            outcome = check_task(task)
+            outcome = check_file(path, config, display=path.name)
             per_check.append(time.perf_counter() - t0)
             assert outcome.analysed
         check_total = time.perf_counter() - started
@@ -335,6 +349,11 @@ def main() -> int:
             f"  --jobs 1: {results[1]:6.2f} s   ({per_file[1]:.1f} ms/file)"
             f"   speed-up with 2 processes: {results[1] / results[2]:.2f}x"
         )
+        for jobs, seconds in sorted(baseline.items(), reverse=True):
+            print(
+                f"  baseline --jobs {jobs}: {seconds:6.2f} s   this / baseline: "
+                f"{results[jobs] / seconds:.2f}x"
+            )
         print("per file, in-process, warm (median / mean):")
         print(
             f"  whole check (read, analyse, rules, suppressions, fingerprints): "
