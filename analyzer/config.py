@@ -509,7 +509,7 @@ class ConfigResolver:
             self._fixed = (layer,)
         self._by_directory: dict[Path, tuple[ConfigLayer, ...]] = {}
         self._exclusions: dict[
-            tuple[ConfigLayer, ...], tuple[tuple[Path, str], ...]
+            tuple[tuple[ConfigLayer, ...], Path], tuple[tuple[Path, str], ...]
         ] = {}
 
     def layers_for(self, path: str | Path) -> tuple[ConfigLayer, ...]:
@@ -546,16 +546,23 @@ class ConfigResolver:
     def exclude_patterns(self, path: str | Path) -> tuple[tuple[Path, str], ...]:
         """Return the ``(anchor directory, glob)`` exclusions in force for ``path``.
 
-        The defaults are anchored at the nearest config file's directory (or the
-        working directory), so a project that itself lives under, say, ``build/``
-        is still checked.
+        The defaults are anchored at the nearest config file's directory (or,
+        without one, the working directory), so a project that itself lives
+        under, say, ``build/`` is still checked.  A path outside the working
+        directory with no config file above it has them anchored at the file
+        system's root: its ``.venv`` and ``node_modules`` are skipped too.
         """
         layers = self.all_layers_for(path)
-        cached = self._exclusions.get(layers)
+        files = [layer for layer in layers if not layer.path.startswith("<")]
+        if files:
+            home = files[-1].directory
+        else:
+            home = Path.cwd()
+            if not Path(os.path.abspath(path)).is_relative_to(home):
+                home = Path(Path(os.path.abspath(path)).anchor)
+        cached = self._exclusions.get((layers, home))
         if cached is not None:
             return cached
-        files = [layer for layer in layers if not layer.path.startswith("<")]
-        home = files[-1].directory if files else Path.cwd()
         base: tuple[tuple[Path, str], ...] = tuple((home, p) for p in DEFAULT_EXCLUDE)
         extra: list[tuple[Path, str]] = []
         for layer in layers:
@@ -563,7 +570,7 @@ class ConfigResolver:
                 base = tuple((layer.directory, p) for p in layer.exclude)
             extra.extend((layer.directory, p) for p in layer.extend_exclude)
         patterns = (*base, *extra)
-        self._exclusions[layers] = patterns
+        self._exclusions[(layers, home)] = patterns
         return patterns
 
     def is_excluded_entry(self, path: str | Path) -> bool:

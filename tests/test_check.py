@@ -606,3 +606,24 @@ def test_rule_all_lists_codes_names_severity_default(
     assert rows["CL901"] == ["unused-suppression", "warning", "enabled"]
     doc = json.loads(_run(capsys, "rule", "--all", "--format", "json")[1])
     assert {row["code"] for row in doc} == set(rows)
+
+
+def test_default_exclusions_hold_outside_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository checked from elsewhere, without a config file: its .venv and
+    node_modules are skipped as they are when checked from inside it."""
+    repo = tmp_path / "repo"
+    _write(repo / "jobs" / "totals.py", MISSING_UID)
+    _write(repo / ".venv" / "lib" / "vendored.py", MISSING_UID)
+    _write(repo / "node_modules" / "x" / "gen.py", MISSING_UID)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for cwd in (elsewhere, repo):
+        monkeypatch.chdir(cwd)
+        code, out, _ = _run(capsys, "check", str(repo), "--statistics")
+        assert code == 1
+        assert "1 PyFlink file" in out or "CL101" in out
+        _, out, _ = _run(capsys, "check", str(repo), "--format", "json")
+        paths = {f["path"] for f in json.loads(out)["findings"]}
+        assert all("/jobs/totals.py" in p or p == "jobs/totals.py" for p in paths)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from chainlens.analyzer import MAX_FILE_BYTES
 from chainlens.fleet.output import MARKER, check_replaceable, write_manifest
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
@@ -90,7 +91,7 @@ def expected(root: Path) -> dict[str, Counter[tuple[object, ...]]]:
         rows = scan_file(
             source.repo,
             source.path,
-            Path(source.path).read_bytes()[: 4 * 1024 * 1024 + 1],
+            Path(source.path).read_bytes()[: MAX_FILE_BYTES + 1],
         )
         for name in TABLES:
             columns = [i for i, (c, _) in enumerate(SCHEMAS[name]) if c not in TIMING]
