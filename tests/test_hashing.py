@@ -1,4 +1,4 @@
-"""StreamGraphHasherV2: the test vectors of flink-semantics.md §7.5 (real Flink 2.3.0).
+"""StreamGraphHasherV2: IDs real Flink 2.3.0 produced (docs/flink-model.md §7).
 
 T1-T9 are the StreamGraphs real Flink built for the listed programs (default
 parallelism 2), rebuilt by hand; the expected hex IDs are the ones Flink printed.

@@ -3,7 +3,7 @@
 Every StreamNode gets a 16-byte hash, which becomes its ``OperatorID`` and, for a
 chain head, the ``JobVertexID``.  A node with a ``uid()`` is hashed from the uid
 alone; any other node from its position in a breadth-first walk from the sources,
-its number of chained outputs and the hashes of its inputs (flink-semantics.md §7).
+its number of chained outputs and the hashes of its inputs (docs/flink-model.md §7).
 
 A uid that chainlens cannot know (a :class:`Symbol`) still gets a placeholder
 hash (of the symbol's text) so that the rest of the graph can be hashed; callers

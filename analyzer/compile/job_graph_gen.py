@@ -6,7 +6,7 @@ and vertex IDs (``StreamGraphHasherV2``), vertex order
 (``JobGraph.getVerticesSortedTopologicallyFromSources``), job edges with ship
 strategy, distribution pattern and result partition type, slot sharing groups
 (one per pipelined region in BATCH), the BATCH/dynamic-graph parallelism reset and
-the ``[vertex-i]`` name prefix.  See flink-semantics.md §6 and §7.
+the ``[vertex-i]`` name prefix.  See docs/flink-model.md §6 and §7.
 
 Not modelled (no PyFlink program reaches them): iterations, co-location groups,
 resources, managed memory, ``isOutputOnlyAfterEndOfStream`` operators (which

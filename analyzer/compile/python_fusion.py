@@ -3,7 +3,7 @@
 P1 mirrors ``PythonConfigUtil.configPythonOperator`` (``alignTransformation``);
 P2 mirrors ``PythonOperatorChainingOptimizer.optimize`` (Flink 2.3): adjacent
 Python operators become one transformation named ``"A, B"`` that keeps only the
-first one's uid and uid hash.  See flink-semantics.md §3 and §4.
+first one's uid and uid hash.  See docs/flink-model.md §3 and §4.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ inputs are translated before their consumers, partitions and side outputs become
 virtual nodes folded into edges, unions concatenate their inputs, Sink V2
 transformations expand into Writer (and Committer) operators, and edges get
 their default partitioner in ``StreamGraph.createActualEdge``.  See
-flink-semantics.md §5.
+docs/flink-model.md §5.
 """
 
 from __future__ import annotations
