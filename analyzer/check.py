@@ -134,16 +134,18 @@ def check_text(
 def fix_until_stable(
     path: str, text: str, result: AnalysisResult, config: Config
 ) -> tuple[str, int, AnalysisResult]:
-    """Apply the safe fixes and analyse again until nothing more is fixable;
-    return the text, the number of findings fixed and the last analysis."""
+    """Apply the fixes (safe ones, unless ``config.unsafe_fixes``) and analyse
+    again until nothing more is fixable; return the text, the number of
+    findings fixed and the last analysis."""
     total = 0
     for _ in range(MAX_FIX_PASSES):
+        unsafe = config.unsafe_fixes
         fixable = tuple(
-            d for d in result.diagnostics if d.fix is not None and d.fix.safe
+            d for d in result.diagnostics if d.fix_to_apply(unsafe=unsafe) is not None
         )
         if not fixable:
             break
-        new_text, count = apply_fixes(text, fixable)
+        new_text, count = apply_fixes(text, fixable, unsafe=unsafe)
         if count == 0 or new_text == text:
             break
         total += count

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from typing import Final
 from urllib.parse import quote
 
-from chainlens.analyzer.model.diagnostic import Finding, RuleInfo, Severity
+from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
 from chainlens.analyzer.model.source import SourceRange
 
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -123,8 +123,15 @@ def summary_line(
         f"{_plural(affected, 'file')} of {files} checked."
     )
     fixable = sum(1 for f in findings if f.fixable)
+    unsafe = sum(1 for f in findings if f.unsafe_fixable)
     if fixable:
         line += f"\n[*] {fixable} fixable with `chainlens check --fix`."
+    if unsafe:
+        line += (
+            f"\n{_plural(unsafe, 'more fix')} "
+            f"{'is' if unsafe == 1 else 'are'} unsafe (they move the operator IDs "
+            "savepoints are restored by): `--fix --unsafe-fixes` applies them."
+        )
     return line
 
 
@@ -140,19 +147,21 @@ def _where(path: str, where: SourceRange) -> str:
 # JSON
 
 
+def _fix_to_json(fix: Fix) -> dict[str, object]:
+    return {
+        "description": fix.description,
+        "safe": fix.safe,
+        "edits": [
+            {"range": e.range.to_json(), "new_text": e.new_text} for e in fix.edits
+        ],
+    }
+
+
 def finding_to_json(finding: Finding) -> dict[str, object]:
-    """Return the JSON form of one finding (columns 0-based, as in ``graph``)."""
+    """Return the JSON form of one finding (columns 0-based, as in ``graph``):
+    ``fix`` is the first fix (the safe one when there is one), ``alternatives``
+    the others (e.g. the plain uid, unsafe)."""
     d = finding.diagnostic
-    fix: dict[str, object] | None = None
-    if d.fix is not None:
-        fix = {
-            "description": d.fix.description,
-            "safe": d.fix.safe,
-            "edits": [
-                {"range": e.range.to_json(), "new_text": e.new_text}
-                for e in d.fix.edits
-            ],
-        }
     return {
         "path": finding.path,
         "code": d.code.code,
@@ -163,7 +172,8 @@ def finding_to_json(finding: Finding) -> dict[str, object]:
         "related": [
             {"message": r.message, "range": r.range.to_json()} for r in d.related
         ],
-        "fix": fix,
+        "fix": _fix_to_json(d.fix) if d.fix is not None else None,
+        "alternatives": [_fix_to_json(f) for f in d.alternatives],
         "job_index": d.job_index,
         "fingerprint": finding.fingerprint,
     }
@@ -288,10 +298,12 @@ def _sarif_result(finding: Finding, rule_index: int) -> dict[str, object]:
             }
             for i, r in enumerate(d.related, start=1)
         ]
-    if d.fix is not None:
+    if d.fixes:
         result["fixes"] = [
             {
-                "description": {"text": d.fix.description},
+                "description": {
+                    "text": fix.description + ("" if fix.safe else " (unsafe)")
+                },
                 "artifactChanges": [
                     {
                         "artifactLocation": _artifact(finding.path),
@@ -300,11 +312,12 @@ def _sarif_result(finding: Finding, rule_index: int) -> dict[str, object]:
                                 "deletedRegion": _region(e.range),
                                 "insertedContent": {"text": e.new_text},
                             }
-                            for e in d.fix.edits
+                            for e in fix.edits
                         ],
                     }
                 ],
             }
+            for fix in d.fixes
         ]
     return result
 

@@ -9,8 +9,8 @@ Discovery walks up from the analysed file and stops after a file that says
 ``root = true`` (or at the filesystem root).  The files found are layered from the
 outermost to the nearest, so the nearest wins:
 
-* ``default-parallelism``, ``argv``, ``exclude``, ``respect-gitignore``: the
-  nearest file that sets the key wins;
+* ``default-parallelism``, ``argv``, ``unsafe-fixes``, ``exclude``,
+  ``respect-gitignore``: the nearest file that sets the key wins;
 * ``select`` starts the rule selection afresh; ``extend-select`` and ``ignore``
   add to the selection in force (ruff's model);
 * ``severity`` and ``flink`` tables are merged key by key;
@@ -114,6 +114,7 @@ _SETTING_KEYS: Final = (
     "default-parallelism",
     "argv",
     "flink",
+    "unsafe-fixes",
 )
 _TOP_KEYS: Final = (
     "root",
@@ -152,6 +153,10 @@ class Config:
     #: Flink/PyFlink configuration keys the program does not set itself
     #: (``pipeline.*``, ``python.*``, ``execution.*`` ...), as strings.
     flink_config: dict[str, str] = field(default_factory=dict)
+    #: whether ``--fix`` may apply unsafe fixes: ones that change what the job
+    #: does when it runs, such as a uid that moves the operator ID savepoint
+    #: state is restored by (``unsafe-fixes``)
+    unsafe_fixes: bool = False
     #: the config files this was built from, outermost first (for messages).
     config_files: tuple[str, ...] = ()
 
@@ -186,6 +191,7 @@ class Settings:
     default_parallelism: int | None = None
     argv: tuple[str, ...] | None = None
     flink: tuple[tuple[str, str], ...] = ()
+    unsafe_fixes: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,6 +403,11 @@ class _Reader:
             default_parallelism=parallelism,
             argv=argv,
             flink=tuple(flink),
+            unsafe_fixes=(
+                self.boolean(table["unsafe-fixes"], f"{where}unsafe-fixes")
+                if "unsafe-fixes" in table
+                else None
+            ),
         )
 
     def flink_value(self, key: str, value: object, where: str) -> str:
@@ -618,9 +629,10 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
     flink: dict[str, str] = {}
     parallelism: int | None = None
     argv: tuple[str, ...] | None = None
+    unsafe_fixes = False
 
     def apply(settings: Settings) -> None:
-        nonlocal select, parallelism, argv
+        nonlocal select, parallelism, argv, unsafe_fixes
         if settings.select is not None:
             select = settings.select
             extend_select.clear()
@@ -633,6 +645,8 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
             parallelism = settings.default_parallelism
         if settings.argv is not None:
             argv = settings.argv
+        if settings.unsafe_fixes is not None:
+            unsafe_fixes = settings.unsafe_fixes
 
     late_ignores: list[str] = []
     for layer in layers:
@@ -651,6 +665,7 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
         ignore=tuple(dict.fromkeys([*ignore, *late_ignores])),
         severities=severities,
         flink_config=flink,
+        unsafe_fixes=unsafe_fixes,
         config_files=tuple(
             layer.path for layer in layers if not layer.path.startswith("<")
         ),
@@ -668,6 +683,7 @@ def command_line_layer(
     exclude: Sequence[str] | None = None,
     extend_exclude: Sequence[str] = (),
     respect_gitignore: bool | None = None,
+    unsafe_fixes: bool | None = None,
     directory: Path | None = None,
 ) -> ConfigLayer:
     """Build the command line's layer, checked like a config file."""
@@ -690,6 +706,8 @@ def command_line_layer(
         table["extend-exclude"] = list(extend_exclude)
     if respect_gitignore is not None:
         table["respect-gitignore"] = respect_gitignore
+    if unsafe_fixes is not None:
+        table["unsafe-fixes"] = unsafe_fixes
     layer = parse_config_table(table, "<command line>")
     return replace(layer, directory=directory or Path.cwd())
 

@@ -1,4 +1,4 @@
-"""Apply the safe fixes of findings to source text.
+"""Apply the fixes of findings to source text (safe ones unless asked).
 
 Edits are positioned by line and code-point column (``SourceRange``), the way
 the analysis records them; everything outside the edited spans is kept byte for
@@ -70,30 +70,39 @@ def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int, str]]) -> 
     return False
 
 
-def apply_fixes(text: str, diagnostics: Iterable[Diagnostic]) -> tuple[str, int]:
-    """Apply the safe fixes of ``diagnostics`` to ``text``.
+def apply_fixes(
+    text: str, diagnostics: Iterable[Diagnostic], *, unsafe: bool = False
+) -> tuple[str, int]:
+    """Apply the fixes of ``diagnostics`` to ``text``: each one's
+    :meth:`~Diagnostic.fix_to_apply` (safe fixes only unless ``unsafe``).
 
     Return the new text and how many findings were fixed.  Fixes are taken in
-    the order of their findings' positions; unsafe fixes, fixes pointing outside
-    the text and fixes overlapping one already taken are left out.
+    the order of their findings' positions; fixes pointing outside the text and
+    fixes overlapping one already taken are left out.
     """
     offsets = _Offsets(text)
     taken: list[tuple[int, int, str]] = []
     fixed = 0
+    chosen = [(d, d.fix_to_apply(unsafe=unsafe)) for d in diagnostics]
     ordered = sorted(
-        (d for d in diagnostics if d.fix is not None and d.fix.safe and d.fix.edits),
-        key=lambda d: (d.range.start.line, d.range.start.column, d.code.code),
+        ((d, f) for d, f in chosen if f is not None),
+        key=lambda pair: (
+            pair[0].range.start.line,
+            pair[0].range.start.column,
+            pair[0].code.code,
+        ),
     )
-    for diagnostic in ordered:
-        assert diagnostic.fix is not None
-        spans = _spans(offsets, diagnostic.fix.edits)
+    for _, fix in ordered:
+        spans = _spans(offsets, fix.edits)
         if spans is None:
             continue
         new = [span for span in spans if span not in taken]
         if not new:
             fixed += 1  # the same edit is already in: this finding is fixed too
             continue
-        if len(new) != len(spans) or any(_overlaps(span, taken) for span in new):
+        # edits already taken word for word (the same pin in two fixes) are
+        # shared; the rest must not overlap anything taken
+        if any(_overlaps(span, taken) for span in new):
             continue
         if any(_overlaps(span, new[:i]) for i, span in enumerate(new)):
             continue

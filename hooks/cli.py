@@ -264,6 +264,15 @@ def add_check_arguments(
         "exit 1 if there are any",
     )
     parser.add_argument(
+        "--unsafe-fixes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --fix or --diff, also apply unsafe fixes: ones that change what "
+        "the job does when it runs, such as a plain uid that moves the operator ID "
+        "savepoint state is restored by (for a job never deployed); config key "
+        "unsafe-fixes",
+    )
+    parser.add_argument(
         "--exit-zero", action="store_true", help="exit 0 even when there are findings"
     )
     parser.add_argument(
@@ -371,6 +380,7 @@ def _cli_layer(args: argparse.Namespace) -> ConfigLayer:
         exclude=getattr(args, "exclude", None),
         extend_exclude=getattr(args, "extend_exclude", ()),
         respect_gitignore=getattr(args, "respect_gitignore", None),
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
     )
 
 

@@ -134,7 +134,7 @@ def to_lsp_diagnostic(
         code_description=description,
         source=SOURCE,
         related_information=related or None,
-        data={"rule": code.name, "fixable": diagnostic.fix is not None},
+        data={"rule": code.name, "fixable": bool(diagnostic.fixes)},
     )
 
 

@@ -177,7 +177,12 @@ def test_json_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "end_column": first["range"]["end_column"],
     }
     assert first["fix"]["safe"] is True
-    assert first["fix"]["edits"][0]["new_text"] == '.uid("totals-reduce")'
+    assert first["fix"]["edits"][0]["new_text"] == (
+        '.uid("totals-reduce").set_uid_hash("90bea66de1c231edf33913ecd54406c1")'
+    )
+    (plain,) = first["alternatives"]
+    assert plain["safe"] is False
+    assert plain["edits"][0]["new_text"] == '.uid("totals-reduce")'
     assert first["fingerprint"].endswith(":1")
     assert doc["findings"][1]["related"][0]["message"] == "upstream operator key_by()"
 
@@ -250,7 +255,9 @@ def test_sarif_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None
     )
     assert results["CL101"]["fixes"][0]["artifactChanges"][0]["replacements"][0][
         "insertedContent"
-    ] == {"text": '.uid("totals-reduce")'}
+    ] == {
+        "text": '.uid("totals-reduce").set_uid_hash("90bea66de1c231edf33913ecd54406c1")'
+    }
     assert results["CL106"]["relatedLocations"][0]["message"]["text"]
 
 
@@ -382,7 +389,10 @@ def test_fix_writes_and_reports_what_remains(
     assert code == 0  # the CL106 info finding remains; it does not fail
     assert "Found 2 findings in 1 PyFlink file (1 fixed, 1 remaining: 1 info)." in out
     fixed = path.read_bytes().decode("utf-8")
-    assert '.uid("totals-reduce")\r\n' in fixed
+    assert (
+        '.uid("totals-reduce").set_uid_hash("90bea66de1c231edf33913ecd54406c1")\r\n'
+        in fixed
+    )
     assert fixed.count("\r\n") == MISSING_UID.count("\n")  # line endings kept
     assert _run(capsys, "check", "--diff")[0] == 0
 

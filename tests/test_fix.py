@@ -30,12 +30,17 @@ from chainlens.analyzer.model.diagnostic import (
 )
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
 CL101 = Config(default_parallelism=4, select=("CL101",))
 ALL_UIDS = Config(default_parallelism=4, select=("CL101", "CL102"))
-INSERTED = re.compile(r"""\.uid\((?P<q>["'])[a-z0-9-]+(?P=q)\)""")
+INSERTED = re.compile(
+    r"""\.uid\((?P<q>["'])[a-z0-9-]+(?P=q)\)"""
+    r"""(?:\.set_uid_hash\((?P=q)[0-9a-f]{32}(?P=q)\))?"""
+)
+UID = re.compile(r"""\.uid\((?P<q>["'])(?P<uid>[a-z0-9-]+)(?P=q)\)""")
 
 
 def findings(
@@ -45,9 +50,11 @@ def findings(
     return run_rules(analyze_source(path, text, config), config, text)
 
 
-def fixed(text: str, config: Config = CL101) -> tuple[str, int]:
+def fixed(
+    text: str, config: Config = CL101, *, unsafe: bool = False
+) -> tuple[str, int]:
     """Return ``text`` with its findings' fixes applied, and how many were fixed."""
-    return apply_fixes(text, findings(text, config))
+    return apply_fixes(text, findings(text, config), unsafe=unsafe)
 
 
 def only_insertions(old: str, new: str) -> list[str]:
@@ -56,6 +63,9 @@ def only_insertions(old: str, new: str) -> list[str]:
     i = j = 0
     while j < len(new):
         match = INSERTED.match(new, j)
+        plain = UID.match(new, j)
+        if match and plain and old.startswith(new[plain.end() : match.end()], i):
+            match = plain  # the set_uid_hash after it was already there
         if match and not old.startswith(match.group(), i):
             inserted.append(match.group())
             j = match.end()
@@ -142,12 +152,24 @@ ORDERS = (PIPELINES / "example_orders.py").read_text(encoding="utf-8")
 
 
 def test_example_fix_inserts_after_the_call_and_keeps_the_rest() -> None:
+    result = analyze_source("p.py", ORDERS, CL101)
+    graph = result.jobs[0].job_graph
+    assert graph is not None
+    node = next(
+        n
+        for n in result.jobs[0].stream_graph.nodes  # type: ignore[union-attr]
+        if n.name == "running total"
+    )
+    today = graph.operator_ids[node.id]
     new, count = fixed(ORDERS)
     assert count == 1
-    assert only_insertions(ORDERS, new) == ['.uid("running-total")']
-    assert (
-        '.process(RunningTotal(), output_type=ORDER).uid("running-total") \\\n' in new
-    )
+    pinned = f'.uid("running-total").set_uid_hash("{today}")'
+    assert only_insertions(ORDERS, new) == [pinned]
+    assert f".process(RunningTotal(), output_type=ORDER){pinned} \\\n" in new
+    # for a job never deployed: the plain uid, an unsafe fix
+    plain, count = fixed(ORDERS, unsafe=True)
+    assert count == 1
+    assert only_insertions(ORDERS, plain) == ['.uid("running-total")']
 
 
 def test_fixed_program_has_no_fixable_finding_left_and_fixing_again_is_a_no_op() -> (
@@ -171,6 +193,22 @@ def _with_uid(result: AnalysisResult) -> dict[tuple[int, int], str]:
         for node in job.stream_graph.nodes
         if node.uid is not None
     }
+
+
+def _restore_ids(result: AnalysisResult) -> dict[tuple[int, int], str]:
+    """The ID each stateful operator's state is restored by (its uid hash if
+    set, else its operator ID), where chainlens knows it, in STREAMING jobs."""
+    ids = {}
+    for job in result.jobs:
+        graph = job.job_graph
+        if job.stream_graph is None or graph is None or not keeps_savepoints(job):
+            continue
+        for node in job.stream_graph.nodes:
+            if state_info(node) is None or node.id in graph.uncertain_nodes:
+                continue
+            restore = node.user_hash if isinstance(node.user_hash, str) else None
+            ids[(job.spec.index, node.id)] = restore or graph.operator_ids[node.id]
+    return ids
 
 
 def _shape(result: AnalysisResult) -> list[object]:
@@ -208,8 +246,19 @@ def test_fixing_the_corpus(path: Path) -> None:
     assert after.problems == before.problems
     assert _shape(after) == _shape(before)
     left = run_rules(after, ALL_UIDS, new)
-    assert not [d for d in left if d.fix is not None]
+    # what is left has no safe fix (a plain uid would move a restore ID that
+    # cannot be pinned) and may take a second pass (a pin shared with a fix that
+    # overlapped another)
+    left_fixable = [d for d in left if d.fix_to_apply() is not None]
+    if left_fixable:
+        new, _ = apply_fixes(new, left_fixable)
+        after = analyze_source(str(path), new, ALL_UIDS)
+        left = run_rules(after, ALL_UIDS, new)
+        assert not [d for d in left if d.fix_to_apply() is not None]
     assert apply_fixes(new, left) == (new, 0)
+    # the safe fixes keep every ID a savepoint restores state by
+    restored = _restore_ids(before)
+    assert {key: _restore_ids(after).get(key) for key in restored} == restored
     old_uids, new_uids = _with_uid(before), _with_uid(after)
     assert all(new_uids[key] == uid for key, uid in old_uids.items())
     for job in after.jobs:
@@ -222,9 +271,14 @@ def test_fixing_the_corpus(path: Path) -> None:
 
 
 def _uids(text: str, config: Config = CL101) -> list[str]:
-    return [
-        d.fix.edits[0].new_text for d in findings(text, config) if d.fix is not None
-    ]
+    """The ``.uid(...)`` each finding's fix adds (without the pinned hash)."""
+    found = []
+    for d in findings(text, config):
+        if d.fix is not None:
+            match = UID.match(d.fix.edits[0].new_text)
+            assert match is not None, d.fix.edits[0].new_text
+            found.append(match.group())
+    return found
 
 
 HEAD = """\
@@ -304,11 +358,18 @@ résumé.print()
 env.execute("ünïcode")
 """
     )
-    new, count = fixed(text)
+    new, count = fixed(text, unsafe=True)
     assert count == 1
     assert '+ b[1])).uid("resume-reduce")  # « ünïcode »' in new
     assert only_insertions(text, new) == ['.uid("resume-reduce")']
     assert findings(new) == ()
+    pinned, count = fixed(text)
+    assert count == 1
+    assert re.search(
+        r'\+ b\[1\]\)\)\.uid\("resume-reduce"\)\.set_uid_hash\("[0-9a-f]{32}"\)  # « ',
+        pinned,
+    )
+    assert findings(pinned) == ()
 
 
 def test_one_call_per_job_gets_one_edit() -> None:
@@ -317,7 +378,8 @@ def test_one_call_per_job_gets_one_edit() -> None:
     assert len(findings(text)) == 2
     new, count = fixed(text)
     assert count == 2
-    assert only_insertions(text, new) == ['.uid("count-reduce")']
+    (inserted,) = only_insertions(text, new)
+    assert inserted.startswith('.uid("count-reduce").set_uid_hash(')  # one ID in both
     assert findings(new) == ()
 
 
@@ -337,7 +399,10 @@ def test_sink_v2_gets_one_uid_for_writer_and_committer() -> None:
     sink = [d for d in findings(text) if "Sink V2 writer" in d.message]
     (finding,) = sink
     assert "Sink V2 committer" in finding.message
-    new, _ = apply_fixes(text, sink)
+    # PyFlink refuses set_uid_hash on sink_to: the uid can only move the IDs
+    assert finding.fix_to_apply() is None
+    assert "does not allow set_uid_hash() on a sink_to() sink" in finding.message
+    new, _ = apply_fixes(text, sink, unsafe=True)
     result = analyze_source("p.py", new, CL101)
     assert result.jobs[0].stream_graph is not None
     uids = {str(n.name): n.uid for n in result.jobs[0].stream_graph.nodes}
@@ -422,7 +487,8 @@ def test_fixed_programs_build_the_same_job_graphs_in_flink(tmp_path: Path) -> No
         text = (PIPELINES / name).read_text(encoding="utf-8")
         before = analyze_source(name, text, CL101)
         diagnostics = run_rules(before, CL101, text)
-        new, count = apply_fixes(text, diagnostics)
+        # the plain uids (the unsafe fixes): the graphs must not change otherwise
+        new, count = apply_fixes(text, diagnostics, unsafe=True)
         assert count > 0, name
         added = {
             key: uid
@@ -430,7 +496,9 @@ def test_fixed_programs_build_the_same_job_graphs_in_flink(tmp_path: Path) -> No
             if key not in _with_uid(before)
         }
         # The uids land exactly on the operators the fixed findings are about.
-        fixed_at = {d.range for d in diagnostics if d.fix is not None}
+        fixed_at = {
+            d.range for d in diagnostics if d.fix_to_apply(unsafe=True) is not None
+        }
         assert set(added) == {
             (job.spec.index, node.id)
             for job in before.jobs

@@ -38,7 +38,11 @@ class TextEdit:
 
 @dataclass(frozen=True, slots=True)
 class Fix:
-    """A change that resolves a finding; ``safe`` fixes are applied by ``--fix``."""
+    """A change that resolves a finding; ``safe`` fixes are applied by ``--fix``.
+
+    A fix is unsafe when it changes what the job does when it runs: for Flink,
+    above all, the operator ID an operator's state is restored by.
+    """
 
     description: str
     edits: tuple[TextEdit, ...]
@@ -64,6 +68,24 @@ class Diagnostic:
     related: tuple[RelatedLocation, ...] = ()
     fix: Fix | None = None
     job_index: int | None = None
+    #: other fixes of the same finding (the editor offers each as an action)
+    alternatives: tuple[Fix, ...] = ()
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """Every fix of the finding, ``fix`` first."""
+        return (self.fix, *self.alternatives) if self.fix else self.alternatives
+
+    def fix_to_apply(self, *, unsafe: bool = False) -> Fix | None:
+        """The fix ``--fix`` applies: the first safe one; with unsafe fixes
+        allowed, the first unsafe one if there is one (it is the finding's plain
+        fix, e.g. a uid for a job never deployed), else the first safe one."""
+        fixes = [f for f in self.fixes if f.edits]
+        if unsafe:
+            fixes.sort(key=lambda f: f.safe)
+        else:
+            fixes = [f for f in fixes if f.safe]
+        return fixes[0] if fixes else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +103,15 @@ class Finding:
 
     @property
     def fixable(self) -> bool:
-        """Tell whether ``--fix`` would resolve this finding."""
-        fix = self.diagnostic.fix
-        return fix is not None and fix.safe
+        """Tell whether ``--fix`` (safe fixes only) would resolve this finding."""
+        return self.diagnostic.fix_to_apply() is not None
+
+    @property
+    def unsafe_fixable(self) -> bool:
+        """Tell whether only ``--fix --unsafe-fixes`` would resolve this finding."""
+        return (
+            not self.fixable and self.diagnostic.fix_to_apply(unsafe=True) is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,6 +94,7 @@ class RuleContext:
         related: Sequence[RelatedLocation] = (),
         fix: Fix | None = None,
         job_index: int | None = None,
+        alternatives: Sequence[Fix] = (),
     ) -> Diagnostic:
         """Build a finding of ``rule`` (at the start of the file when unlocated)."""
         return Diagnostic(
@@ -104,6 +105,7 @@ class RuleContext:
             related=tuple(related),
             fix=fix,
             job_index=job_index,
+            alternatives=tuple(alternatives),
         )
 
     @property

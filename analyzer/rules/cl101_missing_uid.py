@@ -14,9 +14,11 @@ from chainlens.analyzer.rules.operators import (
     display_name,
     is_sink_committer,
     is_user_operator,
+    keeps_savepoints,
     operator_id_text,
     state_info,
 )
+from chainlens.analyzer.rules.uid_plan import fix_note
 
 
 def _upper_first(text: str) -> str:
@@ -61,12 +63,14 @@ class MissingUid:
 
     Stateful operators are keyed process functions, `reduce` and the keyed
     aggregations (`sum`, `min`, `max_by` ...), windows, keyed and broadcast
-    co-process functions, every other operator on a keyed stream, FLIP-27
-    sources (`from_source`), legacy source functions (`add_source`) and Sink V2
-    sinks (`sink_to`: writer and committer).  All of them are reported at once,
-    each with the operator ID Flink generates for it today.  Operators PyFlink
-    adds on its own (the map inside `key_by`) have no call to name and are not
-    reported.
+    co-process functions, every other operator on a keyed stream (Flink saves
+    keyed state for each keyed operator, measured: even a keyed `map` whose
+    function keeps none has a state handle per subtask that a restore must map),
+    FLIP-27 sources (`from_source`), legacy source functions (`add_source`) and
+    Sink V2 sinks (`sink_to`: writer and committer).  All of them are reported at
+    once, each with the operator ID Flink generates for it today.  Operators
+    PyFlink adds on its own (the maps inside `key_by`) have no call to name and
+    are not reported.
 
     ## Why is this bad?
     Flink stores an operator's state in checkpoints and savepoints under its
@@ -79,11 +83,21 @@ class MissingUid:
     The fix adds `.uid("...")` right after the call, with a readable uid derived
     from the code (the operator's name, else the variable it is assigned to,
     else the enclosing function, plus the operator kind), unique in the file.
-    Setting a uid changes the operator ID one last time: to restore a savepoint
-    taken before, also set `.set_uid_hash("<the operator ID in the message>")`,
-    the ID that state was saved under.  A call that creates several stateful
-    operators in one job (a helper called twice, a loop) gets no automatic fix:
-    give each call a distinct uid.
+
+    Setting a uid changes the operator ID one last time, and can move the IDs
+    of other stateful operators of the job too (the hasher mixes IDs and walks
+    the graph in order).  So the safe fix, which `--fix` applies, also pins
+    each ID state is restored by today with `.set_uid_hash("<that ID>")`:
+    savepoints taken before still restore, and Flink saves the state under the
+    uid from then on.  The plain uid alone is an unsafe fix, for a job that has
+    never been deployed (`--fix --unsafe-fixes`, or `unsafe-fixes = true`).
+    Where the IDs cannot be pinned (a `sink_to()` sink, an operator PyFlink
+    adds itself that would move, an ID that depends on a parallelism chainlens
+    does not know) only the unsafe fix is offered, and the finding says why.
+    A call that creates several stateful operators in one job (a helper called
+    twice, a loop) gets no automatic fix: give each call a distinct uid.
+
+    BATCH jobs are not reported: they take no savepoints.
 
     ## Example
     ```python
@@ -105,7 +119,7 @@ class MissingUid:
     env = StreamExecutionEnvironment.get_execution_environment()
     clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
     totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1])) \\
-        .uid("totals-reduce")
+        .uid("totals-reduce").set_uid_hash("90bea66de1c231edf33913ecd54406c1")
     totals.print()
     env.execute("totals")
     ```
@@ -121,8 +135,8 @@ class MissingUid:
         several_jobs = len(context.result.jobs) > 1
         for job in context.result.jobs:
             graph = job.stream_graph
-            if graph is None:
-                continue
+            if graph is None or not keeps_savepoints(job):
+                continue  # a BATCH job has no savepoints to restore state from
             sites: dict[SourceRange, list[StreamNode]] = {}
             for node in graph.nodes:
                 if (
@@ -136,8 +150,11 @@ class MissingUid:
             for where, nodes in sites.items():
                 suggestion = context.uid_plan.for_range(where)
                 message = _message(job.job_graph, nodes, in_job)
-                if suggestion.fix is None and suggestion.reason:
-                    message += f". No automatic fix: {suggestion.reason}"
                 yield context.report(
-                    self, message, where, fix=suggestion.fix, job_index=job.spec.index
+                    self,
+                    message + fix_note(suggestion),
+                    where,
+                    fix=suggestion.fix,
+                    alternatives=suggestion.alternatives,
+                    job_index=job.spec.index,
                 )

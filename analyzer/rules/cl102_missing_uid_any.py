@@ -16,6 +16,7 @@ from chainlens.analyzer.rules.operators import (
     operator_id_text,
     state_info,
 )
+from chainlens.analyzer.rules.uid_plan import fix_note
 
 #: The rule that already reports stateful operators.
 _STATEFUL_RULE = "CL101"
@@ -103,8 +104,11 @@ class MissingUidAny:
                         f"This call creates {len(primary)} operators without uid()"
                         f"{in_job}: {'; '.join(parts)}"
                     )
-                if suggestion.fix is None and suggestion.reason:
-                    message += f". No automatic fix: {suggestion.reason}"
                 yield context.report(
-                    self, message, where, fix=suggestion.fix, job_index=job.spec.index
+                    self,
+                    message + fix_note(suggestion),
+                    where,
+                    fix=suggestion.fix,
+                    alternatives=suggestion.alternatives,
+                    job_index=job.spec.index,
                 )

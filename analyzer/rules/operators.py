@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chainlens.analyzer.extract.pyflink_api import SETTERS
-from chainlens.analyzer.model.enums import OperatorKind
+from chainlens.analyzer.model.enums import JobType, OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph
+from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol
 
@@ -173,3 +174,10 @@ def operator_id_text(graph: JobGraph | None, node: StreamNode) -> str:
             "chainlens cannot know)"
         )
     return f"operator ID {operator_id}"
+
+
+def keeps_savepoints(job: CompiledJob) -> bool:
+    """Tell whether the job's state can be saved and restored: a STREAMING job
+    (a BATCH job takes no checkpoints and no savepoints)."""
+    graph = job.stream_graph
+    return graph is None or graph.settings.job_type is not JobType.BATCH

@@ -27,6 +27,7 @@ from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.operators import (
     api_method,
+    display_name,
     is_sink_committer,
     is_user_operator,
     returns_its_operator,
@@ -34,6 +35,7 @@ from chainlens.analyzer.rules.operators import (
     text_of,
     uid_kind,
 )
+from chainlens.analyzer.rules.restore import moved, restore_ids
 from chainlens.analyzer.rules.source_calls import LocatedCall, SourceCalls
 
 if TYPE_CHECKING:
@@ -75,11 +77,21 @@ _MAX_UID_LENGTH = 48
 
 @dataclass(frozen=True, slots=True)
 class UidSuggestion:
-    """The uid chainlens would give the operator(s) of one call, or why none."""
+    """The uid chainlens would give the operator(s) of one call, or why none.
+
+    ``fix`` is the safe fix when there is one (the uid, with the operator IDs
+    that state is restored by pinned where adding it would move them), else the
+    plain uid marked unsafe; ``alternatives`` holds the plain uid when ``fix``
+    is the pinned one.  ``unsafe_reason`` says why the plain uid is unsafe and
+    ``pin_reason`` why no pinned fix could be made.
+    """
 
     uid: str | None
     fix: Fix | None
     reason: str = ""
+    alternatives: tuple[Fix, ...] = ()
+    unsafe_reason: str = ""
+    pin_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,24 @@ class UidPlan:
         if found is None:
             return UidSuggestion(None, None, "the call could not be found")
         return found
+
+
+def fix_note(suggestion: UidSuggestion) -> str:
+    """What a finding says of its uid fix, when adding a uid is not harmless."""
+    if suggestion.fix is None:
+        return f". No automatic fix: {suggestion.reason}" if suggestion.reason else ""
+    if not suggestion.unsafe_reason:
+        return ""
+    if suggestion.fix.safe:
+        return (
+            f". Adding a uid now is not free: {suggestion.unsafe_reason}; the fix "
+            "also pins the IDs with set_uid_hash() so savepoints taken before still "
+            "restore (a plain uid, for a job never deployed, is an unsafe fix)"
+        )
+    return (
+        f". The only fix, a plain uid, is unsafe ({suggestion.unsafe_reason}) and "
+        f"cannot be made safe: {suggestion.pin_reason}"
+    )
 
 
 def slugify(text: str) -> str:
@@ -246,7 +276,197 @@ def build_uid_plan(result: AnalysisResult, text: str | None) -> UidPlan:
     plan: dict[SourceRange, UidSuggestion] = {}
     for site in _order(sites):
         plan[site.range] = _suggest(site, calls, same_call, taken, quote)
-    return UidPlan(plan)
+    pins = {site.range: _pin(site, result, plan[site.range], quote) for site in sites}
+    safety = _Safety(result, {site.range: site for site in sites}, pins)
+    return UidPlan(
+        {site.range: safety.suggest(site, plan[site.range]) for site in sites}
+    )
+
+
+#: per job index, node id -> (uid, uid hash or None): what a fix sets
+_Changes = dict[int, dict[int, tuple[str, str | None]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pin:
+    """What naming one call sets: the plain uid's changes, and the pinned edit
+    and changes that keep its operators' restore IDs (or why it cannot)."""
+
+    plain: _Changes
+    edit: TextEdit | None = None
+    changes: _Changes | None = None
+    reason: str = ""
+
+
+def _uid_of(node: StreamNode, uid: str) -> str:
+    """The uid ``.uid(uid)`` on the call gives ``node`` (a Sink V2 committer
+    gets ``Sink Committer: <uid>``)."""
+    return f"Sink Committer: {uid}" if is_sink_committer(node) else uid
+
+
+def _pin(
+    site: _Site, result: AnalysisResult, suggestion: UidSuggestion, quote: str
+) -> _Pin:
+    """``.uid(u)`` plus, when the call's operators keep state restored by the
+    operator ID Flink generates, ``.set_uid_hash(<that ID>)``."""
+    if suggestion.uid is None or suggestion.fix is None:
+        return _Pin({}, reason=suggestion.reason)
+    uid = suggestion.uid
+    plain: _Changes = {}
+    for job_index, node in site.nodes:
+        plain.setdefault(job_index, {})[node.id] = (_uid_of(node, uid), None)
+    before = restore_ids(result)
+    keyed = [
+        (j, n)
+        for j, n in site.nodes
+        if (j, n.id) in before and not isinstance(n.user_hash, str)
+    ]
+    edit = suggestion.fix.edits[0]
+    if not keyed:
+        return _Pin(plain, edit, plain)
+    if any(n.api == "sink_to" for _, n in keyed):
+        return _Pin(
+            plain,
+            reason="PyFlink does not allow set_uid_hash() on a sink_to() sink, so the "
+            "operator IDs its state is restored by cannot be kept",
+        )
+    ids = {before[(j, n.id)] for j, n in keyed}
+    if None in ids:
+        return _Pin(
+            plain,
+            reason="the operator ID it has today depends on values chainlens cannot "
+            "know (set default-parallelism to the parallelism the job runs with)",
+        )
+    if len(ids) != 1:
+        return _Pin(
+            plain,
+            reason="the call has a different operator ID in each job, and one literal "
+            "set_uid_hash() cannot keep them all",
+        )
+    (restore,) = ids
+    assert restore is not None
+    pinned: _Changes = {
+        j: {n: (u, restore) for n, (u, _) in nodes.items()}
+        for j, nodes in plain.items()
+    }
+    text = f"{edit.new_text}.set_uid_hash({quote}{restore}{quote})"
+    return _Pin(plain, TextEdit(edit.range, text), pinned)
+
+
+def _merged(first: _Changes, second: _Changes) -> _Changes:
+    out = {j: dict(nodes) for j, nodes in first.items()}
+    for j, nodes in second.items():
+        out.setdefault(j, {}).update(nodes)
+    return out
+
+
+class _Safety:
+    """Which uid fixes keep every ID savepoint state is restored by, shown by
+    hashing the jobs again with what each fix sets (:mod:`restore`)."""
+
+    def __init__(
+        self,
+        result: AnalysisResult,
+        sites: dict[SourceRange, _Site],
+        pins: dict[SourceRange, _Pin],
+    ) -> None:
+        self.result = result
+        self.sites = sites
+        self.pins = pins
+        self.before = restore_ids(result)
+        self.nodes = {
+            (job.spec.index, node.id): node
+            for job in result.jobs
+            if job.stream_graph is not None
+            for node in job.stream_graph.nodes
+        }
+
+    def suggest(self, site: _Site, suggestion: UidSuggestion) -> UidSuggestion:
+        """Mark the plain uid safe or unsafe, and add the pinned fix."""
+        if suggestion.fix is None:
+            return suggestion
+        pin = self.pins[site.range]
+        first = moved(self.result, self.before, pin.plain)
+        if first == []:
+            return suggestion  # nothing restored by an ID the uid moves: safe
+        plain = suggestion.fix
+        unsafe = Fix(f"{plain.description} (moves the operator ID)", plain.edits, False)
+        unsafe_reason = self._unsafe_reason(site, first)
+        edits, reason = self._pinned(site)
+        if edits is None:
+            return UidSuggestion(
+                suggestion.uid, unsafe, unsafe_reason=unsafe_reason, pin_reason=reason
+            )
+        pinned = Fix(
+            f"{plain.description} and keep the operator IDs savepoints are restored by",
+            tuple(edits),
+        )
+        return UidSuggestion(
+            suggestion.uid, pinned, alternatives=(unsafe,), unsafe_reason=unsafe_reason
+        )
+
+    def _unsafe_reason(self, site: _Site, moving: list[tuple[int, int]] | None) -> str:
+        if moving is None:
+            return "Flink would reject the job with it (two equal operator IDs)"
+        own = {(j, n.id) for j, n in site.nodes}
+        if any(key in own for key in moving):
+            return (
+                "a plain uid changes the operator ID its state in existing savepoints "
+                "is restored by"
+            )
+        names = ", ".join(_name(self.nodes[key]) for key in moving[:3])
+        return (
+            f"a plain uid changes the operator IDs of stateful operators elsewhere in "
+            f"the job ({names}), which their state in existing savepoints is "
+            "restored by"
+        )
+
+    def _pinned(self, site: _Site) -> tuple[list[TextEdit] | None, str]:
+        """The edits that name the call and keep every restore ID, pinning the
+        other operators the uid would move; or why they cannot be made."""
+        own = self.pins[site.range]
+        if own.edit is None or own.changes is None:
+            return None, own.reason
+        edits, changes, included = [own.edit], own.changes, {site.range}
+        for _ in range(len(self.sites) + 1):
+            moving = moved(self.result, self.before, changes)
+            if moving is None:
+                return None, "Flink would reject the job (two equal operator IDs)"
+            if not moving:
+                return edits, ""
+            for key in moving:
+                node = self.nodes[key]
+                if not is_user_operator(node):
+                    return None, (
+                        f"{_name(node)} keeps state too and would move, and PyFlink "
+                        "adds that operator itself: it cannot be given a uid or a uid "
+                        "hash"
+                    )
+                other = self.pins.get(node.range) if node.range is not None else None
+                if (
+                    other is None
+                    or other.edit is None
+                    or other.changes is None
+                    or node.range in included
+                ):
+                    why = (
+                        f": {other.reason}"
+                        if other is not None and other.reason
+                        else ""
+                    )
+                    return None, (
+                        f"{_name(node)} would move too, and it cannot be pinned{why}"
+                    )
+                assert node.range is not None
+                included.add(node.range)
+                edits.append(other.edit)
+                changes = _merged(changes, other.changes)
+        return None, "the operators it would move cannot all be pinned"
+
+
+def _name(node: StreamNode) -> str:
+    where = f" (line {node.range.start.line})" if node.range is not None else ""
+    return f"{display_name(node)}{where}"
 
 
 def _suggest(

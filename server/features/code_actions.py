@@ -51,17 +51,18 @@ def quick_fixes(
         matching = [d for d in asked if _matches(d, ours, analysis.lines)]
         if not matching:
             continue
-        if ours.fix is not None:
+        preferred = ours.fix_to_apply()
+        for fix in ours.fixes:
             actions.append(
                 types.CodeAction(
-                    title=ours.fix.description,
+                    title=fix.description + ("" if fix.safe else " (unsafe)"),
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=matching,
-                    is_preferred=ours.fix.safe,
+                    is_preferred=fix is preferred,
                     edit=_edit(
                         analysis.uri,
                         analysis.version,
-                        to_lsp_edits(ours.fix.edits, analysis.lines),
+                        to_lsp_edits(fix.edits, analysis.lines),
                     ),
                 )
             )
