@@ -50,6 +50,7 @@ from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, Severity
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.rules.restore import RestoreIds, restore_ids
 
 #: Below this many files, checking runs in this process (a pool costs more).
 PARALLEL_THRESHOLD: Final = 20
@@ -136,10 +137,16 @@ def fix_until_stable(
 ) -> tuple[str, int, AnalysisResult]:
     """Apply the fixes (safe ones, unless ``config.unsafe_fixes``) and analyse
     again until nothing more is fixable; return the text, the number of
-    findings fixed and the last analysis."""
+    findings fixed and the last analysis.
+
+    Safe fixes must keep every ID savepoint state is restored by; each is made
+    so, and the engine checks it on what they do together: a pass that moves
+    one is redone a fix at a time, keeping only the fixes that keep them.
+    """
+    unsafe = config.unsafe_fixes
+    kept = None if unsafe else restore_ids(result)
     total = 0
     for _ in range(MAX_FIX_PASSES):
-        unsafe = config.unsafe_fixes
         fixable = tuple(
             d for d in result.diagnostics if d.fix_to_apply(unsafe=unsafe) is not None
         )
@@ -148,9 +155,54 @@ def fix_until_stable(
         new_text, count = apply_fixes(text, fixable, unsafe=unsafe)
         if count == 0 or new_text == text:
             break
+        new_result = analyze_source(path, new_text, config)
+        if kept is not None and _moves(kept, new_result):
+            new_text, count, new_result = _one_at_a_time(
+                path, text, fixable, config, kept
+            )
+            if count == 0:
+                break
         total += count
-        text = new_text
-        result = analyze_source(path, text, config)
+        text, result = new_text, new_result
+    return text, total, result
+
+
+def _moves(kept: RestoreIds, result: AnalysisResult) -> bool:
+    """Tell whether ``result`` restores some state by another ID than ``kept``."""
+    now = restore_ids(result)
+    return any(now.get(key) != ident for key, ident in kept.items())
+
+
+def _one_at_a_time(
+    path: str,
+    text: str,
+    fixable: Sequence[Diagnostic],
+    config: Config,
+    kept: RestoreIds,
+) -> tuple[str, int, AnalysisResult]:
+    """Apply the fixes one by one, each on the text the ones before left,
+    skipping those that move a restore ID."""
+    total = 0
+    result = analyze_source(path, text, config)
+    rejected: set[tuple[str, int, str]] = set()
+    for _ in range(len(fixable) + MAX_FIX_PASSES):
+        candidates = [
+            (d, fix)
+            for d in result.diagnostics
+            if (fix := d.fix_to_apply()) is not None
+            and (d.code.code, d.range.start.line, fix.description) not in rejected
+        ]
+        if not candidates:
+            break
+        diagnostic, fix = candidates[0]
+        new_text, count = apply_fixes(text, (diagnostic,))
+        new_result = analyze_source(path, new_text, config)
+        if count and new_text != text and not _moves(kept, new_result):
+            text, result, total = new_text, new_result, total + count
+        else:
+            rejected.add(
+                (diagnostic.code.code, diagnostic.range.start.line, fix.description)
+            )
     return text, total, result
 
 

@@ -548,3 +548,31 @@ def test_fixed_programs_build_the_same_job_graphs_in_flink(tmp_path: Path) -> No
                 )
         # chainlens predicts the fixed program exactly as Flink builds it.
         assert differences(fixed_path, new_doc) == [], name
+
+
+def test_the_engine_refuses_safe_fixes_that_move_a_restore_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fix labelled safe that moves an ID savepoint state is restored by is
+    not applied by --fix: the engine checks what the fixes did."""
+    from chainlens.analyzer import check_text
+    from chainlens.analyzer.rules import uid_plan
+
+    def plain_and_safe(
+        self: object, site: object, suggestion: uid_plan.UidSuggestion
+    ) -> uid_plan.UidSuggestion:
+        if suggestion.fix is None:
+            return suggestion
+        return uid_plan.UidSuggestion(suggestion.uid, suggestion.fix)  # plain uid
+
+    text = (ROOT / "tests" / "fixtures" / "check" / "missing_uid.py").read_text(
+        encoding="utf-8"
+    )
+    monkeypatch.setattr(uid_plan._Safety, "suggest", plain_and_safe)
+    checked = check_text("p.py", text, CL101, fix=True)
+    assert checked.fixed == 0
+    assert checked.fixed_text is None
+    monkeypatch.undo()
+    checked = check_text("p.py", text, CL101, fix=True)
+    assert checked.fixed == 1
+    assert ".set_uid_hash(" in (checked.fixed_text or "")
