@@ -29,6 +29,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
+    "MAX_PARALLELISM": ("config", "MAX_PARALLELISM"),
     "Config": ("config", "Config"),
     "ConfigError": ("config", "ConfigError"),
     "ConfigLayer": ("config", "ConfigLayer"),
@@ -79,6 +80,7 @@ __all__ = [
     "BLOCKING",
     "DEFAULT_EXCLUDE",
     "MAX_FILE_BYTES",
+    "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
     "AnalysisResult",
     "CheckSummary",
@@ -172,6 +174,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.config import (
         DEFAULT_EXCLUDE,
         MAX_FILE_BYTES,
+        MAX_PARALLELISM,
         Config,
         ConfigError,
         ConfigLayer,

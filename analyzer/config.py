@@ -38,6 +38,9 @@ from typing import Final, NoReturn
 
 from chainlens.analyzer.model.diagnostic import Severity
 
+#: Flink's largest max parallelism (KeyGroupRangeAssignment's upper bound).
+MAX_PARALLELISM: Final = 1 << 15
+
 #: Files larger than this are not analysed (reported instead).
 MAX_FILE_BYTES = 5_000_000
 
@@ -380,10 +383,15 @@ class _Reader:
         parallelism: int | None = None
         if "default-parallelism" in table:
             value = table["default-parallelism"]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= MAX_PARALLELISM
+            ):
                 self.fail(
                     f"{where}default-parallelism",
-                    f"expected a whole number of at least 1, got {_show(value)}",
+                    f"expected a whole number from 1 to {MAX_PARALLELISM} (Flink's "
+                    f"largest max parallelism), got {_show(value)}",
                 )
             parallelism = int(value)
         argv = self.strings(table["argv"], f"{where}argv") if "argv" in table else None
@@ -427,9 +435,13 @@ class _Reader:
                 number = int(text)
             except ValueError:
                 number = 0
-            if number < 1 and not (key == "pipeline.max-parallelism" and number == -1):
+            if (
+                number < 1 and not (key == "pipeline.max-parallelism" and number == -1)
+            ) or number > MAX_PARALLELISM:
                 self.fail(
-                    full, f"expected a whole number of at least 1, got {_show(value)}"
+                    full,
+                    f"expected a whole number from 1 to {MAX_PARALLELISM}, got "
+                    f"{_show(value)}",
                 )
         choices = _FLINK_ENUM_KEYS.get(key)
         if choices and text.upper() not in {c.upper() for c in choices}:

@@ -130,7 +130,10 @@ def _scan(
     ends_in_comment: set[int] = set()
     unterminated: set[int] = set()
     try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        # universal newlines: lines end at \r\n, \r or \n, as the tokenizer
+        # and LibCST count them (a file with \r alone is one line otherwise)
+        lines = io.StringIO(text, newline=None).readline
+        for token in tokenize.generate_tokens(lines):
             if token.type == tokenize.ERRORTOKEN and token.string[:1] in ("'", '"'):
                 # an unterminated string: what follows on the line is its text
                 unterminated.add(token.start[0])

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from chainlens.analyzer import (
+    MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
     AnalysisResult,
     CheckSummary,
@@ -109,6 +110,34 @@ def _positive(text: str) -> int:
     return value
 
 
+def _parallelism(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_PARALLELISM:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_PARALLELISM} (Flink's largest max parallelism)"
+        )
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"a TCP port is 1 to 65535, not {value}")
+    return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chainlens")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def _codes(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -120,20 +149,11 @@ def _flink_setting(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("chainlens")
-    except Exception:
-        return "0.0.0"
-
-
 def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options that change what the analysis assumes (check and graph)."""
     parser.add_argument(
         "--default-parallelism",
-        type=_positive,
+        type=_parallelism,
         default=None,
         metavar="N",
         help="the environment's default parallelism (Flink's local default is the "
@@ -306,6 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="See the Flink JobGraph a PyFlink program will build, "
         "without running it.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"chainlens {_version()}"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser(
         "check",
@@ -351,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tcp", action="store_true", help="listen on TCP instead of stdio"
     )
     lsp.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
-    lsp.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
+    lsp.add_argument("--port", type=_port, default=2087, help="TCP port (with --tcp)")
     from chainlens.fleet.cli import DESCRIPTION, add_fleet_arguments  # no pyspark
 
     fleet = sub.add_parser(
@@ -369,7 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cli_layer(args: argparse.Namespace) -> ConfigLayer:
-    argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
+    try:
+        argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
+    except ValueError as exc:  # an unbalanced quote
+        raise UsageError(f"--argv: {exc} in {args.argv!r}") from None
     return command_line_layer(
         select=getattr(args, "select", None),
         extend_select=getattr(args, "extend_select", ()),
@@ -596,8 +622,16 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if args.command == "rule":
             return run_rule(args)
         if args.command == "lsp":
-            from chainlens.server.app import serve
-
+            try:
+                from chainlens.server.app import serve
+            except ModuleNotFoundError as exc:
+                print(
+                    f"chainlens: error: the language server needs {exc.name}, which "
+                    "this installation lacks: reinstall chainlens (pip install "
+                    "--force-reinstall chainlens, or from a checkout: pip install .)",
+                    file=sys.stderr,
+                )
+                return 2
             return serve(tcp=args.tcp, host=args.host, port=args.port)
         if args.command == "fleet":
             from chainlens.fleet.cli import run_fleet

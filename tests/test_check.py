@@ -30,7 +30,11 @@ def _write(path: Path, content: str | bytes) -> Path:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A directory with a root config, as the working directory."""
-    _write(tmp_path / "pyproject.toml", "[tool.chainlens]\nroot = true\n")
+    # CL106 (off by default) gives the output formats an info finding to show
+    _write(
+        tmp_path / "pyproject.toml",
+        '[tool.chainlens]\nroot = true\nextend-select = ["CL106"]\n',
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -97,7 +101,7 @@ def test_select_extend_select_ignore(
     _, out, _ = _run(capsys, "check", "--select", "CL101", "--extend-select", "CL106")
     assert " CL101 " in out
     assert " CL106 " in out
-    _, out, _ = _run(capsys, "check", "--ignore", "CL1")
+    _, out, _ = _run(capsys, "check", "--ignore", "CL1,CL106")
     assert out.startswith("All checks passed!")
 
 
@@ -119,7 +123,7 @@ def test_config_file_and_cli_override(
     assert " CL106 " in out
     _, out, _ = _run(capsys, "check", "--isolated")
     assert "CL101 [*] warning" in out
-    assert " CL106 " in out
+    assert " CL106 " not in out  # off by default
 
 
 def test_default_parallelism_flag_changes_findings(
@@ -184,7 +188,10 @@ def test_json_output(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert plain["safe"] is False
     assert plain["edits"][0]["new_text"] == '.uid("totals-reduce")'
     assert first["fingerprint"].endswith(":1")
-    assert doc["findings"][1]["related"][0]["message"] == "upstream operator key_by()"
+    assert doc["findings"][1]["related"][0]["message"] == (
+        "upstream operator the map PyFlink adds for key_by() "
+        "('_stream_key_by_map_operator')"
+    )
 
 
 def _assert_sarif_2_1_0(doc: dict[str, object]) -> None:

@@ -161,3 +161,23 @@ def test_dynamic_values_are_reported_unknown(
     assert any("sys.argv" in u["reason"] or "argv" in u["reason"] for u in unknowns)
     vertices = doc["files"][0]["jobs"][0]["job_graph"]["vertices"]
     assert any(str(v["parallelism"]).startswith("<") for v in vertices)
+
+
+def test_command_line_mistakes_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chainlens.hooks.cli import main as cli
+
+    assert cli(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("chainlens ")
+    path = _write(tmp_path, "job.py", SMALL)
+    for args, words in (
+        (["check", str(path), "--argv", "'unclosed"], "--argv: No closing quotation"),
+        (["graph", str(path), "--default-parallelism", "10" + "0" * 22], "at most"),
+        (["lsp", "--tcp", "--port", "99999"], "a TCP port is 1 to 65535"),
+    ):
+        assert cli(args) == 2, args
+        err = capsys.readouterr().err
+        assert words in err, err
+        assert "Traceback" not in err
+        assert "internal error" not in err

@@ -270,12 +270,23 @@ def test_a_flink_key_from_config_changes_the_graph(tmp_path: Path) -> None:
         (
             "[tool.chainlens]\ndefault-parallelism = '4'\n",
             "tool.chainlens.default-parallelism",
-            "expected a whole number of at least 1, got a string ('4')",
+            "expected a whole number from 1 to 32768 (Flink's largest max "
+            "parallelism), got a string ('4')",
         ),
         (
             "[tool.chainlens]\ndefault-parallelism = 0\n",
             "tool.chainlens.default-parallelism",
-            "at least 1",
+            "from 1 to 32768",
+        ),
+        (
+            "[tool.chainlens]\ndefault-parallelism = 100000000000000000000000\n",
+            "tool.chainlens.default-parallelism",
+            "from 1 to 32768",
+        ),
+        (
+            "[tool.chainlens]\nunsafe-fixes = 'yes'\n",
+            "tool.chainlens.unsafe-fixes",
+            "expected true or false",
         ),
         (
             "[tool.chainlens]\nseverity = { CL101 = 'fatal' }\n",

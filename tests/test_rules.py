@@ -111,7 +111,14 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
 @pytest.mark.parametrize(
     ("select", "extend", "ignore", "expected"),
     [
-        (("CL1",), (), (), ["CL101", "CL103", "CL104", "CL105", "CL106", "CL107"]),
+        # CL102 and CL106 are off by default: a prefix does not select them
+        (("CL1",), (), (), ["CL101", "CL103", "CL104", "CL105", "CL107"]),
+        (
+            ("CL1",),
+            ("CL106",),
+            (),
+            ["CL101", "CL103", "CL104", "CL105", "CL106", "CL107"],
+        ),
         (("CL102",), (), (), ["CL102"]),
         (("missing-uid-any",), (), (), ["CL102"]),
         (("CL101", "CL104"), (), (), ["CL101", "CL104"]),
@@ -124,7 +131,7 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
         ),
         (("CL101",), (), ("CL1",), ["CL101"]),  # the more specific selector wins
         (("CL1",), (), ("CL1",), []),  # a tie: ignore wins
-        (("CL10",), (), ("CL106",), ["CL101", "CL103", "CL104", "CL105", "CL107"]),
+        (("CL10",), (), ("CL104",), ["CL101", "CL103", "CL105", "CL107"]),
         (
             None,
             (),

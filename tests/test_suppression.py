@@ -178,3 +178,12 @@ def test_check_reports_suppressions_like_the_api(
         == 1
     )
     assert ":13:" not in capsys.readouterr().out
+
+
+def test_cr_line_ends_are_line_ends_for_suppressions() -> None:
+    text = "a = x.reduce(f)  # chainlens: ignore[CL101]\rb = y.reduce(f)\r"
+    assert _codes(apply_suppressions((_finding(1), _finding(2)), text)) == [
+        ("CL101", 2)
+    ]
+    (suppression,) = find_suppressions(text)
+    assert suppression.line == 1

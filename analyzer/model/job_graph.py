@@ -37,7 +37,8 @@ class BreakReason(enum.Enum):
     PARALLELISM_DIFFERS = "the operators have different parallelism"
     MAX_PARALLELISM_DIFFERS = "the operators have different max parallelism"
     UNION_ON_SAME_INPUT = (
-        "another input of the downstream operator has the same type number"
+        "the downstream operator also reads another stream on the same input "
+        "(a union), so records from both arrive over the network"
     )
     YIELDING_AFTER_LEGACY_SOURCE = (
         "a yielding operator cannot chain to a legacy source's chain"

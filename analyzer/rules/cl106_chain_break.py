@@ -11,6 +11,7 @@ from chainlens.analyzer.model.diagnostic import (
     RuleCode,
     Severity,
 )
+from chainlens.analyzer.model.enums import Partitioner
 from chainlens.analyzer.model.job_graph import BreakReason
 from chainlens.analyzer.model.job_graph import ChainBreak as BrokenEdge
 from chainlens.analyzer.model.stream_graph import StreamEdge, StreamNode
@@ -46,8 +47,13 @@ def _message(broken: BrokenEdge, up: StreamNode, down: StreamNode) -> str | None
     words = [explain(r, edge, up, down) for r in certain]
     if not certain and not possible:
         return None
-    # A REBALANCE may itself be assumed from an undecided parallelism.
-    sure = any(r is not BreakReason.PARTITIONER_NOT_FORWARD for r in certain)
+    # A REBALANCE may itself be assumed from an undecided parallelism; any other
+    # partitioner (key_by's HASH, broadcast, ...) was asked for.
+    sure = any(
+        r is not BreakReason.PARTITIONER_NOT_FORWARD
+        or edge.partitioner is not Partitioner.REBALANCE
+        for r in certain
+    )
     if possible and not sure:
         return (
             f"{display_name(down)} may not be chained to {display_name(up)}, "
@@ -110,7 +116,9 @@ class ChainBreak:
 
     code: ClassVar[RuleCode] = RuleCode("CL106", "chain-break")
     severity: ClassVar[Severity] = Severity.INFO
-    enabled_by_default: ClassVar[bool] = True
+    #: chain breaks are shown in hovers, hints and the graph; as findings they
+    #: are opt-in (most are by design: every key_by)
+    enabled_by_default: ClassVar[bool] = False
     fixable: ClassVar[bool] = False
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:

@@ -8,6 +8,7 @@ PyFlink gives its function keyed state and timers, whatever the function does.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from chainlens.analyzer.extract.pyflink_api import SETTERS
 from chainlens.analyzer.model.enums import JobType, OperatorKind
@@ -128,9 +129,23 @@ def returns_its_operator(node: StreamNode, same_call: tuple[StreamNode, ...]) ->
     return node.api in _RETURNS_ITS_OPERATOR
 
 
+#: What PyFlink's own operators are, by the name Flink shows for them.
+_HIDDEN: Final = {
+    "_stream_key_by_map_operator": "the map PyFlink adds for key_by()",
+    "_keyed_stream_values_operator": "the keyed operator PyFlink adds to take the "
+    "values of a keyed stream",
+    "_partition_custom_map_operator": "the map PyFlink adds for partition_custom()",
+}
+
+
 def display_name(node: StreamNode) -> str:
-    """Return how findings name ``node``: its Flink name, or its call if hidden."""
+    """Return how findings name ``node``: its Flink name, or for an operator
+    PyFlink adds on its own, what it is (with the name Flink shows)."""
     if node.hidden:
+        name = str(node.name)
+        what = _HIDDEN.get(name)
+        if what is not None:
+            return f"{what} ('{name}')"
         return f"{api_method(node.api)}()"
     return f"'{node.name}'"
 

@@ -2,7 +2,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
-import { serverCommand, serverSettings } from './serverCommand';
+import { serverCommand, serverSettings, startFailureMessage } from './serverCommand';
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -70,7 +70,21 @@ async function startClient(): Promise<void> {
     },
   };
   client = new LanguageClient('chainlens', 'chainlens', serverOptions, clientOptions);
-  await client.start();
+  try {
+    await client.start();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const message = startFailureMessage(command, args, reason);
+    output.error(message);
+    record('startError', message);
+    client = undefined;
+    const choice = await vscode.window.showErrorMessage(message, 'Open Settings', 'Show Output');
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'chainlens.');
+    } else if (choice === 'Show Output') {
+      output.show();
+    }
+  }
 }
 
 async function jobGraph(uri: string): Promise<JobGraphResult | undefined> {

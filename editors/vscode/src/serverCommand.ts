@@ -49,3 +49,12 @@ export function serverSettings(section: { get<T>(key: string): T | undefined }):
   settings.inlayHints = { enable: section.get<boolean>('inlayHints.enable') ?? true };
   return settings;
 }
+
+/** What the user is told when the server cannot start, and which setting to change. */
+export function startFailureMessage(command: string, args: readonly string[], reason: string): string {
+  const how = [command, ...args].join(' ');
+  return `chainlens: the language server could not start (${how}): ${reason}. `
+    + 'Install chainlens in the Python environment VS Code uses (pip install chainlens, '
+    + 'or pip install . from a checkout), or set chainlens.path to the chainlens '
+    + 'executable or chainlens.interpreter to a Python that has it.';
+}

@@ -1,7 +1,7 @@
 // Unit tests of the server command line and settings mirroring (node --test, no VS Code).
 const test = require('node:test');
 const assert = require('node:assert');
-const { serverCommand, serverSettings } = require('../out/serverCommand.js');
+const { serverCommand, serverSettings, startFailureMessage } = require('../out/serverCommand.js');
 
 test('path wins and gets lsp appended', () => {
   assert.deepStrictEqual(
@@ -35,4 +35,11 @@ test('settings are mirrored with the names the server reads', () => {
     enable: true, defaultParallelism: 4, argv: '--in x', ignore: ['CL106'],
     codeLens: { enable: false }, inlayHints: { enable: true },
   });
+});
+
+test('a server that cannot start is explained with the settings to change', () => {
+  const message = startFailureMessage('/nope/python', ['-P', '-m', 'chainlens.server'], 'spawn /nope/python ENOENT');
+  assert.match(message, /could not start \(\/nope\/python -P -m chainlens\.server\): spawn \/nope\/python ENOENT/);
+  assert.match(message, /chainlens\.path/);
+  assert.match(message, /chainlens\.interpreter/);
 });
