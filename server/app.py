@@ -17,6 +17,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from chainlens.server import features
+from chainlens.server.convert import apply_content_change
 from chainlens.server.features import diagnostics
 from chainlens.server.session import Analysis, Session, Snapshot, folder_path
 from chainlens.server.settings import ClientSettings
@@ -64,13 +65,31 @@ class ChainlensServer(LanguageServer):
         )
         self.session = Session(self.snapshot, self.on_analysis, self.encoding)
         self.pull_diagnostics = False
+        #: the open documents' texts, kept by chainlens itself: pygls splits lines
+        #: with str.splitlines, which also breaks at form feeds and other
+        #: separators, so its copy drifts from the editor's after such a line
+        self.documents: dict[str, Snapshot] = {}
 
     def snapshot(self, uri: str) -> Snapshot | None:
         """Return the current text and version of an open document."""
-        document = self.workspace.text_documents.get(uri)
-        if document is None:
-            return None
-        return Snapshot(uri, document.version or 0, document.source)
+        return self.documents.get(uri)
+
+    def opened(self, document: types.TextDocumentItem) -> None:
+        """Keep the text of a document the client opened."""
+        self.documents[document.uri] = Snapshot(
+            document.uri, document.version, document.text
+        )
+
+    def edited(self, params: types.DidChangeTextDocumentParams) -> None:
+        """Apply the client's changes to the document, in order."""
+        uri = params.text_document.uri
+        current = self.documents.get(uri)
+        if current is None:
+            return
+        text = current.text
+        for change in params.content_changes:
+            text = apply_content_change(text, change, self.encoding())
+        self.documents[uri] = Snapshot(uri, params.text_document.version, text)
 
     def encoding(self) -> str:
         """Return the negotiated position encoding."""
@@ -133,12 +152,14 @@ def _register_lifecycle(server: ChainlensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ChainlensServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.opened(params.text_document)
         ls.session.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(
         ls: ChainlensServer, params: types.DidChangeTextDocumentParams
     ) -> None:
+        ls.edited(params)
         ls.session.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -157,6 +178,7 @@ def _register_lifecycle(server: ChainlensServer) -> None:
         ls: ChainlensServer, params: types.DidCloseTextDocumentParams
     ) -> None:
         uri = params.text_document.uri
+        ls.documents.pop(uri, None)
         ls.session.closed(uri)
         if not ls.pull_diagnostics:
             ls.text_document_publish_diagnostics(

@@ -104,6 +104,27 @@ class TextLines:
         )
 
 
+def apply_content_change(
+    text: str, change: types.TextDocumentContentChangeEvent, encoding: str
+) -> str:
+    """Apply one ``didChange`` content change to ``text``, with the LSP's lines
+    (ended by ``\n``, ``\r\n`` or ``\r`` only: not by form feeds, ``\x1c``,
+    ``\u2028`` ..., where ``str.splitlines`` would break them)."""
+    if isinstance(change, types.TextDocumentContentChangeWholeDocument):
+        return change.text
+    lines = TextLines(text, encoding)
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def offset(position: types.Position) -> int:
+        where = lines.from_lsp_position(position)
+        return min(starts[where.line - 1] + where.column, len(text))
+
+    start, end = offset(change.range.start), offset(change.range.end)
+    if end < start:
+        start, end = end, start
+    return text[:start] + change.text + text[end:]
+
+
 def severity(value: Severity) -> types.DiagnosticSeverity:
     """Return the LSP severity of a chainlens severity."""
     return _SEVERITY[value]

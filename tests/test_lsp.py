@@ -443,10 +443,16 @@ async def test_job_graph_request_and_command(lsp: Session) -> None:
     assert member(svg, "format") == "svg"
     assert member(svg, "content").lstrip().startswith(("<svg", "<?xml"))
     assert "total ✓ €" in member(svg, "content")
-    with pytest.raises(Exception, match="unknown format"):
-        await lsp.client.protocol.send_request_async(
-            "chainlens/jobGraph", {"textDocument": {"uri": uri}, "format": "png"}
-        )
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    # a client's mistake is invalid-params (-32602), not an internal error
+    for params, words in (
+        ({"textDocument": {"uri": uri}, "format": "png"}, "unknown format"),
+        ({"textDocument": {}}, "expected a document URI"),
+        ({"textDocument": {"uri": uri + "-not-open"}}, "the document is not open"),
+    ):
+        with pytest.raises(JsonRpcInvalidParams, match=words):
+            await lsp.client.protocol.send_request_async("chainlens/jobGraph", params)
 
 
 async def test_edits_in_quick_succession_publish_only_the_newest(lsp: Session) -> None:
@@ -679,3 +685,97 @@ def test_tcp_mode_serves_the_protocol(tmp_path: Path) -> None:
     finally:
         server.kill()
         server.wait()
+
+
+# ------------------------------------------------ the server's copy of the text
+
+
+def _position_at(text: str, offset: int, encoding: str) -> types.Position:
+    """The LSP position of ``offset``: lines end at \\n only in these texts."""
+    line = text.count("\n", 0, offset)
+    start = text.rfind("\n", 0, offset) + 1
+    return types.Position(line=line, character=units(text[start:offset], encoding))
+
+
+async def test_the_servers_text_stays_the_clients_over_random_edits(
+    lsp: Session,
+) -> None:
+    """A seeded soak of incremental edits around characters str.splitlines takes
+    for line breaks (form feed, \\x0b, \\x1c-\\x1e, \\x85, \\u2028, \\u2029): at
+    checkpoints the server's findings equal the batch analysis of the client's
+    text, and "fix all" then yields exactly what chainlens check --fix makes."""
+    import random
+
+    from chainlens.analyzer import Config, check_text
+
+    text = "# header \x0c comment \u2028 end\n" + PIPELINE
+    uri = lsp.open("pipeline.py", text)
+    path = str(lsp.workspace / "pipeline.py")
+    rng = random.Random(20261123)
+    pieces = [
+        "\n",
+        "# note \x0b here\n",
+        "# \x1c\x1d\x1e \x85 \u2029\n",
+        "\x0c",
+        "# é 😀\n",
+    ]
+    for step in range(1, 121):
+        if rng.random() < 0.75 or len(text) < 50:
+            # insert at the start of a random line, or inside a comment line
+            lines = text.split("\n")
+            index = rng.randrange(len(lines))
+            offset = sum(len(x) + 1 for x in lines[:index])
+            piece = rng.choice(pieces)
+            start = end = offset
+            new = piece
+        else:
+            # delete something earlier inserted: a whole "# note" line
+            found = text.find("# note \x0b here\n")
+            if found < 0:
+                continue
+            start, end, new = found, found + len("# note \x0b here\n"), ""
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(
+                start=_position_at(text, start, lsp.encoding),
+                end=_position_at(text, end, lsp.encoding),
+            ),
+            text=new,
+        )
+        text = text[:start] + new + text[end:]
+        lsp.versions[uri] += 1
+        lsp.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=lsp.versions[uri]
+                ),
+                content_changes=[change],
+            )
+        )
+        if step % 40 == 0:
+            got = await lsp.diagnostics(uri)
+            assert sorted(
+                (d.code, d.range.start.line, d.message) for d in got
+            ) == findings(text, path), step
+    # Enter at the start of line 5, then fix all: exactly the batch fix
+    offset = sum(len(x) + 1 for x in text.split("\n")[:4])
+    position = _position_at(text, offset, lsp.encoding)
+    text = text[:offset] + "\n" + text[offset:]
+    lsp.versions[uri] += 1
+    lsp.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(
+                uri=uri, version=lsp.versions[uri]
+            ),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=position, end=position), text="\n"
+                )
+            ],
+        )
+    )
+    await lsp.diagnostics(uri)
+    (fix_all,) = await lsp.actions(uri, [], only=["source.fixAll.chainlens"])
+    fixed = apply_edits(text, edits_of(fix_all), lsp.encoding)
+    expected = check_text(path, text, Config(), fix=True).fixed_text
+    assert fixed == expected
+    compile(fixed, path, "exec")  # still Python

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from pygls.exceptions import JsonRpcInvalidParams
+
 from chainlens.analyzer import render_dot
 from chainlens.analyzer import render_graph_text as render_text
 
@@ -57,16 +59,16 @@ async def _answer(
     ls: ChainlensServer, uri: object, fmt: object, theme: object
 ) -> object:
     if not isinstance(uri, str):
-        raise ValueError("expected a document URI")
+        raise JsonRpcInvalidParams("expected a document URI")
     fmt = fmt if isinstance(fmt, str) else "svg"
     if fmt not in FORMATS:
-        raise ValueError(
+        raise JsonRpcInvalidParams(
             f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}"
         )
     theme = theme if theme in ("light", "dark") else "light"
     analysis = await ls.session.current(uri)
     if analysis is None:
-        raise ValueError(f"the document is not open: {uri}")
+        raise JsonRpcInvalidParams(f"the document is not open: {uri}")
     return job_graph(analysis, fmt, str(theme))
 
 
