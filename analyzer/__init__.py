@@ -24,6 +24,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "check_text": ("check", "check_text"),
     "default_jobs": ("check", "default_jobs"),
     "display_path": ("check", "display_path"),
+    "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     # configuration
@@ -113,6 +114,7 @@ __all__ = [
     "check_text",
     "command_line_layer",
     "default_jobs",
+    "diff_of",
     "discover",
     "display_path",
     "finding_sort_key",
@@ -160,6 +162,7 @@ if TYPE_CHECKING:
         check_selectors,
         check_text,
         default_jobs,
+        diff_of,
         display_path,
     )
     from chainlens.analyzer.check_report import (

@@ -352,7 +352,7 @@ def check_file(
     if checked.fixed_text is None:
         return checked
     if mode is Mode.DIFF:
-        return replace(checked, diff=_diff(data, checked.fixed_text, shown))
+        return replace(checked, diff=diff_of(data, checked.fixed_text, shown))
     if _read_again(name) != data:  # edited meanwhile: never overwrite that
         unfixed = check_bytes(name, data, config, display=shown)
         return replace(
@@ -373,7 +373,8 @@ def _read_again(path: str) -> bytes | None:
         return None
 
 
-def _diff(data: bytes, fixed_text: str, display: str) -> str:
+def diff_of(data: bytes, fixed_text: str, display: str) -> str:
+    """The fixes to a file's ``data`` as a unified diff."""
     text = data.decode("utf-8").removeprefix("\ufeff")
     diff = "".join(
         difflib.unified_diff(

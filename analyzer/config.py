@@ -108,6 +108,14 @@ _FLINK_ENUM_KEYS: Final[dict[str, tuple[str, ...]]] = {
     ),
 }
 
+#: Every Flink key chainlens reads (a key close to one of these is a typo).
+_FLINK_READ_KEYS: Final = (
+    *sorted(_FLINK_BOOL_KEYS),
+    *sorted(_FLINK_INT_KEYS),
+    *_FLINK_ENUM_KEYS,
+    "pipeline.vertex-description-mode",
+)
+
 #: Keys allowed at the top of ``[tool.chainlens]`` and inside one override.
 _SETTING_KEYS: Final = (
     "select",
@@ -422,6 +430,14 @@ class _Reader:
         full = f'{where}."{key}"'
         if not _FLINK_KEY.match(key):
             self.fail(full, "is not a Flink configuration key")
+        if key not in _FLINK_READ_KEYS:
+            near = difflib.get_close_matches(key, _FLINK_READ_KEYS, n=1, cutoff=0.85)
+            if near:
+                self.fail(
+                    full,
+                    f"unknown Flink key; did you mean '{near[0]}'? (a misspelt key "
+                    "would be passed to Flink and ignored)",
+                )
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, (int, float, str)):

@@ -39,12 +39,15 @@ from chainlens.analyzer import (
     Finding,
     Mode,
     Severity,
+    check_bytes,
     check_file,
     check_paths,
     check_selectors,
     command_line_layer,
     default_jobs,
+    diff_of,
     discover,
+    display_path,
     render_dot,
     render_github,
     render_graph_text,
@@ -210,6 +213,12 @@ def add_check_arguments(
         "sarif (SARIF 2.1.0, for GitHub code scanning), github (workflow annotations)",
     )
     parser.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="with PATH '-' (the program on standard input): the file it stands "
+        "for, whose configuration applies and whose name the findings carry",
+    )
+    parser.add_argument(
         "-o",
         "--output-file",
         default=None,
@@ -355,7 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
         "parallelism, slot sharing group, operator IDs and uids, and the edges between "
         "tasks with their partitioner and why the chain broke.",
     )
-    graph.add_argument("files", nargs="+", metavar="FILE", help="PyFlink programs")
+    graph.add_argument(
+        "files",
+        nargs="+",
+        metavar="PATH",
+        help="PyFlink programs, or folders: their PyFlink programs (as check finds "
+        "them)",
+    )
     graph.add_argument(
         "--format",
         choices=("text", "json", "dot"),
@@ -448,7 +463,15 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
     resolver = _resolver(args)
-    results = [_graph_of(path, resolver) for path in args.files]
+    results: list[AnalysisResult] = []
+    for given in args.files:
+        if Path(given).is_dir():
+            for path in discover([given], resolver):
+                checked = check_file(path, resolver.config_for(path))
+                if checked.analysed and checked.result is not None:
+                    results.append(checked.result)
+        else:
+            results.append(_graph_of(given, resolver))
     if args.format == "json":
         text = json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"
     elif args.format == "dot":
@@ -468,6 +491,10 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     resolver = _resolver(args)
     mode = Mode.FIX if args.fix else Mode.DIFF if args.diff else Mode.CHECK
+    if args.paths == ["-"]:
+        return _check_stdin(args, resolver, mode, out)
+    if "-" in args.paths:
+        raise UsageError("'-' (standard input) must be the only PATH")
     if args.output_file:
         check_output_file(args.output_file, discover(args.paths, resolver))
     checked = check_paths(
@@ -492,6 +519,49 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
         Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    if args.exit_zero:
+        return 0
+    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+def _check_stdin(
+    args: argparse.Namespace, resolver: ConfigResolver, mode: Mode, out: TextIO
+) -> int:
+    """``chainlens check -``: the program on standard input, configured as the
+    file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
+    standard output and the findings to standard error (as ruff does)."""
+    data = sys.stdin.buffer.read()
+    name = args.stdin_filename or "-"
+    where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
+    check_selectors(resolver.layers_for(where))
+    shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    checked = check_bytes(
+        str(where),
+        data,
+        resolver.config_for(where),
+        display=shown,
+        fix=mode is not Mode.CHECK,
+    )
+    if mode is Mode.DIFF:
+        diff = diff_of(data, checked.fixed_text, shown) if checked.fixed_text else ""
+        out.write(diff)
+        return 1 if diff else 0
+    summary = CheckSummary(
+        files_checked=int(checked.analysed),
+        fixed=checked.fixed,
+        files_fixed=int(bool(checked.fixed)),
+    )
+    findings = sorted(checked.findings, key=sort_key)
+    report = _render(args, findings, summary, fixing=mode is Mode.FIX)
+    if mode is Mode.FIX:
+        text = checked.fixed_text
+        sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+        sys.stdout.flush()
+        sys.stderr.write(report)
     else:
         out.write(report)
     if args.exit_zero:

@@ -644,3 +644,53 @@ def test_default_exclusions_hold_outside_the_working_directory(
         _, out, _ = _run(capsys, "check", str(repo), "--format", "json")
         paths = {f["path"] for f in json.loads(out)["findings"]}
         assert all("/jobs/totals.py" in p or p == "jobs/totals.py" for p in paths)
+
+
+def test_standard_input_with_its_file_name(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    _write(
+        project / "jobs" / "pyproject.toml",
+        '[tool.chainlens]\nseverity = { CL101 = "error" }\n',
+    )
+
+    class Stdin:
+        buffer = io.BytesIO(MISSING_UID.encode("utf-8"))
+
+    monkeypatch.setattr("sys.stdin", Stdin)
+    code, out, _ = _run(capsys, "check", "-", "--stdin-filename", "jobs/totals.py")
+    assert code == 1
+    # the configuration of the file it stands for applies, and it is named so
+    assert out.startswith("jobs/totals.py:8:6: CL101 [*] error: ")
+    Stdin.buffer = io.BytesIO(MISSING_UID.encode("utf-8"))
+    code = main(["check", "-", "--stdin-filename", "jobs/totals.py", "--fix"])
+    captured = capsys.readouterr()
+    assert '.uid("totals-reduce").set_uid_hash(' in captured.out  # the fixed program
+    assert "1 fixed" in captured.err
+    assert not (project / "jobs" / "totals.py").exists()  # nothing written
+    assert code == 0 or "CL106" in captured.err
+    Stdin.buffer = io.BytesIO(MISSING_UID.encode("utf-8"))
+    code, out, _ = _run(capsys, "check", "-", "--diff")
+    assert code == 1
+    assert out.startswith("--- -\n+++ -\n")
+
+
+def test_misspelt_flink_keys_name_the_nearest(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(project / "totals.py", MISSING_UID)
+    code, _, err = _run(
+        capsys, "check", "--flink", "pipeline.operator-chaning.enabled=false"
+    )
+    assert code == 2
+    assert "did you mean 'pipeline.operator-chaining.enabled'?" in err
+    _write(
+        project / "pyproject.toml",
+        "[tool.chainlens]\nroot = true\n"
+        '[tool.chainlens.flink]\n"python.operator-chainig.enabled" = false\n',
+    )
+    code, _, err = _run(capsys, "check")
+    assert code == 2
+    assert "did you mean 'python.operator-chaining.enabled'?" in err

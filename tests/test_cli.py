@@ -181,3 +181,17 @@ def test_command_line_mistakes_are_one_line_errors(
         assert words in err, err
         assert "Traceback" not in err
         assert "internal error" not in err
+
+
+def test_graph_of_a_folder_shows_its_pyflink_programs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "jobs" / ".venv").mkdir(parents=True)
+    _write(tmp_path / "jobs", "a.py", SMALL)
+    _write(tmp_path / "jobs", "util.py", "def helper():\n    return 1\n")
+    _write(tmp_path / "jobs" / ".venv", "vendored.py", SMALL)
+    assert main(["graph", str(tmp_path / "jobs")]) == 0
+    out = capsys.readouterr().out
+    assert "a.py" in out
+    assert "util.py" not in out
+    assert "vendored.py" not in out
