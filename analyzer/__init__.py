@@ -26,6 +26,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
+    "Comparison": ("compare", "Comparison"),
+    "compare_with_base": ("compare", "compare_with_base"),
+    "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
@@ -85,6 +88,7 @@ __all__ = [
     "PARALLEL_THRESHOLD",
     "AnalysisResult",
     "CheckSummary",
+    "Comparison",
     "CompiledJob",
     "Config",
     "ConfigError",
@@ -95,6 +99,7 @@ __all__ = [
     "FileCheck",
     "FileFacts",
     "Finding",
+    "HistoryError",
     "JobFact",
     "Mode",
     "ModuleCache",
@@ -113,6 +118,7 @@ __all__ = [
     "check_selectors",
     "check_text",
     "command_line_layer",
+    "compare_with_base",
     "default_jobs",
     "diff_of",
     "discover",
@@ -174,6 +180,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.check_report import render_text as render_findings_text
     from chainlens.analyzer.check_report import sort_key as finding_sort_key
+    from chainlens.analyzer.compare import Comparison, compare_with_base
     from chainlens.analyzer.config import (
         DEFAULT_EXCLUDE,
         MAX_FILE_BYTES,
@@ -188,6 +195,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.discovery import discover
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
+    from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,
         Finding,

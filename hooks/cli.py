@@ -37,6 +37,7 @@ from chainlens.analyzer import (
     ConfigResolver,
     FileCheck,
     Finding,
+    HistoryError,
     Mode,
     Severity,
     check_bytes,
@@ -44,6 +45,7 @@ from chainlens.analyzer import (
     check_paths,
     check_selectors,
     command_line_layer,
+    compare_with_base,
     default_jobs,
     diff_of,
     discover,
@@ -378,6 +380,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="output format",
     )
     add_analysis_arguments(graph)
+    savepoint = sub.add_parser(
+        "savepoint",
+        help="check that the program can restore the state its git base saved",
+        description="Compare every PyFlink program under PATHS with the same "
+        "program at a git revision (--base; default: the merge-base with the "
+        "default branch) and report each stateful operator whose state a "
+        "savepoint of the base could not be restored into (CL201), new stateful "
+        "operators (CL202) and max parallelism changes Flink refuses (CL203).",
+    )
+    add_check_arguments(savepoint, default_paths=["."])
+    savepoint.add_argument(
+        "--base",
+        metavar="REF",
+        help="the git revision to compare with (default: the merge-base of HEAD "
+        "with origin/HEAD, main or master)",
+    )
     lsp = sub.add_parser(
         "lsp",
         help="run the language server (stdio by default)",
@@ -526,6 +544,81 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     threshold = _SEVERITY_RANK[Severity(args.fail_on)]
     failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
     return 1 if failing else 0
+
+
+#: What ``chainlens savepoint`` reports unless --select says otherwise.
+SAVEPOINT_RULES: Final = ("CL000", "CL2")
+
+
+def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``chainlens savepoint``: the work tree against its git base."""
+    out = out or sys.stdout
+    if args.diff or args.paths == ["-"]:
+        raise UsageError("savepoint does not take --diff or '-' (standard input)")
+    resolver = _resolver(args)
+    try:
+        compared = compare_with_base(
+            args.paths,
+            resolver,
+            args.base,
+            select=None if args.select is not None else SAVEPOINT_RULES,
+            fix=args.fix,
+        )
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    base = compared.base
+    heading = (
+        f"Base: {base.ref} ({base.commit[:10]}, {base.how}); "
+        f"{_plural(compared.compared, 'changed PyFlink file')} compared, "
+        f"{compared.unchanged} unchanged"
+        + (
+            f", {len(compared.new)} new (no savepoint to restore from)"
+            if compared.new
+            else ""
+        )
+        + (f", {len(compared.gone)} gone" if compared.gone else "")
+    )
+    for file in compared.files:
+        if file.notice is not None:
+            print(f"chainlens: warning: {file.notice}", file=sys.stderr)
+    findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
+    summary = CheckSummary(
+        files_checked=len(compared.files),
+        fixed=sum(c.fixed for c in compared.files),
+        files_fixed=sum(1 for c in compared.files if c.fixed),
+    )
+    report = _render(args, findings, summary, fixing=args.fix)
+    report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
+    if args.format == "json":
+        document = json.loads(report)
+        document["base"] = {
+            "ref": base.ref,
+            "commit": base.commit,
+            "how": base.how,
+            "compared": compared.compared,
+            "unchanged": compared.unchanged,
+            "new": list(compared.new),
+            "gone": list(compared.gone),
+        }
+        report = json.dumps(document, indent=2) + "\n"
+    elif args.format == "text":
+        report = heading + "\n" + report
+    else:
+        print(heading, file=sys.stderr)
+    if args.output_file:
+        check_output_file(args.output_file, [])
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    if args.exit_zero:
+        return 0
+    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _check_stdin(
@@ -689,6 +782,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return run_graph(args)
         if args.command == "check":
             return run_check(args)
+        if args.command == "savepoint":
+            return run_savepoint(args)
         if args.command == "rule":
             return run_rule(args)
         if args.command == "lsp":

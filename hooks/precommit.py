@@ -18,6 +18,7 @@ file of a repository.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -33,6 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
         "check the PyFlink programs among FILES.",
     )
     add_check_arguments(parser, default_paths=())
+    parser.add_argument(
+        "--savepoint",
+        action="store_true",
+        help="the savepoint gate: compare the files with their git base "
+        "(pre-commit's from-ref on push, else the merge-base with the default "
+        "branch) instead of checking them",
+    )
+    parser.add_argument("--base", metavar="REF", help="with --savepoint: the base")
     return parser
 
 
@@ -47,6 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.paths:
         return 0
     args.command = "check"
+    if args.savepoint:
+        args.command = "savepoint"
+        # on `pre-commit run --hook-stage pre-push`, what is pushed is compared
+        # with what the remote had
+        args.base = args.base or os.environ.get("PRE_COMMIT_FROM_REF") or None
     args.force_exclude = True
     if args.jobs is None:
         args.jobs = 1

@@ -108,14 +108,19 @@ def test_manifest_is_valid_and_follows_ruff_pre_commit_conventions() -> None:
     from pre_commit.clientlib import load_manifest
 
     hooks = {h["id"]: h for h in load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
-    assert set(hooks) == {"chainlens", "chainlens-fix"}
+    assert set(hooks) == {"chainlens", "chainlens-savepoint", "chainlens-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
         assert hook["types_or"] == ["python", "pyi"]
-        assert hook["require_serial"] is False
+        # the savepoint gate compares the whole change at once
+        assert hook["require_serial"] is (hook["id"] == "chainlens-savepoint")
     assert hooks["chainlens-fix"]["entry"].endswith("--fix")
     raw = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
-    assert [h["id"] for h in raw] == ["chainlens", "chainlens-fix"]
+    assert [h["id"] for h in raw] == [
+        "chainlens",
+        "chainlens-savepoint",
+        "chainlens-fix",
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -238,3 +243,26 @@ def test_the_hooks_import_nothing_from_the_repository(
         assert done.returncode == 1, done.stdout + done.stderr
         assert "job.py:7:6: CL101" in done.stdout or "modified" in done.stdout
         assert imported(markers) == [], hook
+
+
+@pytest.mark.slow
+def test_the_savepoint_hook_stops_a_change_that_loses_state(
+    tmp_path: Path, hook_repo: tuple[Path, Path]
+) -> None:
+    snapshot, home = hook_repo
+    project = tmp_path / "project"
+    job = PIPELINE.replace(
+        ".reduce(lambda a, b: (a[0], a[1] + b[1]))",
+        '.reduce(lambda a, b: (a[0], a[1] + b[1])).uid("totals")',
+    )
+    _write(project / "pipelines" / "totals.py", job)
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "deployed")
+    _git(project, "checkout", "-q", "-b", "change")
+    _write(project / "pipelines" / "totals.py", job.replace('"totals")', '"sums")', 1))
+    _git(project, "commit", "-q", "-am", "rename the uid")
+    done = _try_repo(project, snapshot, home, "chainlens-savepoint")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "CL201" in done.stdout
+    assert "its uid was renamed from 'totals' to 'sums'" in done.stdout

@@ -29,11 +29,17 @@ from chainlens.analyzer.rules.cl104_duplicate_uid import DuplicateUid
 from chainlens.analyzer.rules.cl105_flink_rejects_job import FlinkRejectsJob
 from chainlens.analyzer.rules.cl106_chain_break import ChainBreak
 from chainlens.analyzer.rules.cl107_analysis_limit import AnalysisLimit
+from chainlens.analyzer.rules.cl201_state_not_restored import StateNotRestored
+from chainlens.analyzer.rules.cl202_new_state import NewState
+from chainlens.analyzer.rules.cl203_max_parallelism_changed import (
+    MaxParallelismChanged,
+)
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
 from chainlens.analyzer.suppression import filter_suppressed
 
 if TYPE_CHECKING:
     from chainlens.analyzer.model.diagnostic import Diagnostic
+    from chainlens.analyzer.rules.baseline import Baseline
 
 __all__ = [
     "ALL_RULES",
@@ -62,6 +68,9 @@ ALL_RULES: tuple[Rule, ...] = (
     FlinkRejectsJob(),
     ChainBreak(),
     AnalysisLimit(),
+    StateNotRestored(),
+    NewState(),
+    MaxParallelismChanged(),
     UnusedSuppression(),
 )
 
@@ -83,7 +92,11 @@ def enabled_rules(config: Config) -> tuple[Rule, ...]:
 
 
 def run_rules(
-    result: AnalysisResult, config: Config, text: str | None = None
+    result: AnalysisResult,
+    config: Config,
+    text: str | None = None,
+    *,
+    baseline: Baseline | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -99,6 +112,7 @@ def run_rules(
         config,
         text,
         frozenset(rule.code.code for rule in rules),
+        baseline=baseline,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)

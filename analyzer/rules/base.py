@@ -27,6 +27,7 @@ from chainlens.analyzer.model.source import SourcePosition, SourceRange
 if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.result import AnalysisResult
+    from chainlens.analyzer.rules.baseline import Baseline
     from chainlens.analyzer.rules.uid_plan import UidPlan
     from chainlens.analyzer.suppression import UnusedSuppression
 
@@ -79,6 +80,8 @@ class RuleContext:
     #: the suppression comments (or codes in them) that suppressed no finding of
     #: the other rules (known once they ran; what CL901 reports)
     unused_suppressions: tuple[UnusedSuppression, ...] = ()
+    #: the earlier version of the file the savepoint rules compare with
+    baseline: Baseline | None = None
     _uid_plan: UidPlan | None = field(default=None, repr=False)
 
     def severity(self, rule: Rule) -> Severity:

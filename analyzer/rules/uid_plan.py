@@ -203,7 +203,7 @@ def _unique(uid: str, taken: set[str]) -> str:
     return f"{uid}-{number}"
 
 
-def _quote(text: str) -> str:
+def quote_of(text: str) -> str:
     """Return the quote character the file mostly uses for strings."""
     return "'" if text.count("'") > text.count('"') else '"'
 
@@ -272,7 +272,7 @@ def build_uid_plan(result: AnalysisResult, text: str | None) -> UidPlan:
         reason = "" if text is None else "the source could not be parsed"
         return UidPlan({s.range: UidSuggestion(None, None, reason) for s in sites})
     taken = _existing_uids(result, calls)
-    quote = _quote(text or "")
+    quote = quote_of(text or "")
     plan: dict[SourceRange, UidSuggestion] = {}
     for site in _order(sites):
         plan[site.range] = _suggest(site, calls, same_call, taken, quote)

@@ -1,0 +1,193 @@
+"""``chainlens savepoint --base REF``: can the program restore what its base saved?
+
+Every PyFlink program under the given paths is compared with the same file at
+the base revision (read with git, the work tree untouched; a renamed file is
+followed): the base's jobs are analysed for their graphs, the work tree's with
+the savepoint rules (CL2xx) looking at them.  A file whose bytes are the same at
+the base is not analysed at all: nothing in it can have moved.  A file new in
+the work tree has no savepoint to restore from; one only at the base is not
+deployed any more.  Both are listed, not reported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from chainlens.analyzer.api import analyze_graphs
+from chainlens.analyzer.check import (
+    FileCheck,
+    check_selectors,
+    display_path,
+    findings_of,
+)
+from chainlens.analyzer.config import Config, ConfigResolver
+from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.history import (
+    Base,
+    Tree,
+    base_for,
+    renames,
+    repository_root,
+)
+from chainlens.analyzer.model.result import AnalysisResult, Problem
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.baseline import Baseline
+
+_FILE_START = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """What comparing the work tree with its base found."""
+
+    base: Base
+    files: tuple[FileCheck, ...]
+    #: files compared (changed since the base), unchanged, new, gone
+    compared: int
+    unchanged: int
+    new: tuple[str, ...]
+    gone: tuple[str, ...]
+
+
+def compare_with_base(
+    paths: Sequence[str | Path],
+    resolver: ConfigResolver,
+    ref: str | None,
+    *,
+    cwd: str | Path | None = None,
+    select: Sequence[str] | None = None,
+    fix: bool = False,
+) -> Comparison:
+    """Compare the PyFlink programs under ``paths`` with their base revision.
+
+    Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
+    answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
+    """
+    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    given = [Path(p) for p in paths] or [here]
+    root = repository_root(Path(os.path.abspath(given[0])))
+    base = base_for(root, ref)
+    label = f"{base.ref} ({base.commit[:10]})"
+    tree = Tree(root, base.commit)
+    moved = renames(root, base.commit)
+    files = discover(given, resolver)
+    check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    work: dict[str, Path] = {}
+    for path in files:
+        try:
+            work[Path(os.path.abspath(path)).relative_to(root).as_posix()] = path
+        except ValueError:
+            continue  # outside the repository: no base to compare with
+    old_names = {rel: moved.get(rel, rel) for rel in work}
+    old_data = tree.read(old_names.values())
+    checked: list[FileCheck] = []
+    new: list[str] = []
+    unchanged = compared = 0
+    for rel, path in sorted(work.items()):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not is_pyflink_source(data):
+            continue
+        before = old_data.get(old_names[rel])
+        if before is None:
+            new.append(rel)
+            continue
+        if before == data:
+            unchanged += 1
+            continue
+        compared += 1
+        config = resolver.config_for(path)
+        if select is not None:
+            config = replace(config, select=tuple(select), extend_select=())
+        shown = display_path(path, here)
+        result = _compare(str(path), shown, before, data, config, label)
+        checked.append(_pinned(path, data, result) if fix else result)
+    scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
+    candidates = [
+        rel
+        for rel in tree.python_files()
+        if any(
+            scope == "." or rel == scope or rel.startswith(scope + "/")
+            for scope in scopes
+        )
+        and rel not in moved.values()
+        and not (root / rel).exists()
+    ]
+    gone = tuple(
+        rel
+        for rel, data in sorted(tree.read(candidates).items())
+        if is_pyflink_source(data)
+    )
+    return Comparison(base, tuple(checked), compared, unchanged, tuple(new), gone)
+
+
+def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
+    """Apply the findings' safe fixes (the pins) once and write the file, unless
+    it changed meanwhile; the findings fixed are dropped."""
+    text = _decoded(data)
+    if text is None or checked.result is None:
+        return checked
+    fixable = [f.diagnostic for f in checked.findings if f.fixable]
+    fixed_text, count = apply_fixes(text, fixable)
+    if not count or fixed_text == text:
+        return checked
+    try:
+        if path.read_bytes() != data:
+            return replace(
+                checked,
+                notice=f"{checked.display} changed while it was being fixed; left "
+                "as it is now",
+            )
+        bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
+        path.write_bytes((bom + fixed_text).encode("utf-8"))
+    except OSError as exc:
+        return replace(checked, notice=f"{checked.display}: not written: {exc}")
+    left = tuple(f for f in checked.findings if not f.fixable)
+    return replace(checked, findings=left, fixed=count, fixed_text=fixed_text)
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return None
+
+
+def _compare(
+    path: str, shown: str, before: bytes, after: bytes, config: Config, label: str
+) -> FileCheck:
+    """The savepoint findings of one changed file."""
+    old_text, new_text = _decoded(before), _decoded(after)
+    if new_text is None or old_text is None:
+        side = "the work tree's" if new_text is None else f"the version at {label}"
+        problem = Problem("decode-error", f"{side} bytes are not UTF-8", _FILE_START)
+        result = AnalysisResult(path, problems=(problem,))
+        diagnostics = run_rules(result, config, None)
+        return FileCheck(
+            path,
+            shown,
+            True,
+            findings_of(shown, diagnostics, ""),
+            replace(result, diagnostics=diagnostics),
+        )
+    baseline = Baseline(analyze_graphs(path, old_text, config), old_text, label)
+    result = analyze_graphs(path, new_text, config)
+    try:
+        diagnostics = run_rules(result, config, new_text, baseline=baseline)
+    except Exception as exc:  # the per-file boundary
+        problem = Problem(
+            "internal-error", f"comparing with {label} failed: {exc!r}", _FILE_START
+        )
+        result = replace(result, problems=(*result.problems, problem))
+        diagnostics = run_rules(result, config, None)
+    result = replace(result, diagnostics=diagnostics)
+    return FileCheck(
+        path, shown, True, findings_of(shown, diagnostics, new_text), result
+    )

@@ -1,0 +1,183 @@
+"""Programs as they were at a git revision, read with git itself (no checkout).
+
+``chainlens savepoint --base REF`` compares every PyFlink program of the work
+tree with the same program at ``REF``.  The files at ``REF`` are listed with
+``git ls-tree`` and read in one ``git cat-file --batch`` process; the work tree
+is never touched.  Renames are followed as git finds them (``git diff -M``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class HistoryError(Exception):
+    """Git cannot answer (not a repository, an unknown revision, a shallow clone
+    without the base): the message says what to do."""
+
+
+def _git(root: Path, *args: str, check: bool = True) -> str:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )
+    except FileNotFoundError:
+        raise HistoryError("git is not installed (no `git` on PATH)") from None
+    if check and done.returncode != 0:
+        message = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+        raise HistoryError(f"git {' '.join(args)}: {message}")
+    return done.stdout
+
+
+def repository_root(path: Path) -> Path:
+    """The top of the git work tree holding ``path``."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        top = _git(folder, "rev-parse", "--show-toplevel").strip()
+    except HistoryError:
+        raise HistoryError(
+            f"{path}: not in a git repository (--base compares with a git revision)"
+        ) from None
+    return Path(top)
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """The revision compared with, and how it was chosen (said in every output)."""
+
+    ref: str
+    commit: str
+    how: str
+
+
+def _resolve(root: Path, ref: str) -> str:
+    done = _git(
+        root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
+    )
+    commit = done.strip()
+    if not commit:
+        shallow = _git(root, "rev-parse", "--is-shallow-repository", check=False)
+        hint = (
+            " This is a shallow clone: fetch the history (git fetch --unshallow, "
+            "or actions/checkout with fetch-depth: 0)."
+            if shallow.strip() == "true"
+            else ""
+        )
+        raise HistoryError(f"unknown revision {ref!r}.{hint}")
+    return commit
+
+
+def default_base(root: Path) -> Base:
+    """The merge-base of HEAD with the repository's default branch."""
+    candidates: list[str] = []
+    head = _git(
+        root, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", check=False
+    )
+    if head.strip():
+        candidates.append(head.strip().removeprefix("refs/remotes/"))
+    candidates += ["origin/main", "origin/master", "main", "master"]
+    current = _git(root, "rev-parse", "--abbrev-ref", "HEAD", check=False).strip()
+    for branch in candidates:
+        if branch == current:
+            continue
+        commit = _git(
+            root,
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            f"{branch}^{{commit}}",
+            check=False,
+        ).strip()
+        if not commit:
+            continue
+        merge_base = _git(root, "merge-base", "HEAD", commit, check=False).strip()
+        if merge_base:
+            return Base(branch, merge_base, f"the merge-base of HEAD and {branch}")
+    raise HistoryError(
+        "no base given and no default branch found (origin/HEAD, main, master): "
+        "pass --base REF"
+    )
+
+
+def base_for(root: Path, ref: str | None) -> Base:
+    """The base revision: ``ref`` as given, else the default branch's merge-base."""
+    if ref is None:
+        return default_base(root)
+    return Base(ref, _resolve(root, ref), "given with --base")
+
+
+class Tree:
+    """The files of one revision under a repository (read on demand)."""
+
+    def __init__(self, root: Path, commit: str) -> None:
+        self.root = root
+        self.commit = commit
+        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit)
+        #: repository-relative path -> blob id
+        self.blobs: dict[str, str] = {}
+        for entry in filter(None, listing.split("\0")):
+            meta, _, name = entry.partition("\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                self.blobs[name] = parts[2]
+
+    def python_files(self) -> list[str]:
+        """The repository-relative paths of its Python files."""
+        return sorted(p for p in self.blobs if p.endswith((".py", ".pyi")))
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes]:
+        """The contents of ``paths`` (those the revision has), in one git call."""
+        wanted = [p for p in paths if p in self.blobs]
+        if not wanted:
+            return {}
+        request = "".join(f"{self.blobs[p]}\n" for p in wanted).encode()
+        done = subprocess.run(
+            ["git", "cat-file", "--batch"],
+            cwd=self.root,
+            input=request,
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise HistoryError(f"git cat-file: {done.stderr.decode(errors='replace')}")
+        out, position, contents = done.stdout, 0, {}
+        for path in wanted:
+            header_end = out.index(b"\n", position)
+            size = int(out[position:header_end].split()[2])
+            start = header_end + 1
+            contents[path] = out[start : start + size]
+            position = start + size + 1
+        return contents
+
+
+def renames(root: Path, commit: str) -> dict[str, str]:
+    """Work-tree path -> path at ``commit`` for files git sees as renamed."""
+    listing = _git(
+        root, "diff", "--name-status", "-M", "-z", commit, "--", check=False
+    ).split("\0")
+    found: dict[str, str] = {}
+    index = 0
+    while index < len(listing):
+        status = listing[index]
+        if status.startswith("R") and index + 2 < len(listing):
+            found[listing[index + 2]] = listing[index + 1]
+            index += 3
+        elif status:
+            index += 2
+        else:
+            index += 1
+    return found
+
+
+def relative(root: Path, paths: Sequence[Path]) -> list[str]:
+    """Repository-relative ``/`` paths of ``paths``."""
+    return [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in paths]

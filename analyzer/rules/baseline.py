@@ -1,0 +1,314 @@
+"""A program compared with an earlier version of itself: whose state still restores.
+
+Flink restores each operator's state by the ID it was saved under: the
+operator's uid hash when it has one, else the operator ID Flink generated (see
+:mod:`chainlens.analyzer.rules.restore`).  For the savepoint rules, the jobs of
+the earlier version (the *base*, e.g. the program at the git base of a change)
+are matched with the jobs of the current text (by job name when both have one
+name once, else by the order they are submitted in), and each stateful operator
+of a base job is looked for, by that ID, in its matched job.
+
+When the ID is gone, :func:`counterpart` finds the operator that took its place
+(same uid, else the same kind of call on the line the base line became, else the
+only operator of that kind and name) and :func:`why_moved` names the change that
+moved the ID: a uid added, renamed or removed, a uid dropped by Python operator
+fusion, or, for an ID Flink generates from the graph, the first change before
+the operator (an operator added or removed, a chain made or broken, a
+parallelism changed).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from chainlens.analyzer.model.job_graph import JobGraph
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
+from chainlens.analyzer.rules.operators import (
+    display_name,
+    keeps_savepoints,
+    state_info,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """The earlier version of a file the savepoint rules compare with."""
+
+    result: AnalysisResult
+    text: str
+    #: how findings name it, e.g. "origin/main (3f2c1a9)"
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobPair:
+    """A base job and the job of the current text it is compared with."""
+
+    base: CompiledJob
+    new: CompiledJob
+    #: how they were matched, said in messages ("job 'totals'", "job 2 of the file")
+    how: str
+
+
+def _name(job: CompiledJob) -> str | None:
+    return job.job_name if isinstance(job.job_name, str) else None
+
+
+def pair_jobs(base: AnalysisResult, new: AnalysisResult) -> list[JobPair]:
+    """Match the jobs by name where each side has the name once, the rest by
+    the order they are submitted in."""
+    base_names = [_name(j) for j in base.jobs]
+    new_names = [_name(j) for j in new.jobs]
+    pairs: list[JobPair] = []
+    taken_base: set[int] = set()
+    taken_new: set[int] = set()
+    for bi, job in enumerate(base.jobs):
+        name = base_names[bi]
+        if name is None or base_names.count(name) != 1 or new_names.count(name) != 1:
+            continue
+        ni = new_names.index(name)
+        pairs.append(JobPair(job, new.jobs[ni], f"job '{name}'"))
+        taken_base.add(bi)
+        taken_new.add(ni)
+    rest_base = [i for i in range(len(base.jobs)) if i not in taken_base]
+    rest_new = [i for i in range(len(new.jobs)) if i not in taken_new]
+    for bi, ni in zip(rest_base, rest_new, strict=False):
+        pairs.append(
+            JobPair(
+                base.jobs[bi],
+                new.jobs[ni],
+                f"job {bi + 1} of the file (matched by the order of submission)",
+            )
+        )
+    return pairs
+
+
+def restore_id(job: CompiledJob, node: StreamNode) -> str | None:
+    """The ID ``node``'s state is restored by (None: not known)."""
+    if isinstance(node.user_hash, str):
+        return node.user_hash
+    graph = job.job_graph
+    if graph is None or node.id in graph.uncertain_nodes:
+        return None
+    return graph.operator_ids.get(node.id)
+
+
+def stateful(job: CompiledJob) -> Iterator[StreamNode]:
+    """The operators of a STREAMING job that keep state in a savepoint."""
+    if job.stream_graph is None or not keeps_savepoints(job):
+        return
+    for node in job.stream_graph.nodes:
+        if state_info(node) is not None:
+            yield node
+
+
+class LineMap:
+    """Where each line of the base text is in the current text (by diff)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self._map: dict[int, int] = {}
+        matcher = difflib.SequenceMatcher(
+            None, old.splitlines(), new.splitlines(), autojunk=False
+        )
+        for block in matcher.get_matching_blocks():
+            for k in range(block.size):
+                self._map[block.a + k + 1] = block.b + k + 1
+
+    def __call__(self, line: int) -> int | None:
+        """The current line of base line ``line``, or None when it changed."""
+        return self._map.get(line)
+
+
+def _uids(node: StreamNode) -> set[str]:
+    found = {m.uid for m in node.members if isinstance(m.uid, str)}
+    if isinstance(node.uid, str):
+        found.add(node.uid)
+    return found
+
+
+def counterpart(pair: JobPair, node: StreamNode, lines: LineMap) -> StreamNode | None:
+    """The operator of the current job that took ``node``'s place, if any."""
+    graph = pair.new.stream_graph
+    if graph is None:
+        return None
+    candidates = [n for n in graph.nodes if not n.hidden or node.hidden]
+    if isinstance(node.uid, str):
+        for other in candidates:
+            if node.uid in _uids(other):
+                return other
+    if node.range is not None:
+        line = lines(node.range.start.line)
+        if line is not None:
+            for other in candidates:
+                if (
+                    other.api == node.api
+                    and other.range is not None
+                    and other.range.start.line == line
+                    and other.hidden == node.hidden
+                ):
+                    return other
+    same = [
+        n
+        for n in candidates
+        if n.api == node.api
+        and str(n.name) == str(node.name)
+        and n.hidden == node.hidden
+    ]
+    return same[0] if len(same) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """Why an operator's restore ID changed, and where (a current line or None)."""
+
+    reason: str
+    line: int | None = None
+
+
+def _ancestors(graph: StreamGraph, node_id: int) -> list[int]:
+    """The operators before ``node_id``, nearest last (a topological order)."""
+    seen: set[int] = set()
+    order: list[int] = []
+
+    def visit(current: int) -> None:
+        for edge in graph.in_edges(current):
+            if edge.source_id not in seen:
+                seen.add(edge.source_id)
+                visit(edge.source_id)
+                order.append(edge.source_id)
+
+    visit(node_id)
+    return order
+
+
+def _signature(node: StreamNode) -> tuple[str, str]:
+    return (node.api, str(node.name))
+
+
+def _chained_outputs(
+    graph: StreamGraph, job_graph: JobGraph | None, node_id: int
+) -> int:
+    if job_graph is None:
+        return 0
+    broken = {b.edge.edge_key for b in job_graph.chain_breaks}
+    return sum(1 for e in graph.out_edges(node_id) if e.edge_key not in broken)
+
+
+def why_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
+    """Name the change that moved ``node``'s restore ID to ``other``'s."""
+    where = other.range.start.line if other.range is not None else None
+    old_uid = node.uid if isinstance(node.uid, str) else None
+    new_uid = other.uid if isinstance(other.uid, str) else None
+    if isinstance(node.user_hash, str) and node.user_hash != other.user_hash:
+        return Moved(
+            f"its set_uid_hash('{node.user_hash}') was changed or removed", where
+        )
+    if old_uid is not None and new_uid is None and old_uid in _uids(other):
+        return Moved(
+            f"its uid '{old_uid}' is dropped by Python operator fusion: PyFlink fuses "
+            f"it into {display_name(other)} and keeps only the first operator's uid",
+            where,
+        )
+    if old_uid is not None and new_uid is not None and old_uid != new_uid:
+        return Moved(f"its uid was renamed from '{old_uid}' to '{new_uid}'", where)
+    if old_uid is not None and new_uid is None:
+        return Moved(f"its uid '{old_uid}' was removed", where)
+    if old_uid is None and new_uid is not None:
+        return Moved(
+            f"a uid ('{new_uid}') was added: its ID is now the uid's hash, not the "
+            "ID Flink generated before",
+            where,
+        )
+    return _generated_moved(pair, node, other)
+
+
+def _neighbour_parallelism(
+    pair: JobPair, before: StreamNode, after: StreamNode
+) -> Moved | None:
+    """A chain made or broken because an operator right after changed its
+    parallelism: name that operator."""
+    old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
+    assert old_graph is not None
+    assert new_graph is not None
+    old_next = {
+        _signature(old_graph.node(e.target_id)): old_graph.node(e.target_id)
+        for e in old_graph.out_edges(before.id)
+    }
+    for edge in new_graph.out_edges(after.id):
+        target = new_graph.node(edge.target_id)
+        was = old_next.get(_signature(target))
+        if was is not None and str(was.parallelism) != str(target.parallelism):
+            return Moved(
+                f"the parallelism of {display_name(target)} after it changed from "
+                f"{was.parallelism} to {target.parallelism}, so {display_name(after)} "
+                "no longer chains the same way (the generated ID counts the chained "
+                "outputs, and every ID after it mixes it in)",
+                target.range.start.line if target.range else None,
+            )
+    return None
+
+
+def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
+    """For an ID Flink generates from the graph: the first change before it."""
+    old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
+    assert old_graph is not None
+    assert new_graph is not None
+    old_up = [old_graph.node(i) for i in _ancestors(old_graph, node.id)]
+    new_up = [new_graph.node(i) for i in _ancestors(new_graph, other.id)]
+    old_sigs = [_signature(n) for n in old_up]
+    new_sigs = [_signature(n) for n in new_up]
+    for candidate in new_up:
+        if old_sigs.count(_signature(candidate)) < new_sigs.count(
+            _signature(candidate)
+        ):
+            return Moved(
+                f"{display_name(candidate)} was added before it (an operator's "
+                "generated ID depends on everything before it)",
+                candidate.range.start.line if candidate.range else None,
+            )
+    for candidate in old_up:
+        if new_sigs.count(_signature(candidate)) < old_sigs.count(
+            _signature(candidate)
+        ):
+            return Moved(
+                f"{display_name(candidate)} before it was removed (an operator's "
+                "generated ID depends on everything before it)",
+                other.range.start.line if other.range else None,
+            )
+    by_sig = {_signature(n): n for n in new_up}
+    pairs = [
+        (before, other if before is node else by_sig.get(_signature(before)))
+        for before in [*old_up, node]
+    ]
+    for before, after in pairs:
+        if after is not None and str(before.parallelism) != str(after.parallelism):
+            return Moved(
+                f"the parallelism of {display_name(after)} changed from "
+                f"{before.parallelism} to {after.parallelism}, which changes what is "
+                "chained (and so the generated IDs)",
+                after.range.start.line if after.range else None,
+            )
+    for before, after in pairs:
+        if after is None:
+            continue
+        line = after.range.start.line if after.range else None
+        old_chained = _chained_outputs(old_graph, pair.base.job_graph, before.id)
+        new_chained = _chained_outputs(new_graph, pair.new.job_graph, after.id)
+        if old_chained != new_chained:
+            cause = _neighbour_parallelism(pair, before, after)
+            if cause is not None:
+                return cause
+            return Moved(
+                f"the chaining of {display_name(after)} changed ({old_chained} chained "
+                f"output{'s' if old_chained != 1 else ''} before, {new_chained} now): "
+                "the generated ID counts the chained outputs",
+                line,
+            )
+    return Moved(
+        "operators elsewhere in the job were added or removed, which moves its "
+        "place in the order Flink hashes the graph in (generated IDs depend on it)",
+        other.range.start.line if other.range else None,
+    )

@@ -1,0 +1,72 @@
+"""CL202 new-state: a stateful operator the base did not have starts empty."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.baseline import (
+    LineMap,
+    counterpart,
+    pair_jobs,
+    restore_id,
+    stateful,
+)
+from chainlens.analyzer.rules.operators import display_name, state_info
+
+
+class NewState:
+    """## What it does
+    Compares the program with an earlier version of it (`chainlens savepoint
+    --base REF`) and reports each stateful operator whose state a savepoint of
+    the earlier version does not hold: it starts with empty state when the job
+    is restored.
+
+    ## Why is this bad?
+    It is often what a change means to do (a new aggregation).  But an operator
+    that replaces an old one without taking over its ID loses what the old one
+    had accumulated; CL201 reports that side of it.
+
+    ## Example
+    ```python
+    counts = clicks.key_by(user).reduce(add).uid("counts")  # new in this change
+    ```
+    """
+
+    code: ClassVar[RuleCode] = RuleCode("CL202", "new-state")
+    severity: ClassVar[Severity] = Severity.INFO
+    enabled_by_default: ClassVar[bool] = True
+    fixable: ClassVar[bool] = False
+
+    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Report each stateful operator whose ID the base had no state under."""
+        baseline = context.baseline
+        if baseline is None or context.text is None:
+            return
+        lines = LineMap(baseline.text, context.text)
+        for pair in pair_jobs(baseline.result, context.result):
+            saved = {restore_id(pair.base, n) for n in stateful(pair.base)}
+            replacing = {
+                id(other)
+                for node in stateful(pair.base)
+                if restore_id(pair.base, node) is not None
+                and (other := counterpart(pair, node, lines)) is not None
+            }
+            for node in stateful(pair.new):
+                ident = restore_id(pair.new, node)
+                if ident is None or ident in saved or node.hidden:
+                    continue
+                if id(node) in replacing:
+                    continue  # CL201 reports it: it took a stateful operator's place
+                info = state_info(node)
+                assert info is not None
+                yield context.report(
+                    self,
+                    f"{display_name(node)} ({info.what}, {pair.how}) is new: a "
+                    f"savepoint of {baseline.label} holds no state for it (ID "
+                    f"{ident}), so it starts empty when the job is restored",
+                    node.range,
+                    job_index=pair.new.spec.index,
+                )

@@ -1,0 +1,169 @@
+"""``chainlens savepoint``: the base, the files compared, and each rule's verdicts.
+
+Real git repositories in temporary folders; no Flink here (what Flink does with
+the savepoints is ``tests/test_savepoint_gate.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainlens.hooks.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = (ROOT / "tests" / "fixtures" / "savepoints" / "running_totals.py").read_text(
+    encoding="utf-8"
+)
+WITH_UIDS = PROGRAM.replace(
+    "reduce(lambda a, b: (a[0], a[1] + b[1]))",
+    'reduce(lambda a, b: (a[0], a[1] + b[1])).uid("totals")',
+)
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    (root / "jobs").mkdir(parents=True)
+    _git(root, "init", "-q", "-b", "main")
+    (root / "jobs" / "totals.py").write_text(WITH_UIDS, encoding="utf-8")
+    (root / "jobs" / "other.py").write_text(PROGRAM, encoding="utf-8")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    _git(root, "checkout", "-qb", "change")
+    monkeypatch.chdir(root)
+    return root
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    code = main(["savepoint", "--default-parallelism", "2", "--format", "json", *args])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out) if captured.out.strip() else None
+    return code, doc, captured.err
+
+
+def test_default_base_is_the_merge_base_and_unchanged_files_are_skipped(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc, _ = _run(capsys)
+    assert code == 0
+    assert doc["base"]["ref"] == "main"
+    assert doc["base"]["how"] == "the merge-base of HEAD and main"
+    assert (doc["base"]["compared"], doc["base"]["unchanged"]) == (0, 2)
+    assert doc["findings"] == []
+    main(["savepoint", "--default-parallelism", "2"])
+    assert capsys.readouterr().out.startswith("Base: main (")
+
+
+def test_a_renamed_uid_is_an_error_with_a_pin_that_clears_it(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = repo / "jobs" / "totals.py"
+    path.write_text(
+        WITH_UIDS.replace('uid("totals")', 'uid("totals-v2")'), encoding="utf-8"
+    )
+    code, doc, _ = _run(capsys)
+    assert code == 1
+    (finding,) = doc["findings"]
+    assert finding["code"] == "CL201"
+    assert "its uid was renamed from 'totals' to 'totals-v2'" in finding["message"]
+    assert "job 'totals'" in finding["message"]
+    assert finding["fix"]["safe"] is True
+    code, _, _ = _run(capsys, "--fix")
+    assert code == 0
+    fixed = path.read_text(encoding="utf-8")
+    assert '.set_uid_hash("' in fixed
+    assert 'uid("totals-v2")' in fixed
+    assert _run(capsys)[0] == 0
+
+
+def test_a_new_stateful_operator_is_information(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = repo / "jobs" / "totals.py"
+    path.write_text(
+        WITH_UIDS.replace(
+            "env.execute(",
+            "pairs.key_by(lambda p: p[1]).reduce(lambda a, b: a).uid('firsts')"
+            ".filter(lambda t: False).print()\nenv.execute(",
+        ),
+        encoding="utf-8",
+    )
+    code, doc, _ = _run(capsys)
+    assert code == 0  # information does not fail
+    codes = [f["code"] for f in doc["findings"]]
+    assert "CL202" in codes
+    assert "CL201" not in codes
+
+
+def test_max_parallelism_set_to_another_value_is_an_error(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = repo / "jobs" / "totals.py"
+    path.write_text(
+        WITH_UIDS.replace('.uid("totals")', '.uid("totals").set_max_parallelism(256)'),
+        encoding="utf-8",
+    )
+    code, doc, _ = _run(capsys)
+    assert code == 1
+    (finding,) = doc["findings"]
+    assert finding["code"] == "CL203"
+    assert "now 256" in finding["message"]
+    assert "with 128" in finding["message"]
+
+
+def test_renamed_new_and_gone_files(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _git(repo, "mv", "jobs/totals.py", "jobs/running_totals.py")
+    (repo / "jobs" / "new.py").write_text(PROGRAM, encoding="utf-8")
+    (repo / "jobs" / "other.py").unlink()
+    code, doc, _ = _run(capsys)
+    assert code == 0
+    assert doc["base"]["new"] == ["jobs/new.py"]
+    assert doc["base"]["gone"] == ["jobs/other.py"]
+    assert doc["base"]["unchanged"] == 1  # the renamed file, followed
+
+
+def test_git_problems_are_one_line_errors(
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code, _, err = _run(capsys, "--base", "no-such-ref")
+    assert code == 2
+    assert "unknown revision 'no-such-ref'" in err
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", repo.as_uri(), str(shallow)],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.chdir(shallow)
+    code, _, err = _run(capsys, "--base", "HEAD~1")
+    assert code == 2
+    assert "shallow clone" in err
+    assert "fetch-depth: 0" in err
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    (outside / "job.py").write_text(PROGRAM, encoding="utf-8")
+    monkeypatch.chdir(outside)
+    code, _, err = _run(capsys)
+    assert code == 2
+    assert "not in a git repository" in err
