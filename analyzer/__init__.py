@@ -28,6 +28,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "discover": ("discovery", "discover"),
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
+    "explain_id": ("compare", "explain_id"),
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     # configuration
@@ -123,6 +124,7 @@ __all__ = [
     "diff_of",
     "discover",
     "display_path",
+    "explain_id",
     "finding_sort_key",
     "materialize",
     "render_dot",
@@ -180,7 +182,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.check_report import render_text as render_findings_text
     from chainlens.analyzer.check_report import sort_key as finding_sort_key
-    from chainlens.analyzer.compare import Comparison, compare_with_base
+    from chainlens.analyzer.compare import Comparison, compare_with_base, explain_id
     from chainlens.analyzer.config import (
         DEFAULT_EXCLUDE,
         MAX_FILE_BYTES,

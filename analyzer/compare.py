@@ -191,3 +191,94 @@ def _compare(
     return FileCheck(
         path, shown, True, findings_of(shown, diagnostics, new_text), result
     )
+
+
+@dataclass(frozen=True, slots=True)
+class IdMatch:
+    """Where an operator or task ID comes from."""
+
+    path: str
+    line: int
+    column: int
+    job: str
+    task: str
+    operator: str
+    #: "operator ID", "task (vertex) ID" or "uid hash"
+    kind: str
+
+
+def explain_id(
+    ident: str,
+    paths: Sequence[str | Path],
+    resolver: ConfigResolver,
+    ref: str | None = None,
+    *,
+    cwd: str | Path | None = None,
+) -> tuple[list[IdMatch], int]:
+    """Find the operators and tasks whose ID is ``ident`` (32 hex digits) in the
+    programs under ``paths``, in the work tree or at git revision ``ref``;
+    return them and how many PyFlink files were searched."""
+    wanted = ident.strip().lower()
+    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    given = [Path(p) for p in paths] or [here]
+    sources: list[tuple[str, Path, bytes]] = []
+    if ref is None:
+        for path in discover(given, resolver):
+            try:
+                sources.append((display_path(path, here), path, path.read_bytes()))
+            except OSError:
+                continue
+    else:
+        root = repository_root(Path(os.path.abspath(given[0])))
+        tree = Tree(root, base_for(root, ref).commit)
+        scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
+        names = [
+            rel
+            for rel in tree.python_files()
+            if any(s == "." or rel == s or rel.startswith(s + "/") for s in scopes)
+        ]
+        for rel, data in tree.read(names).items():
+            sources.append((rel, root / rel, data))
+    found: list[IdMatch] = []
+    searched = 0
+    for shown, path, data in sorted(sources, key=lambda item: item[0]):
+        text = _decoded(data)
+        if text is None or not is_pyflink_source(data):
+            continue
+        searched += 1
+        result = analyze_graphs(str(path), text, resolver.config_for(path))
+        found.extend(_matches(wanted, shown, result))
+    return found, searched
+
+
+def _matches(wanted: str, shown: str, result: AnalysisResult) -> list[IdMatch]:
+    found: list[IdMatch] = []
+    for job in result.jobs:
+        graph, job_graph = job.stream_graph, job.job_graph
+        if graph is None or job_graph is None:
+            continue
+        name = str(job.job_name)
+        for vertex in job_graph.vertices:
+            for node_id in vertex.node_ids:
+                node = graph.node(node_id)
+                where = node.range.start if node.range is not None else None
+                kinds = []
+                if job_graph.operator_ids.get(node_id) == wanted:
+                    kinds.append("operator ID")
+                if node_id == vertex.head_node_id and vertex.id == wanted:
+                    kinds.append("task (vertex) ID")
+                if isinstance(node.user_hash, str) and node.user_hash.lower() == wanted:
+                    kinds.append("uid hash")
+                for kind in dict.fromkeys(kinds):
+                    found.append(
+                        IdMatch(
+                            shown,
+                            where.line if where else 1,
+                            where.column + 1 if where else 1,
+                            name,
+                            str(vertex.name),
+                            str(node.name),
+                            kind,
+                        )
+                    )
+    return found

@@ -50,6 +50,7 @@ from chainlens.analyzer import (
     diff_of,
     discover,
     display_path,
+    explain_id,
     render_dot,
     render_github,
     render_graph_text,
@@ -396,6 +397,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="the git revision to compare with (default: the merge-base of HEAD "
         "with origin/HEAD, main or master)",
     )
+    explain = sub.add_parser(
+        "explain-id",
+        help="find the operator or task an operator ID belongs to",
+        description="Find the operator (file, line, job, task) whose operator ID, "
+        "task (vertex) ID or uid hash is HEX — e.g. from a Flink log line or a "
+        "savepoint — in the programs under PATHS, in the work tree or at a git "
+        "revision (--rev).",
+    )
+    explain.add_argument("hex", metavar="HEX", help="a 32-digit hexadecimal ID")
+    explain.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    explain.add_argument("--rev", metavar="REF", help="look at a git revision")
+    add_analysis_arguments(explain)
     lsp = sub.add_parser(
         "lsp",
         help="run the language server (stdio by default)",
@@ -617,6 +630,33 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 1 if failing else 0
 
 
+def run_explain_id(args: argparse.Namespace) -> int:
+    """Run ``chainlens explain-id HEX``: 0 found, 1 not found."""
+    ident = args.hex.strip().lower()
+    if len(ident) != 32 or any(c not in "0123456789abcdef" for c in ident):
+        raise UsageError(f"{args.hex!r} is not an operator ID (32 hexadecimal digits)")
+    resolver = _resolver(args)
+    try:
+        found, searched = explain_id(ident, args.paths, resolver, args.rev)
+    except HistoryError as exc:
+        raise UsageError(str(exc)) from None
+    at = f" (at {args.rev})" if args.rev else ""
+    for match in found:
+        print(
+            f"{match.path}:{match.line}:{match.column}: {match.kind} of "
+            f"'{match.operator}' in task '{match.task}', job '{match.job}'{at}"
+        )
+    if not found:
+        where = f" at {args.rev}" if args.rev else ""
+        print(
+            f"{ident}: no operator or task of the {_plural(searched, 'PyFlink file')}"
+            f" searched{where} has this ID (with --default-parallelism as the job "
+            "ran, if its IDs depend on it)"
+        )
+        return 1
+    return 0
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
@@ -782,6 +822,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return run_graph(args)
         if args.command == "check":
             return run_check(args)
+        if args.command == "explain-id":
+            return run_explain_id(args)
         if args.command == "savepoint":
             return run_savepoint(args)
         if args.command == "rule":

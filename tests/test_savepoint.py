@@ -167,3 +167,34 @@ def test_git_problems_are_one_line_errors(
     code, _, err = _run(capsys)
     assert code == 2
     assert "not in a git repository" in err
+
+
+def test_explain_id_finds_the_operator_in_the_work_tree_and_at_a_revision(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chainlens.analyzer import Config
+    from chainlens.analyzer.api import analyze_source
+
+    path = repo / "jobs" / "totals.py"
+    result = analyze_source(str(path), WITH_UIDS, Config(default_parallelism=2))
+    job_graph = result.jobs[0].job_graph
+    assert job_graph is not None
+    source = job_graph.vertices[0]
+    args = ["explain-id", source.id, "--default-parallelism", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "jobs/totals.py:8:15: operator ID of 'Source: numbers'" in out
+    assert "task (vertex) ID of 'Source: numbers'" in out
+    assert "jobs/other.py:" in out  # the same job shape has the same IDs
+    # gone from the file in the work tree, still there at the base revision
+    path.write_text(WITH_UIDS.replace('"numbers"\n)', '"numbers"\n).uid("src")'))
+    assert main([*args[:2], "jobs/totals.py", *args[2:]]) == 1
+    assert "no operator or task of the 1 PyFlink file searched" in (
+        capsys.readouterr().out
+    )
+    assert main([*args[:2], "jobs/totals.py", *args[2:], "--rev", "main"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("jobs/totals.py:8:15: operator ID of 'Source: numbers'")
+    assert "(at main)" in out
+    assert main(["explain-id", "not-hex"]) == 2
+    assert "32 hexadecimal digits" in capsys.readouterr().err
