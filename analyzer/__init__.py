@@ -29,6 +29,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "explain_id": ("compare", "explain_id"),
+    "EditorBaseline": ("compare", "EditorBaseline"),
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     # configuration
@@ -97,6 +98,7 @@ __all__ = [
     "ConfigResolver",
     "Diagnostic",
     "EdgeFact",
+    "EditorBaseline",
     "FileCheck",
     "FileFacts",
     "Finding",
@@ -182,7 +184,12 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.check_report import render_text as render_findings_text
     from chainlens.analyzer.check_report import sort_key as finding_sort_key
-    from chainlens.analyzer.compare import Comparison, compare_with_base, explain_id
+    from chainlens.analyzer.compare import (
+        Comparison,
+        EditorBaseline,
+        compare_with_base,
+        explain_id,
+    )
     from chainlens.analyzer.config import (
         DEFAULT_EXCLUDE,
         MAX_FILE_BYTES,

@@ -28,11 +28,13 @@ from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.history import (
     Base,
+    HistoryError,
     Tree,
     base_for,
     renames,
     repository_root,
 )
+from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import run_rules
@@ -282,3 +284,69 @@ def _matches(wanted: str, shown: str, result: AnalysisResult) -> list[IdMatch]:
                         )
                     )
     return found
+
+
+class EditorBaseline:
+    """The savepoint rules for documents open in an editor: each file compared
+    with its version at the base revision (``setting``: a ref, or None for the
+    merge-base with the default branch).  The base is resolved once per
+    repository and each file's base version analysed once; an analysis of a
+    document then only runs the rules."""
+
+    def __init__(self, setting: str | None) -> None:
+        self.setting = setting
+        self._bases: dict[Path, tuple[Tree, str] | None] = {}
+        self._analysed: dict[tuple[str, str], Baseline | None] = {}
+        self._roots: dict[Path, Path | None] = {}
+
+    def findings(
+        self, path: Path, text: str, result: AnalysisResult, config: Config
+    ) -> tuple[Diagnostic, ...]:
+        """The CL2xx findings of the document ``text`` (none outside git, for a
+        file new since the base, or one unchanged)."""
+        baseline = self._baseline(path, config)
+        if baseline is None or baseline.text == text:
+            return ()
+        config = replace(config, select=("CL2",), extend_select=())
+        return run_rules(result, config, text, baseline=baseline)
+
+    def _root(self, path: Path) -> Path | None:
+        folder = path.parent
+        if folder not in self._roots:
+            try:
+                self._roots[folder] = repository_root(path)
+            except HistoryError:
+                self._roots[folder] = None
+        return self._roots[folder]
+
+    def _baseline(self, path: Path, config: Config) -> Baseline | None:
+        root = self._root(path)
+        if root is None:
+            return None
+        if root not in self._bases:
+            try:
+                base = base_for(root, self.setting)
+                self._bases[root] = (
+                    Tree(root, base.commit),
+                    f"{base.ref} ({base.commit[:10]})",
+                )
+            except HistoryError:
+                self._bases[root] = None
+        found = self._bases[root]
+        if found is None:
+            return None
+        tree, label = found
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(root).as_posix()
+        except ValueError:
+            return None
+        key = (rel, tree.commit)
+        if key not in self._analysed:
+            data = tree.read([rel]).get(rel)
+            text = _decoded(data) if data is not None else None
+            self._analysed[key] = (
+                Baseline(analyze_graphs(str(path), text, config), text, label)
+                if text is not None
+                else None
+            )
+        return self._analysed[key]

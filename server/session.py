@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -30,6 +30,7 @@ from chainlens.analyzer import (
     ConfigLayer,
     ConfigResolver,
     Diagnostic,
+    EditorBaseline,
     FileFacts,
     ModuleCache,
     Problem,
@@ -121,6 +122,8 @@ class Session:
         self.analyses = 0
         #: per document: its parsed top-level statements (used by the worker only)
         self._parsed: dict[str, ModuleCache] = {}
+        #: per savepointBase setting, the base versions of files
+        self._baselines: dict[str, EditorBaseline] = {}
 
     # ------------------------------------------------------------------ settings
 
@@ -189,6 +192,7 @@ class Session:
 
     def reanalyse_all(self) -> None:
         """Analyse every open document again (settings or config files changed)."""
+        self._baselines.clear()  # the base may have moved (a commit, a fetch)
         for uri in self.open_uris():
             self.changed(uri)
 
@@ -292,6 +296,16 @@ class Session:
                 checked = check_text(name, snapshot.text, config, cache=cache)
                 assert checked.result is not None  # check_text keeps it
                 result = checked.result
+                if path is not None and settings.savepoint_base != "off":
+                    base = self._baselines.setdefault(
+                        settings.savepoint_base,
+                        EditorBaseline(settings.savepoint_base or None),
+                    )
+                    extra = base.findings(path, snapshot.text, result, config)
+                    if extra:
+                        result = replace(
+                            result, diagnostics=(*result.diagnostics, *extra)
+                        )
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()

@@ -40,6 +40,9 @@ class ClientSettings:
     inlay_hints: bool = True
     preference: Preference = Preference.EDITOR_FIRST
     docs_url: str | None = None
+    #: the git revision the savepoint rules compare open files with: a ref,
+    #: "" for the merge-base with the default branch (the default), "off"
+    savepoint_base: str = ""
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -62,6 +65,7 @@ class ClientSettings:
             inlay_hints=reader.nested_flag("inlayHints"),
             preference=reader.preference(),
             docs_url=reader.text("docsUrl"),
+            savepoint_base=reader.text("savepointBase") or "",
             problems=tuple(reader.problems),
         )
 

@@ -779,3 +779,38 @@ async def test_the_servers_text_stays_the_clients_over_random_edits(
     expected = check_text(path, text, Config(), fix=True).fixed_text
     assert fixed == expected
     compile(fixed, path, "exec")  # still Python
+
+
+async def test_open_files_are_compared_with_their_git_base(lsp: Session) -> None:
+    """The savepoint rules in the editor: an open file whose change loses the
+    state of its base version gets CL201, as chainlens savepoint reports it."""
+    import subprocess
+
+    from chainlens.analyzer import Config, check_text
+
+    base = PIPELINE.replace('.name("total', '.uid("totals").name("total', 1)
+    assert base != PIPELINE
+    path = lsp.workspace / "pipeline.py"
+    path.write_text(base, encoding="utf-8")
+    for args in (
+        ("init", "-q", "-b", "main"),
+        ("add", "-A"),
+        ("commit", "-qm", "base"),
+        ("checkout", "-qb", "change"),
+    ):
+        subprocess.run(
+            ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+            cwd=lsp.workspace,
+            check=True,
+            capture_output=True,
+        )
+    changed = base.replace('.uid("totals")', '.uid("totals-v2")')
+    uri = lsp.open("pipeline.py", changed)
+    got = await lsp.diagnostics(uri)
+    lost = [d for d in got if d.code == "CL201"]
+    assert lost, [d.code for d in got]
+    assert "renamed from 'totals' to 'totals-v2'" in lost[0].message
+    # unchanged since the base: nothing to compare
+    lsp.replace(uri, base)
+    assert not [d for d in await lsp.diagnostics(uri) if d.code == "CL201"]
+    assert check_text(str(path), base, Config()).findings  # the usual ones remain
