@@ -19,6 +19,7 @@ import libcst as cst
 from chainlens.analyzer.compile.pipeline import compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 
 # AnalysisResult and BLOCKING are defined with the other data types and
@@ -42,14 +43,17 @@ def analyze_source(
     config: Config | None = None,
     *,
     cache: ModuleCache | None = None,
+    read: ReadText | None = None,
 ) -> AnalysisResult:
     """Analyse one PyFlink program given as text and run the rules. Never raises.
 
     ``cache`` keeps parsed statements between analyses of versions of one text
     (an editor's buffer): only the statements an edit touched are parsed again.
+    ``read`` reads the program's own modules (an editor's unsaved buffers; the
+    disk by default).
     """
     config = config or Config()
-    result = _analyze(path, text, config, cache)
+    result = _analyze(path, text, config, cache, read)
     return with_findings(result, text, config)
 
 
@@ -75,21 +79,29 @@ def analyze_graphs(
 
 
 def _analyze(
-    path: str, text: str, config: Config, cache: ModuleCache | None = None
+    path: str,
+    text: str,
+    config: Config,
+    cache: ModuleCache | None = None,
+    read: ReadText | None = None,
 ) -> AnalysisResult:
     # The analysis allocates many small objects and frees them all at the end:
     # collecting cycles meanwhile costs time and finds nothing.  Collect after.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _analyze_text(path, text, config, cache)
+        return _analyze_text(path, text, config, cache, read)
     finally:
         if collecting:
             gc.enable()
 
 
 def _analyze_text(
-    path: str, text: str, config: Config, cache: ModuleCache | None
+    path: str,
+    text: str,
+    config: Config,
+    cache: ModuleCache | None,
+    read: ReadText | None = None,
 ) -> AnalysisResult:
     started = time.perf_counter()
     if len(text) > config.max_file_bytes:
@@ -164,6 +176,9 @@ def _analyze_text(
             tree,
             config.default_parallelism,
             cache.known_calls(module) if cache else None,
+            path=path,
+            read=read,
+            guard=_refuse_deep,
         )
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:
@@ -201,6 +216,7 @@ def _analyze_text(
         uses_pyflink=uses_pyflink(text),
         parse_seconds=parsed - started,
         analysis_seconds=finished - started,
+        modules=tuple(program.modules),
     )
 
 

@@ -16,7 +16,7 @@ from typing import Final
 from urllib.parse import quote
 
 from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
-from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.source import SourceRange, path_of
 
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION: Final = "2.1.0"
@@ -140,7 +140,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _where(path: str, where: SourceRange) -> str:
-    return f"{path}:{where.start.line}:{where.start.column + 1}"
+    return f"{path_of(path, where)}:{where.start.line}:{where.start.column + 1}"
 
 
 # ---------------------------------------------------------------------------
@@ -323,7 +323,10 @@ def _sarif_result(finding: Finding, rule_index: int) -> dict[str, object]:
 
 
 def _physical(path: str, where: SourceRange) -> dict[str, object]:
-    return {"artifactLocation": _artifact(path), "region": _region(where)}
+    return {
+        "artifactLocation": _artifact(path_of(path, where)),
+        "region": _region(where),
+    }
 
 
 def _artifact(path: str) -> dict[str, str]:

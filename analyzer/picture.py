@@ -15,7 +15,7 @@ from typing import Final
 from xml.sax.saxutils import escape
 
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.report import job_summary
 
 CHAR: Final = 7.2  # px per character of 12px monospace
@@ -126,10 +126,19 @@ def _job_svg(
     graph = job.job_graph
     out: list[str] = []
     if graph is None:
-        reason = job.error.message if job.error is not None else "no graph"
+        if job.error is not None:
+            verdict, reason = "Flink rejects this job", job.error.message
+        else:
+            verdict = "not known"
+            lines = sorted(
+                {u.range.start.line for u in job.spec.escapes if u.range is not None}
+            )
+            reason = NOT_FOLLOWED + (
+                f" (line {', '.join(map(str, lines[:5]))})" if lines else ""
+            )
         out.append(
             f'<text class="title" x="{PAD}" y="{top + 18}">'
-            f"{_x(_cut(str(job.job_name)))}: Flink rejects this job</text>"
+            f"{_x(_cut(str(job.job_name)))}: {verdict}</text>"
         )
         out.append(
             f'<text class="meta" x="{PAD}" y="{top + 36}">'

@@ -15,7 +15,7 @@ import bisect
 from dataclasses import dataclass
 
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol, Text
@@ -76,6 +76,8 @@ class JobFact:
     operators: int
     shuffles: int
     rejected: str | None
+    #: why the graph is not known (its streams leave the code chainlens follows)
+    unknown: str | None = None
 
 
 def _edge_fact(
@@ -90,8 +92,16 @@ def _edge_fact(
         result_partition_type=edge.result_partition_type.value,
         reasons=tuple(r.value for r in why.reasons) if why else (),
         undecided=tuple(r.value for r in why.undecided) if why else (),
-        range=edge.stream_edge.range,
+        range=in_this_file(edge.stream_edge.range),
     )
+
+
+def in_this_file(where: SourceRange | None) -> SourceRange | None:
+    """A range in the analysed file: for code in another module of the
+    program, where the file reaches that module (None if it cannot be said)."""
+    while where is not None and where.path is not None:
+        where = where.via
+    return where
 
 
 def _job_operator_facts(job_index: int, job: CompiledJob) -> list[OperatorFact]:
@@ -178,15 +188,17 @@ def _node_facts(
     if len(node.members) > 1:
         found = []
         for i, member in enumerate(node.members):
-            if member.range is None:
+            member_range = in_this_file(member.range)
+            if member_range is None:
                 continue
             dropped = member.uid if member.dropped_uid else None
             fused_into = node.name if i else None
-            found.append(fact(member.range, member.name, fused_into, dropped))
+            found.append(fact(member_range, member.name, fused_into, dropped))
         return found
-    if node.range is None:
+    node_range = in_this_file(node.range)
+    if node_range is None:
         return []
-    return [fact(node.range, node.name, None, None)]
+    return [fact(node_range, node.name, None, None)]
 
 
 class FileFacts:
@@ -240,13 +252,27 @@ def _size(where: SourceRange) -> tuple[int, int]:
 def _job_fact(index: int, job: CompiledJob) -> JobFact:
     sg, jg = job.stream_graph, job.job_graph
     mode = sg.settings.job_type.value if sg is not None else "?"
-    if job.error is not None or jg is None:
-        reason = job.error.message if job.error is not None else "no graph"
-        return JobFact(index, job.job_name, job.spec.range, mode, 0, 0, 0, reason)
+    if job.error is not None:
+        reason = job.error.message
+        return JobFact(
+            index, job.job_name, in_this_file(job.spec.range), mode, 0, 0, 0, reason
+        )
+    if jg is None:
+        return JobFact(
+            index,
+            job.job_name,
+            in_this_file(job.spec.range),
+            mode,
+            0,
+            0,
+            0,
+            None,
+            NOT_FOLLOWED,
+        )
     return JobFact(
         index=index,
         name=job.job_name,
-        range=job.spec.range,
+        range=in_this_file(job.spec.range),
         mode=mode,
         tasks=len(jg.vertices),
         operators=sum(len(v.operators) for v in jg.vertices),

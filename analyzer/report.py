@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
-from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
+from chainlens.analyzer.model.source import SourceRange, path_of
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.values import Symbol
 from chainlens.analyzer.query import shuffle_count
@@ -28,7 +28,7 @@ def _value(value: object) -> object:
 def _where(path: str, where: SourceRange | None) -> str:
     if where is None:
         return path
-    return f"{path}:{where.start.line}:{where.start.column + 1}"
+    return f"{path_of(path, where)}:{where.start.line}:{where.start.column + 1}"
 
 
 # --------------------------------------------------------------------- JSON
@@ -153,8 +153,16 @@ def render_text(results: Sequence[AnalysisResult]) -> str:
                 f"{problem.code}: {problem.message}"
             )
         if result.ok and not result.jobs:
+            partial = bool(result.unknowns) or any(
+                p.code == "unsupported" for p in result.problems
+            )
             out.append(
-                f"{result.path}: no job is submitted (no execute() call was found)"
+                f"{result.path}: no DataStream job submitted that chainlens can see"
+                + (
+                    " (jobs submitted through APIs it does not analyse are not shown)"
+                    if partial
+                    else " (no execute() call was found)"
+                )
             )
         for job in result.jobs:
             out.extend(_job_text(result.path, job))
@@ -178,7 +186,10 @@ def _job_text(path: str, job: CompiledJob) -> list[str]:
             f"rejected by Flink: {job.error.message}"
         ]
     if sg is None or jg is None:
-        return [f"{head}: no graph"]
+        return [
+            f"{head} ({job.spec.trigger}): not known: {NOT_FOLLOWED} "
+            "(the unknowns below say where)"
+        ]
     lines = [f"{head} ({mode}, {job.spec.trigger}): {job_summary(jg)}"]
     index_of = {v.id: i + 1 for i, v in enumerate(jg.vertices)}
     for i, vertex in enumerate(jg.vertices, start=1):

@@ -224,7 +224,9 @@ def _job_rows(
     env = job.spec.env
     unknown_subjects = "; ".join(sorted({u.subject for u in job.unknowns}))
     if jg is None or sg is None:
-        reason = job.error.message if job.error is not None else "no graph"
+        # no graph: rejected by Flink, or not known (its streams leave the
+        # code chainlens follows); the counts are then unknown, not zero
+        reason = job.error.message if job.error is not None else None
         rows.jobs.append(
             (
                 repo,
@@ -237,9 +239,9 @@ def _job_rows(
                 _text(env.parallelism),
                 _text(env.max_parallelism),
                 _text(env.chaining_enabled),
-                0,
-                0,
-                0,
+                None,
+                None,
+                None,
                 len(job.unknowns),
                 unknown_subjects or None,
                 reason,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Final
 
 from lsprotocol import types
@@ -53,6 +54,11 @@ class TextLines:
     ) -> None:
         self._lines = _NEWLINE.split(text)
         self._encoding = str(encoding)
+
+    @property
+    def encoding(self) -> str:
+        """Return the position encoding the client uses."""
+        return self._encoding
 
     @property
     def line_count(self) -> int:
@@ -130,6 +136,23 @@ def severity(value: Severity) -> types.DiagnosticSeverity:
     return _SEVERITY[value]
 
 
+def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
+    """An LSP location: in the document, or in another module of the program
+    (its text read for the columns; unreadable: code points as they are)."""
+    if where.path is None:
+        return types.Location(uri=uri, range=lines.to_lsp_range(where))
+    try:
+        text = Path(where.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    other = TextLines(text, lines.encoding) if text else None
+    if other is None:
+        start = types.Position(where.start.line - 1, where.start.column)
+        end = types.Position(where.end.line - 1, where.end.column)
+        return types.Location(Path(where.path).as_uri(), types.Range(start, end))
+    return types.Location(Path(where.path).as_uri(), other.to_lsp_range(where))
+
+
 def to_lsp_diagnostic(
     diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
 ) -> types.Diagnostic:
@@ -137,8 +160,7 @@ def to_lsp_diagnostic(
     code = diagnostic.code
     related = [
         types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=lines.to_lsp_range(r.range)),
-            message=r.message,
+            location=_location(r.range, lines, uri), message=r.message
         )
         for r in diagnostic.related
     ]

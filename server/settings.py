@@ -65,7 +65,7 @@ class ClientSettings:
             inlay_hints=reader.nested_flag("inlayHints"),
             preference=reader.preference(),
             docs_url=reader.text("docsUrl"),
-            savepoint_base=reader.text("savepointBase") or "",
+            savepoint_base=reader.text("savepointBase", empty=True) or "",
             problems=tuple(reader.problems),
         )
 
@@ -104,11 +104,12 @@ class _Reader:
         self.problems.append(f"setting chainlens.{key}: {value!r} is not true or false")
         return True
 
-    def text(self, key: str) -> str | None:
+    def text(self, key: str, *, empty: bool = False) -> str | None:
         value = self.raw.get(key)
-        if value is None or (isinstance(value, str) and value):
+        if value is None or (isinstance(value, str) and (value or empty)):
             return value
-        self.problems.append(f"setting chainlens.{key}: {value!r} is not a string")
+        what = "is empty" if value == "" else "is not a string"
+        self.problems.append(f"setting chainlens.{key}: {value!r} {what}")
         return None
 
     def argv(self) -> tuple[str, ...] | None:

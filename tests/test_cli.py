@@ -117,9 +117,59 @@ def test_empty_file_and_missing_file(
 ) -> None:
     empty = _write(tmp_path, "empty.py", "")
     assert main(["graph", str(empty)]) == 0
-    assert "no job is submitted" in capsys.readouterr().out
+    assert "no DataStream job submitted that chainlens can see" in (
+        capsys.readouterr().out
+    )
     assert main(["graph", str(tmp_path / "missing.py")]) == 1
     assert "read-error" in capsys.readouterr().out
+
+
+TABLE_ROUND_TRIP = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+ds = env.from_collection([(1, "a")], type_info=Types.ROW([Types.INT(), Types.STRING()]))
+result = t_env.sql_query(f"SELECT * FROM {t_env.from_data_stream(ds)} WHERE f0 > 1")
+t_env.to_data_stream(result).map(lambda r: r[0], output_type=Types.INT()).print()
+env.execute("round trip")
+"""
+
+TABLE_ONLY = """\
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+t_env.execute_sql("CREATE TABLE src (a INT) WITH ('connector' = 'datagen')")
+t_env.execute_sql("INSERT INTO blackhole SELECT a FROM src").wait()
+"""
+
+
+def test_table_api_jobs_are_said_to_be_unknown_never_rejected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Flink runs both programs; the DataStream part of the first one has no
+    # sink chainlens can see, which is not an empty (rejected) job
+    trip = _write(tmp_path, "trip.py", TABLE_ROUND_TRIP)
+    assert main(["graph", str(trip)]) == 0
+    out = capsys.readouterr().out
+    assert "rejected" not in out
+    assert "job 0 'round trip' (execute): not known" in out
+    assert "trip.py:8:49: unknown: job graph: a stream or the environment goes" in out
+    assert main(["check", str(trip)]) == 0  # only CL107 notes: nothing fails
+    out = capsys.readouterr().out
+    assert "CL105" not in out
+    assert "CL000" not in out
+    assert "trip.py:6:32: CL107 info" in out
+    assert "trip.py:1:1" not in out  # the call in the f-string is located too
+    only = _write(tmp_path, "only.py", TABLE_ONLY)
+    assert main(["graph", str(only)]) == 0
+    out = capsys.readouterr().out
+    assert "jobs submitted through APIs it does not analyse are not shown" in out
+    assert "only.py:3:53: unknown: the Table API: chainlens does not analyse it" in out
+    assert main(["check", str(only)]) == 0
+    assert "only.py:3:53: CL107 info: The Table API" in capsys.readouterr().out
 
 
 def test_huge_file_is_analysed_without_crashing(

@@ -300,3 +300,16 @@ def test_the_fleet_and_check_see_the_same_files_and_findings(tmp_path: Path) -> 
     assert "CL102" in codes
     assert "CL106" not in codes
     assert {f[4] for f in fleet if f[3] == "CL101"} == {"error"}
+
+
+def test_a_job_through_the_table_api_is_unknown_not_rejected() -> None:
+    from tests.test_cli import TABLE_ROUND_TRIP
+
+    rows = scan_file("repo", "trip.py", TABLE_ROUND_TRIP.encode())
+    (job,) = rows.jobs
+    names = [name for name, _ in SCHEMAS["jobs"]]
+    row = dict(zip(names, job, strict=True))
+    assert row["rejected"] is None
+    assert (row["tasks"], row["operators"], row["shuffles"]) == (None, None, None)
+    assert row["unknowns"] >= 1
+    assert "job graph" in row["unknown_subjects"]

@@ -380,6 +380,21 @@ async def test_fix_all(lsp: Session) -> None:
     assert fixed == expected
 
 
+async def test_code_lens_of_a_job_through_the_table_api(lsp: Session) -> None:
+    from tests.test_cli import TABLE_ROUND_TRIP
+
+    uri = lsp.open("trip.py", TABLE_ROUND_TRIP)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    (lens,) = lenses
+    assert lens.command is not None
+    assert lens.command.title == (
+        "Job graph not known: its streams go through code chainlens does not follow"
+    )
+
+
 async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
     uri = lsp.open("pipeline.py", PIPELINE)
     lenses = await lsp.client.text_document_code_lens_async(

@@ -131,3 +131,13 @@ def test_a_large_job_renders_quickly() -> None:
     root = ET.fromstring(render_svg(result))
     assert len(_groups(root, "task")) == len(result.jobs[0].job_graph.vertices) > 200
     assert len(_rects(root)) == len({r[:2] for r in _rects(root)})
+
+
+def test_a_job_through_unfollowed_code_is_not_drawn_as_rejected() -> None:
+    from tests.test_cli import TABLE_ROUND_TRIP
+
+    root = ET.fromstring(render_svg(analyze_source("trip.py", TABLE_ROUND_TRIP)))
+    text = " ".join(root.itertext())
+    assert "rejects" not in text
+    assert "round trip: not known" in text
+    assert "(line 6, 8)" in text

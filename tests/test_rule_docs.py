@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.api import analyze_graphs, analyze_source
 from chainlens.analyzer.config import Config
-from chainlens.analyzer.rules import ALL_RULES, Rule, rule_doc, rule_summary
+from chainlens.analyzer.rules import ALL_RULES, Rule, rule_doc, rule_summary, run_rules
+from chainlens.analyzer.rules.baseline import Baseline
 from chainlens.analyzer.rules.docs import render_rule_doc, render_rules_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +48,30 @@ def test_docstring_has_ruff_sections_in_order(rule: Rule) -> None:
     assert rule_summary(rule).endswith(".")
 
 
+def _baseline_example(rule: Rule) -> None:
+    """A rule comparing with a base: ``## Example`` shows the program at the
+    base, then the changed one (a finding); ``Use instead:`` one without."""
+    _, _, example = rule_doc(rule).partition("## Example")
+    bad_part, _, good = example.partition("Use instead:")
+    base, bad = (m["code"] for m in CODE_BLOCK.finditer(bad_part))
+    good_match = CODE_BLOCK.search(good)
+    assert good_match is not None
+    config = Config(default_parallelism=4, select=(rule.code.code,))
+    baseline = Baseline(analyze_graphs("example.py", base, config), base, "the base")
+    for text, wanted in ((bad, True), (good_match["code"], False)):
+        result = analyze_graphs("example.py", text, config)
+        found = run_rules(result, config, text, baseline=baseline)
+        assert bool([d for d in found if d.code == rule.code]) is wanted, (
+            [d.message for d in found],
+            text,
+        )
+
+
 @pytest.mark.parametrize("rule", ALL_RULES, ids=_id)
 def test_examples_show_the_finding_and_its_absence(rule: Rule) -> None:
+    if getattr(rule, "needs_baseline", False):
+        _baseline_example(rule)
+        return
     bad, good = examples(rule)
     config = Config(default_parallelism=4, select=(rule.code.code,))
     found = analyze_source("example.py", bad, config).diagnostics

@@ -85,6 +85,13 @@ def compile_job(
     error: JobGraphError | None = None
     try:
         if not ws.env_order and job.collect_input is None:
+            if job.escapes:
+                # its operators, if any, come from code chainlens does not
+                # follow: the job is not known to be empty, nor rejected
+                compiled = CompiledJob(
+                    job, job_name, None, None, None, _dedupe(job.escapes)
+                )
+                return compiled, 0
             raise JobGraphError(
                 "No operators defined in streaming topology. Cannot execute."
             )
@@ -119,7 +126,7 @@ def compile_job(
         job_graph = build_job_graph(stream_graph)
     except JobGraphError as exc:
         error = exc
-    unknowns = tuple(job.unknowns) + tuple(ws.unknowns)
+    unknowns = tuple(job.escapes) + tuple(job.unknowns) + tuple(ws.unknowns)
     if job_graph is not None:
         unknowns += job_graph.unknowns
     compiled = CompiledJob(

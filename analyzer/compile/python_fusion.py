@@ -302,6 +302,15 @@ def _rewire(
     users = consumers.pop(t_id, [])
     for user_id in users:
         user = ws.get(user_id)
+        if user.kind is TransformationKind.UNION:
+            # Flink's replaceInput for a union: the first occurrence of the old
+            # input is removed and the new one appended (the order of the
+            # union's in-edges, which the operator IDs after it hash in)
+            inputs = list(user.inputs)
+            inputs.remove(t_id)
+            inputs.append(fused.id)
+            ws.put(replace(user, inputs=tuple(inputs)))
+            continue
         ws.put(
             replace(
                 user, inputs=tuple(fused.id if i == t_id else i for i in user.inputs)

@@ -13,12 +13,23 @@ from __future__ import annotations
 import ast
 import contextlib
 import operator
+import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
+from chainlens.analyzer.extract.modules import (
+    MAX_MODULES,
+    PARSED,
+    FoundModule,
+    ModuleFinder,
+    ReadText,
+    read_from_disk,
+)
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
 from chainlens.analyzer.extract.program import Program, ProgramStopError
 from chainlens.analyzer.extract.values import (
@@ -29,6 +40,7 @@ from chainlens.analyzer.extract.values import (
     EnvRef,
     FunctionDef,
     Instance,
+    ModuleValue,
     Namespace,
     Opaque,
     PyObject,
@@ -42,6 +54,8 @@ from chainlens.analyzer.model.values import Symbol
 
 MAX_CALL_DEPTH = 40
 MAX_LOOP_ITERATIONS = 1000
+#: The subject of the unknown for a program that uses the Table API.
+TABLE_API = "the Table API"
 
 
 class _ReturnError(Exception):
@@ -97,6 +111,9 @@ _PICKLED_TYPES = frozenset({"PICKLED_BYTE_ARRAY"})
 # Builder-style objects: attributes their methods set.
 _BUILDER_FLAGS: dict[str, tuple[str, object]] = {
     "with_timestamp_assigner": ("timestamp_assigner", True),
+    # PyFlink returns a new WatermarkStrategy without the Python assigner
+    "with_idleness": ("timestamp_assigner", False),
+    "with_watermark_alignment": ("timestamp_assigner", False),
     "monitor_continuously": ("bounded", False),
 }
 
@@ -119,6 +136,20 @@ _DYNAMIC_ORIGINS = {
 }
 
 
+#: Checks a module's text and trees before LibCST parses it (raises to refuse).
+Guard = Callable[[str, Sequence[ast.stmt]], None]
+
+
+@dataclass(eq=False, slots=True)
+class _Context:
+    """The module whose code runs: the program (``path`` None) or one of its
+    own modules."""
+
+    locator: CallLocator
+    path: str | None = None
+    found: FoundModule | None = None
+
+
 class Interpreter:
     """Replay one module; the result is ``self.program``."""
 
@@ -129,14 +160,25 @@ class Interpreter:
         argv: Sequence[str] | None = None,
         tree: ast.Module | None = None,
         known: KnownCalls | None = None,
+        path: str | None = None,
+        read: ReadText | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
         self.program = Program()
-        self.locator = CallLocator(module, text, tree, known)
+        self.context = _Context(CallLocator(module, text, tree, known))
         self.globals: dict[str, object] = {"__name__": "__main__"}
         self.depth = 0
         self.top = 0  # the top-level statement whose code is being executed
+        #: where the program calls into the module whose code runs now
+        self.via: SourceRange | None = None
+        self.path = path
+        self.read = read or read_from_disk
+        self.guard = guard
+        self._finder: ModuleFinder | None = None
+        #: the program's own modules by name (None: not one of them)
+        self.modules: dict[str, ModuleValue | None] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -169,7 +211,9 @@ class Interpreter:
             for small in stmt.body:
                 self.exec_small(small, scope)
         elif isinstance(stmt, cst.FunctionDef):
-            scope[stmt.name.value] = FunctionDef(stmt, scope, stmt.name.value, self.top)
+            scope[stmt.name.value] = FunctionDef(
+                stmt, scope, stmt.name.value, self.top, self.context
+            )
         elif isinstance(stmt, cst.ClassDef):
             bases = tuple(_dotted(b.value) for b in stmt.bases)
             scope[stmt.name.value] = ClassDef(stmt.name.value, bases)
@@ -228,23 +272,18 @@ class Interpreter:
         elif isinstance(stmt, cst.Import):
             for alias in stmt.names:
                 dotted = _dotted(alias.name)
+                own = self.load_module(dotted, stmt)
                 if alias.asname is not None:
-                    self.assign(alias.asname.name, QualifiedRef(dotted), scope)
+                    bound: object = own if own is not None else QualifiedRef(dotted)
+                    self.assign(alias.asname.name, bound, scope)
                 else:
                     top = dotted.split(".", 1)[0]
-                    scope[top] = QualifiedRef(top)
+                    if own is not None:
+                        scope[top] = self.modules.get(top) or QualifiedRef(top)
+                    else:
+                        scope[top] = QualifiedRef(top)
         elif isinstance(stmt, cst.ImportFrom):
-            if stmt.module is None or isinstance(stmt.names, cst.ImportStar):
-                return
-            module = _dotted(stmt.module)
-            for alias in stmt.names:
-                name = _dotted(alias.name)
-                local = (
-                    alias.asname.name.value  # type: ignore[union-attr]
-                    if alias.asname is not None
-                    else name
-                )
-                scope[local] = QualifiedRef(f"{module}.{name}")
+            self.exec_import_from(stmt, scope)
         elif isinstance(stmt, cst.Raise):
             raise _StopError()
         elif isinstance(stmt, cst.Break):
@@ -259,7 +298,15 @@ class Interpreter:
     def exec_if(self, stmt: cst.If, scope: dict[str, object]) -> None:
         test = self.eval(stmt.test, scope)
         truth = _truth(test)
-        if truth is None:
+        if truth is None and _ends_program(stmt.body):
+            truth = False  # a guard: the program goes on only when it is false
+        elif (
+            truth is None
+            and isinstance(stmt.orelse, cst.Else)
+            and _ends_program(stmt.orelse.body)
+        ):
+            truth = True
+        elif truth is None:
             self.note_unknown(
                 "branch",
                 f"the condition `{_code(stmt.test)}` is not known statically; "
@@ -598,7 +645,7 @@ class Interpreter:
             self.note_unknown(
                 "conditional expression",
                 f"the condition `{_code(node.test)}` is not known statically",
-                node,
+                node.test,
             )
             return Symbol(
                 f"`{_code(node)}`", "depends on a condition not known statically"
@@ -611,6 +658,11 @@ class Interpreter:
     def eval_Attribute(self, node: cst.Attribute, scope: dict[str, object]) -> object:
         owner = self.eval(node.value, scope)
         name = node.attr.value
+        if isinstance(owner, ModuleValue):
+            if name in owner.namespace:
+                return owner.namespace[name]
+            sub = self.load_module(f"{owner.name}.{name}", node)
+            return sub if sub is not None else Opaque(f"{owner.name}.{name}")
         if isinstance(owner, QualifiedRef):
             return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
         if isinstance(owner, Namespace):
@@ -623,6 +675,8 @@ class Interpreter:
             return owner
         if isinstance(owner, str | list | dict | tuple):
             return BoundMethod(owner, name)
+        if _from_table_api(owner):
+            return owner  # a Table API object: its methods stay in that API
         return Opaque(f"attribute {name}")
 
     def eval_ListComp(self, node: cst.ListComp, scope: dict[str, object]) -> object:
@@ -667,7 +721,7 @@ class Interpreter:
                     keywords.update({str(k): v for k, v in value.items()})
             else:
                 positional.append(value)
-        where = self.locator.range_of(node, self.top)
+        where = self.where(node)
         call = api.Call(self.program, api.Args(positional, keywords), where)
         return self.call(func, call, node)
 
@@ -677,9 +731,14 @@ class Interpreter:
         if isinstance(func, FunctionDef):
             return self.call_function(func, call, node)
         if isinstance(func, ClassDef):
+            _escape(call, f"{func.name}() (a class chainlens does not follow)")
             return Instance(func)
         if isinstance(func, QualifiedRef):
             return self.call_qualified(func, call, node)
+        if _from_table_api(func):
+            _escape(call, "the Table API")
+            return func
+        _escape(call, f"{_code(node.func)}() (a function chainlens cannot see)")
         if isinstance(func, Symbol):
             return func
         return Opaque("call result")
@@ -722,6 +781,11 @@ class Interpreter:
         scope = _ChainScope(local, func.closure)
         self.depth += 1
         caller_top, self.top = self.top, func.top
+        caller_context, caller_via = self.context, self.via
+        if isinstance(func.context, _Context):
+            if self.context.path is None and func.context.path is not None:
+                self.via = call.where  # the program calls into its module
+            self.context = func.context
         try:
             body = func.node.body
             self.exec_block(_body(body), scope)
@@ -732,6 +796,7 @@ class Interpreter:
         finally:
             self.depth -= 1
             self.top = caller_top
+            self.context, self.via = caller_context, caller_via
         return None
 
     def call_method(
@@ -781,6 +846,8 @@ class Interpreter:
             return call.args.get(1, "default")
         if isinstance(receiver, dict) and name in ("items", "keys", "values"):
             return list(getattr(receiver, name)())
+        if not isinstance(receiver, (str, list, dict, tuple)):
+            _escape(call, f"{name}() of a value chainlens does not know")
         if isinstance(receiver, str) and name in (
             "upper",
             "lower",
@@ -869,13 +936,15 @@ class Interpreter:
         if parts[0] == "java":
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
+            _escape(call, f"{qual}()")
             return Opaque(f"{qual}()")
         if len(parts) > 1 and parts[1] == "table":
-            if not any(p.code == "unsupported" for p in self.program.problems):
-                self.program.problem(
-                    "unsupported",
-                    "the Table API is not analysed: the operators it adds and the jobs "
-                    "it submits are not shown",
+            _escape(call, "the Table API")
+            if not any(u.subject == TABLE_API for u in self.program.unknowns):
+                self.program.unknown(
+                    TABLE_API,
+                    "chainlens does not analyse it: the operators it adds and the "
+                    "jobs it submits (execute_sql, execute_insert, ...) are not shown",
                     call.where,
                 )
             return Opaque(f"{qual}()")
@@ -999,15 +1068,178 @@ class Interpreter:
         return Symbol(label, f"comes from {reason}", where)
 
     def range_near(self, node: cst.CSTNode) -> SourceRange | None:
-        if isinstance(node, cst.Call):
-            return self.locator.range_of(node, self.top)
-        for child in _walk(node):
-            if isinstance(child, cst.Call):
-                return self.locator.range_of(child, self.top)
-        return None
+        """The range of ``node`` (a call, a condition, a loop's iterable, any
+        other expression)."""
+        return self.where(node)
+
+    def where(self, node: cst.CSTNode) -> SourceRange | None:
+        """The range of ``node`` in the module whose code runs (in another
+        module of the program: with its path and where the program calls it)."""
+        found = self.context.locator.range_of(node, self.top)
+        if self.context.path is None:
+            return found
+        if found is None:
+            return self.via
+        return replace(found, path=self.context.path, via=self.via)
+
+    # ------------------------------------------------------------ own modules
+
+    def exec_import_from(self, stmt: cst.ImportFrom, scope: dict[str, object]) -> None:
+        """``from M import a, b as c``: from one of the program's own modules,
+        the values it defines; otherwise names chainlens resolves itself."""
+        level = len(stmt.relative)
+        name = _dotted(stmt.module) if stmt.module is not None else ""
+        if level:
+            absolute = self.finder().resolve_relative(self.context.found, level, name)
+            if absolute is None:
+                self.note_unknown(
+                    "import",
+                    "a relative import chainlens cannot resolve (the program "
+                    "runs as a script, or the import goes above its package): "
+                    "what it imports is not followed",
+                    stmt,
+                )
+                if not isinstance(stmt.names, cst.ImportStar):
+                    for alias in stmt.names:
+                        local = _alias_name(alias)
+                        scope[local] = Symbol(
+                            f"`{local}`", "imported by an unresolved relative import"
+                        )
+                return
+            name = absolute
+        own = self.load_module(name, stmt) if name else None
+        if isinstance(stmt.names, cst.ImportStar):
+            if own is not None:
+                scope.update(
+                    {k: v for k, v in own.namespace.items() if not k.startswith("_")}
+                )
+            return
+        for alias in stmt.names:
+            attr = _dotted(alias.name)
+            local = _alias_name(alias)
+            if own is None:
+                scope[local] = QualifiedRef(f"{name}.{attr}")
+            elif attr in own.namespace:
+                scope[local] = own.namespace[attr]
+            else:
+                sub = self.load_module(f"{name}.{attr}", stmt)
+                scope[local] = (
+                    sub if sub is not None else Opaque(f"{name}.{attr} (not defined)")
+                )
+
+    def finder(self) -> ModuleFinder:
+        if self._finder is None:
+            self._finder = ModuleFinder(Path(self.path or "__main__.py"))
+        return self._finder
+
+    def load_module(self, name: str, stmt: cst.CSTNode) -> ModuleValue | None:
+        """Execute the program's own module ``name`` (once; its packages first)
+        and return it; None for a module that is not the program's."""
+        if name in self.modules:
+            return self.modules[name]
+        head = name.split(".", 1)[0]
+        if self.path is None or head in sys.stdlib_module_names or head == "pyflink":
+            return None
+        parent: ModuleValue | None = None
+        if "." in name:
+            parent = self.load_module(name.rsplit(".", 1)[0], stmt)
+            if parent is None:
+                self.modules[name] = None
+                return None
+        found = self.finder().find(name)
+        if found is None:
+            self.modules[name] = None
+            return None
+        followed = sum(1 for m in self.modules.values() if m is not None)
+        if followed >= MAX_MODULES:
+            self.note_unknown(
+                "module",
+                f"module {name} is not followed: the program has more than "
+                f"{MAX_MODULES} modules of its own",
+                stmt,
+            )
+            self.modules[name] = None
+            return None
+        text = self.read(found.path)
+        parsed = None
+        if text is not None:
+            try:
+                if self.guard is not None:
+                    self.guard(text, ast.parse(text).body)
+                parsed = PARSED.parse(found.path, text)
+            except Exception:  # a syntax error, a hostile text
+                parsed = None
+        if parsed is None:
+            self.note_unknown(
+                "module",
+                f"module {name} ({found.path}) cannot be read or parsed: what it "
+                "defines is not followed",
+                stmt,
+            )
+            self.modules[name] = None
+            return None
+        value = ModuleValue(name, {"__name__": name})
+        self.modules[name] = value  # before it runs: an import cycle sees it
+        if parent is not None:
+            parent.namespace.setdefault(name.rsplit(".", 1)[1], value)
+        self.program.modules.append(str(found.path))
+        context = _Context(
+            CallLocator(parsed.module, parsed.text, parsed.tree),
+            str(found.path),
+            found,
+        )
+        caller = (self.context, self.top, self.via)
+        if self.context.path is None:
+            self.via = self.range_near(stmt)  # the program's import
+        self.context = context
+        try:
+            for index, statement in enumerate(parsed.module.body):
+                self.top = index
+                self.exec_statement(statement, value.namespace)
+        except (_StopError, _ReturnError, _BreakError, _ContinueError):
+            pass
+        finally:
+            self.context, self.top, self.via = caller
+        return value
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.program.unknown(subject, reason, self.range_near(node))
+
+
+def _alias_name(alias: cst.ImportAlias) -> str:
+    if alias.asname is not None:
+        return alias.asname.name.value  # type: ignore[union-attr]
+    return _dotted(alias.name)
+
+
+def _from_table_api(value: object) -> bool:
+    """Tell whether ``value`` is a Table API object (which is not followed)."""
+    return isinstance(value, Opaque) and value.description.startswith("pyflink.table.")
+
+
+def _escape(call: api.Call, what: str) -> bool:
+    """Note that streams or environments passed to ``call`` leave what chainlens
+    follows (their jobs are then only partly known); say whether any did."""
+    escaped = False
+    pending: list[object] = [*call.args.positional, *call.args.keywords.values()]
+    seen = 0
+    while pending and seen < 1000:
+        value = pending.pop()
+        seen += 1
+        if isinstance(value, Stream):
+            escaped = True
+            value.env.escape(what, call.where)
+            for other in (value.origin, value.other):
+                if other is not None:
+                    pending.append(other)
+        elif isinstance(value, EnvRef):
+            escaped = True
+            value.state.escape(what, call.where)
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value[:100])
+        elif isinstance(value, dict):
+            pending.extend(list(value.values())[:100])
+    return escaped
 
 
 def _eval_opaque(
@@ -1053,12 +1285,25 @@ def _dotted(node: cst.BaseExpression) -> str:
     return "?"
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
+#: Calls that end the program (``parser.error`` exits too, as argparse does).
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "parser.error"})
+
+
+def _ends_program(block: cst.BaseSuite) -> bool:
+    """Tell whether ``block`` always ends in a raise or an exit (a guard's body)."""
+    statements = _body(block)
+    if not statements:
+        return False
+    small: object = statements[-1]
+    if isinstance(small, cst.SimpleStatementLine):
+        small = small.body[-1] if small.body else None
+    if isinstance(small, cst.Raise):
+        return True
+    return (
+        isinstance(small, cst.Expr)
+        and isinstance(small.value, cst.Call)
+        and _code(small.value.func) in _EXITS
+    )
 
 
 _EMPTY_MODULE = cst.Module(body=())
@@ -1223,13 +1468,18 @@ def interpret(
     tree: ast.Module | None = None,
     default_parallelism: int | None = None,
     known: KnownCalls | None = None,
+    path: str | None = None,
+    read: ReadText | None = None,
+    guard: Guard | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
     ``argv`` is the command line the program is assumed to run with; ``None``
     means it is not known (``sys.argv`` and argparse results are then unknown).
+    ``path`` is the program's file: its own modules are found from there and
+    read with ``read`` (the disk by default); without it none is followed.
     """
-    interpreter = Interpreter(module, text, argv, tree, known)
+    interpreter = Interpreter(module, text, argv, tree, known, path, read, guard)
     interpreter.program.base_config = dict(flink_config or {})
     interpreter.program.default_parallelism = default_parallelism
     return interpreter.run()

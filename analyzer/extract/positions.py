@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+import libcst.matchers as cst_matchers
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
@@ -129,10 +130,14 @@ class _CstCalls:
 
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
+        #: if/while/for statements, conditional expressions and match
+        #: statements: the places an unknown about a branch or loop points at
+        self.controls: list[cst.CSTNode] = []
 
     def walk(self, node: object) -> None:
         stack: list[object] = [node]
         calls = self.calls
+        controls = self.controls
         fields_of = _FIELDS
         while stack:
             current = stack.pop()
@@ -147,6 +152,8 @@ class _CstCalls:
                 continue
             if cls is cst.Call:
                 calls.append(current)  # type: ignore[arg-type]
+            elif cls in _CST_CONTROLS:
+                controls.append(current)  # type: ignore[arg-type]
             for name in reversed(fields):
                 value = getattr(current, name)
                 if value is not None:
@@ -185,9 +192,40 @@ def _ast_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _ast_calls(tree: ast.AST) -> list[ast.Call]:
-    """Collect calls outside f-strings, sorted into source (pre-)order."""
+#: The control nodes paired like calls, and the part of each an unknown is at.
+_CST_CONTROLS: dict[type, str] = {
+    cst.If: "test",
+    cst.While: "test",
+    cst.IfExp: "test",
+    cst.For: "iter",
+    cst.Match: "subject",
+}
+_AST_CONTROLS: dict[type, str] = {
+    ast.If: "test",
+    ast.While: "test",
+    ast.IfExp: "test",
+    ast.For: "iter",
+    ast.AsyncFor: "iter",
+    ast.Match: "subject",
+}
+
+
+def _pre_order(node: ast.expr | ast.stmt) -> tuple[int, int, int, int]:
+    return (
+        node.lineno,
+        node.col_offset,
+        -(node.end_lineno or 0),
+        -(node.end_col_offset or 0),
+    )
+
+
+def _ast_calls(
+    tree: ast.AST, controls: list[ast.stmt | ast.expr] | None = None
+) -> list[ast.Call]:
+    """Collect calls outside f-strings, sorted into source (pre-)order; with
+    ``controls``, add the control nodes (``_AST_CONTROLS``) to it, sorted too."""
     found: list[ast.Call] = []
+    owners: list[ast.stmt | ast.expr] = []
     stack: list[object] = [tree]
     while stack:
         node = stack.pop()
@@ -202,25 +240,52 @@ def _ast_calls(tree: ast.AST) -> list[ast.Call]:
             continue
         if cls is ast.Call:
             found.append(node)  # type: ignore[arg-type]
+        elif cls in _AST_CONTROLS:
+            owners.append(node)  # type: ignore[arg-type]
         for name in fields:
             value = getattr(node, name, None)
             if value is not None:
                 stack.append(value)
-    found.sort(
-        key=lambda c: (
-            c.lineno,
-            c.col_offset,
-            -(c.end_lineno or 0),
-            -(c.end_col_offset or 0),
-        )
-    )
+    found.sort(key=_pre_order)
+    if controls is not None:
+        owners.sort(key=_pre_order)
+        controls.extend(owners)
     return found
+
+
+def _control_pairs(
+    cst_owners: list[cst.CSTNode],
+    ast_owners: list[ast.stmt | ast.expr],
+    lines: list[str],
+) -> CallRanges | None:
+    """Pair control nodes of both trees: (the LibCST part an unknown is at, its
+    range), or None when the trees disagree."""
+    if len(cst_owners) != len(ast_owners):
+        return None
+    pairs: CallRanges = []
+    for cst_owner, ast_owner in zip(cst_owners, ast_owners, strict=True):
+        if _CST_CONTROLS[type(cst_owner)] != _AST_CONTROLS.get(type(ast_owner)):
+            return None
+        part = getattr(ast_owner, _AST_CONTROLS[type(ast_owner)])
+        if part.end_lineno is None:
+            continue
+        start = SourcePosition(
+            part.lineno, _column(lines, part.lineno, part.col_offset)
+        )
+        end = SourcePosition(
+            part.end_lineno, _column(lines, part.end_lineno, part.end_col_offset or 0)
+        )
+        key = getattr(cst_owner, _CST_CONTROLS[type(cst_owner)])
+        pairs.append((key, SourceRange(start, end)))
+        if isinstance(cst_owner, cst.Match):
+            pairs.append((cst_owner, SourceRange(start, end)))
+    return pairs
 
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 #: The calls of one top-level statement with their ranges (see ``statement_calls``).
-CallRanges = list[tuple[cst.Call, SourceRange]]
+CallRanges = list[tuple[cst.CSTNode, SourceRange]]
 KnownCalls = Callable[[int], "CallRanges | None"]
 
 
@@ -242,16 +307,21 @@ def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
         collector = _CstCalls()
         collector.walk(stmt)
         calls: list[ast.Call] = []
+        controls: list[ast.stmt | ast.expr] = []
         for node in tree.body[position : position + size]:
-            calls.extend(_ast_calls(node))
+            calls.extend(_ast_calls(node, controls))
         position += size
         if len(calls) != len(collector.calls):
+            return None
+        located = _control_pairs(collector.controls, controls, lines)
+        if located is None:
             return None
         result.append(
             [
                 (cst_call, _range_of(ast_call, lines))
                 for cst_call, ast_call in zip(collector.calls, calls, strict=True)
             ]
+            + located
         )
     return result if position == len(tree.body) else None
 
@@ -283,6 +353,7 @@ class CallLocator:
         self._ast_start: list[int] = []
         self._lines: list[str] = []
         self._metadata_used = False
+        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
 
     def _prepare(self) -> bool:
         if self._tree is not None:
@@ -326,21 +397,25 @@ class CallLocator:
         collector.walk(self._module.body[top])
         statements = self._tree.body[self._ast_start[top] : self._ast_start[top + 1]]
         calls: list[ast.Call] = []
+        controls: list[ast.stmt | ast.expr] = []
         for stmt in statements:
-            calls.extend(_ast_calls(stmt))
-        if len(calls) != len(collector.calls):
+            calls.extend(_ast_calls(stmt, controls))
+        located = _control_pairs(collector.controls, controls, self._lines)
+        if len(calls) != len(collector.calls) or located is None:
             self._from_metadata()
             return
         for cst_call, ast_call in zip(collector.calls, calls, strict=True):
             self._pending[id(cst_call)] = ast_call
+        for node, where in located:
+            self._ranges[id(node)] = where
 
     def _from_metadata(self) -> None:
         self._metadata_used = True
         wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
-        collector = _CstCalls()
-        collector.walk(self._module)
-        for call in collector.calls:
+        # every call, those inside f-strings too (the fast walk skips them)
+        for call in cst_matchers.findall(self._module, cst_matchers.Call()):
+            assert isinstance(call, cst.Call)
             code_range = positions.get(call)
             if code_range is None:
                 continue
@@ -354,9 +429,26 @@ class CallLocator:
                 SourcePosition(start.line, start.column),
                 SourcePosition(code_range.end.line, code_range.end.column),
             )
+        for owner in positions:
+            part_name = _CST_CONTROLS.get(type(owner))
+            if part_name is None:
+                continue
+            part = getattr(owner, part_name)
+            part_range = positions.get(part)
+            if part_range is not None:
+                where = SourceRange(
+                    SourcePosition(part_range.start.line, part_range.start.column),
+                    SourcePosition(part_range.end.line, part_range.end.column),
+                )
+                self._ranges.setdefault(id(part), where)
+                if isinstance(owner, cst.Match):
+                    self._ranges.setdefault(id(owner), where)
+        self._positions = positions
 
-    def range_of(self, call: cst.Call, top: int) -> SourceRange | None:
-        """Return the range of ``call``, found in top-level statement ``top``."""
+    def range_of(self, call: cst.CSTNode, top: int) -> SourceRange | None:
+        """Return the range of ``call`` (or of the condition of a branch or the
+        iterable of a loop; in the slow path, of any node), found in top-level
+        statement ``top``."""
         key = id(call)
         found = self._ranges.get(key)
         if found is not None:
@@ -368,6 +460,18 @@ class CallLocator:
             paired = self._pending.pop(key, None)
             if paired is not None:
                 found = self._ranges[key] = _range_of(paired, self._lines)
+        if found is None and not self._metadata_used:
+            # a node the pairing skips (a call inside an f-string, a name):
+            # LibCST's positions
+            self._from_metadata()
+            found = self._ranges.get(key)
+        if found is None and self._positions is not None:
+            code_range = self._positions.get(call)
+            if code_range is not None:
+                found = self._ranges[key] = SourceRange(
+                    SourcePosition(code_range.start.line, code_range.start.column),
+                    SourcePosition(code_range.end.line, code_range.end.column),
+                )
         return found
 
 

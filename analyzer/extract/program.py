@@ -43,6 +43,22 @@ class EnvState:
     program: Program
     settings: EnvSettings = field(default_factory=EnvSettings)
     transformations: list[int] = field(default_factory=list)
+    #: where its streams (or itself) went into code chainlens does not follow
+    #: (the Table API, a function it cannot see): the jobs it submits may have
+    #: operators chainlens does not know of
+    escapes: list[Unknown] = field(default_factory=list)
+
+    def escape(self, what: str, where: SourceRange | None) -> None:
+        """Note that the environment's streams reach code chainlens cannot see."""
+        item = Unknown(
+            "job graph",
+            f"a stream or the environment goes into {what}, which chainlens does "
+            "not follow: the job may have operators that are not shown, and Flink "
+            "may build it differently",
+            where,
+        )
+        if item not in self.escapes:
+            self.escapes.append(item)
 
     @property
     def parallelism(self) -> Parallelism:
@@ -62,6 +78,8 @@ class Program:
     jobs: list[JobSpec] = field(default_factory=list)
     unknowns: list[Unknown] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    #: the files of the program's own modules that were followed
+    modules: list[str] = field(default_factory=list)
     next_id: int = 1
     #: Flink configuration given outside the program (chainlens config), applied
     #: to every environment before the program's own settings.
@@ -124,6 +142,7 @@ class Program:
             collect_input=collect_input,
             range=where,
             unknowns=tuple(self.unknowns),
+            escapes=tuple(env.escapes),
         )
         self.jobs.append(job)
         env.transformations.clear()

@@ -251,7 +251,9 @@ def env_add_source(call: Call, env: EnvState) -> Stream:
     out = type_of(call.args.get(2, "type_info"), OutputType.OTHER)
     parallel = _is_parallel_source(func)
     p: int | Symbol
-    if parallel is None:
+    if parallel is None and env.parallelism == 1:
+        p = 1  # parallel or not, the source gets 1
+    elif parallel is None:
         p = call.symbol(
             "source parallelism",
             "whether the Java source function is a ParallelSourceFunction is not known",

@@ -70,6 +70,16 @@ class FunctionDef:
     closure: dict[str, object]
     name: str
     top: int  # index of the top-level statement that contains the definition
+    #: the module it is defined in (an interpreter context; None: the program)
+    context: object = None
+
+
+@dataclass(eq=False, slots=True)
+class ModuleValue:
+    """A module of the program itself (a file of its project), as executed."""
+
+    name: str
+    namespace: dict[str, object]
 
 
 @dataclass(eq=False, slots=True)

@@ -16,6 +16,9 @@ from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import JobSpec
 from chainlens.analyzer.model.values import Text, Unknown
 
+#: Why a job that Flink does not reject has no graph.
+NOT_FOLLOWED = "its streams go through code chainlens does not follow"
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -67,6 +70,8 @@ class AnalysisResult:
     parse_seconds: float = 0.0
     analysis_seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    #: the files of the program's own modules that the analysis followed
+    modules: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -7,6 +7,7 @@ converted only by the adapters.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -20,16 +21,48 @@ class SourcePosition:
 
 @dataclass(frozen=True, slots=True)
 class SourceRange:
-    """A span of text, ``end`` exclusive."""
+    """A span of text, ``end`` exclusive.
+
+    ``path`` is None for the analysed file; a range in another module of the
+    program (a helper module it imports) has that module's path, and ``via``
+    is where the analysed file reaches it (the call into that module).
+    """
 
     start: SourcePosition
     end: SourcePosition
+    path: str | None = None
+    via: SourceRange | None = None
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, object]:
         """Return the flat JSON form used by every report."""
-        return {
+        doc: dict[str, object] = {
             "start_line": self.start.line,
             "start_column": self.start.column,
             "end_line": self.end.line,
             "end_column": self.end.column,
         }
+        if self.path is not None:
+            doc["path"] = self.path
+            if self.via is not None:
+                doc["via"] = self.via.to_json()
+        return doc
+
+    @property
+    def in_other_module(self) -> bool:
+        """Tell whether the range is in a module other than the analysed file."""
+        return self.path is not None
+
+
+def path_of(entry: str, where: SourceRange) -> str:
+    """The file ``where`` is in, written as ``entry`` (the analysed file, as
+    the user named it) is: a module beside it as ``jobs/steps.py``."""
+    if where.path is None:
+        return entry
+    folder = os.path.dirname(entry)
+    try:
+        relative = os.path.relpath(where.path, os.path.abspath(folder or "."))
+    except ValueError:  # another drive
+        return where.path
+    if relative.startswith(".." + os.sep + ".." + os.sep):
+        return where.path
+    return os.path.join(folder, relative) if folder else relative

@@ -121,3 +121,6 @@ class JobSpec:
     collect_input: int | None = None
     range: SourceRange | None = None
     unknowns: tuple[Unknown, ...] = field(default=())
+    #: where the job's streams went into code chainlens does not follow: the job
+    #: is then only partly known (never claimed empty or rejected for it)
+    escapes: tuple[Unknown, ...] = field(default=())

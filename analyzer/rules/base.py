@@ -22,7 +22,7 @@ from chainlens.analyzer.model.diagnostic import (
     RuleCode,
     Severity,
 )
-from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.source import SourcePosition, SourceRange, path_of
 
 if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
@@ -99,7 +99,20 @@ class RuleContext:
         job_index: int | None = None,
         alternatives: Sequence[Fix] = (),
     ) -> Diagnostic:
-        """Build a finding of ``rule`` (at the start of the file when unlocated)."""
+        """Build a finding of ``rule`` (at the start of the file when unlocated).
+
+        A finding about code in another module of the program is reported
+        where this file reaches that module (a suppression comment goes
+        there), names the place in the module and points at it; it has no fix
+        (the fixes edit this file only)."""
+        if where is not None and where.path is not None:
+            shown = (
+                f"{path_of(self.result.path, where)}:{where.start.line}:"
+                f"{where.start.column + 1}"
+            )
+            message = f"{message} [in {shown}]"
+            related = (RelatedLocation(where, "the code it is about"), *related)
+            where, fix, alternatives = where.via, None, ()
         return Diagnostic(
             code=rule.code,
             message=message,

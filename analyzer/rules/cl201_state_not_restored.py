@@ -50,14 +50,40 @@ class StateNotRestored:
     it starts, and the operator silently starts with empty state.
 
     ## Example
+    At the base:
     ```python
-    totals = clicks.key_by(key).reduce(add).uid("totals")      # at the base
-    totals = clicks.key_by(key).reduce(add).uid("totals-v2")   # now: state lost
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals")
+    totals.print()
+    env.execute("totals")
+    ```
+
+    Now (the uid renamed: the state saved under "totals" is lost):
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals-v2")
+    totals.print()
+    env.execute("totals")
     ```
 
     Use instead:
     ```python
-    totals = clicks.key_by(key).reduce(add).uid("totals")
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals")
+    totals.print()
+    env.execute("totals")
     ```
 
     The fix pins the ID the state was saved under with `.set_uid_hash("<ID>")`
@@ -70,6 +96,8 @@ class StateNotRestored:
     severity: ClassVar[Severity] = Severity.ERROR
     enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = True
+    #: compares the program with an earlier version (chainlens savepoint)
+    needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each base operator with state whose ID the program lost."""

@@ -30,15 +30,50 @@ class NewState:
     had accumulated; CL201 reports that side of it.
 
     ## Example
+    At the base:
     ```python
-    counts = clicks.key_by(user).reduce(add).uid("counts")  # new in this change
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals").print()
+    env.execute("totals")
     ```
+
+    Now (a second keyed reduce: it starts empty):
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals").print()
+    clicks.key_by(lambda c: c[1]).reduce(lambda a, b: b).uid("lasts").print()
+    env.execute("totals")
+    ```
+
+    Use instead:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals").print()
+    env.execute("totals")
+    ```
+
+    If the new operator is to take over an old one's state, give it that
+    operator's uid or `set_uid_hash`.
     """
 
     code: ClassVar[RuleCode] = RuleCode("CL202", "new-state")
     severity: ClassVar[Severity] = Severity.INFO
     enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
+    #: compares the program with an earlier version (chainlens savepoint)
+    needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each stateful operator whose ID the base had no state under."""

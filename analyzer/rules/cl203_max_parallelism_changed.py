@@ -42,15 +42,50 @@ class MaxParallelismChanged:
     different value explicitly fails.
 
     ## Example
+    At the base (parallelism 4: Flink derives a max parallelism of 128):
     ```python
-    totals = keyed.reduce(add).uid("totals").set_max_parallelism(256)  # was 128
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals").print()
+    env.execute("totals")
     ```
+
+    Now:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals")
+    totals.set_max_parallelism(256).print()
+    env.execute("totals")
+    ```
+
+    Use instead:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals")
+    totals.set_max_parallelism(128).print()
+    env.execute("totals")
+    ```
+
+    Leave it unset, or set the value the state was saved with.
     """
 
     code: ClassVar[RuleCode] = RuleCode("CL203", "max-parallelism-changed")
     severity: ClassVar[Severity] = Severity.ERROR
     enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
+    #: compares the program with an earlier version (chainlens savepoint)
+    needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each restored operator whose explicit max parallelism changed."""

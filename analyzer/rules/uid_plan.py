@@ -500,6 +500,13 @@ def _suggest(
                 "a .uid() after it would name another operator",
             )
     method = api_method(primary[0][1].api)
+    if site.range.path is not None:
+        return UidSuggestion(
+            None,
+            None,
+            f"the .{method}(...) call is in another module of the program "
+            "(this file's finding is only where it is reached); add the uid there",
+        )
     located = calls.call_at(site.range, method)
     if located is None:
         return UidSuggestion(

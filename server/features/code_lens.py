@@ -19,6 +19,8 @@ def lens_title(job: JobFact) -> str:
     """Return e.g. ``3 tasks · 7 operators · 2 shuffles``."""
     if job.rejected is not None:
         return f"Flink rejects this job: {job.rejected}"
+    if job.unknown is not None:
+        return f"Job graph not known: {job.unknown}"
     return summary_text(job.tasks, job.operators, job.shuffles)
 
 

@@ -49,6 +49,7 @@ def job_graph(analysis: Analysis, fmt: str, theme: str) -> dict[str, object]:
                 "operators": job.operators,
                 "shuffles": job.shuffles,
                 "rejected": job.rejected,
+                "unknown": job.unknown,
             }
             for job in analysis.facts.jobs
         ],

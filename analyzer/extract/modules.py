@@ -1,0 +1,153 @@
+"""The program's own modules: found on disk the way Python finds them, never imported.
+
+A program imports helper modules of its project (``from jobs.sources import
+orders``, ``from .sinks import sink``).  :class:`ModuleFinder` maps such a name to
+the file Python would load when the program runs as ``python PROGRAM.py`` from
+its project: the program's folder first (``sys.path[0]``), then the project root
+(the nearest folder above with ``pyproject.toml``, ``setup.cfg`` or
+``setup.py``) and its ``src/`` folder.  Modules found nowhere there (the
+standard library, PyFlink, installed packages) are not the program's: the
+caller treats them as before.
+
+Texts are read through a callback (an editor passes its unsaved buffers) and
+parsed once per content (:class:`ParsedModules`).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+#: Reads a module's text; None when it cannot be read.
+ReadText = Callable[[Path], "str | None"]
+
+#: The files that mark a project root.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+#: At most this many of the program's modules are followed per analysis.
+MAX_MODULES = 200
+#: A module larger than this is not followed (its calls are then unknown).
+MAX_MODULE_BYTES = 2_000_000
+
+
+def read_from_disk(path: Path) -> str | None:
+    """Read ``path`` as UTF-8 (None if it cannot be read or decoded)."""
+    try:
+        if path.stat().st_size > MAX_MODULE_BYTES:
+            return None
+        return path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def project_root(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` with a project marker."""
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).is_file() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class FoundModule:
+    """A module of the program: its dotted name, file and package folder."""
+
+    name: str
+    path: Path
+    is_package: bool
+
+
+class ModuleFinder:
+    """Resolve module names of one program to files of its project."""
+
+    def __init__(self, entry: Path) -> None:
+        entry = Path(os.path.abspath(entry))
+        self.entry = entry
+        roots = [entry.parent]
+        root = project_root(entry.parent)
+        if root is not None:
+            roots.extend([root, root / "src"])
+        self.roots: tuple[Path, ...] = tuple(dict.fromkeys(roots))
+
+    def find(self, name: str) -> FoundModule | None:
+        """The file of absolute module ``name`` in the program's roots."""
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            return None
+        for root in self.roots:
+            found = _in_folder(root, parts)
+            if found is not None:
+                return FoundModule(name, *found)
+        return None
+
+    def resolve_relative(
+        self, importer: FoundModule | None, level: int, name: str
+    ) -> str | None:
+        """The absolute name of ``from <level dots><name> import ...`` written in
+        ``importer`` (None for the entry file, which runs as ``__main__`` and
+        has no package: Python refuses relative imports there)."""
+        if importer is None:
+            return None
+        package = importer.name.split(".")
+        if not importer.is_package:
+            package = package[:-1]
+        if level - 1 > len(package) or (level - 1 == len(package) and not name):
+            return None
+        base = package[: len(package) - (level - 1)]
+        full = [*base, *([name] if name else [])]
+        return ".".join(full) if full else None
+
+
+def _in_folder(root: Path, parts: list[str]) -> tuple[Path, bool] | None:
+    folder = root.joinpath(*parts[:-1])
+    last = parts[-1]
+    package = folder / last / "__init__.py"
+    if package.is_file():
+        return package, True
+    module = folder / f"{last}.py"
+    if module.is_file():
+        return module, False
+    return None
+
+
+@dataclass(slots=True)
+class ParsedModule:
+    """One module's text and its two trees."""
+
+    text: str
+    module: cst.Module
+    tree: ast.Module
+
+
+class ParsedModules:
+    """Modules parsed once per content (shared by every analysis in a process)."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._parsed: OrderedDict[tuple[str, str], ParsedModule | None] = OrderedDict()
+        self._size = size
+
+    def parse(self, path: Path, text: str) -> ParsedModule | None:
+        """Parse ``text`` (the content of ``path``); None if it does not parse."""
+        key = (str(path), text)
+        if key in self._parsed:
+            self._parsed.move_to_end(key)
+            return self._parsed[key]
+        parsed: ParsedModule | None
+        try:
+            tree = ast.parse(text)
+            parsed = ParsedModule(text, cst.parse_module(text), tree)
+        except Exception:  # a syntax error or what LibCST cannot parse
+            parsed = None
+        self._parsed[key] = parsed
+        if len(self._parsed) > self._size:
+            self._parsed.popitem(last=False)
+        return parsed
+
+
+#: The process-wide cache of parsed modules.
+PARSED = ParsedModules()
