@@ -32,6 +32,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EditorBaseline": ("compare", "EditorBaseline"),
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
+    "read_module": ("extract.modules", "read_from_disk"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -129,6 +130,7 @@ __all__ = [
     "explain_id",
     "finding_sort_key",
     "materialize",
+    "read_module",
     "render_dot",
     "render_findings_text",
     "render_github",
@@ -202,6 +204,7 @@ if TYPE_CHECKING:
         materialize,
     )
     from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.history import HistoryError

@@ -72,10 +72,12 @@ def with_findings(
 
 
 def analyze_graphs(
-    path: str, text: str, config: Config | None = None
+    path: str, text: str, config: Config | None = None, read: ReadText | None = None
 ) -> AnalysisResult:
-    """Build the jobs' StreamGraphs and JobGraphs only (no rules). Never raises."""
-    return _analyze(path, text, config or Config())
+    """Build the jobs' StreamGraphs and JobGraphs only (no rules). Never raises.
+
+    ``read`` reads the program's own modules (the disk by default)."""
+    return _analyze(path, text, config or Config(), read=read)
 
 
 def _analyze(

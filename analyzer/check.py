@@ -45,6 +45,7 @@ from chainlens.analyzer.config import (
     Settings,
 )
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, Severity
@@ -108,13 +109,15 @@ def check_text(
     display: str | None = None,
     fix: bool = False,
     cache: ModuleCache | None = None,
+    read: ReadText | None = None,
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
-    ``cache`` is an editor buffer's parse cache (see ``analyze_source``).
+    ``cache`` is an editor buffer's parse cache and ``read`` reads the
+    program's own modules (see ``analyze_source``).
     """
     shown = display if display is not None else path
-    result = analyze_source(path, text, config, cache=cache)
+    result = analyze_source(path, text, config, cache=cache, read=read)
     fixed, fixed_text = 0, None
     if fix and result.ok:
         fixed_text, fixed, result = fix_until_stable(path, text, result, config)

@@ -31,6 +31,7 @@ from chainlens.analyzer.history import (
     HistoryError,
     Tree,
     base_for,
+    changed_files,
     renames,
     repository_root,
 )
@@ -87,6 +88,11 @@ def compare_with_base(
             continue  # outside the repository: no base to compare with
     old_names = {rel: moved.get(rel, rel) for rel in work}
     old_data = tree.read(old_names.values())
+    # Python files changed since the base: a program that follows one of them
+    # as its own module is compared even if the program itself is unchanged
+    changed_modules = {
+        rel for rel in changed_files(root, base.commit) if rel.endswith(".py")
+    }
     checked: list[FileCheck] = []
     new: list[str] = []
     unchanged = compared = 0
@@ -101,15 +107,17 @@ def compare_with_base(
         if before is None:
             new.append(rel)
             continue
-        if before == data:
+        config = resolver.config_for(path)
+        if before == data and not _follows_changed(
+            path, data, config, root, changed_modules
+        ):
             unchanged += 1
             continue
         compared += 1
-        config = resolver.config_for(path)
         if select is not None:
             config = replace(config, select=tuple(select), extend_select=())
         shown = display_path(path, here)
-        result = _compare(str(path), shown, before, data, config, label)
+        result = _compare(str(path), shown, before, data, config, label, tree)
         checked.append(_pinned(path, data, result) if fix else result)
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
@@ -162,8 +170,32 @@ def _decoded(data: bytes) -> str | None:
         return None
 
 
+def _follows_changed(
+    path: Path, data: bytes, config: Config, root: Path, changed: set[str]
+) -> bool:
+    """Tell whether the program ``path`` follows one of the ``changed`` modules."""
+    if not changed:
+        return False
+    text = _decoded(data)
+    if text is None:
+        return False
+    for module in analyze_graphs(str(path), text, config).modules:
+        try:
+            if Path(module).relative_to(root).as_posix() in changed:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def _compare(
-    path: str, shown: str, before: bytes, after: bytes, config: Config, label: str
+    path: str,
+    shown: str,
+    before: bytes,
+    after: bytes,
+    config: Config,
+    label: str,
+    tree: Tree | None = None,
 ) -> FileCheck:
     """The savepoint findings of one changed file."""
     old_text, new_text = _decoded(before), _decoded(after)
@@ -179,7 +211,9 @@ def _compare(
             findings_of(shown, diagnostics, ""),
             replace(result, diagnostics=diagnostics),
         )
-    baseline = Baseline(analyze_graphs(path, old_text, config), old_text, label)
+    # the base version's own modules are read at the base revision too
+    read = tree.text_of if tree is not None else None
+    baseline = Baseline(analyze_graphs(path, old_text, config, read), old_text, label)
     result = analyze_graphs(path, new_text, config)
     try:
         diagnostics = run_rules(result, config, new_text, baseline=baseline)

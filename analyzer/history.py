@@ -134,6 +134,19 @@ class Tree:
         """The repository-relative paths of its Python files."""
         return sorted(p for p in self.blobs if p.endswith((".py", ".pyi")))
 
+    def text_of(self, path: Path) -> str | None:
+        """The text of ``path`` (a file under the repository) at this revision;
+        None if the revision has no such file or it is not UTF-8."""
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        data = self.read([rel]).get(rel)
+        try:
+            return data.decode("utf-8") if data is not None else None
+        except UnicodeDecodeError:
+            return None
+
     def read(self, paths: Iterable[str]) -> dict[str, bytes]:
         """The contents of ``paths`` (those the revision has), in one git call."""
         wanted = [p for p in paths if p in self.blobs]
@@ -157,6 +170,12 @@ class Tree:
             contents[path] = out[start : start + size]
             position = start + size + 1
         return contents
+
+
+def changed_files(root: Path, commit: str) -> set[str]:
+    """Repository-relative paths of tracked files that differ from ``commit``."""
+    listing = _git(root, "diff", "--name-only", "-z", commit, "--", check=False)
+    return set(filter(None, listing.split("\0")))
 
 
 def renames(root: Path, commit: str) -> dict[str, str]:

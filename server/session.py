@@ -40,6 +40,7 @@ from chainlens.analyzer import (
     SourceRange,
     check_text,
     materialize,
+    read_module,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
@@ -171,11 +172,33 @@ class Session:
     # --------------------------------------------------------------- documents
 
     def changed(self, uri: str) -> None:
-        """Note that ``uri`` was opened or changed: analyse its newest text."""
+        """Note that ``uri`` was opened or changed: analyse its newest text,
+        and that of the open programs that follow it as one of their modules."""
+        self._mark(uri)
+        path = uri_to_path(uri)
+        if path is None:
+            return
+        key = str(path)
+        for other, document in list(self._documents.items()):
+            latest = document.latest
+            if other != uri and latest is not None and key in latest.result.modules:
+                self._mark(other)
+
+    def _mark(self, uri: str) -> None:
         document = self._documents.setdefault(uri, _Document())
         document.dirty = True
         if document.worker is None:
             document.worker = asyncio.get_running_loop().create_task(self._work(uri))
+
+    def _read_module(self, path: Path) -> str | None:
+        """A module of an analysed program: the open buffer if the editor has
+        one (unsaved changes count), else the file on disk."""
+        for uri in list(self._documents):
+            if uri_to_path(uri) == path:
+                snapshot = self._snapshot_of(uri)
+                if snapshot is not None:
+                    return snapshot.text
+        return read_module(path)
 
     def closed(self, uri: str) -> None:
         """Forget ``uri``; pending analyses of it are dropped."""
@@ -215,6 +238,7 @@ class Session:
             latest is not None
             and latest.version == snapshot.version
             and not document.dirty
+            and document.worker is None  # not re-analysing (a module changed)
         ):
             return latest
         waiter: asyncio.Future[Analysis] = asyncio.get_running_loop().create_future()
@@ -293,7 +317,9 @@ class Session:
                     cache = self._parsed[snapshot.uri] = ModuleCache(
                         keep_current_only=True
                     )
-                checked = check_text(name, snapshot.text, config, cache=cache)
+                checked = check_text(
+                    name, snapshot.text, config, cache=cache, read=self._read_module
+                )
                 assert checked.result is not None  # check_text keeps it
                 result = checked.result
                 if path is not None and settings.savepoint_base != "off":

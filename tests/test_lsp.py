@@ -829,3 +829,49 @@ async def test_open_files_are_compared_with_their_git_base(lsp: Session) -> None
     lsp.replace(uri, base)
     assert not [d for d in await lsp.diagnostics(uri) if d.code == "CL201"]
     assert check_text(str(path), base, Config()).findings  # the usual ones remain
+
+
+async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
+    lsp: Session,
+) -> None:
+    """Helper modules are read from the editor's buffers, unsaved edits too, and
+    editing one re-analyses the open programs that follow it."""
+    helper_text = (
+        "from pyflink.common import Types\n\n\n"
+        "def totals(s):\n"
+        "    return s.key_by(lambda x: x, key_type=Types.INT()) \\\n"
+        "        .reduce(lambda a, b: a + b).uid('totals')\n"
+    )
+    helper = lsp.open("helpers.py", helper_text)
+    main = lsp.open(
+        "job.py",
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "import helpers\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "stream = env.from_collection([1, 2], type_info=Types.INT())\n"
+        "helpers.totals(stream).print()\n"
+        "env.execute('job')\n",
+    )
+    assert not [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
+    seen = len([p for p in lsp.published if p.uri == main])
+    lsp.replace(helper, helper_text.replace(".uid('totals')", ""))  # not saved
+
+    async def cl101() -> list[types.Diagnostic]:
+        if lsp.pull:
+            return [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
+        while True:
+            later = [p for p in lsp.published if p.uri == main][seen:]
+            for params in later:
+                found = [d for d in params.diagnostics if d.code == "CL101"]
+                if found:
+                    return found
+            await lsp.client.wait_for_notification(
+                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+            )
+
+    (found,) = await asyncio.wait_for(cl101(), 30)
+    assert found.range.start.line == 7  # helpers.totals(stream), in job.py
+    assert "helpers.py:6:10]" in found.message
+    assert found.related_information is not None
+    assert found.related_information[0].location.uri == helper

@@ -198,3 +198,52 @@ def test_explain_id_finds_the_operator_in_the_work_tree_and_at_a_revision(
     assert "(at main)" in out
     assert main(["explain-id", "not-hex"]) == 2
     assert "32 hexadecimal digits" in capsys.readouterr().err
+
+
+def test_a_change_in_a_helper_module_is_compared_in_the_programs_that_follow_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only jobs/steps.py changes: the program that builds its job from it is
+    compared (its base version read with the helper at the base revision)."""
+    root = tmp_path / "repo"
+    (root / "jobs").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'jobs'\n")
+    _git(root, "init", "-q", "-b", "main")
+    (root / "jobs" / "steps.py").write_text(
+        "from pyflink.common import Types\n\n\n"
+        "def totals(stream):\n"
+        "    return stream.key_by(lambda e: e[0], key_type=Types.STRING()) \\\n"
+        "        .reduce(lambda a, b: (a[0], a[1] + b[1])).uid('totals')\n",
+        encoding="utf-8",
+    )
+    (root / "jobs" / "main.py").write_text(
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "from jobs.steps import totals\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "events = env.from_collection([('a', 1)], type_info=Types.TUPLE("
+        "[Types.STRING(), Types.INT()]))\n"
+        "totals(events).print()\n"
+        "env.execute('totals')\n",
+        encoding="utf-8",
+    )
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    _git(root, "checkout", "-qb", "change")
+    monkeypatch.chdir(root)
+    code, doc, _ = _run(capsys)
+    assert (code, doc["base"]["compared"]) == (0, 0)
+    steps = root / "jobs" / "steps.py"
+    steps.write_text(
+        steps.read_text(encoding="utf-8").replace("'totals'", "'totals-v2'"),
+        encoding="utf-8",
+    )
+    code, doc, _ = _run(capsys)
+    assert code == 1
+    # jobs/steps.py (changed, no job of its own) and jobs/main.py (unchanged)
+    assert doc["base"]["compared"] == 2
+    (finding,) = doc["findings"]
+    assert finding["code"] == "CL201"
+    assert finding["path"] == "jobs/main.py"
+    assert "renamed from 'totals' to 'totals-v2'" in finding["message"]
+    assert "jobs/steps.py:6:" in finding["message"]

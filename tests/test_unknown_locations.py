@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from chainlens.analyzer.api import analyze_source
@@ -76,3 +78,55 @@ def test_a_guard_that_ends_the_program_is_assumed_not_taken(guard: str) -> None:
     result = analyze_source("g.py", program)
     assert [str(j.job_name) for j in result.jobs] == ["guarded"]
     assert not [u for u in result.unknowns if u.subject == "branch"]
+
+
+ARGPARSE = Path(__file__).resolve().parent / "fixtures" / "pipelines"
+
+
+def test_without_argv_the_program_runs_with_its_defaults_and_says_so() -> None:
+    """As Flink builds the program run without arguments (the recorded graphs)."""
+    import json
+
+    from chainlens.analyzer import Config
+    from chainlens.analyzer.api import analyze_file
+
+    program = ARGPARSE / "real_argparse_defaults.py"
+    expected = json.loads(
+        program.with_suffix(".expected.json").read_text(encoding="utf-8")
+    )
+    result = analyze_file(program, Config(default_parallelism=4))  # no argv
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    flink = expected["jobs"][0]["job_graph"]["vertices"]
+    assert [v.id for v in job.job_graph.vertices] == [v["id"] for v in flink]
+    (note,) = [u for u in result.unknowns if u.subject == "command-line arguments"]
+    assert "analysed as run without arguments" in note.reason
+    assert note.range is not None
+    assert note.range.start.line == 19  # parser.parse_args()
+    # with other arguments, another variant
+    other = analyze_file(
+        program, Config(default_parallelism=4, argv=("--output", "x", "--no-chaining"))
+    )
+    assert [v.id for v in other.jobs[0].job_graph.vertices] != [  # type: ignore[union-attr]
+        v["id"] for v in flink
+    ]
+
+
+def test_a_required_argument_stays_unknown() -> None:
+    program = (
+        "import argparse\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('parallelism', type=int)\n"
+        "parser.add_argument('--name', required=True)\n"
+        "args = parser.parse_args()\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.set_parallelism(args.parallelism)\n"
+        "env.from_collection([1]).print()\n"
+        "env.execute(args.name)\n"
+    )
+    result = analyze_source("r.py", program)
+    (note,) = [u for u in result.unknowns if u.subject == "command-line arguments"]
+    assert "(parallelism, name required, not known)" in note.reason
+    (job,) = result.jobs
+    assert "args.name" in str(job.job_name)

@@ -23,6 +23,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.modules import (
+    MAX_MODULE_BYTES,
     MAX_MODULES,
     PARSED,
     FoundModule,
@@ -46,6 +47,7 @@ from chainlens.analyzer.extract.values import (
     PyObject,
     QualifiedRef,
     Stream,
+    SuperRef,
     TypeInfo,
 )
 from chainlens.analyzer.model.enums import OutputType
@@ -179,6 +181,8 @@ class Interpreter:
         self._finder: ModuleFinder | None = None
         #: the program's own modules by name (None: not one of them)
         self.modules: dict[str, ModuleValue | None] = {}
+        #: the methods running: (the class defining it, the receiver)
+        self.methods: list[tuple[ClassDef, object]] = []
 
     # ------------------------------------------------------------------ driver
 
@@ -215,8 +219,7 @@ class Interpreter:
                 stmt, scope, stmt.name.value, self.top, self.context
             )
         elif isinstance(stmt, cst.ClassDef):
-            bases = tuple(_dotted(b.value) for b in stmt.bases)
-            scope[stmt.name.value] = ClassDef(stmt.name.value, bases)
+            scope[stmt.name.value] = self.define_class(stmt, scope)
         elif isinstance(stmt, cst.If):
             self.exec_if(stmt, scope)
         elif isinstance(stmt, cst.For):
@@ -387,7 +390,7 @@ class Interpreter:
         elif isinstance(target, cst.Attribute):
             owner = self.eval(target.value, scope)
             if isinstance(owner, Instance):
-                return
+                owner.attrs[target.attr.value] = value
 
     # ------------------------------------------------------------- expressions
 
@@ -663,6 +666,22 @@ class Interpreter:
                 return owner.namespace[name]
             sub = self.load_module(f"{owner.name}.{name}", node)
             return sub if sub is not None else Opaque(f"{owner.name}.{name}")
+        if isinstance(owner, Instance):
+            if name in owner.attrs:
+                return owner.attrs[name]
+            found = owner.cls.lookup(name)
+            if found is not None and not isinstance(found, FunctionDef):
+                return found
+            if found is None and _foreign_base(owner.cls) is None:
+                return Opaque(f"attribute {name}")
+            return BoundMethod(owner, name)
+        if isinstance(owner, SuperRef):
+            return BoundMethod(owner, name)
+        if isinstance(owner, ClassDef):
+            found = owner.lookup(name)
+            if isinstance(found, FunctionDef) and _decorated(found, "classmethod"):
+                return BoundMethod(Instance(owner), name)
+            return found if found is not None else Opaque(f"attribute {name}")
         if isinstance(owner, QualifiedRef):
             return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
         if isinstance(owner, Namespace):
@@ -731,8 +750,7 @@ class Interpreter:
         if isinstance(func, FunctionDef):
             return self.call_function(func, call, node)
         if isinstance(func, ClassDef):
-            _escape(call, f"{func.name}() (a class chainlens does not follow)")
-            return Instance(func)
+            return self.instantiate(func, call, node)
         if isinstance(func, QualifiedRef):
             return self.call_qualified(func, call, node)
         if _from_table_api(func):
@@ -799,10 +817,97 @@ class Interpreter:
             self.context, self.via = caller_context, caller_via
         return None
 
+    def define_class(self, stmt: cst.ClassDef, scope: dict[str, object]) -> ClassDef:
+        """Run a class body: its methods and class attributes."""
+        parents: list[ClassDef] = []
+        foreign: str | None = None
+        for base in stmt.bases:
+            if base.keyword is not None:
+                continue  # metaclass=...
+            value = self.eval(base.value, scope)
+            if isinstance(value, ClassDef):
+                parents.append(value)
+            elif not (
+                isinstance(value, QualifiedRef) and value.qualname == "builtins.object"
+            ):
+                foreign = foreign or (
+                    value.qualname
+                    if isinstance(value, QualifiedRef)
+                    else _code(base.value)
+                )
+        bases = tuple(_code(b.value) for b in stmt.bases if b.keyword is None)
+        body = _ChainScope({}, scope)
+        with contextlib.suppress(_StopError, _ReturnError, _BreakError, _ContinueError):
+            self.exec_block(_body(stmt.body), body)
+        return ClassDef(stmt.name.value, bases, dict(body), tuple(parents), foreign)
+
+    def instantiate(self, cls: ClassDef, call: api.Call, node: cst.Call) -> Instance:
+        """``Cls(...)``: an instance, its ``__init__`` followed."""
+        foreign = _foreign_base(cls)
+        if foreign is not None and not foreign.startswith("pyflink."):
+            _escape(
+                call,
+                f"{cls.name}() (a class based on {foreign}, which chainlens "
+                "does not follow)",
+            )
+        instance = Instance(cls)
+        self.call_bound(cls, instance, "__init__", call, node)
+        return instance
+
+    def call_bound(
+        self,
+        cls: ClassDef,
+        receiver: object,
+        name: str,
+        call: api.Call,
+        node: cst.Call,
+        *,
+        parents_only: bool = False,
+    ) -> object:
+        """Call method ``name`` of ``cls`` (or only of its parents, for
+        ``super()``) on ``receiver``; ``_NOT_FOUND`` if no class of the
+        program defines it."""
+        found = (
+            next(
+                (f for p in cls.parents if (f := p.find(name)) is not None),
+                None,
+            )
+            if parents_only
+            else cls.find(name)
+        )
+        if found is None:
+            return _NOT_FOUND
+        method, owner = found
+        if not isinstance(method, FunctionDef):
+            return _NOT_FOUND
+        if _decorated(method, "staticmethod"):
+            bound = call
+        elif _decorated(method, "classmethod"):
+            bound = _with_receiver(call, owner)
+        else:
+            bound = _with_receiver(call, receiver)
+        self.methods.append((owner, receiver))
+        try:
+            return self.call_function(method, bound, node)
+        finally:
+            self.methods.pop()
+
     def call_method(
         self, method: BoundMethod, call: api.Call, node: cst.Call
     ) -> object:
         receiver, name = method.receiver, method.name
+        if isinstance(receiver, Instance):
+            result = self.call_bound(receiver.cls, receiver, name, call, node)
+            if result is not _NOT_FOUND:
+                return result
+        if isinstance(receiver, SuperRef):
+            result = self.call_bound(
+                receiver.cls, receiver.receiver, name, call, node, parents_only=True
+            )
+            if result is not _NOT_FOUND:
+                return result
+            if _foreign_base(receiver.cls) is None:
+                return None  # object's method (object.__init__)
         if isinstance(receiver, Stream):
             result = api.stream_method(call, receiver, name)
             if result is None:
@@ -900,11 +1005,45 @@ class Interpreter:
         if name in ("parse_args", "parse_known_args"):
             given = call.args.get(0, "args")
             args = _iterate(given) if given is not None else self.argv
-            if args is None or not all(isinstance(a, str) for a in args):
+            if given is None and self.argv is None:
+                namespace = self.default_arguments(parser, call)
+            elif args is None or not all(isinstance(a, str) for a in args):
                 return Symbol("command-line arguments", "not known statically")
-            namespace = _parse_arguments(parser, [str(a) for a in args])
+            else:
+                namespace = _parse_arguments(parser, [str(a) for a in args])
             return (namespace, []) if name == "parse_known_args" else namespace
         return Opaque(f"{name}()")
+
+    def default_arguments(self, parser: ArgParser, call: api.Call) -> Namespace:
+        """No command line given to chainlens: the program as run without
+        arguments (its defaults), said as an unknown; a required argument
+        stays unknown."""
+        namespace = _parse_arguments(parser, [])
+        required = []
+        for option in parser.options:
+            flags = option.get("flags")
+            names = flags if isinstance(flags, list) else []
+            positional = not any(str(f).startswith("-") for f in names)
+            needed = option.get("required") is True or (
+                positional and option.get("nargs") not in ("?", "*")
+            )
+            if needed and "default" not in option:
+                dest = str(option.get("dest", ""))
+                required.append(dest)
+                namespace.values[dest] = Symbol(
+                    f"`args.{dest}`",
+                    "a required command-line argument (give it with --argv)",
+                    call.where,
+                )
+        self.program.unknown(
+            "command-line arguments",
+            "none given to chainlens: the program is analysed as run without "
+            "arguments, with its defaults"
+            + (f" ({', '.join(required)} required, not known)" if required else "")
+            + "; --argv analyses it with others",
+            call.where,
+        )
+        return namespace
 
     def object_method(self, obj: PyObject, name: str, call: api.Call) -> object:
         if name == "enable_compact":
@@ -923,7 +1062,7 @@ class Interpreter:
         parts = qual.split(".")
         last = parts[-1]
         owner = parts[-2] if len(parts) > 1 else ""
-        if qual == "argparse.ArgumentParser" and self.argv is not None:
+        if qual == "argparse.ArgumentParser":
             return ArgParser()
         if qual in _DYNAMIC_ORIGINS:
             return self.dynamic(qual, node)
@@ -1038,6 +1177,8 @@ class Interpreter:
             return Opaque(f"{name}()")
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
+        if name == "super" and not call.args.positional and self.methods:
+            return SuperRef(*self.methods[-1])
         if name in (
             "print",
             "isinstance",
@@ -1160,9 +1301,15 @@ class Interpreter:
             )
             self.modules[name] = None
             return None
+        if found.path.is_dir():  # a namespace package: nothing to run
+            value = ModuleValue(name, {"__name__": name})
+            self.modules[name] = value
+            if parent is not None:
+                parent.namespace.setdefault(name.rsplit(".", 1)[1], value)
+            return value
         text = self.read(found.path)
         parsed = None
-        if text is not None:
+        if text is not None and len(text) <= MAX_MODULE_BYTES:
             try:
                 if self.guard is not None:
                     self.guard(text, ast.parse(text).body)
@@ -1204,6 +1351,35 @@ class Interpreter:
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.program.unknown(subject, reason, self.range_near(node))
+
+
+#: What ``call_bound`` returns when no class of the program defines the method.
+_NOT_FOUND = Opaque("no such method")
+
+
+def _foreign_base(cls: ClassDef) -> str | None:
+    """The first base class of ``cls`` (or of its parents) the program does
+    not define, if any."""
+    if cls.foreign_base is not None:
+        return cls.foreign_base
+    for parent in cls.parents:
+        found = _foreign_base(parent)
+        if found is not None:
+            return found
+    return None
+
+
+def _with_receiver(call: api.Call, receiver: object) -> api.Call:
+    """``call`` with ``receiver`` as the first argument (``self``, ``cls``)."""
+    args = api.Args([receiver, *call.args.positional], dict(call.args.keywords))
+    return api.Call(call.program, args, call.where)
+
+
+def _decorated(func: FunctionDef, name: str) -> bool:
+    return any(
+        isinstance(d.decorator, cst.Name) and d.decorator.value == name
+        for d in func.node.decorators
+    )
 
 
 def _alias_name(alias: cst.ImportAlias) -> str:

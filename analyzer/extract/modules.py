@@ -55,7 +55,8 @@ def project_root(folder: Path) -> Path | None:
 
 @dataclass(frozen=True, slots=True)
 class FoundModule:
-    """A module of the program: its dotted name, file and package folder."""
+    """A module of the program: its dotted name, its file (a folder for a
+    namespace package) and whether it is a package."""
 
     name: str
     path: Path
@@ -83,6 +84,11 @@ class ModuleFinder:
             found = _in_folder(root, parts)
             if found is not None:
                 return FoundModule(name, *found)
+        # a folder without __init__.py: a namespace package (Python 3.3+)
+        for root in self.roots:
+            folder = root.joinpath(*parts)
+            if folder.is_dir():
+                return FoundModule(name, folder, True)
         return None
 
     def resolve_relative(

@@ -84,17 +84,49 @@ class ModuleValue:
 
 @dataclass(eq=False, slots=True)
 class ClassDef:
-    """A class defined in the analysed module; its instances are user functions."""
+    """A class defined in the program: a user function (a PyFlink function
+    subclass) or a class whose methods chainlens follows."""
 
     name: str
     bases: tuple[str, ...]
+    #: what its body defines (methods are FunctionDefs)
+    namespace: dict[str, object] = field(default_factory=dict)
+    #: its base classes that the program defines
+    parents: tuple[ClassDef, ...] = ()
+    #: a base class that is neither the program's nor ``object``: its methods
+    #: are not known
+    foreign_base: str | None = None
+
+    def lookup(self, name: str) -> object | None:
+        """The class attribute ``name``, from this class or its parents."""
+        found = self.find(name)
+        return found[0] if found is not None else None
+
+    def find(self, name: str) -> tuple[object, ClassDef] | None:
+        """The class attribute ``name`` and the class that defines it."""
+        if name in self.namespace:
+            return self.namespace[name], self
+        for parent in self.parents:
+            found = parent.find(name)
+            if found is not None:
+                return found
+        return None
+
+
+@dataclass(eq=False, slots=True)
+class SuperRef:
+    """``super()`` in a method of ``cls`` called on ``receiver``."""
+
+    cls: ClassDef
+    receiver: object
 
 
 @dataclass(eq=False, slots=True)
 class Instance:
-    """An instance of a class defined in the analysed module."""
+    """An instance of a class defined in the program."""
 
     cls: ClassDef
+    attrs: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)

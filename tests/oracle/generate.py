@@ -7,13 +7,15 @@ each job the program submits.  Nothing is ever computed by chainlens here.
 
 Usage (with a Python that has ``apache-flink==2.3.0`` installed, Java 17 on PATH)::
 
-    python tests/oracle/generate.py                  # all tests/fixtures/pipelines/*.py
+    python tests/oracle/generate.py                  # every fixture program (below)
     python tests/oracle/generate.py PROGRAM.py ...   # selected programs
     python tests/oracle/generate.py --check          # compare only; exit 1 if stale
     python tests/oracle/generate.py --out-dir DIR PROGRAM.py ...
     options: --jobs N (parallel programs, default 2), --parallelism N (default 4),
              --timeout SECONDS (per program, default 120)
 
+The fixture programs are ``tests/fixtures/pipelines/*.py`` and the
+``main.py`` of each program split across modules, ``tests/fixtures/projects/*/``.
 ``PROGRAM.py`` -> ``PROGRAM.expected.json`` next to it (or in ``--out-dir``).
 Directories given as PATH stand for their ``*.py`` files; names starting with
 ``_`` are skipped.  Library use: ``generate(path) -> dict``, ``render(doc) -> str``.
@@ -105,6 +107,8 @@ DEFAULT_TIMEOUT = 120.0
 DEFAULT_JOBS = 2
 EXPECTED_SUFFIX = ".expected.json"
 PIPELINES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "pipelines"
+#: Programs split across modules: each folder's main.py (its modules beside it).
+PROJECTS_DIR = PIPELINES_DIR.parent / "projects"
 # Failures of the generator itself (as opposed to errors of the program).
 GENERATOR_FAILURES = ("Timeout", "WorkerCrashed", "GeneratorError")
 
@@ -281,7 +285,8 @@ def _programs_in(paths: list[str]) -> tuple[list[Path], list[Path]]:
     """Programs to run and the folders that were scanned."""
     programs: list[Path] = []
     folders: list[Path] = []
-    for raw in paths or [str(PIPELINES_DIR)]:
+    default = [str(PIPELINES_DIR), *map(str, sorted(PROJECTS_DIR.glob("*/main.py")))]
+    for raw in paths or default:
         path = Path(raw)
         if path.is_dir():
             folders.append(path)
