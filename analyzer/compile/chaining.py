@@ -177,10 +177,7 @@ def _input_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
     clauses.extend(_partitioner_clauses(edge, graph))
     # Unions only work through the network stack: every input position (type
     # number) of the downstream operator may be fed by one edge only.
-    same_type = sum(
-        1 for e in graph.in_edges(down.id) if e.type_number == edge.type_number
-    )
-    if same_type > 1:
+    if graph.inputs_of_type(down.id, edge.type_number) > 1:
         clauses.append((BreakReason.UNION_ON_SAME_INPUT, False))
     return clauses
 

@@ -56,6 +56,13 @@ from chainlens.analyzer.model.values import Symbol
 
 MAX_CALL_DEPTH = 40
 MAX_LOOP_ITERATIONS = 1000
+#: Statements executed per analysis; past it, loops stop and calls of the
+#: program's functions are not followed (each said as an unknown, once).
+MAX_STEPS = 50_000
+#: Items of a list, tuple or string the program builds, and bits of an integer:
+#: a larger value is an unknown (``'a' * 10**10`` is never built).
+MAX_VALUE_SIZE = 100_000
+MAX_INT_BITS = 10_000
 #: The subject of the unknown for a program that uses the Table API.
 TABLE_API = "the Table API"
 
@@ -183,6 +190,13 @@ class Interpreter:
         self.modules: dict[str, ModuleValue | None] = {}
         #: the methods running: (the class defining it, the receiver)
         self.methods: list[tuple[ClassDef, object]] = []
+        self.steps = 0
+        self.budget_noted = False
+        #: the statement being executed, with its module context (where a
+        #: failure is reported)
+        self.current: tuple[cst.CSTNode, _Context, int, SourceRange | None] | None = (
+            None
+        )
 
     # ------------------------------------------------------------------ driver
 
@@ -196,7 +210,27 @@ class Interpreter:
             pass
         except ProgramStopError as stop:
             self.program.problem("flink-error", stop.message, stop.where)
+        except (RecursionError, MemoryError) as exc:
+            self.stopped_at(f"it is too large or too deep to follow ({exc!r})")
+        except Exception as exc:  # a case chainlens does not handle: say where
+            self.stopped_at(f"chainlens failed on it ({exc!r})")
         return self.program
+
+    def stopped_at(self, why: str) -> None:
+        """Report the statement the replay stopped at; jobs before it stay."""
+        where = None
+        if self.current is not None:
+            stmt, self.context, self.top, self.via = self.current
+            try:
+                where = self.where(stmt)
+            except Exception:  # locating must not fail the report
+                where = None
+        self.program.problem(
+            "internal-error",
+            f"this statement cannot be followed: {why}; the rest of the program is "
+            "not analysed",
+            where,
+        )
 
     # -------------------------------------------------------------- statements
 
@@ -211,6 +245,8 @@ class Interpreter:
     def exec_statement(
         self, stmt: cst.BaseStatement | cst.BaseSmallStatement, scope: dict[str, object]
     ) -> None:
+        self.steps += 1
+        self.current = (stmt, self.context, self.top, self.via)
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.exec_small(small, scope)
@@ -267,7 +303,7 @@ class Interpreter:
                 cst.DivideAssign: operator.truediv,
                 cst.ModuloAssign: operator.mod,
             }.get(op_type)
-            self.assign(stmt.target, self.arith(binop, current, right), scope)
+            self.assign(stmt.target, self.arith(binop, current, right, stmt), scope)
         elif isinstance(stmt, cst.Return):
             raise _ReturnError(
                 self.eval(stmt.value, scope) if stmt.value is not None else None
@@ -341,6 +377,8 @@ class Interpreter:
                     self.note_unknown(
                         "loop", "too many iterations to follow", stmt.iter
                     )
+                    break
+                if count and self.over_budget(stmt.iter):
                     break
                 self.assign(stmt.target, item, scope)
                 try:
@@ -566,15 +604,25 @@ class Interpreter:
     ) -> object:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
-        return self.arith(_BINOPS.get(type(node.operator)), left, right)
+        return self.arith(_BINOPS.get(type(node.operator)), left, right, node)
 
     def arith(
-        self, op: Callable[[object, object], object] | None, left: object, right: object
+        self,
+        op: Callable[[object, object], object] | None,
+        left: object,
+        right: object,
+        node: cst.CSTNode | None = None,
     ) -> object:
         if isinstance(left, Symbol) or isinstance(right, Symbol):
             return _derived(left, right)
         if op is None:
             return Opaque("operation")
+        too_large = _too_large(op, left, right)
+        if too_large is not None:
+            where = self.range_near(node) if node is not None else None
+            if node is not None:
+                self.note_unknown("value", too_large, node)
+            return Symbol("a value too large to follow", too_large, where)
         if isinstance(left, _SEQ_OR_LITERAL) and isinstance(right, _SEQ_OR_LITERAL):
             try:
                 return op(left, right)
@@ -718,6 +766,9 @@ class Interpreter:
         inner = dict(scope)
         result = []
         for item in items:
+            self.steps += 1
+            if self.over_budget(node):
+                return Opaque("comprehension")
             self.assign(clause.target, item, inner)
             result.append(self.eval(node.elt, inner))
         return result
@@ -761,9 +812,31 @@ class Interpreter:
             return func
         return Opaque("call result")
 
+    def over_budget(self, node: cst.CSTNode) -> bool:
+        """Tell whether the evaluation budget is spent (said once, where)."""
+        if self.steps < MAX_STEPS:
+            return False
+        if not self.budget_noted:
+            self.budget_noted = True
+            self.note_unknown(
+                "evaluation budget",
+                f"the program ran {MAX_STEPS:,} statements by here: from here on "
+                "loops run no further and its functions are not followed (what they "
+                "would add to a job is not shown)",
+                node,
+            )
+        return True
+
     def call_function(
         self, func: FunctionDef, call: api.Call, node: cst.Call
     ) -> object:
+        if self.over_budget(node):
+            _escape(
+                call, f"{func.name}() (not followed: the evaluation budget is spent)"
+            )
+            return Symbol(
+                f"{func.name}()", "not followed: the evaluation budget is spent"
+            )
         if self.depth >= MAX_CALL_DEPTH:
             self.note_unknown(
                 "call", f"recursion into {func.name}() is not followed", node
@@ -1139,7 +1212,16 @@ class Interpreter:
             if name == "range":
                 numbers = [a for a in args if isinstance(a, int)]
                 if len(numbers) == len(args):
-                    return list(range(*numbers))
+                    span = range(*numbers)
+                    size = _range_size(span)
+                    if size > MAX_VALUE_SIZE:
+                        reason = (
+                            f"range of {size:,} numbers, more than chainlens "
+                            f"follows ({MAX_VALUE_SIZE:,})"
+                        )
+                        self.note_unknown("value", reason, node)
+                        return Symbol(f"`{_code(node)}`", reason, call.where)
+                    return list(span)
             if (
                 name in ("max", "min", "abs", "round", "sum", "sorted", "reversed")
                 and args
@@ -1496,6 +1578,50 @@ def _truth(value: object) -> bool | None:
     if isinstance(value, _ANY_LITERAL):
         return bool(value)
     return True
+
+
+def _range_size(span: range) -> int:
+    """``len(span)`` without its limit (``len(range(10**19))`` overflows)."""
+    if span.step > 0:
+        return max(0, (span.stop - span.start + span.step - 1) // span.step)
+    return max(0, (span.start - span.stop - span.step - 1) // -span.step)
+
+
+def _size(value: object) -> int:
+    if isinstance(value, str | bytes | list | tuple | dict | set):
+        return len(value)
+    return 0
+
+
+def _too_large(
+    op: Callable[[object, object], object], left: object, right: object
+) -> str | None:
+    """Why ``op(left, right)`` would build a value too large to follow (None:
+    it would not)."""
+    a = left if isinstance(left, int) and not isinstance(left, bool) else None
+    b = right if isinstance(right, int) and not isinstance(right, bool) else None
+    if (
+        op is operator.pow
+        and a is not None
+        and b is not None
+        and b > 0
+        and abs(a) > 1
+        and b * a.bit_length() > MAX_INT_BITS
+    ):
+        return f"a number of about {b * a.bit_length():,} bits"
+    if op is operator.mul:
+        if (
+            a is not None
+            and b is not None
+            and a.bit_length() + b.bit_length() > MAX_INT_BITS
+        ):
+            return f"a number of more than {MAX_INT_BITS:,} bits"
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(times, int) and _size(seq) * max(times, 0) > MAX_VALUE_SIZE:
+                return f"a sequence of {_size(seq) * times:,} items"
+    if op is operator.add and _size(left) + _size(right) > MAX_VALUE_SIZE:
+        return f"a sequence of {_size(left) + _size(right):,} items"
+    return None
 
 
 def _iterate(value: object) -> list[object] | None:

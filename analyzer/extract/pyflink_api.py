@@ -692,6 +692,18 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
         raise ProgramStopError(
             "Cannot set a custom UID hash on a non-legacy sink", call.where
         )
+    given = a.get(0, api)
+    if isinstance(given, str) and api in ("name", "uid", "set_uid_hash"):
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:
+            # measured: PyFlink 2.3 fails passing such a string to Java (the
+            # program ends with a RecursionError in py4j)
+            raise ProgramStopError(
+                f"{api}() of a string that is not valid Unicode (a lone "
+                "surrogate): PyFlink cannot pass it to Java, the program fails here",
+                call.where,
+            ) from None
     if api == "name":
         program.update(tid, name=call.text(a.get(0, "name"), "operator name"))
     elif api == "uid":

@@ -116,6 +116,9 @@ class StreamGraph:
     _ins: dict[int, tuple[StreamEdge, ...]] = field(
         init=False, repr=False, compare=False
     )
+    _typed_inputs: dict[tuple[int, int], int] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         outs: dict[int, list[StreamEdge]] = {}
@@ -131,6 +134,11 @@ class StreamGraph:
         object.__setattr__(self, "_by_id", {n.id: n for n in self.nodes})
         object.__setattr__(self, "_outs", {k: tuple(v) for k, v in outs.items()})
         object.__setattr__(self, "_ins", {k: tuple(v) for k, v in ins.items()})
+        typed: dict[tuple[int, int], int] = {}
+        for e in self.edges:
+            key = (e.target_id, e.type_number)
+            typed[key] = typed.get(key, 0) + 1
+        object.__setattr__(self, "_typed_inputs", typed)
 
     def node(self, node_id: int) -> StreamNode:
         """Return the node with ``node_id``."""
@@ -143,6 +151,10 @@ class StreamGraph:
     def in_edges(self, node_id: int) -> tuple[StreamEdge, ...]:
         """Return the node's in-edges in Flink's order."""
         return self._ins.get(node_id, ())
+
+    def inputs_of_type(self, node_id: int, type_number: int) -> int:
+        """Return how many in-edges of the node have ``type_number``."""
+        return self._typed_inputs.get((node_id, type_number), 0)
 
     @property
     def source_ids(self) -> tuple[int, ...]:

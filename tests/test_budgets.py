@@ -1,0 +1,129 @@
+"""Hostile programs finish in bounded time and memory, with located reasons.
+
+Each case once hung, exhausted memory or crashed the analysis (found by fuzzing
+and by hand); each now ends quickly with an unknown (or a PyFlink error) at the
+code that caused it, and the jobs the program builds around it are kept.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from chainlens.analyzer.api import analyze_source
+
+HEADER = (
+    "from pyflink.common import Types\n"
+    "from pyflink.datastream import StreamExecutionEnvironment\n"
+    "env = StreamExecutionEnvironment.get_execution_environment()\n"
+)
+#: a job after the hostile code: it must still be there
+JOB = "env.from_collection([1], type_info=Types.INT()).print()\nenv.execute('after')\n"
+
+CASES = {
+    "huge power": ("x = 10**10**8\n", "value", "x = 10**10**8"),
+    "billion-step loop": ("for i in range(10**9):\n    pass\n", "value", "range"),
+    "huge collection": (
+        "env.from_collection(list(range(100_000_000))).print()\n",
+        "value",
+        "range",
+    ),
+    "huge string": ("s = 'a' * 10**10\n", "value", "'a' * 10**10"),
+    "huge list": ("l = [0] * 10**9\n", "value", "[0] * 10**9"),
+    "doubling string": (
+        "s = 'ab'\nfor i in range(60):\n    s = s + s\n",
+        "value",
+        "s + s",
+    ),
+    "exponential recursion": (
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "x = fib(30)\n",
+        "evaluation budget",
+        "fib(n - 1)",
+    ),
+    "nested loops": (
+        "t = 0\nfor a in range(1000):\n    for b in range(1000):\n"
+        "        for c in range(1000):\n            t = t + 1\n",
+        "evaluation budget",
+        "range(1000)",
+    ),
+    "huge f-string": ("x = f'{10**5000}'\n", "value", "10**5000"),
+    "range past ssize_t": ("for i in range(10**19):\n    pass\n", "value", "range"),
+    "range of 10**18": ("x = list(range(10**18))\n", "value", "range"),
+    "huge comprehension": (
+        "x = [[i for i in range(100000)] for j in range(100000)]\n",
+        "evaluation budget",
+        "",
+    ),
+}
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_code_ends_quickly_with_a_located_unknown(case: str) -> None:
+    code, subject, at = CASES[case]
+    text = HEADER + code + JOB
+    before = _peak_kb()
+    started = time.perf_counter()
+    result = analyze_source("hostile.py", text)
+    seconds = time.perf_counter() - started
+    assert seconds < 10, seconds  # each took 0.1-2 s here, was minutes or forever
+    assert _peak_kb() - before < 500_000  # KB: was up to 13 GB
+    assert not result.problems, result.problems
+    notes = [u for u in result.unknowns if u.subject == subject]
+    assert notes, [(u.subject, u.reason) for u in result.unknowns]
+    (note, *_) = notes
+    assert note.range is not None
+    line = text.split("\n")[note.range.start.line - 1]
+    assert at in line, (line, note)
+    # the job built after it is still there
+    assert "after" in [str(j.job_name) for j in result.jobs]
+
+
+def test_union_doubling_is_compiled_in_linear_time() -> None:
+    text = HEADER + (
+        "ds = env.from_collection([1], type_info=Types.INT())\n"
+        "for i in range(14):\n    ds = ds.union(ds)\n"
+        "ds.print()\nenv.execute('unions')\n"
+    )
+    started = time.perf_counter()
+    result = analyze_source("unions.py", text)
+    assert time.perf_counter() - started < 10  # was 12 s
+    (job,) = result.jobs
+    assert job.stream_graph is not None
+    assert len(job.stream_graph.edges) == 2**14
+
+
+def test_a_uid_that_is_not_unicode_ends_the_program_as_pyflink_does() -> None:
+    text = HEADER + "env.from_collection([1]).map(lambda x: x).uid('\\ud800')\n" + JOB
+    result = analyze_source("uid.py", text)
+    (problem,) = result.problems
+    assert problem.code == "flink-error"
+    assert "lone surrogate" in problem.message
+    assert problem.range is not None
+    assert problem.range.start.line == 4
+
+
+def test_an_unexpected_failure_is_located_at_its_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chainlens.analyzer.extract import interpreter
+
+    def broken(self: object, *args: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(interpreter.Interpreter, "eval_Lambda", broken)
+    monkeypatch.setattr(interpreter, "_EVALUATORS", {})
+    text = HEADER + "env.from_collection([1]).map(lambda x: x).print()\n" + JOB
+    result = analyze_source("broken.py", text)
+    (problem,) = result.problems
+    assert problem.code == "internal-error"
+    assert "this statement cannot be followed" in problem.message
+    assert "boom" in problem.message
+    assert problem.range is not None
+    assert problem.range.start.line == 4
