@@ -8,9 +8,11 @@ say where and why.
 from __future__ import annotations
 
 import ast
+import contextlib
 import gc
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,7 +64,8 @@ def with_findings(
 ) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
-        diagnostics = run_rules(result, config, text)
+        with _quiet():
+            diagnostics = run_rules(result, config, text)
     except Exception as exc:
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()
@@ -80,6 +83,17 @@ def analyze_graphs(
     return _analyze(path, text, config or Config(), read=read)
 
 
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence what Python says about the analysed text while parsing it
+    (invalid escape sequences...): that is the program's business, not a
+    message of chainlens."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
 def _analyze(
     path: str,
     text: str,
@@ -92,7 +106,8 @@ def _analyze(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _analyze_text(path, text, config, cache, read)
+        with _quiet():
+            return _analyze_text(path, text, config, cache, read)
     finally:
         if collecting:
             gc.enable()
