@@ -128,16 +128,18 @@ class _CstCalls:
     LibCST's abstract classes is slow; both would cost more than parsing.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, controls: bool = False) -> None:
         self.calls: list[cst.Call] = []
-        #: if/while/for statements, conditional expressions and match
-        #: statements: the places an unknown about a branch or loop points at
+        #: with ``controls``: if/while/for statements, conditional expressions
+        #: and match statements (where an unknown about a branch or loop points)
         self.controls: list[cst.CSTNode] = []
+        self._kinds = _CST_CONTROLS if controls else {}
 
     def walk(self, node: object) -> None:
         stack: list[object] = [node]
         calls = self.calls
         controls = self.controls
+        kinds = self._kinds
         fields_of = _FIELDS
         while stack:
             current = stack.pop()
@@ -152,7 +154,7 @@ class _CstCalls:
                 continue
             if cls is cst.Call:
                 calls.append(current)  # type: ignore[arg-type]
-            elif cls in _CST_CONTROLS:
+            elif cls in kinds:
                 controls.append(current)  # type: ignore[arg-type]
             for name in reversed(fields):
                 value = getattr(current, name)
@@ -307,21 +309,16 @@ def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
         collector = _CstCalls()
         collector.walk(stmt)
         calls: list[ast.Call] = []
-        controls: list[ast.stmt | ast.expr] = []
         for node in tree.body[position : position + size]:
-            calls.extend(_ast_calls(node, controls))
+            calls.extend(_ast_calls(node))
         position += size
         if len(calls) != len(collector.calls):
-            return None
-        located = _control_pairs(collector.controls, controls, lines)
-        if located is None:
             return None
         result.append(
             [
                 (cst_call, _range_of(ast_call, lines))
                 for cst_call, ast_call in zip(collector.calls, calls, strict=True)
             ]
-            + located
         )
     return result if position == len(tree.body) else None
 
@@ -354,6 +351,7 @@ class CallLocator:
         self._lines: list[str] = []
         self._metadata_used = False
         self._positions: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._controls_done: set[int] = set()
 
     def _prepare(self) -> bool:
         if self._tree is not None:
@@ -397,17 +395,31 @@ class CallLocator:
         collector.walk(self._module.body[top])
         statements = self._tree.body[self._ast_start[top] : self._ast_start[top + 1]]
         calls: list[ast.Call] = []
-        controls: list[ast.stmt | ast.expr] = []
         for stmt in statements:
-            calls.extend(_ast_calls(stmt, controls))
-        located = _control_pairs(collector.controls, controls, self._lines)
-        if len(calls) != len(collector.calls) or located is None:
+            calls.extend(_ast_calls(stmt))
+        if len(calls) != len(collector.calls):
             self._from_metadata()
             return
         for cst_call, ast_call in zip(collector.calls, calls, strict=True):
             self._pending[id(cst_call)] = ast_call
-        for node, where in located:
-            self._ranges[id(node)] = where
+
+    def _index_controls(self, top: int) -> None:
+        """Locate the conditions and iterables of statement ``top`` (asked for
+        only when an unknown is about one: most programs never need them)."""
+        self._controls_done.add(top)
+        if self._metadata_used:
+            return
+        if not self._prepare() or not 0 <= top < len(self._module.body):
+            return
+        assert self._tree is not None
+        collector = _CstCalls(controls=True)
+        collector.walk(self._module.body[top])
+        owners: list[ast.stmt | ast.expr] = []
+        for stmt in self._tree.body[self._ast_start[top] : self._ast_start[top + 1]]:
+            _ast_calls(stmt, owners)
+        located = _control_pairs(collector.controls, owners, self._lines)
+        for node, where in located or ():
+            self._ranges.setdefault(id(node), where)
 
     def _from_metadata(self) -> None:
         self._metadata_used = True
@@ -460,6 +472,13 @@ class CallLocator:
             paired = self._pending.pop(key, None)
             if paired is not None:
                 found = self._ranges[key] = _range_of(paired, self._lines)
+        if (
+            found is None
+            and not isinstance(call, cst.Call)
+            and top not in self._controls_done
+        ):
+            self._index_controls(top)
+            found = self._ranges.get(key)
         if found is None and not self._metadata_used:
             # a node the pairing skips (a call inside an f-string, a name):
             # LibCST's positions
