@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import gc
+import re
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -83,6 +85,22 @@ def analyze_graphs(
     return _analyze(path, text, config or Config(), read=read)
 
 
+#: Python frames a replay may nest (a chain of 1,000 operators built in a loop,
+#: 500 joined string literals); Python 3.11 frames of pure Python calls do not
+#: use the C stack, and what LibCST parses is bounded by MAX_NESTING_DEPTH.
+RECURSION_LIMIT = 20_000
+
+
+@contextlib.contextmanager
+def _deep_enough() -> Iterator[None]:
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
     """Silence what Python says about the analysed text while parsing it
@@ -106,7 +124,7 @@ def _analyze(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with _quiet():
+        with _quiet(), _deep_enough():
             return _analyze_text(path, text, config, cache, read)
     finally:
         if collecting:
@@ -335,8 +353,21 @@ def _syntax_problem(text: str, fallback: str) -> Problem:
         return Problem("syntax-error", f"SyntaxError: {exc.msg}", where)
     except (ValueError, RecursionError, MemoryError) as exc:
         return Problem("syntax-error", f"cannot parse: {exc}", _start())
-    message = fallback.splitlines()[0] if fallback else "syntax error"
-    return Problem("syntax-error", message, _start())
+    # Python parses it: LibCST, the parser chainlens uses, does not
+    message = fallback.splitlines()[0] if fallback else "cannot parse"
+    where = _start()
+    match = re.search(r"@ (\d+):(\d+)", fallback or "")
+    if match:
+        line, column = int(match.group(1)), max(int(match.group(2)) - 1, 0)
+        where = SourceRange(
+            SourcePosition(line, column), SourcePosition(line, column + 1)
+        )
+    return Problem(
+        "unsupported",
+        "valid Python that LibCST, the parser chainlens uses, cannot parse "
+        f"({message}); the file is not analysed",
+        where,
+    )
 
 
 def _until_rejected(jobs: list[CompiledJob]) -> tuple[CompiledJob, ...]:

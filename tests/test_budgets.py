@@ -127,3 +127,27 @@ def test_an_unexpected_failure_is_located_at_its_statement(
     assert "boom" in problem.message
     assert problem.range is not None
     assert problem.range.start.line == 4
+
+
+def test_valid_code_under_the_nesting_limit_is_analysed() -> None:
+    """A chain of 493 operators built in a loop, 500 joined string literals (as
+    the standard library's pydoc_data/topics.py has), 500 additions."""
+    joined = " ".join(repr(f"s{i}") for i in range(500))
+    text = HEADER + (
+        f"TOPICS = {{'a': {joined}}}\n"
+        f"N = {' + '.join(['1'] * 500)}\n"
+        "ds = env.from_collection([1], type_info=Types.INT())\n"
+        "for i in range(493):\n    ds = ds.shuffle()\n"
+        "ds.print()\nenv.execute('chain')\n"
+    )
+    result = analyze_source("deep.py", text)
+    assert not result.problems, result.problems
+    (job,) = result.jobs
+    assert job.job_graph is not None
+
+
+def test_valid_python_libcst_cannot_parse_is_not_called_a_syntax_error() -> None:
+    result = analyze_source("annotated.py", "(x): int = 1\nimport pyflink\n")
+    (problem,) = result.problems
+    assert problem.code == "unsupported"
+    assert "valid Python that LibCST" in problem.message
