@@ -83,9 +83,10 @@ def main(argv: list[str]) -> int:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """Run a parsed ``chainlens fleet`` command; return the exit code."""
+    from chainlens.fleet.inputs import ScanError, ScanOptions
     from chainlens.fleet.output import OutputError
     from chainlens.fleet.report import terminal_lines
-    from chainlens.fleet.spark import ScanError, ScanOptions, run_scan
+    from chainlens.fleet.spark import run_scan
 
     conf: dict[str, str] = {}
     for item in args.conf:

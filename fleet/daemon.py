@@ -59,7 +59,7 @@ WRITER_MODULES: Final = ("pyarrow.parquet", "chainlens.fleet.tables")
 PRELOADED: Final = (
     "pyspark.worker",
     *ANALYSIS_MODULES,
-    "chainlens.fleet.spark",
+    "chainlens.fleet.engine",
     *WRITER_MODULES,
 )
 #: Set while loading, unless already set: no thread pools, which a fork would

@@ -33,11 +33,12 @@ from typing import Any, Final
 import pytest
 
 from chainlens.analyzer import MAX_FILE_BYTES
+from chainlens.fleet.cluster import TUNED
+from chainlens.fleet.inputs import discover
 from chainlens.fleet.output import MARKER
 from chainlens.fleet.report import build_summary, summary_keys, terminal_lines
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import TABLES
-from chainlens.fleet.spark import TUNED, discover
 from chainlens.fleet.tables import ARROW_SCHEMAS
 from tests.fleet.corpus import make_corpus
 from tests.test_fleet_spark import (
@@ -426,7 +427,7 @@ def test_shipped_package_imports_where_chainlens_is_not_installed(
 ) -> None:
     """The zip the command ships (``chainlens`` is a namespace package: the zip
     importer needs its folder entries) gives executors the analysis."""
-    from chainlens.fleet.spark import package_zip
+    from chainlens.fleet.cluster import package_zip
 
     shipped = package_zip(tmp_path)
     done = subprocess.run(

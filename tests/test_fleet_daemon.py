@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from chainlens.fleet import daemon
-from chainlens.fleet.spark import TUNED
+from chainlens.fleet.cluster import TUNED
 
 
 def _package(root: Path, name: str) -> Path:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chainlens.fleet.spark import Source, balanced
+from chainlens.fleet.engine import balanced
+from chainlens.fleet.inputs import Source
 
 
 def _files(root: Path, sizes: list[int]) -> list[Source]:

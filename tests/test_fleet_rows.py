@@ -174,7 +174,8 @@ def test_the_executable_runs_fleet_without_loading_the_analysis(
 def test_names_that_are_not_utf8_are_written_as_escapes(tmp_path: Path) -> None:
     """A POSIX file name is bytes; one that is not UTF-8 is kept for opening the
     file and written to the tables as Python shows it (Parquet needs UTF-8)."""
-    from chainlens.fleet.spark import discover, read_and_scan
+    from chainlens.fleet.engine import read_and_scan
+    from chainlens.fleet.inputs import discover
 
     repo = tmp_path / "caf\udce9"  # b"caf\xe9"
     (repo / ".git").mkdir(parents=True)
@@ -203,7 +204,7 @@ def test_names_that_are_not_utf8_are_written_as_escapes(tmp_path: Path) -> None:
 
 
 def test_a_list_file_is_bytes_and_a_binary_one_is_refused(tmp_path: Path) -> None:
-    from chainlens.fleet.spark import ScanError, discover
+    from chainlens.fleet.inputs import ScanError, discover
 
     named = tmp_path / "caf\udce9.py"
     named.write_text("x = 1\n", encoding="utf-8")
@@ -234,7 +235,7 @@ def test_a_list_file_is_bytes_and_a_binary_one_is_refused(tmp_path: Path) -> Non
 
 
 def test_a_python_file_as_root_is_that_file(tmp_path: Path) -> None:
-    from chainlens.fleet.spark import Source, discover
+    from chainlens.fleet.inputs import Source, discover
 
     job = tmp_path / "payments" / "job.py"
     job.parent.mkdir()
@@ -248,7 +249,7 @@ def test_the_fleet_and_check_see_the_same_files_and_findings(tmp_path: Path) -> 
     listing and rows give exactly the files and findings ``chainlens check``
     reports."""
     from chainlens.analyzer import ConfigResolver, check_paths
-    from chainlens.fleet.spark import discover
+    from chainlens.fleet.inputs import discover
 
     repo = tmp_path / "repos" / "analytics"
     (repo / ".git").mkdir(parents=True)

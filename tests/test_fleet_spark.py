@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 from chainlens.analyzer import MAX_FILE_BYTES
+from chainlens.fleet.engine import NOT_SHOWN, WAVES, balanced
+from chainlens.fleet.inputs import discover
 from chainlens.fleet.output import MARKER, check_replaceable, write_manifest
 from chainlens.fleet.rows import scan_file
 from chainlens.fleet.schema import SCHEMAS, TABLES
-from chainlens.fleet.spark import NOT_SHOWN, WAVES, balanced, discover
 from tests.fleet.corpus import make_corpus
 from tests.hostile import imported, make_hostile_repository
 

@@ -2,7 +2,7 @@
 
 Generates a corpus (default 5,000 files in 50 repositories: PyFlink programs
 from the test corpus, renamed copies, and plain Python files), then times the
-same per-file function (``chainlens.fleet.spark.read_and_scan``):
+same per-file function (``chainlens.fleet.engine.read_and_scan``):
 
 * a plain loop in one process;
 * ``multiprocessing.Pool(2)`` in a new process (import, then fork two workers);
@@ -72,7 +72,7 @@ def make_corpus(root: Path, files: int) -> list[tuple[str, str]]:
 
 
 def _scan_one(item: tuple[str, str]) -> int:
-    from chainlens.fleet.spark import read_and_scan
+    from chainlens.fleet.engine import read_and_scan
 
     return len(read_and_scan(item[0], item[1]))
 
