@@ -74,6 +74,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "results_to_json": ("report", "results_to_json"),
     "summary_text": ("report", "summary_text"),
     "render_svg": ("picture", "render_svg"),
+    "command_line_variants": ("variants", "variants"),
+    "render_variants_text": ("variants", "render_variants_text"),
+    "variants_to_json": ("variants", "variants_to_json"),
     "CheckSummary": ("check_report", "CheckSummary"),
     "render_findings_text": ("check_report", "render_text"),
     "render_github": ("check_report", "render_github"),
@@ -122,6 +125,7 @@ __all__ = [
     "check_selectors",
     "check_text",
     "command_line_layer",
+    "command_line_variants",
     "compare_with_base",
     "default_jobs",
     "diff_of",
@@ -140,12 +144,14 @@ __all__ = [
     "render_sarif",
     "render_statistics",
     "render_svg",
+    "render_variants_text",
     "results_to_json",
     "rule_infos",
     "shuffle_count",
     "state_info",
     "summary_text",
     "suppression_fix",
+    "variants_to_json",
 ]
 
 
@@ -236,3 +242,10 @@ if TYPE_CHECKING:
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
     from chainlens.analyzer.suppression import suppression_fix
+    from chainlens.analyzer.variants import (
+        render_variants_text,
+        variants_to_json,
+    )
+    from chainlens.analyzer.variants import (
+        variants as command_line_variants,
+    )

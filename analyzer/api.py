@@ -252,6 +252,7 @@ def _analyze_text(
         parse_seconds=parsed - started,
         analysis_seconds=finished - started,
         modules=tuple(program.modules),
+        options=tuple(program.options),
     )
 
 

@@ -45,6 +45,7 @@ from chainlens.analyzer import (
     check_paths,
     check_selectors,
     command_line_layer,
+    command_line_variants,
     compare_with_base,
     default_jobs,
     diff_of,
@@ -57,8 +58,10 @@ from chainlens.analyzer import (
     render_json,
     render_sarif,
     render_statistics,
+    render_variants_text,
     results_to_json,
     rule_infos,
+    variants_to_json,
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
@@ -380,6 +383,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="output format",
     )
+    graph.add_argument(
+        "--all-variants",
+        action="store_true",
+        help="for a program that reads its command line (argparse): the jobs "
+        "without arguments and with each option that switches something on "
+        "(flags, choices, optional values), combined up to 16 command lines; "
+        "command lines giving the same jobs are shown once",
+    )
     add_analysis_arguments(graph)
     savepoint = sub.add_parser(
         "savepoint",
@@ -494,6 +505,8 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
     resolver = _resolver(args)
+    if args.all_variants:
+        return _graph_variants(args, resolver)
     results: list[AnalysisResult] = []
     for given in args.files:
         if Path(given).is_dir():
@@ -511,6 +524,38 @@ def run_graph(args: argparse.Namespace) -> int:
         text = render_graph_text(results)
     sys.stdout.write(text)
     return _exit_code(results)
+
+
+def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
+    if args.format == "dot":
+        raise UsageError("--all-variants: the formats are text and json")
+    if args.argv is not None:
+        raise UsageError("--all-variants chooses the command lines: no --argv")
+    texts: list[str] = []
+    documents: list[dict[str, object]] = []
+    worst = 0
+    for given in args.files:
+        paths = discover([given], resolver) if Path(given).is_dir() else [given]
+        for path in paths:
+            try:
+                text = Path(path).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                result = _graph_of(str(path), resolver)
+                texts.append(render_graph_text([result]))
+                worst = max(worst, _exit_code([result]))
+                continue
+            found = command_line_variants(
+                str(path), text, resolver.config_for(Path(path))
+            )
+            texts.append(render_variants_text(str(path), found))
+            documents.append(variants_to_json(str(path), found))
+            worst = max(worst, _exit_code([v.result for v in found]))
+    if args.format == "json":
+        doc = {"files": documents}
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write("".join(texts))
+    return worst
 
 
 # ---------------------------------------------------------------------------

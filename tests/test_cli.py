@@ -245,3 +245,26 @@ def test_graph_of_a_folder_shows_its_pyflink_programs(
     assert "a.py" in out
     assert "util.py" not in out
     assert "vendored.py" not in out
+
+
+def test_graph_all_variants_of_a_program_that_reads_its_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    program = str(
+        Path(__file__).parent / "fixtures" / "pipelines" / "real_argparse_defaults.py"
+    )
+    assert main(["graph", "--all-variants", "--default-parallelism", "4", program]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if ": variant: " in line]
+    assert heads[0].endswith("variant: no arguments (the program's defaults)")
+    assert any(h.endswith("variant: --no-chaining") for h in heads)
+    assert len(heads) == 8  # 3 switches, every combination
+    # without chaining, one more task
+    no_chaining = out.split("variant: --no-chaining\n")[1].split("\n")[0]
+    assert "4 tasks" in no_chaining
+    assert main(["graph", "--all-variants", "--format", "json", program]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (only,) = doc["files"]
+    assert only["variants"][0]["argv"] == []
+    assert main(["graph", "--all-variants", "--argv", "a", program]) == 2
+    assert "--all-variants chooses the command lines" in capsys.readouterr().err

@@ -52,7 +52,7 @@ from chainlens.analyzer.extract.values import (
 )
 from chainlens.analyzer.model.enums import OutputType
 from chainlens.analyzer.model.source import SourceRange
-from chainlens.analyzer.model.values import Symbol
+from chainlens.analyzer.model.values import CommandLineOption, Symbol
 
 MAX_CALL_DEPTH = 40
 MAX_LOOP_ITERATIONS = 1000
@@ -984,6 +984,11 @@ class Interpreter:
         if isinstance(receiver, Stream):
             result = api.stream_method(call, receiver, name)
             if result is None:
+                # its job is not known from here: never "no operators"
+                receiver.env.escape(
+                    f"{receiver.kind}.{name}() (an API chainlens does not know)",
+                    call.where,
+                )
                 self.program.problem(
                     "unknown-api",
                     f"{receiver.kind}.{name}() is not a PyFlink 2.3 API "
@@ -995,6 +1000,11 @@ class Interpreter:
         if isinstance(receiver, EnvRef):
             result = api.env_method(call, receiver, name)
             if result is None:
+                receiver.state.escape(
+                    f"StreamExecutionEnvironment.{name}() (an API chainlens does "
+                    "not know)",
+                    call.where,
+                )
                 self.program.problem(
                     "unknown-api",
                     f"StreamExecutionEnvironment.{name}() "
@@ -1076,6 +1086,7 @@ class Interpreter:
             parser.options.append(option)
             return Opaque("argument")
         if name in ("parse_args", "parse_known_args"):
+            self.program.options = _switches(parser)
             given = call.args.get(0, "args")
             args = _iterate(given) if given is not None else self.argv
             if given is None and self.argv is None:
@@ -1701,6 +1712,35 @@ def _with_known_attrs(obj: PyObject) -> PyObject:
     if name in _SINKS_WITH_COMMITTER:
         obj.attrs.setdefault("committer", True)
     return obj
+
+
+def _switches(parser: ArgParser) -> list[CommandLineOption]:
+    """The options of ``parser`` that switch a variant of the program on."""
+    found: list[CommandLineOption] = []
+    for option in parser.options:
+        flags = option.get("flags")
+        names = [str(f) for f in flags] if isinstance(flags, list) else []
+        longs = [f for f in names if f.startswith("-")]
+        if not longs:
+            continue  # a positional argument: always given
+        flag = max(longs, key=len)
+        action = option.get("action")
+        choices = option.get("choices")
+        if action in ("store_true", "store_false"):
+            found.append(CommandLineOption(flag, ((flag,),)))
+        elif isinstance(choices, list | tuple) and all(
+            isinstance(c, str | int) for c in choices
+        ):
+            default = option.get("default")
+            found.append(
+                CommandLineOption(
+                    flag,
+                    tuple((flag, str(c)) for c in choices if c != default)[:4],
+                )
+            )
+        elif option.get("default") is None and action in (None, "store"):
+            found.append(CommandLineOption(flag, ((flag, "VALUE"),)))
+    return found
 
 
 def _parse_arguments(parser: ArgParser, args: list[str]) -> Namespace:

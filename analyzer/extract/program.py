@@ -17,6 +17,7 @@ from chainlens.analyzer.model.transformation import (
     Transformation,
 )
 from chainlens.analyzer.model.values import (
+    CommandLineOption,
     Parallelism,
     Symbol,
     Unknown,
@@ -80,6 +81,8 @@ class Program:
     problems: list[Problem] = field(default_factory=list)
     #: the files of the program's own modules that were followed
     modules: list[str] = field(default_factory=list)
+    #: the options of the program's command line that switch variants on
+    options: list[CommandLineOption] = field(default_factory=list)
     next_id: int = 1
     #: Flink configuration given outside the program (chainlens config), applied
     #: to every environment before the program's own settings.

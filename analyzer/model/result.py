@@ -14,7 +14,7 @@ from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import JobSpec
-from chainlens.analyzer.model.values import Text, Unknown
+from chainlens.analyzer.model.values import CommandLineOption, Text, Unknown
 
 #: Why a job that Flink does not reject has no graph.
 NOT_FOLLOWED = "its streams go through code chainlens does not follow"
@@ -72,6 +72,8 @@ class AnalysisResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: the files of the program's own modules that the analysis followed
     modules: tuple[str, ...] = ()
+    #: the options of the program's command line that switch variants on
+    options: tuple[CommandLineOption, ...] = ()
 
     @property
     def ok(self) -> bool:

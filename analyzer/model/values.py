@@ -65,3 +65,14 @@ class Unknown:
             "reason": self.reason,
             "range": self.range.to_json() if self.range else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLineOption:
+    """An option of the program's argparse parser that switches a variant on:
+    a flag (``store_true``/``store_false``), an option with choices, or an
+    optional option whose default is None (given: a placeholder value)."""
+
+    flag: str
+    #: the arguments of each variant it adds (e.g. ``("--output", "VALUE")``)
+    variants: tuple[tuple[str, ...], ...]
