@@ -97,3 +97,18 @@ def test_wheel_example_matches_flink(
         assert built_by_table_planner(expected)
         return
     assert differences(program, expected) == []
+
+
+def test_the_table_of_pyflink_names_is_the_installed_pyflinks() -> None:
+    """analyzer/extract/pyflink_names.json is what tests/tools/pyflink_names.py
+    writes from the installed apache-flink (no hand edits)."""
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "tools" / "pyflink_names.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    committed = (ROOT / "analyzer" / "extract" / "pyflink_names.json").read_text(
+        encoding="utf-8"
+    )
+    assert made == committed

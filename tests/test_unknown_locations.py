@@ -130,3 +130,23 @@ def test_a_required_argument_stays_unknown() -> None:
     assert "(parallelism, name required, not known)" in note.reason
     (job,) = result.jobs
     assert "args.name" in str(job.job_name)
+
+
+def test_a_guarded_import_or_call_of_a_removed_api_is_not_a_failure() -> None:
+    program = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "try:\n"
+        "    from pyflink.datastream import TimeCharacteristic\n"
+        "except ImportError:\n"
+        "    TimeCharacteristic = None\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "try:\n"
+        "    env.set_restart_strategy(None)\n"
+        "except AttributeError:\n"
+        "    pass\n"
+        "env.from_collection([1]).print()\n"
+        "env.execute('compatible')\n"
+    )
+    result = analyze_source("compat.py", program)
+    assert not [p for p in result.problems if p.code == "flink-error"]
+    assert [str(j.job_name) for j in result.jobs] == ["compatible"]

@@ -29,6 +29,7 @@ from chainlens.analyzer.extract.modules import (
     FoundModule,
     ModuleFinder,
     ReadText,
+    pyflink_names,
     read_from_disk,
 )
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
@@ -192,6 +193,8 @@ class Interpreter:
         self.methods: list[tuple[ClassDef, object]] = []
         self.steps = 0
         self.budget_noted = False
+        #: how many try blocks with handlers the running code is in
+        self.guarded = 0
         #: the statement being executed, with its module context (where a
         #: failure is reported)
         self.current: tuple[cst.CSTNode, _Context, int, SourceRange | None] | None = (
@@ -263,7 +266,12 @@ class Interpreter:
         elif isinstance(stmt, cst.While):
             self.exec_while(stmt, scope)
         elif isinstance(stmt, cst.Try | cst.TryStar):
-            self.exec_block(stmt.body.body, scope)
+            guarded = bool(stmt.handlers)
+            self.guarded += guarded  # a failure here may be handled
+            try:
+                self.exec_block(stmt.body.body, scope)
+            finally:
+                self.guarded -= guarded
             if stmt.orelse is not None:
                 self.exec_block(stmt.orelse.body.body, scope)
             if stmt.finalbody is not None:
@@ -981,6 +989,8 @@ class Interpreter:
                 return result
             if _foreign_base(receiver.cls) is None:
                 return None  # object's method (object.__init__)
+        if isinstance(receiver, Stream | EnvRef):
+            self.check_method_exists(receiver, name, call)
         if isinstance(receiver, Stream):
             result = api.stream_method(call, receiver, name)
             if result is None:
@@ -1053,6 +1063,26 @@ class Interpreter:
             except Exception:  # the program itself would fail here
                 return Opaque("string")
         return Opaque(f"{name}()")
+
+    def check_method_exists(
+        self, receiver: Stream | EnvRef, name: str, call: api.Call
+    ) -> None:
+        """A method PyFlink's class does not have raises AttributeError when the
+        program runs (an API removed in Flink 2.0, a misspelling)."""
+        kind = (
+            "StreamExecutionEnvironment"
+            if isinstance(receiver, EnvRef)
+            else (receiver.kind)
+        )
+        names = pyflink_names().classes.get(kind)
+        if names is None or name in names or self.guarded:
+            return
+        raise ProgramStopError(
+            f"{kind}.{name}() does not exist in PyFlink {pyflink_names().version}: "
+            "the program fails here with AttributeError"
+            + _REMOVED_METHODS.get(name, ""),
+            call.where,
+        )
 
     def config_method(self, config: ConfigValue, name: str, call: api.Call) -> object:
         if name.startswith("set_") or name == "set":
@@ -1351,6 +1381,12 @@ class Interpreter:
         for alias in stmt.names:
             attr = _dotted(alias.name)
             local = _alias_name(alias)
+            if own is None and not self.guarded and pyflink_names().lacks(name, attr):
+                raise ProgramStopError(
+                    f"PyFlink {pyflink_names().version} has no {attr} in {name}: the "
+                    "program fails at this import" + _REMOVED_NAMES.get(attr, ""),
+                    self.where(stmt),
+                )
             if own is None:
                 scope[local] = QualifiedRef(f"{name}.{attr}")
             elif attr in own.namespace:
@@ -1445,6 +1481,28 @@ class Interpreter:
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.program.unknown(subject, reason, self.range_near(node))
 
+
+#: What to do instead of APIs removed in Flink 2.0 (said with the failure).
+_REMOVED_METHODS: dict[str, str] = {
+    "set_restart_strategy": " (removed in Flink 2.0: set restart-strategy.type in "
+    "the Configuration given to get_execution_environment())",
+    "set_stream_time_characteristic": " (removed in Flink 2.0: event time is the "
+    "default; remove the call and assign timestamps with a WatermarkStrategy)",
+    "set_state_backend": " (removed in Flink 2.0: set state.backend.type in the "
+    "Configuration given to get_execution_environment())",
+    "register_type": " (removed in Flink 2.0: configure pipeline.serialization-config)",
+    "register_type_with_kryo_serializer": " (removed in Flink 2.0: configure "
+    "pipeline.serialization-config)",
+    "add_default_kryo_serializer": " (removed in Flink 2.0: configure "
+    "pipeline.serialization-config)",
+    "time_window": " (removed in Flink 2.0: use window() with a window assigner, "
+    "e.g. TumblingEventTimeWindows.of(...))",
+    "assign_timestamps": " (use assign_timestamps_and_watermarks())",
+}
+_REMOVED_NAMES: dict[str, str] = {
+    "TimeCharacteristic": " (removed in Flink 2.0: event time is the default)",
+    "Time": " (use Duration; pyflink.common.time.Time was removed)",
+}
 
 #: What ``call_bound`` returns when no class of the program defines the method.
 _NOT_FOUND = Opaque("no such method")

@@ -8,6 +8,7 @@ Flink's StreamGraph and JobGraph, or the error Flink raised.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,14 @@ def _error_message(doc: Mapping[str, Any] | None) -> str:
 def _same_error(flink: str, ours: str) -> bool:
     flink_text = " ".join(flink.split())
     ours_text = " ".join(ours.split())
-    return bool(ours_text) and (ours_text in flink_text)
+    if ours_text and ours_text in flink_text:
+        return True
+    # Python's own failure (a missing method or import): the same name
+    missing = re.search(r"has no attribute '(\w+)'|cannot import name '(\w+)'", flink)
+    if missing:
+        name = missing.group(1) or missing.group(2)
+        return re.search(rf"\b{name}\b", ours_text) is not None
+    return False
 
 
 def analyse_like_flink(program: Path, expected: Mapping[str, Any]) -> AnalysisResult:
