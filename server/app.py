@@ -19,13 +19,21 @@ from pygls.protocol import LanguageServerProtocol
 from chainlens.server import features
 from chainlens.server.convert import apply_content_change
 from chainlens.server.features import diagnostics
-from chainlens.server.session import Analysis, Session, Snapshot, folder_path
+from chainlens.server.session import (
+    Analysis,
+    Session,
+    Snapshot,
+    folder_path,
+    uri_to_path,
+)
 from chainlens.server.settings import ClientSettings
 
 log = logging.getLogger(__name__)
 
 SETTINGS_SECTION = "chainlens"
 CONFIG_GLOBS = ("**/pyproject.toml", "**/chainlens.toml", "**/.chainlens.toml")
+#: Python files: a program's own modules, changed on disk (a git checkout)
+MODULE_GLOBS = ("**/*.py",)
 
 
 def _version() -> str:
@@ -132,7 +140,8 @@ def _register_lifecycle(server: ChainlensServer) -> None:
             "workspace.did_change_watched_files.dynamic_registration"
         ):
             watchers = [
-                types.FileSystemWatcher(glob_pattern=glob) for glob in CONFIG_GLOBS
+                types.FileSystemWatcher(glob_pattern=glob)
+                for glob in (*CONFIG_GLOBS, *MODULE_GLOBS)
             ]
             await _register(
                 ls,
@@ -201,7 +210,17 @@ def _register_lifecycle(server: ChainlensServer) -> None:
     def did_change_watched_files(
         ls: ChainlensServer, params: types.DidChangeWatchedFilesParams
     ) -> None:
-        _settings_changed(ls)
+        names = [Path(change.uri).name for change in params.changes]
+        if any(not name.endswith(".py") for name in names):
+            _settings_changed(ls)  # a configuration file: everything again
+            return
+        modules = False
+        for change in params.changes:
+            path = uri_to_path(change.uri)
+            if path is not None and change.uri not in ls.documents:
+                modules |= ls.session.module_changed(path)
+        if modules:
+            _refresh(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_folders(
@@ -253,6 +272,11 @@ async def _pull_settings(ls: ChainlensServer) -> None:
 def _settings_changed(ls: ChainlensServer) -> None:
     """Re-analyse everything and ask the client to refresh pulled views."""
     ls.session.reanalyse_all()
+    _refresh(ls)
+
+
+def _refresh(ls: ChainlensServer) -> None:
+    """Ask the client to pull what it shows again (analyses changed)."""
     if ls.pull_diagnostics and ls.client_supports(
         "workspace.diagnostics.refresh_support"
     ):

@@ -176,13 +176,20 @@ class Session:
         and that of the open programs that follow it as one of their modules."""
         self._mark(uri)
         path = uri_to_path(uri)
-        if path is None:
-            return
+        if path is not None:
+            self.module_changed(path, but=uri)
+
+    def module_changed(self, path: Path, but: str | None = None) -> bool:
+        """Analyse again the open programs that follow ``path`` as one of their
+        modules (it changed in the editor or on disk); say whether any does."""
         key = str(path)
+        found = False
         for other, document in list(self._documents.items()):
             latest = document.latest
-            if other != uri and latest is not None and key in latest.result.modules:
+            if other != but and latest is not None and key in latest.result.modules:
                 self._mark(other)
+                found = True
+        return found
 
     def _mark(self, uri: str) -> None:
         document = self._documents.setdefault(uri, _Document())

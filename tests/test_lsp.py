@@ -875,3 +875,52 @@ async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
     assert "helpers.py:6:10]" in found.message
     assert found.related_information is not None
     assert found.related_information[0].location.uri == helper
+
+
+async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
+    lsp: Session,
+) -> None:
+    """A helper module that is not open changes on disk (a checkout): the
+    client's file watcher tells the server, the open program is analysed again."""
+    helper = lsp.workspace / "helpers.py"
+    helper_text = (
+        "from pyflink.common import Types\n\n\n"
+        "def totals(s):\n"
+        "    return s.key_by(lambda x: x, key_type=Types.INT()) \\\n"
+        "        .reduce(lambda a, b: a + b).uid('totals')\n"
+    )
+    helper.write_text(helper_text, encoding="utf-8")
+    main = lsp.open(
+        "job.py",
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "import helpers\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "stream = env.from_collection([1, 2], type_info=Types.INT())\n"
+        "helpers.totals(stream).print()\n"
+        "env.execute('job')\n",
+    )
+    assert not [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
+    seen = len([p for p in lsp.published if p.uri == main])
+    helper.write_text(helper_text.replace(".uid('totals')", ""), encoding="utf-8")
+    lsp.client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[
+                types.FileEvent(uri=helper.as_uri(), type=types.FileChangeType.Changed)
+            ]
+        )
+    )
+
+    async def cl101() -> list[types.Diagnostic]:
+        while True:
+            if lsp.pull:
+                found = [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
+            else:
+                later = [p for p in lsp.published if p.uri == main][seen:]
+                found = [d for p in later for d in p.diagnostics if d.code == "CL101"]
+            if found:
+                return found
+            await asyncio.sleep(0.05)
+
+    (found, *_) = await asyncio.wait_for(cl101(), 30)
+    assert "helpers.py:6:10]" in found.message
