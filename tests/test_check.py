@@ -571,7 +571,8 @@ def test_bad_files_are_reported_and_the_others_still_checked(
     assert "syntax.py:2:7: CL000 error: Syntax error" in out or "syntax.py:2:" in out
     assert "latin1.py:1:14: CL000 error: Cannot decode the file" in out
     assert (
-        "unknown_api.py:8:6: CL000 error: Unknown API: KeyedStream.frobnicate()" in out
+        "unknown_api.py:8:6: CL000 error: PyFlink raises here: "
+        "KeyedStream.frobnicate() does not exist in PyFlink 2.3.0" in out
     )
     assert "huge.py:1:1: CL000 error: File too large" in out
     assert "deep.py:2:" in out

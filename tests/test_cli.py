@@ -95,7 +95,8 @@ def test_dot_output_is_a_digraph(capsys: pytest.CaptureFixture[str]) -> None:
     [
         ("syntax.py", "from pyflink.datastream import X\ndef f(:\n", ":2:"),
         ("latin1.py", b"# caf\xe9\nx = 1\n", "latin1.py:1:6: decode-error"),
-        ("unknown_api.py", SMALL.replace(".reduce(", ".frobnicate("), "unknown-api"),
+        ("unknown_api.py", SMALL.replace(".reduce(", ".frobnicate("), "flink-error"),
+        ("misspelt.py", SMALL.replace(".reduce(", ".redcue("), "did you mean reduce()"),
     ],
 )
 def test_bad_input_gives_located_message_and_exit_1(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import operator
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -1077,10 +1078,13 @@ class Interpreter:
         names = pyflink_names().classes.get(kind)
         if names is None or name in names or self.guarded:
             return
+        close = difflib.get_close_matches(name, sorted(names), n=1)
+        advice = _REMOVED_METHODS.get(name) or (
+            f" (did you mean {close[0]}()?)" if close else ""
+        )
         raise ProgramStopError(
             f"{kind}.{name}() does not exist in PyFlink {pyflink_names().version}: "
-            "the program fails here with AttributeError"
-            + _REMOVED_METHODS.get(name, ""),
+            "the program fails here with AttributeError" + advice,
             call.where,
         )
 
