@@ -437,7 +437,8 @@ def package_zip(directory: Path) -> Path:
             assert package.__file__ is not None  # regular packages, not namespaces
             base = Path(package.__file__).resolve().parent
             name = package.__name__.replace(".", "/")
-            for file in sorted(base.rglob("*.py")):
+            # the modules and their data (the table of PyFlink's names)
+            for file in sorted([*base.rglob("*.py"), *base.rglob("*.json")]):
                 entry = f"{name}/{file.relative_to(base).as_posix()}"
                 parts = entry.split("/")[:-1]
                 for depth in range(1, len(parts) + 1):
