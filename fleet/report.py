@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +104,7 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
             key=lambda r: (-r["n"], r["rule"]),
         ),
         "uid_coverage_by_repo": [coverage[r] for r in sorted(coverage)],
-        "tasks_per_job": [
-            {"tasks": k[0], "jobs": v} for k, v in sorted(of("tasks_per_job"))
-        ],
+        "tasks_per_job": tasks_rows(of("tasks_per_job")),
         "chain_break_reasons": sorted(
             ({"reason": k[0], "n": v} for k, v in of("reason")),
             key=lambda r: (-r["n"], r["reason"]),
@@ -140,9 +138,10 @@ def _bar_chart(
     ]
     for index, (label, values) in enumerate(items):
         y = top + index * row
+        shown = label if len(label) <= 50 else label[:49] + "…"
         parts.append(
             f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">'
-            f"{html.escape(label[:50])}</text>"
+            f"<title>{html.escape(label)}</title>{html.escape(shown)}</text>"
         )
         x = float(label_width)
         for value, colour in zip(values, colours, strict=False):
@@ -154,10 +153,13 @@ def _bar_chart(
                     f"<title>{html.escape(label)}: {value:g}</title></rect>"
                 )
             x += width
-        parts.append(
-            f'<text x="{x + 6:.1f}" y="{y + 14}">'
-            f"{' / '.join(f'{v:g}' for v in values)}</text>"
+        # each value named by its legend: "1 with uid · 4 without uid"
+        named = (
+            " · ".join(f"{v:g} {name}" for v, name in zip(values, legend, strict=False))
+            if len(values) > 1
+            else " ".join(f"{v:g}" for v in values)
         )
+        parts.append(f'<text x="{x + 6:.1f}" y="{y + 14}">{html.escape(named)}</text>')
     if not items:
         parts.append(f'<text x="0" y="{top + 14}" class="muted">nothing to show</text>')
     legend_y = top + row * max(len(items), 1) + 20
@@ -173,6 +175,23 @@ def _bar_chart(
     return "".join(parts)
 
 
+def tasks_rows(counts: Iterable[tuple[tuple[Any, ...], int]]) -> list[dict[str, Any]]:
+    """Jobs per task count, ascending; jobs whose graph is not known (tasks
+    None) last."""
+    return [
+        {"tasks": key[0], "jobs": n}
+        for key, n in sorted(counts, key=lambda kv: (kv[0][0] is None, kv[0][0] or 0))
+    ]
+
+
+def _tasks_label(tasks: int | None) -> str:
+    if tasks is None:
+        return "graph not known"
+    if tasks == 0:
+        return "rejected by Flink"
+    return f"{tasks} task{'s' if tasks != 1 else ''}"
+
+
 def render_html(summary: dict[str, Any]) -> str:
     """Return the self-contained HTML report."""
     coverage = [
@@ -182,10 +201,7 @@ def render_html(summary: dict[str, Any]) -> str:
     findings = [
         (f"{r['rule']} {r['name']}", (r["n"],)) for r in summary["findings_by_rule"]
     ]
-    tasks = [
-        (f"{r['tasks']} task{'s' if r['tasks'] != 1 else ''}", (r["jobs"],))
-        for r in summary["tasks_per_job"]
-    ]
+    tasks = [(_tasks_label(r["tasks"]), (r["jobs"],)) for r in summary["tasks_per_job"]]
     reasons = [(r["reason"], (r["n"],)) for r in summary["chain_break_reasons"]]
     charts = [
         _bar_chart(

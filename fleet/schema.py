@@ -107,7 +107,7 @@ SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("repo", "string"),
         ("path", "string"),
         ("line", "int"),
-        ("column", "int"),
+        ("column_number", "int"),
         ("job_index", "int"),
         ("rule", "string"),
         ("name", "string"),
