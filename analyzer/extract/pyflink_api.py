@@ -683,6 +683,21 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
     program = call.program
     tid = s.tid
     a = call.args
+    kind = program.transformations[tid].kind
+    if kind.is_virtual and api in _JAVA_SETTERS:
+        # the stream of a union, a partitioning or a side output is a plain
+        # Java DataStream: PyFlink's call fails there (measured: Py4JError)
+        what = {
+            TransformationKind.UNION: "union()",
+            TransformationKind.PARTITION: "shuffle(), rebalance() or the like",
+            TransformationKind.SIDE_OUTPUT: "get_side_output()",
+        }[kind]
+        raise ProgramStopError(
+            f"{api}() on the result of {what}: PyFlink calls Java's "
+            f"DataStream.{_JAVA_SETTERS[api]}(), which that stream does not have "
+            "(the program fails here); set it on the operator before or after",
+            call.where,
+        )
     if api in NO_EFFECT_SETTERS:
         return s
     if (
@@ -745,6 +760,20 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
 
 # Setters with no effect on the graph's shape or ids.
 NO_EFFECT_SETTERS = frozenset({"set_buffer_timeout"})
+#: The Java method behind each setter (on SingleOutputStreamOperator only).
+_JAVA_SETTERS = {
+    "name": "name",
+    "uid": "uid",
+    "set_uid_hash": "setUidHash",
+    "set_parallelism": "setParallelism",
+    "set_max_parallelism": "setMaxParallelism",
+    "start_new_chain": "startNewChain",
+    "disable_chaining": "disableChaining",
+    "slot_sharing_group": "slotSharingGroup",
+    "set_description": "setDescription",
+    "force_non_parallel": "forceNonParallel",
+    "set_buffer_timeout": "setBufferTimeout",
+}
 
 SETTERS = frozenset(
     {

@@ -55,9 +55,13 @@ def _same_error(flink: str, ours: str) -> bool:
     if ours_text and ours_text in flink_text:
         return True
     # Python's own failure (a missing method or import): the same name
-    missing = re.search(r"has no attribute '(\w+)'|cannot import name '(\w+)'", flink)
+    missing = re.search(
+        r"has no attribute '(\w+)'|cannot import name '(\w+)'"
+        r"|An error occurred while calling o\d+\.(\w+)\.",
+        flink,
+    )
     if missing:
-        name = missing.group(1) or missing.group(2)
+        name = missing.group(1) or missing.group(2) or missing.group(3)
         return re.search(rf"\b{name}\b", ours_text) is not None
     return False
 
