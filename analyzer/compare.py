@@ -108,16 +108,17 @@ def compare_with_base(
             new.append(rel)
             continue
         config = resolver.config_for(path)
-        if before == data and not _follows_changed(
-            path, data, config, root, changed_modules
-        ):
-            unchanged += 1
-            continue
+        current = None  # the work tree's analysis, when already made
+        if before == data:
+            current = _follows_changed(path, data, config, root, changed_modules)
+            if current is None:
+                unchanged += 1
+                continue
         compared += 1
         if select is not None:
             config = replace(config, select=tuple(select), extend_select=())
         shown = display_path(path, here)
-        result = _compare(str(path), shown, before, data, config, label, tree)
+        result = _compare(str(path), shown, before, data, config, label, tree, current)
         checked.append(_pinned(path, data, result) if fix else result)
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
@@ -172,20 +173,22 @@ def _decoded(data: bytes) -> str | None:
 
 def _follows_changed(
     path: Path, data: bytes, config: Config, root: Path, changed: set[str]
-) -> bool:
-    """Tell whether the program ``path`` follows one of the ``changed`` modules."""
+) -> AnalysisResult | None:
+    """The analysis of the program ``path`` if it follows one of the ``changed``
+    modules (then it is compared), else None."""
     if not changed:
-        return False
+        return None
     text = _decoded(data)
     if text is None:
-        return False
-    for module in analyze_graphs(str(path), text, config).modules:
+        return None
+    result = analyze_graphs(str(path), text, config)
+    for module in result.modules:
         try:
             if Path(module).relative_to(root).as_posix() in changed:
-                return True
+                return result
         except ValueError:
             continue
-    return False
+    return None
 
 
 def _compare(
@@ -196,6 +199,7 @@ def _compare(
     config: Config,
     label: str,
     tree: Tree | None = None,
+    current: AnalysisResult | None = None,
 ) -> FileCheck:
     """The savepoint findings of one changed file."""
     old_text, new_text = _decoded(before), _decoded(after)
@@ -214,7 +218,7 @@ def _compare(
     # the base version's own modules are read at the base revision too
     read = tree.text_of if tree is not None else None
     baseline = Baseline(analyze_graphs(path, old_text, config, read), old_text, label)
-    result = analyze_graphs(path, new_text, config)
+    result = current or analyze_graphs(path, new_text, config)
     try:
         diagnostics = run_rules(result, config, new_text, baseline=baseline)
     except Exception as exc:  # the per-file boundary

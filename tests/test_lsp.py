@@ -831,28 +831,32 @@ async def test_open_files_are_compared_with_their_git_base(lsp: Session) -> None
     assert check_text(str(path), base, Config()).findings  # the usual ones remain
 
 
+#: A helper module and a program that builds its job with it.
+HELPER_MODULE = (
+    "from pyflink.common import Types\n\n\n"
+    "def totals(s):\n"
+    "    return s.key_by(lambda x: x, key_type=Types.INT()) \\\n"
+    "        .reduce(lambda a, b: a + b).uid('totals')\n"
+)
+JOB_USING_HELPERS = (
+    "from pyflink.common import Types\n"
+    "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+    "import helpers\n\n"
+    "env = StreamExecutionEnvironment.get_execution_environment()\n"
+    "stream = env.from_collection([1, 2], type_info=Types.INT())\n"
+    "helpers.totals(stream).print()\n"
+    "env.execute('job')\n"
+)
+
+
 async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
     lsp: Session,
 ) -> None:
     """Helper modules are read from the editor's buffers, unsaved edits too, and
     editing one re-analyses the open programs that follow it."""
-    helper_text = (
-        "from pyflink.common import Types\n\n\n"
-        "def totals(s):\n"
-        "    return s.key_by(lambda x: x, key_type=Types.INT()) \\\n"
-        "        .reduce(lambda a, b: a + b).uid('totals')\n"
-    )
+    helper_text = HELPER_MODULE
     helper = lsp.open("helpers.py", helper_text)
-    main = lsp.open(
-        "job.py",
-        "from pyflink.common import Types\n"
-        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
-        "import helpers\n\n"
-        "env = StreamExecutionEnvironment.get_execution_environment()\n"
-        "stream = env.from_collection([1, 2], type_info=Types.INT())\n"
-        "helpers.totals(stream).print()\n"
-        "env.execute('job')\n",
-    )
+    main = lsp.open("job.py", JOB_USING_HELPERS)
     assert not [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
     seen = len([p for p in lsp.published if p.uri == main])
     lsp.replace(helper, helper_text.replace(".uid('totals')", ""))  # not saved
@@ -883,23 +887,9 @@ async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
     """A helper module that is not open changes on disk (a checkout): the
     client's file watcher tells the server, the open program is analysed again."""
     helper = lsp.workspace / "helpers.py"
-    helper_text = (
-        "from pyflink.common import Types\n\n\n"
-        "def totals(s):\n"
-        "    return s.key_by(lambda x: x, key_type=Types.INT()) \\\n"
-        "        .reduce(lambda a, b: a + b).uid('totals')\n"
-    )
+    helper_text = HELPER_MODULE
     helper.write_text(helper_text, encoding="utf-8")
-    main = lsp.open(
-        "job.py",
-        "from pyflink.common import Types\n"
-        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
-        "import helpers\n\n"
-        "env = StreamExecutionEnvironment.get_execution_environment()\n"
-        "stream = env.from_collection([1, 2], type_info=Types.INT())\n"
-        "helpers.totals(stream).print()\n"
-        "env.execute('job')\n",
-    )
+    main = lsp.open("job.py", JOB_USING_HELPERS)
     assert not [d for d in await lsp.diagnostics(main) if d.code == "CL101"]
     seen = len([p for p in lsp.published if p.uri == main])
     helper.write_text(helper_text.replace(".uid('totals')", ""), encoding="utf-8")

@@ -628,7 +628,7 @@ class Interpreter:
             return Opaque("operation")
         too_large = _too_large(op, left, right)
         if too_large is not None:
-            where = self.range_near(node) if node is not None else None
+            where = self.where(node) if node is not None else None
             if node is not None:
                 self.note_unknown("value", too_large, node)
             return Symbol("a value too large to follow", too_large, where)
@@ -1331,14 +1331,9 @@ class Interpreter:
         reason = _DYNAMIC_ORIGINS.get(
             origin, "a value known only when the program runs"
         )
-        where = self.range_near(node)
+        where = self.where(node)
         label = f"`{_code(node)}`"
         return Symbol(label, f"comes from {reason}", where)
-
-    def range_near(self, node: cst.CSTNode) -> SourceRange | None:
-        """The range of ``node`` (a call, a condition, a loop's iterable, any
-        other expression)."""
-        return self.where(node)
 
     def where(self, node: cst.CSTNode) -> SourceRange | None:
         """The range of ``node`` in the module whose code runs (in another
@@ -1470,7 +1465,7 @@ class Interpreter:
         )
         caller = (self.context, self.top, self.via)
         if self.context.path is None:
-            self.via = self.range_near(stmt)  # the program's import
+            self.via = self.where(stmt)  # the program's import
         self.context = context
         try:
             for index, statement in enumerate(parsed.module.body):
@@ -1483,7 +1478,7 @@ class Interpreter:
         return value
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
-        self.program.unknown(subject, reason, self.range_near(node))
+        self.program.unknown(subject, reason, self.where(node))
 
 
 #: What to do instead of APIs removed in Flink 2.0 (said with the failure).
