@@ -78,6 +78,15 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "render_variants_text": ("variants", "render_variants_text"),
     "variants_to_json": ("variants", "variants_to_json"),
     "CheckSummary": ("check_report", "CheckSummary"),
+    "count_versions": ("check_report", "count_versions"),
+    # Flink versions
+    "FlinkVersion": ("model.flink_versions", "FlinkVersion"),
+    "VersionError": ("model.flink_versions", "VersionError"),
+    "parse_flink_range": ("model.flink_versions", "parse_range"),
+    "parse_flink_version": ("model.flink_versions", "parse_version"),
+    "upgrade_of": ("upgrade", "upgrade_of"),
+    "render_upgrade_text": ("upgrade", "render_upgrade_text"),
+    "upgrade_to_json": ("upgrade", "upgrade_to_json"),
     "render_findings_text": ("check_report", "render_text"),
     "render_github": ("check_report", "render_github"),
     "render_json": ("check_report", "render_json"),
@@ -106,6 +115,7 @@ __all__ = [
     "FileCheck",
     "FileFacts",
     "Finding",
+    "FlinkVersion",
     "HistoryError",
     "JobFact",
     "Mode",
@@ -118,6 +128,7 @@ __all__ = [
     "SourcePosition",
     "SourceRange",
     "TextEdit",
+    "VersionError",
     "apply_fixes",
     "check_bytes",
     "check_file",
@@ -127,6 +138,7 @@ __all__ = [
     "command_line_layer",
     "command_line_variants",
     "compare_with_base",
+    "count_versions",
     "default_jobs",
     "diff_of",
     "discover",
@@ -134,6 +146,8 @@ __all__ = [
     "explain_id",
     "finding_sort_key",
     "materialize",
+    "parse_flink_range",
+    "parse_flink_version",
     "read_module",
     "render_dot",
     "render_findings_text",
@@ -144,6 +158,7 @@ __all__ = [
     "render_sarif",
     "render_statistics",
     "render_svg",
+    "render_upgrade_text",
     "render_variants_text",
     "results_to_json",
     "rule_infos",
@@ -151,6 +166,8 @@ __all__ = [
     "state_info",
     "summary_text",
     "suppression_fix",
+    "upgrade_of",
+    "upgrade_to_json",
     "variants_to_json",
 ]
 
@@ -185,6 +202,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.check_report import (
         CheckSummary,
+        count_versions,
         render_github,
         render_json,
         render_sarif,
@@ -222,6 +240,11 @@ if TYPE_CHECKING:
         Severity,
         TextEdit,
     )
+    from chainlens.analyzer.model.flink_versions import FlinkVersion, VersionError
+    from chainlens.analyzer.model.flink_versions import parse_range as parse_flink_range
+    from chainlens.analyzer.model.flink_versions import (
+        parse_version as parse_flink_version,
+    )
     from chainlens.analyzer.model.result import (
         BLOCKING,
         AnalysisResult,
@@ -242,6 +265,11 @@ if TYPE_CHECKING:
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
     from chainlens.analyzer.suppression import suppression_fix
+    from chainlens.analyzer.upgrade import (
+        render_upgrade_text,
+        upgrade_of,
+        upgrade_to_json,
+    )
     from chainlens.analyzer.variants import (
         render_variants_text,
         variants_to_json,

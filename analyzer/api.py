@@ -72,8 +72,12 @@ def with_findings(
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()
         )
-        return replace(result, problems=(*result.problems, problem))
-    return replace(result, diagnostics=diagnostics)
+        return replace(
+            result,
+            problems=(*result.problems, problem),
+            flink_version=config.flink_version,
+        )
+    return replace(result, diagnostics=diagnostics, flink_version=config.flink_version)
 
 
 def analyze_graphs(
@@ -125,7 +129,8 @@ def _analyze(
     gc.disable()
     try:
         with _quiet(), _deep_enough():
-            return _analyze_text(path, text, config, cache, read)
+            result = _analyze_text(path, text, config, cache, read)
+            return replace(result, flink_version=config.flink_version)
     finally:
         if collecting:
             gc.enable()
@@ -214,6 +219,7 @@ def _analyze_text(
             path=path,
             read=read,
             guard=_refuse_deep,
+            flink_version=config.flink_version.version,
         )
         jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
     except RecursionError:

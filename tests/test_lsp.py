@@ -407,7 +407,7 @@ async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
         'env.execute("orders ünïcode")'
     )
     assert lens.command is not None
-    assert lens.command.title == "3 tasks · 4 operators · 2 shuffles"
+    assert lens.command.title == "3 tasks · 4 operators · 2 shuffles · Flink 2.3"
     assert lens.command.command == "chainlens.showJobGraph"
     assert list(lens.command.arguments or ()) == [uri, 0]
     hints = await lsp.client.text_document_inlay_hint_async(

@@ -53,6 +53,7 @@ from chainlens.analyzer.extract.values import (
     TypeInfo,
 )
 from chainlens.analyzer.model.enums import OutputType
+from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import CommandLineOption, Symbol
 
@@ -1075,15 +1076,17 @@ class Interpreter:
             if isinstance(receiver, EnvRef)
             else (receiver.kind)
         )
-        names = pyflink_names().classes.get(kind)
+        table = pyflink_names(self.program.flink_version)
+        names = table.classes.get(kind)
         if names is None or name in names or self.guarded:
             return
         close = difflib.get_close_matches(name, sorted(names), n=1)
-        advice = _REMOVED_METHODS.get(name) or (
+        elsewhere = table.elsewhere(kind, name)
+        advice = _REMOVED_METHODS.get(name, "") + elsewhere or (
             f" (did you mean {close[0]}()?)" if close else ""
         )
         raise ProgramStopError(
-            f"{kind}.{name}() does not exist in PyFlink {pyflink_names().version}: "
+            f"{kind}.{name}() does not exist in PyFlink {table.version}: "
             "the program fails here with AttributeError" + advice,
             call.where,
         )
@@ -1380,10 +1383,13 @@ class Interpreter:
         for alias in stmt.names:
             attr = _dotted(alias.name)
             local = _alias_name(alias)
-            if own is None and not self.guarded and pyflink_names().lacks(name, attr):
+            table = pyflink_names(self.program.flink_version)
+            if own is None and not self.guarded and table.lacks(name, attr):
                 raise ProgramStopError(
-                    f"PyFlink {pyflink_names().version} has no {attr} in {name}: the "
-                    "program fails at this import" + _REMOVED_NAMES.get(attr, ""),
+                    f"PyFlink {table.version} has no {attr} in {name}: the "
+                    "program fails at this import"
+                    + _REMOVED_NAMES.get(attr, "")
+                    + table.elsewhere(name, attr, module=True),
                     self.where(stmt),
                 )
             if own is None:
@@ -1870,6 +1876,7 @@ def interpret(
     path: str | None = None,
     read: ReadText | None = None,
     guard: Guard | None = None,
+    flink_version: str = NEWEST,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -1877,8 +1884,11 @@ def interpret(
     means it is not known (``sys.argv`` and argparse results are then unknown).
     ``path`` is the program's file: its own modules are found from there and
     read with ``read`` (the disk by default); without it none is followed.
+    ``flink_version`` is the Flink line whose PyFlink API the program is
+    checked against.
     """
     interpreter = Interpreter(module, text, argv, tree, known, path, read, guard)
     interpreter.program.base_config = dict(flink_config or {})
     interpreter.program.default_parallelism = default_parallelism
+    interpreter.program.flink_version = flink_version
     return interpreter.run()

@@ -1057,6 +1057,10 @@ ENV_NO_EFFECT = frozenset(
         "get_buffer_timeout",
         "get_config",
         "close",
+        # PyFlink 1.x only (removed in 2.0)
+        "get_restart_strategy",
+        "get_state_backend",
+        "get_stream_time_characteristic",
     }
 )
 

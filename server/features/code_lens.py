@@ -15,13 +15,15 @@ if TYPE_CHECKING:
 SHOW_JOB_GRAPH: Final = "chainlens.showJobGraph"
 
 
-def lens_title(job: JobFact) -> str:
-    """Return e.g. ``3 tasks · 7 operators · 2 shuffles``."""
+def lens_title(job: JobFact, version: str | None = None) -> str:
+    """Return e.g. ``3 tasks · 7 operators · 2 shuffles · Flink 1.20``."""
+    flink = f"Flink {version}" if version is not None else "Flink"
     if job.rejected is not None:
-        return f"Flink rejects this job: {job.rejected}"
+        return f"{flink} rejects this job: {job.rejected}"
     if job.unknown is not None:
         return f"Job graph not known: {job.unknown}"
-    return summary_text(job.tasks, job.operators, job.shuffles)
+    summary = summary_text(job.tasks, job.operators, job.shuffles)
+    return f"{summary} · {flink}" if version is not None else summary
 
 
 def register(server: ChainlensServer) -> None:
@@ -45,7 +47,7 @@ def register(server: ChainlensServer) -> None:
                 types.CodeLens(
                     range=types.Range(start=start, end=start),
                     command=types.Command(
-                        title=lens_title(job),
+                        title=lens_title(job, analysis.facts.flink_version.version),
                         command=SHOW_JOB_GRAPH,
                         arguments=[analysis.uri, job.index],
                     ),

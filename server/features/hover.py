@@ -79,11 +79,14 @@ def render_fact(fact: OperatorFact) -> list[str]:
     return lines
 
 
-def render_hover(facts: tuple[OperatorFact, ...]) -> str:
-    """Return the Markdown hover of the facts found at one position."""
+def render_hover(facts: tuple[OperatorFact, ...], version: str | None = None) -> str:
+    """Return the Markdown hover of the facts found at one position;
+    ``version`` says which Flink it was analysed for, and what chose it."""
     parts = ["\n".join(render_fact(f)) for f in facts[:MAX_SHOWN]]
     if len(facts) > MAX_SHOWN:
         parts.append(f"… and {len(facts) - MAX_SHOWN} more runs of this call")
+    if version is not None:
+        parts.append(f"*as built by {version}*")
     return "\n\n---\n\n".join(parts)
 
 
@@ -105,7 +108,7 @@ def register(server: ChainlensServer) -> None:
             types.MarkupKind.Markdown
             in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
         )
-        text = render_hover(facts)
+        text = render_hover(facts, analysis.facts.flink_version.describe())
         return types.Hover(
             contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown
