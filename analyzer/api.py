@@ -28,6 +28,7 @@ from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 
 # AnalysisResult and BLOCKING are defined with the other data types and
 # re-exported here, where callers of analyze_* look for them.
+from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.result import BLOCKING as BLOCKING
 from chainlens.analyzer.model.result import AnalysisResult as AnalysisResult
 from chainlens.analyzer.model.result import CompiledJob, Problem
@@ -221,7 +222,13 @@ def _analyze_text(
             guard=_refuse_deep,
             flink_version=config.flink_version.version,
         )
-        jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
+        jobs = _until_rejected(
+            compile_jobs(
+                program.jobs,
+                config.default_parallelism,
+                profile(config.flink_version.version),
+            )
+        )
     except RecursionError:
         return AnalysisResult(
             path,

@@ -283,7 +283,11 @@ def test_an_api_removed_in_2_0_is_fine_on_1_20_and_an_error_naming_1_x_on_2_3() 
     (problem,) = on_2_0.problems
     assert "set_restart_strategy() does not exist in PyFlink 2.0.2" in problem.message
     assert "(PyFlink 1.18-1.20 has it)" in problem.message
-    assert _analyse(PROGRAM_METHOD_1X, "1.18").problems == ()
+    # 1.x has the method, and fails inside it on None (as real Flink 1.20 does)
+    (problem,) = _analyse(PROGRAM_METHOD_1X, "1.18").problems
+    assert "'_j_restart_strategy_configuration'" in problem.message
+    fine = PROGRAM_METHOD_1X.replace("(None)", "(strategy)")
+    assert _analyse(fine, "1.18").problems == ()
 
 
 def test_an_api_added_in_2_2_is_an_error_on_1_20() -> None:
@@ -368,3 +372,76 @@ def test_the_upgrade_preview_names_what_breaks(tmp_path: Path) -> None:
     bad = _cli("graph", "job.py", "--flink-version", "1.20..3.0", cwd=tmp_path)
     assert bad.returncode == 2
     assert "Flink 3.0 is not supported" in bad.stderr
+
+
+PROGRAM_COLLECT = """\
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+with env.from_collection([1, 2, 3]).map(lambda x: x + 1).execute_and_collect() as it:
+    print(list(it))
+"""
+
+PROGRAM_JAVA_SINK = """\
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import SinkFunction
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3]).add_sink(
+    SinkFunction("org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink")
+)
+env.execute("job")
+"""
+
+
+def _collect_sink(result):  # type: ignore[no-untyped-def]
+    (job,) = result.jobs
+    (op,) = [
+        op
+        for v in job.job_graph.vertices
+        for op in v.operators
+        if op.name == "Sink: Data stream collect sink"
+    ]
+    return op
+
+
+def test_the_collect_sink_has_a_uid_from_2_0_on() -> None:
+    old, new = _analyse(PROGRAM_COLLECT, "1.20"), _analyse(PROGRAM_COLLECT, "2.0")
+    assert _collect_sink(old).uid is None
+    assert str(_collect_sink(new).uid).startswith("dataStreamCollect_")
+    assert _collect_sink(old).operator_id != _collect_sink(new).operator_id
+
+
+def test_java_classes_moved_to_legacy_in_2_0() -> None:
+    assert _analyse(PROGRAM_JAVA_SINK, "2.3").problems == ()
+    (problem,) = _analyse(PROGRAM_JAVA_SINK, "1.20").problems
+    assert problem.message.startswith(
+        "Could not found the Java class "
+        "'org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink'"
+    )
+    assert "'org.apache.flink.streaming.api.functions.sink.DiscardingSink'" in (
+        problem.message
+    )
+    old_name = PROGRAM_JAVA_SINK.replace("sink.legacy.", "sink.")
+    assert _analyse(old_name, "1.20").problems == ()
+    assert len(_analyse(old_name, "2.1").problems) == 1
+
+
+def test_the_upgrade_preview_shows_the_collect_sink_id_moving(tmp_path: Path) -> None:
+    _write(tmp_path / "job.py", PROGRAM_COLLECT)
+    done = _cli(
+        "graph",
+        "job.py",
+        "--flink-version",
+        "1.20..2.0",
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
+    (file,) = json.loads(done.stdout)["files"]
+    (job,) = file["jobs"]
+    moved = [c for c in job["changes"] if c["kind"] == "operator-id"]
+    assert len(moved) == 1
+    assert "Sink: Data stream collect sink" in moved[0]["message"]
+    assert moved[0]["breaks_state"] is False
+    assert file["breaks_state"] is True  # 1.x -> 2.x: no state guarantee

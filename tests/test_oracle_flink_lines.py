@@ -33,6 +33,18 @@ SUFFIX = ".expected.json"
 #: what is not modelled (their programs are not compared until it is).
 NOT_YET_EXACT: dict[str, str] = {}
 
+#: Programs of a compared line whose difference is known and said, with why and
+#: the differences it gives (any other difference, or none, fails the test).
+KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[str, list[str]]] = {
+    ("1.20", "pipelines/real_add_source_parallelism_one"): (
+        "the Java source class is getattr(jvm package, os.environ.get('SOURCE_CLASS', "
+        "'StatefulSequenceSource')): chainlens does not follow getattr on the JVM "
+        "view, so it cannot see that the default names a class of the .legacy "
+        "package, which Flink 1.x does not have (Flink built no job)",
+        ["chainlens found 1 job(s), Flink built 0"],
+    ),
+}
+
 # Programs using APIs chainlens recognises but does not model (as in test_oracle).
 KNOWN_UNSUPPORTED = frozenset({"cache_batch", "sink_v2_file_sink_compaction"})
 
@@ -90,4 +102,11 @@ def test_program_matches_that_lines_flink(version: str, expected_path: Path) -> 
     if stem in KNOWN_UNSUPPORTED and diffs:
         assert diffs[0].startswith("chainlens problem: unsupported"), diffs
         return
-    assert diffs == []
+    known = KNOWN_DIFFERENCES.get((version, f"{expected_path.parent.name}/{stem}"))
+    assert diffs == (known[1] if known is not None else [])
+
+
+def test_known_differences_are_stored_programs() -> None:
+    for version, name in KNOWN_DIFFERENCES:
+        if version in STORED:
+            assert (EXPECTED / f"flink-{version}" / f"{name}{SUFFIX}").exists(), name

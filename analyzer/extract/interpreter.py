@@ -1194,6 +1194,7 @@ class Interpreter:
         if qual == "pyflink.java_gateway.get_gateway":
             return QualifiedRef("java")
         if parts[0] == "java":
+            api.check_java_class(call, qual)
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
             _escape(call, f"{qual}()")
@@ -1219,6 +1220,7 @@ class Interpreter:
         if owner == "Types":
             return _type_info(last, call)
         if last[:1].isupper():
+            api.check_java_class(call, qual)
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():

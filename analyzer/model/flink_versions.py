@@ -141,9 +141,56 @@ class Fact:
     about: str
 
 
+#: Java classes Flink 2.0 moved into ``.legacy`` packages: the 1.x name, the 2.x name.
+_MOVED_TO_LEGACY: Final = (
+    (
+        "org.apache.flink.streaming.api.functions.sink.DiscardingSink",
+        "org.apache.flink.streaming.api.functions.sink.legacy.DiscardingSink",
+    ),
+    (
+        "org.apache.flink.streaming.api.functions.source.StatefulSequenceSource",
+        "org.apache.flink.streaming.api.functions.source.legacy.StatefulSequenceSource",
+    ),
+)
+
+_COLLECT_UID = (
+    "the uid DataStream.collectAsync gives the collect sink of execute_and_collect "
+    "({id}: the sink transformation's id); None: no uid, so its operator ID is the "
+    "topology hash (StreamGraphHasherV2) and its task's ID differs. 2.x sets it, "
+    "1.19.3 and 1.20.5 do not (their DataStream has no CollectStreamSink.uid call); "
+    "seen in the expected files of 1.20.5"
+)
+_ABSENT_CLASSES = (
+    "Java classes by name that this line does not have: PyFlink's load_java_class "
+    "(SinkFunction('...'), SourceFunction('...')) and the gateway's JVM view fail "
+    "on them (TypeError: Could not found the Java class). Flink 2.0 moved "
+    "DiscardingSink and StatefulSequenceSource into .legacy packages (jars of "
+    "1.19.3 and 1.20.5 have only the old names, 2.0.2 and later only the new); "
+    "seen in the expected files of 1.20.5"
+)
+
 #: Every fact that differs between supported versions.  A fact has one entry
 #: per range; together the ranges of one name cover every supported version.
 FACTS: Final[tuple[Fact, ...]] = (
+    Fact("collect-sink.uid", VersionRange("1.18", "1.20"), None, _COLLECT_UID),
+    Fact(
+        "collect-sink.uid",
+        VersionRange("2.0", "2.3"),
+        "dataStreamCollect_{id}",
+        _COLLECT_UID,
+    ),
+    Fact(
+        "java.absent-classes",
+        VersionRange("1.18", "1.20"),
+        {new: old for old, new in _MOVED_TO_LEGACY},
+        _ABSENT_CLASSES + " (value: the absent name -> the name this line has)",
+    ),
+    Fact(
+        "java.absent-classes",
+        VersionRange("2.0", "2.3"),
+        dict(_MOVED_TO_LEGACY),
+        _ABSENT_CLASSES + " (value: the absent name -> the name this line has)",
+    ),
     Fact(
         "pyflink.names",
         VersionRange("1.18", "2.3"),

@@ -58,11 +58,14 @@ def _same_error(flink: str, ours: str) -> bool:
     # Python's own failure (a missing method or import): the same name
     missing = re.search(
         r"has no attribute '(\w+)'|cannot import name '(\w+)'"
-        r"|An error occurred while calling o\d+\.(\w+)\.",
+        r"|An error occurred while calling o\d+\.(\w+)\."
+        r"|Could not found the Java class '([\w.$]+)'",
         flink,
     )
     if missing:
-        name = missing.group(1) or missing.group(2) or missing.group(3)
+        name = (
+            missing.group(1) or missing.group(2) or missing.group(3) or missing.group(4)
+        )
         return re.search(rf"\b{name}\b", ours_text) is not None
     return False
 
