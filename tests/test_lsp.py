@@ -624,6 +624,46 @@ async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> No
     assert "- parallelism 3," in hover.contents.value
 
 
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_flink_version_setting_is_used_and_shown(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    await lsp.diagnostics(uri)
+    at = position_of(PIPELINE, "reduce(", lsp.encoding)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None
+    assert "*as built by Flink 2.3 (" in str(hover.contents.value)  # type: ignore[union-attr]
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.20"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)
+    await lsp.diagnostics(uri)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None
+    assert "*as built by Flink 1.20 (the chainlens.flinkVersion setting)*" in (
+        hover.contents.value  # type: ignore[union-attr]
+    )
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    assert lenses[0].command is not None
+    assert lenses[0].command.title.endswith(" · Flink 1.20")
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.17"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)
+    got = await lsp.diagnostics(uri)
+    assert any(
+        "chainlens.flinkVersion: Flink 1.17 is not supported" in d.message for d in got
+    )
+
+
 async def test_multi_root_workspace_settings_per_folder(lsp: Session) -> None:
     other = lsp.workspace.parent / "other"
     other.mkdir()

@@ -108,7 +108,13 @@ def register(server: ChainlensServer) -> None:
             types.MarkupKind.Markdown
             in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
         )
-        text = render_hover(facts, analysis.facts.flink_version.describe())
+        version = analysis.facts.flink_version
+        said = (
+            f"Flink {version.version} (the chainlens.flinkVersion setting)"
+            if version.source == "flag"
+            else version.describe()
+        )
+        text = render_hover(facts, said)
         return types.Hover(
             contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown
