@@ -1078,7 +1078,10 @@ class Interpreter:
         )
         table = pyflink_names(self.program.flink_version)
         names = table.classes.get(kind)
-        if names is None or name in names or self.guarded:
+        if names is None or self.guarded:
+            return
+        if name in names:
+            api.check_arguments(kind, name, call)
             return
         close = difflib.get_close_matches(name, sorted(names), n=1)
         elsewhere = table.elsewhere(kind, name)
@@ -1194,7 +1197,8 @@ class Interpreter:
         if qual == "pyflink.java_gateway.get_gateway":
             return QualifiedRef("java")
         if parts[0] == "java":
-            api.check_java_class(call, qual)
+            if not self.guarded:
+                api.check_java_class(call, qual)
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
             _escape(call, f"{qual}()")
@@ -1220,7 +1224,8 @@ class Interpreter:
         if owner == "Types":
             return _type_info(last, call)
         if last[:1].isupper():
-            api.check_java_class(call, qual)
+            if not self.guarded:
+                api.check_java_class(call, qual)
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():

@@ -1156,10 +1156,22 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
         return env_ref
     if name == "get_execution_plan":
         return Opaque("execution plan")
+    if name in ENV_NO_EFFECT:
+        return Opaque(name)
+    return None
+
+
+#: PyFlink's wrappers of a Java function given by class name (``load_java_class``).
+_JAVA_WRAPPERS = frozenset({"SinkFunction", "SourceFunction"})
+
+
+def check_arguments(kind: str, name: str, call: Call) -> None:
+    """Raise where a method the chosen line has fails on its arguments."""
     if (
-        name == "set_restart_strategy"
-        and a.get(0, "restart_strategy_configuration") is None
-        and a.positional
+        kind == "StreamExecutionEnvironment"
+        and name == "set_restart_strategy"
+        and call.args.positional
+        and call.args.positional[0] is None
     ):
         # PyFlink 1.x reads the argument's Java object first
         raise ProgramStopError(
@@ -1168,13 +1180,6 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
             "'_j_restart_strategy_configuration'",
             call.where,
         )
-    if name in ENV_NO_EFFECT:
-        return Opaque(name)
-    return None
-
-
-#: PyFlink's wrappers of a Java function given by class name (``load_java_class``).
-_JAVA_WRAPPERS = frozenset({"SinkFunction", "SourceFunction"})
 
 
 def check_java_class(call: Call, qualname: str) -> None:
