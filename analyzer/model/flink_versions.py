@@ -157,16 +157,16 @@ _COLLECT_UID = (
     "the uid DataStream.collectAsync gives the collect sink of execute_and_collect "
     "({id}: the sink transformation's id); None: no uid, so its operator ID is the "
     "topology hash (StreamGraphHasherV2) and its task's ID differs. 2.x sets it, "
-    "1.19.3 and 1.20.5 do not (their DataStream has no CollectStreamSink.uid call); "
-    "seen in the expected files of 1.20.5"
+    "1.x does not (no CollectStreamSink.uid call in DataStream of 1.18.1, 1.19.3, "
+    "1.20.5); seen in the expected files of 1.20.5"
 )
 _ABSENT_CLASSES = (
     "Java classes by name that this line does not have: PyFlink's load_java_class "
     "(SinkFunction('...'), SourceFunction('...')) and the gateway's JVM view fail "
     "on them (TypeError: Could not found the Java class). Flink 2.0 moved "
     "DiscardingSink and StatefulSequenceSource into .legacy packages (jars of "
-    "1.19.3 and 1.20.5 have only the old names, 2.0.2 and later only the new); "
-    "seen in the expected files of 1.20.5"
+    "1.18.1, 1.19.3 and 1.20.5 have only the old names, 2.0.2 and later only the "
+    "new); seen in the expected files of 1.20.5"
 )
 
 #: Every fact that differs between supported versions.  A fact has one entry
