@@ -85,6 +85,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "parse_flink_range": ("model.flink_versions", "parse_range"),
     "parse_flink_version": ("model.flink_versions", "parse_version"),
     "upgrade_of": ("upgrade", "upgrade_of"),
+    "upgrade_from": ("upgrade", "upgrade_from"),
+    "FileUpgrade": ("upgrade", "FileUpgrade"),
     "render_upgrade_text": ("upgrade", "render_upgrade_text"),
     "upgrade_to_json": ("upgrade", "upgrade_to_json"),
     "render_findings_text": ("check_report", "render_text"),
@@ -114,6 +116,7 @@ __all__ = [
     "EditorBaseline",
     "FileCheck",
     "FileFacts",
+    "FileUpgrade",
     "Finding",
     "FlinkVersion",
     "HistoryError",
@@ -166,6 +169,7 @@ __all__ = [
     "state_info",
     "summary_text",
     "suppression_fix",
+    "upgrade_from",
     "upgrade_of",
     "upgrade_to_json",
     "variants_to_json",
@@ -266,7 +270,9 @@ if TYPE_CHECKING:
     from chainlens.analyzer.rules.operators import state_info
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.upgrade import (
+        FileUpgrade,
         render_upgrade_text,
+        upgrade_from,
         upgrade_of,
         upgrade_to_json,
     )

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.model.flink_versions import (
     FlinkVersion,
     VersionRange,
@@ -118,6 +119,24 @@ def upgrade_of(
         path, text, replace(config, flink_version=FlinkVersion(after, source))
     )
     return compare_results(first, second)
+
+
+def upgrade_from(
+    result: AnalysisResult,
+    text: str,
+    config: Config,
+    after: str,
+    read: ReadText | None = None,
+) -> FileUpgrade:
+    """Compare ``result`` (``text`` analysed with ``config``) with the same text
+    analysed for Flink ``after`` (an editor's buffer: ``read`` reads its modules)."""
+    second = analyze_source(
+        result.path,
+        text,
+        replace(config, flink_version=FlinkVersion(after, "flag")),
+        read=read,
+    )
+    return compare_results(result, second)
 
 
 def compare_results(before: AnalysisResult, after: AnalysisResult) -> FileUpgrade:

@@ -32,6 +32,7 @@ from chainlens.analyzer import (
     Diagnostic,
     EditorBaseline,
     FileFacts,
+    FileUpgrade,
     ModuleCache,
     Problem,
     RuleCode,
@@ -41,6 +42,7 @@ from chainlens.analyzer import (
     check_text,
     materialize,
     read_module,
+    upgrade_from,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
@@ -80,8 +82,11 @@ class Analysis:
         encoding: str,
         settings: ClientSettings,
         seconds: float,
+        upgrade: FileUpgrade | None = None,
     ) -> None:
         self.uri = snapshot.uri
+        #: what changes with the Flink version of the upgradeTo setting
+        self.upgrade = upgrade
         self.version = snapshot.version
         self.text = snapshot.text
         self.result = result
@@ -316,6 +321,7 @@ class Session:
         started = time.perf_counter()
         path = uri_to_path(snapshot.uri)
         name = str(path) if path is not None else snapshot.uri
+        upgrade: FileUpgrade | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
             if settings.enable:
@@ -339,6 +345,11 @@ class Session:
                         result = replace(
                             result, diagnostics=(*result.diagnostics, *extra)
                         )
+                to = settings.upgrade_to
+                if to is not None and to != result.flink_version.version:
+                    upgrade = upgrade_from(
+                        result, snapshot.text, config, to, read=self._read_module
+                    )
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()
@@ -358,6 +369,7 @@ class Session:
             encoding,
             settings,
             time.perf_counter() - started,
+            upgrade,
         )
 
     def shutdown(self) -> None:

@@ -52,6 +52,9 @@ class ClientSettings:
     #: the Flink version to analyse for ("1.20"); None: the config's, the
     #: project's pin, else the newest
     flink_version: str | None = None
+    #: a Flink version to compare each job with (code lens): what changes
+    #: when upgrading to it; None: no comparison
+    upgrade_to: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -75,7 +78,8 @@ class ClientSettings:
             preference=reader.preference(),
             docs_url=reader.text("docsUrl"),
             savepoint_base=reader.text("savepointBase", empty=True) or "",
-            flink_version=reader.flink_version(),
+            flink_version=reader.flink_version("flinkVersion"),
+            upgrade_to=reader.flink_version("upgradeTo"),
             problems=tuple(reader.problems),
         )
 
@@ -139,20 +143,19 @@ class _Reader:
         self.problems.append("setting chainlens.argv: expected a string or a list")
         return None
 
-    def flink_version(self) -> str | None:
-        value = self.raw.get("flinkVersion")
+    def flink_version(self, key: str) -> str | None:
+        value = self.raw.get(key)
         if value is None or value == "":
             return None
         if not isinstance(value, str):
             self.problems.append(
-                f"setting chainlens.flinkVersion: {value!r} is not a string such as "
-                "'1.20'"
+                f"setting chainlens.{key}: {value!r} is not a string such as '1.20'"
             )
             return None
         try:
             return parse_flink_version(value)
         except VersionError as exc:
-            self.problems.append(f"setting chainlens.flinkVersion: {exc}")
+            self.problems.append(f"setting chainlens.{key}: {exc}")
             return None
 
     def parallelism(self) -> int | None:

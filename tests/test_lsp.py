@@ -664,6 +664,51 @@ async def test_flink_version_setting_is_used_and_shown(lsp: Session) -> None:
     )
 
 
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_upgrade_to_setting_shows_what_changes_in_a_code_lens(
+    lsp: Session,
+) -> None:
+    text = (
+        "from pyflink.common import RestartStrategies\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.set_restart_strategy(RestartStrategies.no_restart())\n"
+        "env.from_collection([1, 2]).key_by(lambda x: x).reduce(lambda a, b: a)"
+        ".print()\n"
+        'env.execute("totals")\n'
+    )
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.20", "upgradeTo": "2.3"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    uri = lsp.open("upgrade.py", text)
+    await lsp.diagnostics(uri)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    titles = [lens.command.title for lens in lenses if lens.command is not None]
+    assert titles[0].startswith("Flink 2.3: the program fails at line 4 (")
+    assert "set_restart_strategy() does not exist in PyFlink 2.3.0" in titles[0]
+    assert titles[1].endswith(" · Flink 1.20")
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.18", "upgradeTo": "1.20"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, text)
+    await lsp.diagnostics(uri)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    assert lenses[0].command is not None
+    assert lenses[0].command.title == "Flink 1.20: no change"
+
+
 async def test_multi_root_workspace_settings_per_folder(lsp: Session) -> None:
     other = lsp.workspace.parent / "other"
     other.mkdir()
