@@ -33,3 +33,45 @@ def _rest() -> dict[str, object]:
         "repos": [],
         "jobs_with_unknowns": 0,
     }
+
+
+def test_a_number_leads_to_the_files_and_lines_behind_it() -> None:
+    from collections import Counter
+    from pathlib import Path
+
+    from chainlens.fleet.report import build_summary, summary_keys
+    from chainlens.fleet.rows import scan_file
+    from chainlens.fleet.schema import TABLES
+
+    pipelines = Path(__file__).parent / "fixtures" / "pipelines"
+    totals: Counter[tuple[object, ...]] = Counter()
+    found: Counter[tuple[str, int]] = Counter()
+    for name in ("example_orders.py", "connected_streams_key_by.py"):
+        rows = scan_file("shop", name, (pipelines / name).read_bytes())
+        for table in TABLES:
+            for row in rows.table(table):
+                totals.update(dict(summary_keys(table, row)))
+        for row in rows.findings:
+            if row[5] == "CL101":
+                found[row[1], row[2]] += 1
+    summary = build_summary(dict(totals))
+    (cl101,) = [r for r in summary["findings_by_rule"] if r["rule"] == "CL101"]
+    # the bar's number is the sum over the files behind it, with their lines
+    assert cl101["n"] == sum(f["n"] for f in cl101["files"]) == sum(found.values())
+    assert {(f["path"], line) for f in cl101["files"] for line in f["lines"]} == set(
+        found
+    )
+    # each file lists its findings and jobs; numbers are numbers
+    orders = next(f for f in summary["files"] if f["path"] == "example_orders.py")
+    assert orders["jobs"]
+    assert all(type(j["tasks"]) is int for j in orders["jobs"])
+    assert {g["line"] for g in orders["findings"]} >= {
+        line for path, line in found if path == "example_orders.py"
+    }
+    page = render_html(summary)
+    rule_anchor = 1 + summary["findings_by_rule"].index(cl101)
+    assert f'<a href="#rule-{rule_anchor}" class="bar">' in page
+    assert f'id="rule-{rule_anchor}"' in page
+    assert 'href="#file-' in page
+    assert 'id="file-' in page
+    assert "shop/example_orders.py" in page
