@@ -227,6 +227,15 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
 # ------------------------------------------------------------------ charts
 
 
+def _named(values: Sequence[float], legend: Sequence[str]) -> str:
+    """Each value named by its legend: "1 with uid · 4 without uid"."""
+    if len(values) > 1:
+        return " · ".join(
+            f"{v:g} {name}" for v, name in zip(values, legend, strict=False)
+        )
+    return " ".join(f"{v:g}" for v in values)
+
+
 def _bar_chart(
     title: str,
     items: Sequence[tuple[str, Sequence[float]]],
@@ -242,9 +251,13 @@ def _bar_chart(
     top = 36
     height = top + row * max(len(items), 1) + 30
     total_max = max((sum(values) for _, values in items), default=0) or 1
+    # room after the longest bar for the longest value text (never cut off)
+    named_width = max(
+        (len(_named(values, legend)) * 7 + 12 for _, values in items), default=80
+    )
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" '
-        f'width="{label_width + bar_width + 80}" '
+        f'width="{label_width + bar_width + named_width}" '
         f'height="{height}" role="img" aria-label="{html.escape(title)}">',
         f'<text x="0" y="16" class="title">{html.escape(title)}</text>',
     ]
@@ -268,12 +281,7 @@ def _bar_chart(
                     f"<title>{html.escape(label)}: {value:g}</title></rect>"
                 )
             x += width
-        # each value named by its legend: "1 with uid · 4 without uid"
-        named = (
-            " · ".join(f"{v:g} {name}" for v, name in zip(values, legend, strict=False))
-            if len(values) > 1
-            else " ".join(f"{v:g}" for v in values)
-        )
+        named = _named(values, legend)
         parts.append(f'<text x="{x + 6:.1f}" y="{y + 14}">{html.escape(named)}</text>')
         if anchor:
             parts.append("</a>")

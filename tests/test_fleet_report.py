@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from chainlens.fleet.report import render_html, tasks_rows
 
 
@@ -24,6 +26,16 @@ def test_jobs_whose_graph_is_not_known_are_counted_last_and_named() -> None:
     # a long label is shortened with an ellipsis, whole in its tooltip
     assert "x" * 49 + "…" in html
     assert "<title>" + "x" * 80 + "</title>" in html
+    # no text runs past its chart's right edge (about 7 px a character)
+    for chart in re.findall(r"<svg.*?</svg>", html, re.S):
+        width = float(re.search(r'width="(\d+)"', chart).group(1))  # type: ignore[union-attr]
+        for x, anchor, text in re.findall(
+            r'<text x="([\d.]+)" y="[\d.]+"( text-anchor="end")?[^>]*>'
+            r"(?:<title>.*?</title>)?([^<]*)</text>",
+            chart,
+        ):
+            end = float(x) if anchor else float(x) + len(text) * 7
+            assert end <= width, (text, end, width)
 
 
 def _rest() -> dict[str, object]:
