@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from chainlens.fleet.report import render_html, tasks_rows
 
@@ -47,11 +49,18 @@ def _rest() -> dict[str, object]:
     }
 
 
-def test_a_number_leads_to_the_files_and_lines_behind_it() -> None:
-    from collections import Counter
-    from pathlib import Path
+def _strings(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
 
-    from chainlens.fleet.report import build_summary, summary_keys
+
+def test_a_number_leads_to_the_files_and_lines_behind_it(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from chainlens.fleet.report import build_summary, summary_keys, write_report
     from chainlens.fleet.rows import scan_file
     from chainlens.fleet.schema import TABLES
 
@@ -80,6 +89,13 @@ def test_a_number_leads_to_the_files_and_lines_behind_it() -> None:
     assert {g["line"] for g in orders["findings"]} >= {
         line for path, line in found if path == "example_orders.py"
     }
+    # summary.json keeps numbers and flags as JSON numbers and booleans
+    write_report(summary, tmp_path)
+    written = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert written == json.loads(json.dumps(summary))
+    assert not [
+        s for s in _strings(written) if re.fullmatch(r"-?\d+|True|False|None", s)
+    ]
     page = render_html(summary)
     rule_anchor = 1 + summary["findings_by_rule"].index(cl101)
     assert f'<a href="#rule-{rule_anchor}" class="bar">' in page
