@@ -29,7 +29,7 @@ PAD: Final = 10
 GAP_X: Final = 60  # least room between two columns
 GAP_Y: Final = 24  # room between two boxes (or edges) of a column
 GAP_X_MAX: Final = 240  # steep curves get room up to this
-PORT_STEP: Final = 14  # between two edges leaving (or entering) one box side
+PORT_STEP: Final = 18  # between two edges leaving (or entering) one box side
 PORT_MARGIN: Final = 8  # least room between an edge's end and a box corner
 DUMMY: Final = 10  # the room an edge takes where it crosses a column
 ORDERING_ROUNDS: Final = 4  # grandalf's crossing-reduction sweeps
@@ -38,6 +38,7 @@ LABEL_CHAR: Final = 6.6  # px per character of 11px monospace
 LABEL_PAD: Final = 4
 LABEL_H: Final = 15
 LABEL_GAP: Final = 10  # least room between a label and a column
+LABEL_AT: Final = (0.5, 0.25, 0.75)  # where across a gap a label may sit
 MAX_CHARS: Final = 60
 
 THEMES: Final = {
@@ -136,6 +137,23 @@ class _Layout:
     height: float
 
 
+def _curve_height(at: float) -> float:
+    """How far (0-1) an edge's curve has risen or fallen ``at`` (0-1) across its gap.
+
+    The curve is a cubic Bézier with both control points at the gap's middle;
+    its x(t) = 1.5t(1-t) + t³ is increasing, solved here by bisection.
+    """
+    low, high = 0.0, 1.0
+    for _ in range(40):
+        t = (low + high) / 2
+        if 1.5 * t * (1 - t) + t**3 < at:
+            low = t
+        else:
+            high = t
+    t = (low + high) / 2
+    return 3 * t * t - 2 * t**3
+
+
 def _label_size(text: str) -> tuple[float, float]:
     return len(text) * LABEL_CHAR + 2 * LABEL_PAD, LABEL_H
 
@@ -220,23 +238,38 @@ def _layout(
             column_width[r] = max(column_width[r], boxes[i].width)
         # each label goes in the first gap of its edge where it meets no other
         gap_width = [float(GAP_X)] * columns
-        taken: dict[int, list[tuple[float, float]]] = {r: [] for r in range(columns)}
-        chosen: dict[int, tuple[int, float]] = {}
+        # labels at the middle of a gap, or a quarter from either side when
+        # that is taken (two edges crossing there, say)
+        taken: dict[tuple[int, float], list[tuple[float, float]]] = {}
+        chosen: dict[int, tuple[int, float, float]] = {}
         for n in sorted(hops):
             steps = hops[n]
             lw, lh = _label_size(labels[n])
-            options = [(r, (a + b) / 2 + shift) for (r, a), (_, b) in pairwise(steps)]
-            gap, middle = next(
+            options = [
+                (r, f, a + (b - a) * _curve_height(f) + shift)
+                for f in LABEL_AT
+                for (r, a), (_, b) in pairwise(steps)
+            ]
+            spot = next(
                 (
-                    (r, y)
-                    for r, y in options
-                    if all(y + lh / 2 <= lo or y - lh / 2 >= hi for lo, hi in taken[r])
+                    (r, f, y)
+                    for r, f, y in options
+                    if all(
+                        y + lh / 2 <= lo or y - lh / 2 >= hi
+                        for lo, hi in taken.get((r, f), [])
+                    )
                 ),
                 options[0],
             )
-            taken[gap].append((middle - lh / 2, middle + lh / 2))
-            gap_width[gap] = max(gap_width[gap], lw + 2 * LABEL_GAP)
-            chosen[n] = (gap, middle)
+            taken.setdefault(spot[:2], []).append((spot[2] - lh / 2, spot[2] + lh / 2))
+            chosen[n] = spot
+        for r, f, _ in chosen.values():
+            widest = max(
+                _label_size(labels[m])[0] for m, c in chosen.items() if c[0] == r
+            )
+            # a label in a quarter keeps clear of the column and of the middle
+            room = widest + 2 * LABEL_GAP if f == 0.5 else 4 * (widest + LABEL_GAP)
+            gap_width[r] = max(gap_width[r], room)
         for steps in hops.values():
             for (r, a), (_, b) in pairwise(steps):
                 gap_width[r] = max(gap_width[r], min(abs(a - b) / 2, GAP_X_MAX))
@@ -264,9 +297,10 @@ def _layout(
                 if not last:
                     d.append(f"H{left[r2] + column_width[r2]:.1f}")
                 r, y = r2, y2
-            gap, middle_y = chosen[n]
+            gap, across, middle_y = chosen[n]
             lw, lh = _label_size(labels[n])
-            middle_x = (left[gap] + column_width[gap] + left[gap + 1]) / 2
+            start = left[gap] + column_width[gap]
+            middle_x = start + (left[gap + 1] - start) * across
             routes[n] = _Route(
                 " ".join(d), (middle_x - lw / 2, middle_y - lh / 2, lw, lh)
             )

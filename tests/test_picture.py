@@ -233,7 +233,7 @@ def _touches(points: list[Point], box: Rect, slack: float = 0.5) -> bool:
 
 
 @pytest.mark.parametrize("path", GEOMETRY, ids=lambda p: p.stem)
-def test_edges_pass_no_box_and_labels_sit_on_their_edge(path: Path) -> None:
+def test_edges_pass_no_box_and_labels_sit_on_their_edge_apart(path: Path) -> None:
     result = analyze_source(str(path), path.read_text(encoding="utf-8"))
     root = ET.fromstring(render_svg(result))
     boxes = _rects(root)
@@ -259,4 +259,6 @@ def test_edges_pass_no_box_and_labels_sit_on_their_edge(path: Path) -> None:
         assert _touches(points, where), (group.get("data-target"), where)
         for box in boxes:
             assert not _overlap(where, box), (where, box)
+        for other in labels:
+            assert not _overlap(where, other), (where, other)
         labels.append(where)
