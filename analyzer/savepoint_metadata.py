@@ -3,16 +3,18 @@
 Mirrors Flink 2.3's ``Checkpoints.loadCheckpointMetadata`` and the metadata
 serializers it dispatches to (``MetadataSerializers``): a magic number
 (``0x4960672d``) and a format version, then the layout of
-``MetadataV2V3SerializerBase`` as ``MetadataV3Serializer`` (version 3, written
-by Flink 1.11 on), ``MetadataV4Serializer`` (4: the checkpoint properties follow
-as a Java-serialized object), ``MetadataV5Serializer`` (5: each operator state
-starts with its operator name and uid, FLIP-474) and ``MetadataV6Serializer`` (6:
+``MetadataV2V3SerializerBase`` as ``MetadataV3Serializer`` (version 3, Flink 1.11
+on), ``MetadataV4Serializer`` (4: the checkpoint properties follow as a
+Java-serialized object), ``MetadataV5Serializer`` (5: each operator state starts
+with its operator name and uid, FLIP-474) and ``MetadataV6Serializer`` (6:
 channel state with ``ChannelStateHandleSerializerV2``'s merged handles) read it.
-Flink 2.3 writes version 6 (``Checkpoints.storeCheckpointMetadata``); every
-state handle type 2.3 reads is read here (key groups, incremental RocksDB,
-changelog, file-merging segments, operator state, channel state), which are all
-the types older writers produced.  Versions 1 and 2 (Flink 1.10 and older) are
-refused, as the version numbers Flink does not know.
+Which version ``Checkpoints.storeCheckpointMetadata`` writes, read in each
+release's ``flink-dist`` jar: 4 in 1.19 and 1.20, 5 in 2.0, 6 in 2.1, 2.2 and
+2.3 (1.18, not installable here, is not checked).  Every state handle type 2.3
+reads is read here (key groups, incremental RocksDB, changelog, file-merging
+segments from 1.20, operator state, channel state), which are all the types
+older writers produced.  Versions 1 and 2 (Flink 1.10 and older) are refused,
+as are version numbers Flink does not know.
 
 What is kept is what restoring needs: per operator state its operator ID (hex,
 as ``OperatorID.toHexString()`` prints it), parallelism, max parallelism, name
