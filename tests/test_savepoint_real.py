@@ -194,6 +194,13 @@ SCENARIOS = [
         "refused",
     ),
     (
+        "max_parallelism_set",
+        lambda t: t.replace('uid("totals")', 'uid("totals").set_max_parallelism(256)'),
+        False,
+        False,
+        "refused",
+    ),
+    (
         "uid_renamed_allow_non_restored",
         lambda t: t.replace('uid("totals")', 'uid("totals-v2")'),
         True,
@@ -234,11 +241,23 @@ def test_the_verdict_is_what_flink_does(
     lost = [f for f in ours["findings"] if f["code"] == "CL201"]
     if restores:
         assert outcome == {"running": True}, outcome
+    elif "Max parallelism mismatch" in outcome.get("error", ""):
+        named = outcome["error"].split("Cannot map operator ")[1].split()[0]
+        conflicts = [f for f in ours["findings"] if f["code"] == "CL203"]
+        assert any(named in f["message"] for f in conflicts), (named, conflicts)
+        assert ours["exit"] == 1
     else:
         assert "Cannot map checkpoint/savepoint state for operator" in outcome["error"]
         named = outcome["error"].split("for operator ")[1].split()[0]
         assert any(named in f["message"] for f in lost), (named, lost)
         assert ours["exit"] == 1
+        # the pin chainlens proposes makes Flink restore
+        assert _verdict(tmp_path, savepoint, capsys, "--fix")["exit"] == 0
+        assert ".set_uid_hash(" in (tmp_path / "job.py").read_text(encoding="utf-8")
+        again = _run(
+            sys.executable, RUNNER, "restore", "job.py", str(savepoint), cwd=tmp_path
+        )
+        assert again == {"running": True}, again
     if verdict == "restores":
         assert lost == []
         assert ours["exit"] == 0
