@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +147,120 @@ def test_the_command_line_says_one_line(
     code = main(["savepoint", str(program), "--savepoint", str(program)])
     assert code == 2
     assert "not Flink checkpoint metadata" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# the comparison, on metadata laid out by hand with the program's own IDs
+# (the same rules on real savepoints and real restores: test_savepoint_real.py)
+
+PROGRAM = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+totals = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: a).uid("totals")
+totals.print()
+env.execute("totals")
+"""
+
+
+def _state(
+    operator_id: str,
+    *,
+    keyed: bool,
+    parallelism: int = 2,
+    max_parallelism: int = 128,
+    name: str = "",
+    uid: str = "",
+) -> bytes:
+    body = _utf(name) + _utf(uid) + bytes.fromhex(operator_id)
+    body += struct.pack(">ii", parallelism, max_parallelism) + b"\x00"
+    body += struct.pack(">i", parallelism)
+    for subtask in range(parallelism):
+        body += struct.pack(">iii", subtask, 0, 0)
+        if keyed:
+            body += b"\x03" + struct.pack(">ii", 0, 1) + struct.pack(">q", 0)
+            body += b"\x01" + _utf("k") + struct.pack(">i", 3) + b"abc"
+        else:
+            body += b"\x00"
+        body += b"\x00" + struct.pack(">ii", 0, 0)
+    return body
+
+
+def _savepoint(folder: Path, states: list[bytes]) -> Path:
+    data = struct.pack(">Ii", MAGIC, 6) + struct.pack(">qii", 3, 0, len(states))
+    folder.mkdir()
+    (folder / "_metadata").write_bytes(data + b"".join(states) + b"\xac\xed\x00\x05p")
+    return folder
+
+
+def _ids(path: Path) -> dict[str, str]:
+    from chainlens.analyzer.api import analyze_graphs
+    from chainlens.analyzer.config import Config
+
+    result = analyze_graphs(str(path), path.read_text(), Config(default_parallelism=2))
+    job = result.jobs[0]
+    assert job.stream_graph is not None
+    assert job.job_graph is not None
+    return {
+        str(n.name): job.job_graph.operator_ids[n.id] for n in job.stream_graph.nodes
+    }
+
+
+def _compare(
+    program: Path, savepoint: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any]]:
+    import json
+
+    args = ["savepoint", str(program), "--savepoint", str(savepoint)]
+    code = main([*args, "--default-parallelism", "2", "--format", "json", *extra])
+    document = json.loads(capsys.readouterr().out)
+    return code, document
+
+
+def test_verdicts_follow_flinks_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "job.py"
+    program.write_text(PROGRAM, encoding="utf-8")
+    ids = _ids(program)
+    reduce_id = ids["Reduce"]
+    gone = "00" * 15 + "01"
+    same = _savepoint(tmp_path / "same", [_state(reduce_id, keyed=True)])
+    code, doc = _compare(program, same, capsys)
+    assert (code, doc["savepoint"]["verdict"]) == (0, "restores")
+    # a state no operator claims: refused, or dropped with allowNonRestoredState
+    lost = _savepoint(
+        tmp_path / "lost",
+        [_state(reduce_id, keyed=True), _state(gone, keyed=True, name="Reduce")],
+    )
+    code, doc = _compare(program, lost, capsys)
+    assert (code, doc["savepoint"]["verdict"]) == (1, "refused")
+    assert [f["code"] for f in doc["findings"]] == ["CL201"]
+    code, doc = _compare(program, lost, capsys, "--allow-non-restored-state")
+    assert doc["savepoint"]["verdict"] == "restores, dropping state"
+    assert code == 1  # the state is still lost: an error
+    # an unclaimed state that holds nothing is skipped, as Flink skips it
+    empty = _savepoint(
+        tmp_path / "empty", [_state(reduce_id, keyed=True), _state(gone, keyed=False)]
+    )
+    code, doc = _compare(program, empty, capsys)
+    assert (code, doc["savepoint"]["verdict"]) == (0, "restores")
+    # saved with max parallelism 2, restored with parallelism 4: refused
+    narrow = _savepoint(
+        tmp_path / "narrow", [_state(reduce_id, keyed=True, max_parallelism=2)]
+    )
+    program.write_text(
+        PROGRAM.replace('uid("totals")', 'uid("totals").set_parallelism(4)'),
+        encoding="utf-8",
+    )
+    code, doc = _compare(program, narrow, capsys)
+    assert (code, doc["savepoint"]["verdict"]) == (1, "refused")
+    assert [f["code"] for f in doc["findings"]] == ["CL203"]
+    # the stateful operator with no state in the savepoint starts empty (info)
+    program.write_text(PROGRAM, encoding="utf-8")
+    none = _savepoint(tmp_path / "none", [_state(gone, keyed=False)])
+    code, doc = _compare(program, none, capsys)
+    assert code == 0
+    assert [f["code"] for f in doc["findings"]] == ["CL202"]
