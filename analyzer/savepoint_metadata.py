@@ -82,6 +82,8 @@ _MERGED_RESULT_SUBPARTITION = 4
 _LONG = struct.Struct(">q")
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">H")
+#: two int zeros: no managed and no raw operator state; no channel state
+_TWO_ZEROS = bytes(8)
 #: nesting of keyed handles (a changelog handle holds keyed handles)
 _MAX_DEPTH = 16
 
@@ -176,25 +178,32 @@ class _Reader:
 
     def need(self, count: int, what: str) -> None:
         if count < 0 or self.pos + count > self.end:
-            left = self.end - self.pos
-            raise MetadataError(
-                f"{self.shown}: truncated or corrupt metadata: {what} needs {count} "
-                f"bytes, {left} left (at byte {self.pos})"
-            )
+            raise self.truncated(what, count)
 
     def skip(self, count: int, what: str) -> None:
         self.need(count, what)
         self.pos += count
 
+    def truncated(self, what: str, count: int) -> MetadataError:
+        left = self.end - self.pos
+        return MetadataError(
+            f"{self.shown}: truncated or corrupt metadata: {what} needs {count} "
+            f"bytes, {left} left (at byte {self.pos})"
+        )
+
     def u8(self) -> int:
-        self.need(1, "a byte")
-        value = self.data[self.pos]
+        try:
+            value = self.data[self.pos]
+        except IndexError:
+            raise self.truncated("a byte", 1) from None
         self.pos += 1
         return value
 
     def i32(self) -> int:
-        self.need(4, "an int")
-        (value,) = _INT.unpack_from(self.data, self.pos)
+        try:
+            (value,) = _INT.unpack_from(self.data, self.pos)
+        except struct.error:
+            raise self.truncated("an int", 4) from None
         self.pos += 4
         return int(value)
 
@@ -202,8 +211,10 @@ class _Reader:
         return self.i32() & 0xFFFFFFFF
 
     def i64(self) -> int:
-        self.need(8, "a long")
-        (value,) = _LONG.unpack_from(self.data, self.pos)
+        try:
+            (value,) = _LONG.unpack_from(self.data, self.pos)
+        except struct.error:
+            raise self.truncated("a long", 8) from None
         self.pos += 8
         return int(value)
 
@@ -230,10 +241,15 @@ class _Reader:
             return _modified_utf8(raw)
 
     def skip_utf(self) -> None:
-        self.need(2, "a string length")
-        (length,) = _SHORT.unpack_from(self.data, self.pos)
-        self.pos += 2
-        self.skip(length, "a string")
+        try:
+            (length,) = _SHORT.unpack_from(self.data, self.pos)
+        except struct.error:
+            raise self.truncated("a string length", 2) from None
+        end = self.pos + 2 + length
+        if end > self.end:
+            self.pos += 2
+            raise self.truncated("a string", length)
+        self.pos = end
 
     # ----------------------------------------------------------- structure
 
@@ -330,6 +346,38 @@ class _Reader:
     def subtask_state(self, kinds: SubtaskKinds) -> bool:
         """``deserializeSubtaskState``; count its kinds; tell whether it has state."""
         has = False
+        if self.data[self.pos : self.pos + 8] == _TWO_ZEROS:
+            self.pos += 8  # no managed and no raw operator state
+        else:
+            has = self._operator_states(kinds)
+        size = self.keyed_handle(0)
+        if size is not None:
+            kinds.managed_keyed += 1
+            kinds.size += size
+            has = True
+        size = self.keyed_handle(0)
+        if size is not None:
+            kinds.raw_keyed += 1
+            kinds.size += size
+            has = True
+        if self.data[self.pos : self.pos + 8] == _TWO_ZEROS:
+            self.pos += 8  # the common case: no input, no output channel state
+            return has
+        handles, size = self.channel_handles(output=False)
+        if handles:
+            kinds.input_channel += 1
+            kinds.size += size
+            has = True
+        handles, size = self.channel_handles(output=True)
+        if handles:
+            kinds.result_subpartition += 1
+            kinds.size += size
+            has = True
+        return has
+
+    def _operator_states(self, kinds: SubtaskKinds) -> bool:
+        """The managed and raw operator state of a subtask."""
+        has = False
         if self.i32() != 0:
             size = self.operator_handle()
             if size is not None:
@@ -342,26 +390,6 @@ class _Reader:
                 kinds.raw_operator += 1
                 kinds.size += size
                 has = True
-        size = self.keyed_handle(0)
-        if size is not None:
-            kinds.managed_keyed += 1
-            kinds.size += size
-            has = True
-        size = self.keyed_handle(0)
-        if size is not None:
-            kinds.raw_keyed += 1
-            kinds.size += size
-            has = True
-        handles, size = self.channel_handles(output=False)
-        if handles:
-            kinds.input_channel += 1
-            kinds.size += size
-            has = True
-        handles, size = self.channel_handles(output=True)
-        if handles:
-            kinds.result_subpartition += 1
-            kinds.size += size
-            has = True
         return has
 
     # ----------------------------------------------------------- handles

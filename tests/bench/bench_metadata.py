@@ -151,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--operators", type=int, default=100)
     parser.add_argument("--subtasks", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="write the file here and keep it")
+    parser.add_argument(
+        "--file", type=Path, help="time this _metadata file instead of building one"
+    )
     args = parser.parse_args(argv)
     from pyflink.java_gateway import get_gateway
 
@@ -161,23 +164,24 @@ def main(argv: list[str] | None = None) -> int:
         key_groups *= 2
     payload = max(16, args.mb * 1_000_000 // (operators * subtasks))
     folder = Path(tempfile.mkdtemp(prefix="chainlens-bench-metadata-"))
-    path = args.keep or folder / "_metadata"
-    started = time.perf_counter()
-    build_metadata(
-        gateway,
-        path,
-        operators=operators,
-        subtasks=subtasks,
-        payload=payload,
-        key_groups=key_groups,
-    )
-    built = time.perf_counter() - started
+    path = args.file or args.keep or folder / "_metadata"
+    if args.file is None:
+        started = time.perf_counter()
+        build_metadata(
+            gateway,
+            path,
+            operators=operators,
+            subtasks=subtasks,
+            payload=payload,
+            key_groups=key_groups,
+        )
+        built = time.perf_counter() - started
+        print(
+            f"built {path} with Flink's serializer: {operators} operator states x "
+            f"{subtasks} subtasks, {payload} bytes inline each ({built:.1f} s)"
+        )
     size = os.path.getsize(path)
-    print(
-        f"built {path} with Flink's serializer: {size / 1e6:.1f} MB, {operators} "
-        f"operator states x {subtasks} subtasks, {payload} bytes inline each "
-        f"({built:.1f} s)"
-    )
+    print(f"{path}: {size / 1e6:.1f} MB")
 
     def best(run: Any, rounds: int = 3) -> float:
         times = []
@@ -202,9 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{ours / flink:.2f}x; target: under 2 s for 100 MB: "
         + ("met" if ours < 2.0 * max(1.0, size / 100e6) else "NOT met")
     )
-    if args.keep is None:
+    if args.keep is None and args.file is None:
         path.unlink()
-        folder.rmdir()
+    folder.rmdir()
     return 0
 
 
