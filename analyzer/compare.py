@@ -369,12 +369,13 @@ def _restore(
     (:mod:`chainlens.analyzer.rules.savepoint_restore`)."""
     found = claims(job, metadata)
     states: list[SavepointState] = []
-    refused = dropped = False
+    refused = dropped = unsure = False
     for index, state in enumerate(metadata.operators):
         claim = found[index] if found is not None else None
         by = None
-        if claim is None:
+        if claim is None or (claim.unknown and state.has_state):
             outcome = "unknown"
+            unsure = True
         elif claim.node is not None:
             where = claim.node.range.start.line if claim.node.range else 1
             by = f"{shown}:{where}: {claim.node.name}"
@@ -405,10 +406,10 @@ def _restore(
                 by,
             )
         )
-    if found is None:
-        verdict = "unknown"
-    elif refused:
+    if refused:
         verdict = "refused"
+    elif found is None or unsure:
+        verdict = "unknown"
     elif dropped:
         verdict = "restores, dropping state"
     else:

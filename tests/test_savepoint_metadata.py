@@ -264,3 +264,23 @@ def test_verdicts_follow_flinks_rules(
     code, doc = _compare(program, none, capsys)
     assert code == 0
     assert [f["code"] for f in doc["findings"]] == ["CL202"]
+
+
+def test_ids_chainlens_cannot_know_are_said_and_fail_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "job.py"
+    program.write_text(PROGRAM, encoding="utf-8")
+    saved = _savepoint(
+        tmp_path / "saved", [_state(_ids(program)["Reduce"], keyed=True)]
+    )
+    program.write_text(
+        "import os\n" + PROGRAM.replace('uid("totals")', 'uid(os.environ["U"])'),
+        encoding="utf-8",
+    )
+    code, doc = _compare(program, saved, capsys)
+    assert doc["savepoint"]["verdict"] == "unknown"
+    assert code == 1
+    (finding,) = doc["findings"]
+    assert finding["message"].startswith("chainlens cannot tell whether the state")
+    assert finding["range"]["start_line"] == 7  # the reduce whose uid is not known

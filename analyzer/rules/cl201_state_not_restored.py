@@ -25,8 +25,12 @@ from chainlens.analyzer.rules.baseline import (
     stateful,
     why_moved,
 )
-from chainlens.analyzer.rules.operators import display_name, returns_its_operator
-from chainlens.analyzer.rules.savepoint_restore import claims
+from chainlens.analyzer.rules.operators import (
+    display_name,
+    returns_its_operator,
+    state_info,
+)
+from chainlens.analyzer.rules.savepoint_restore import claims, uncertain
 from chainlens.analyzer.rules.savepoint_restore import counterpart as owner_of
 from chainlens.analyzer.rules.uid_plan import quote_of
 
@@ -132,12 +136,26 @@ class StateNotRestored:
             return
         found = claims(job, target.metadata)
         if found is None:
-            return  # the job's IDs are not all known: CL107 / CL000 say why
+            return  # the job has no graph: CL000 / CL105 say why
         for claim in found:
             state = claim.state
             if claim.node is not None or not state.has_state:
                 continue
             saved = state.operator_id
+            if claim.unknown:
+                unsure = sorted(uncertain(job), key=lambda n: state_info(n) is None)
+                names = ", ".join(display_name(n) for n in unsure[:3])
+                yield context.report(
+                    self,
+                    f"chainlens cannot tell whether the state {saved} of "
+                    f"{target.label} can be restored into job {target.how}: no "
+                    "operator whose ID chainlens knows has its ID, and the IDs of "
+                    f"{names} depend on values chainlens cannot know (give them a "
+                    "uid, or set_uid_hash)",
+                    unsure[0].range if unsure else job.spec.range,
+                    job_index=job.spec.index,
+                )
+                continue
             what = "operator state " + saved
             named = [
                 f"'{state.name}'" if state.name else "",

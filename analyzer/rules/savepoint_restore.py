@@ -59,6 +59,8 @@ class Claim:
     vertex: JobVertex | None
     #: "operator ID" or "uid hash" (set_uid_hash)
     by: str = ""
+    #: unclaimed, but an operator whose ID chainlens cannot know may claim it
+    unknown: bool = False
 
 
 def _vertex_of(job: CompiledJob, node_id: int) -> JobVertex | None:
@@ -73,32 +75,47 @@ def _vertex_of(job: CompiledJob, node_id: int) -> JobVertex | None:
 
 def known_ids(job: CompiledJob) -> dict[str, tuple[StreamNode, str]] | None:
     """Every ID the job's operators are known by (generated, and uid hash),
-    with its operator; None when the job has no graph or an ID is not known."""
+    with its operator, leaving out the IDs chainlens cannot know; None when the
+    job has no graph."""
     graph, job_graph = job.stream_graph, job.job_graph
-    if graph is None or job_graph is None or job_graph.uncertain_nodes:
+    if graph is None or job_graph is None:
         return None
     found: dict[str, tuple[StreamNode, str]] = {}
     for node in graph.nodes:
-        generated = job_graph.operator_ids.get(node.id)
-        if generated is None:
-            return None
-        found.setdefault(generated, (node, "operator ID"))
         if isinstance(node.user_hash, str):
             found.setdefault(node.user_hash.lower(), (node, "uid hash"))
+        generated = job_graph.operator_ids.get(node.id)
+        if generated is not None and node.id not in job_graph.uncertain_nodes:
+            found.setdefault(generated, (node, "operator ID"))
     return found
+
+
+def uncertain(job: CompiledJob) -> list[StreamNode]:
+    """The operators whose operator ID chainlens cannot know (it depends on
+    values it does not know), and that have no uid hash."""
+    graph, job_graph = job.stream_graph, job.job_graph
+    if graph is None or job_graph is None:
+        return []
+    return [
+        n
+        for n in graph.nodes
+        if n.id in job_graph.uncertain_nodes and not isinstance(n.user_hash, str)
+    ]
 
 
 def claims(job: CompiledJob, metadata: SavepointMetadata) -> list[Claim] | None:
     """Each state of the savepoint with the operator that claims it (None: no
-    operator does); None when the job's IDs are not all known."""
+    operator does, or, with ``unknown``, none whose ID chainlens knows); None
+    when the job has no graph."""
     ids = known_ids(job)
     if ids is None:
         return None
+    unsure = bool(uncertain(job))
     out: list[Claim] = []
     for state in metadata.operators:
         found = ids.get(state.operator_id)
         if found is None:
-            out.append(Claim(state, None, None))
+            out.append(Claim(state, None, None, unknown=unsure))
             continue
         node, by = found
         out.append(Claim(state, node, _vertex_of(job, node.id), by))
