@@ -7,7 +7,7 @@ the savepoint rules compare a program with it.  Mirrors Flink 2.3's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(slots=True)
@@ -53,15 +53,10 @@ class OperatorStateInfo:
     state_bytes: int
 
     @property
-    def subtasks_with_state(self) -> int:
-        """Subtasks whose state is not empty (``OperatorSubtaskState.hasState``)."""
-        return self._with_state
-
-    @property
     def has_state(self) -> bool:
         """Whether Flink refuses to drop it silently: coordinator state or a
         subtask with state (``Checkpoints.loadAndValidateCheckpoint``)."""
-        return self.coordinator_bytes is not None or self._with_state > 0
+        return self.coordinator_bytes is not None or self.subtasks_with_state > 0
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -82,7 +77,8 @@ class OperatorStateInfo:
             found.append("channel")
         return tuple(found)
 
-    _with_state: int = field(default=0, repr=False)
+    #: subtasks whose state is not empty (``OperatorSubtaskState.hasState``)
+    subtasks_with_state: int = 0
 
 
 @dataclass(frozen=True, slots=True)
