@@ -29,6 +29,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "explain_id": ("compare", "explain_id"),
+    "SavepointComparison": ("compare", "SavepointComparison"),
+    "compare_with_savepoint": ("compare", "compare_with_savepoint"),
+    "MetadataError": ("savepoint_metadata", "MetadataError"),
+    "read_metadata": ("savepoint_metadata", "read_metadata"),
     "EditorBaseline": ("compare", "EditorBaseline"),
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
@@ -108,12 +112,14 @@ __all__ = [
     "Finding",
     "HistoryError",
     "JobFact",
+    "MetadataError",
     "Mode",
     "ModuleCache",
     "OperatorFact",
     "Problem",
     "RuleCode",
     "RuleInfo",
+    "SavepointComparison",
     "Severity",
     "SourcePosition",
     "SourceRange",
@@ -127,6 +133,7 @@ __all__ = [
     "command_line_layer",
     "command_line_variants",
     "compare_with_base",
+    "compare_with_savepoint",
     "default_jobs",
     "diff_of",
     "discover",
@@ -134,6 +141,7 @@ __all__ = [
     "explain_id",
     "finding_sort_key",
     "materialize",
+    "read_metadata",
     "read_module",
     "render_dot",
     "render_findings_text",
@@ -195,7 +203,9 @@ if TYPE_CHECKING:
     from chainlens.analyzer.compare import (
         Comparison,
         EditorBaseline,
+        SavepointComparison,
         compare_with_base,
+        compare_with_savepoint,
         explain_id,
     )
     from chainlens.analyzer.config import (
@@ -241,6 +251,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.report import render_text as render_graph_text
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
+    from chainlens.analyzer.savepoint_metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.variants import (
         render_variants_text,
