@@ -30,11 +30,11 @@ from chainlens.analyzer.extract.modules import (
     FoundModule,
     ModuleFinder,
     ReadText,
-    pyflink_names,
     read_from_disk,
 )
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
 from chainlens.analyzer.extract.program import Program, ProgramStopError
+from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.values import (
     ArgParser,
     BoundMethod,
