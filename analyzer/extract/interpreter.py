@@ -23,6 +23,7 @@ from typing import Any
 import libcst as cst
 
 from chainlens.analyzer.extract import pyflink_api as api
+from chainlens.analyzer.extract.interface import Args, ProgramStopError
 from chainlens.analyzer.extract.modules import (
     MAX_MODULE_BYTES,
     MAX_MODULES,
@@ -33,24 +34,26 @@ from chainlens.analyzer.extract.modules import (
     read_from_disk,
 )
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
-from chainlens.analyzer.extract.program import Program, ProgramStopError
+from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_values import (
+    ConfigValue,
+    EnvRef,
+    PyObject,
+    Stream,
+    TypeInfo,
+)
 from chainlens.analyzer.extract.values import (
     ArgParser,
     BoundMethod,
     ClassDef,
-    ConfigValue,
-    EnvRef,
     FunctionDef,
     Instance,
     ModuleValue,
     Namespace,
     Opaque,
-    PyObject,
     QualifiedRef,
-    Stream,
     SuperRef,
-    TypeInfo,
 )
 from chainlens.analyzer.model.enums import OutputType
 from chainlens.analyzer.model.source import SourceRange
@@ -801,7 +804,7 @@ class Interpreter:
             else:
                 positional.append(value)
         where = self.where(node)
-        call = api.Call(self.program, api.Args(positional, keywords), where)
+        call = api.Call(self.program, Args(positional, keywords), where)
         return self.call(func, call, node)
 
     def call(self, func: object, call: api.Call, node: cst.Call) -> object:
@@ -1521,7 +1524,7 @@ def _foreign_base(cls: ClassDef) -> str | None:
 
 def _with_receiver(call: api.Call, receiver: object) -> api.Call:
     """``call`` with ``receiver`` as the first argument (``self``, ``cls``)."""
-    args = api.Args([receiver, *call.args.positional], dict(call.args.keywords))
+    args = Args([receiver, *call.args.positional], dict(call.args.keywords))
     return api.Call(call.program, args, call.where)
 
 
