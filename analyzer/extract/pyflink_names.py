@@ -1,8 +1,9 @@
 """The names PyFlink offers, read from ``pyflink_names.json`` beside this module.
 
-The replay asks it whether ``from M import N`` and ``obj.method`` exist in the
-PyFlink the program runs with: a name PyFlink does not have fails the program
-when it runs (an API removed in Flink 2.0, a misspelling).
+The PyFlink resolver (``resolver.py``) asks it whether ``from M import N``
+and ``obj.method`` exist in the PyFlink the program runs with: a name PyFlink does
+not have fails the program when it runs (an API removed in Flink 2.0, a
+misspelling).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The PyFlink objects a program holds while it is replayed.
 
-The interpreter creates them and ``pyflink_api.py``
+The PyFlink resolver (``resolver.py``) creates them and ``pyflink_api.py``
 reads them: environments, streams, configurations and the instances of other
 PyFlink classes (with their evaluated arguments).  They mirror the Python
 classes of ``pyflink/datastream`` and ``pyflink/common`` (PyFlink 2.3) only as
