@@ -16,12 +16,10 @@ parsed once per content (:class:`ParsedModules`).
 from __future__ import annotations
 
 import ast
-import json
 import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import libcst as cst
@@ -159,40 +157,3 @@ class ParsedModules:
 
 #: The process-wide cache of parsed modules.
 PARSED = ParsedModules()
-
-
-class PyFlinkNames:
-    """What PyFlink 2.3 offers (``pyflink_names.json``, written from the wheel
-    by ``tests/tools/pyflink_names.py``): the names of its modules and the
-    methods of the classes whose calls chainlens follows."""
-
-    def __init__(self) -> None:
-        data = json.loads(
-            resources.files(__package__).joinpath("pyflink_names.json").read_text()
-        )
-        self.version: str = data["version"]
-        self.modules: dict[str, frozenset[str]] = {
-            k: frozenset(v) for k, v in data["modules"].items()
-        }
-        self.classes: dict[str, frozenset[str]] = {
-            k: frozenset(v) for k, v in data["classes"].items()
-        }
-
-    def lacks(self, module: str, name: str) -> bool:
-        """Tell whether ``from module import name`` fails in PyFlink 2.3 (False
-        for a module the table does not cover)."""
-        names = self.modules.get(module)
-        if names is None:
-            return False
-        return name not in names and f"{module}.{name}" not in self.modules
-
-
-_NAMES: PyFlinkNames | None = None
-
-
-def pyflink_names() -> PyFlinkNames:
-    """The table, read once."""
-    global _NAMES
-    if _NAMES is None:
-        _NAMES = PyFlinkNames()
-    return _NAMES
