@@ -1,7 +1,10 @@
 """Open documents, their latest analysis, and when to analyse them.
 
 Each change takes a snapshot (URI, version, text) on the event loop; the
-analysis runs on a worker thread so the loop keeps answering.  Changes that
+analysis runs on a worker thread so the loop keeps answering.  Documents are
+analysed side by side (up to ``PARALLEL_ANALYSES`` at once, one at a time per
+document), so a document that takes seconds never delays another one's
+answers; the threads are daemons, so ``exit`` never waits for an analysis.  Changes that
 arrive while a document is being analysed are coalesced: the next run takes the
 newest text.  An analysis whose document has moved on is dropped, never
 published; requests that need facts wait for the analysis of the current
@@ -14,10 +17,10 @@ import asyncio
 import gc
 import logging
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 CONFIG_PROBLEM = RuleCode("CL000", "analysis-error")
 #: How long a request waits for the current version's analysis.
 WAIT_SECONDS = 30.0
+#: Documents analysed at the same time (each on its own thread).
+PARALLEL_ANALYSES = 4
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -117,7 +122,9 @@ class Session:
         self._publish = publish
         self._encoding = encoding
         self._documents: dict[str, _Document] = {}
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="chainlens-analysis")
+        self._slots = asyncio.Semaphore(PARALLEL_ANALYSES)
+        self._running = 0
+        self._collecting = True
         self.global_settings = ClientSettings()
         self.folder_settings: dict[Path, ClientSettings] = {}
         self.analyses = 0
@@ -275,17 +282,8 @@ class Session:
                     return
                 settings = self.settings_for(uri)
                 encoding = self._encoding()
-                # Collecting garbage while the analysis allocates its graphs
-                # costs more than the analysis; collect in idle time instead.
-                collecting = gc.isenabled()
-                gc.disable()
-                try:
-                    analysis = await loop.run_in_executor(
-                        self._executor, self._analyse, snapshot, settings, encoding
-                    )
-                finally:
-                    if collecting:
-                        gc.enable()
+                async with self._slots:
+                    analysis = await self._in_thread(snapshot, settings, encoding)
                 self.analyses += 1
                 if self._documents.get(uri) is not document:
                     self._parsed.pop(uri, None)
@@ -308,6 +306,43 @@ class Session:
                 document.worker = None
                 if document.dirty:
                     document.worker = loop.create_task(self._work(uri))
+
+    async def _in_thread(
+        self, snapshot: Snapshot, settings: ClientSettings, encoding: str
+    ) -> Analysis:
+        """Run :meth:`_analyse` on a daemon thread of its own and await it."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Analysis] = loop.create_future()
+
+        def settle(outcome: Analysis | BaseException) -> None:
+            if done.done():
+                return
+            if isinstance(outcome, BaseException):
+                done.set_exception(outcome)
+            else:
+                done.set_result(outcome)
+
+        def run() -> None:
+            outcome: Analysis | BaseException
+            try:
+                outcome = self._analyse(snapshot, settings, encoding)
+            except BaseException as exc:  # _analyse catches Exception already
+                outcome = exc
+            loop.call_soon_threadsafe(settle, outcome)
+
+        # Collecting garbage while the analysis allocates its graphs costs
+        # more than the analysis; collect in idle time instead.
+        if self._running == 0:
+            self._collecting = gc.isenabled()
+            gc.disable()
+        self._running += 1
+        try:
+            threading.Thread(target=run, name="chainlens-analysis", daemon=True).start()
+            return await done
+        finally:
+            self._running -= 1
+            if self._running == 0 and self._collecting:
+                gc.enable()
 
     def _analyse(
         self, snapshot: Snapshot, settings: ClientSettings, encoding: str
@@ -361,8 +396,9 @@ class Session:
         )
 
     def shutdown(self) -> None:
-        """Stop the worker thread."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Start no more analyses (those under way end with the process)."""
+        for document in self._documents.values():
+            document.dirty = False
 
 
 def _file_problem(message: str) -> Diagnostic:
