@@ -198,6 +198,24 @@ class Session:
                 found = True
         return found
 
+    def _modules_of_program_changed(self, uri: str, analysis: Analysis) -> None:
+        """An open module that is no program shows the findings its programs
+        locate in it: analyse it again when one of them was analysed."""
+        if not analysis.result.jobs:
+            return
+        followed = set(analysis.result.modules)
+        for other, document in list(self._documents.items()):
+            path = uri_to_path(other)
+            latest = document.latest
+            if (
+                other != uri
+                and path is not None
+                and str(path) in followed
+                and latest is not None
+                and not latest.result.jobs
+            ):
+                self._mark(other)
+
     def _mark(self, uri: str) -> None:
         document = self._documents.setdefault(uri, _Document())
         document.dirty = True
@@ -300,6 +318,7 @@ class Session:
                     self._publish(analysis)
                 except Exception:  # a failed send must not stop the worker
                     log.exception("publishing diagnostics failed")
+                self._modules_of_program_changed(uri, analysis)
         finally:
             document = self._documents.get(uri)
             if document is not None and document.worker is asyncio.current_task():

@@ -881,6 +881,31 @@ async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
     assert found.related_information[0].location.uri == helper
 
 
+async def test_a_module_open_on_its_own_shows_what_its_programs_find_in_it(
+    lsp: Session,
+) -> None:
+    """A helper module that is no program, open alone: the programs of the
+    project that import it are analysed and their findings located in it are
+    shown at its lines."""
+    (lsp.workspace / "job.py").write_text(JOB_USING_HELPERS, encoding="utf-8")
+    text = HELPER_MODULE.replace(".uid('totals')", "")
+    helper = lsp.open("helpers.py", text)
+    (found,) = [d for d in await lsp.diagnostics(helper) if d.code == "CL101"]
+    assert found.range.start == position_of(text, "reduce(", lsp.encoding)
+    assert "[in the program job.py:8:" in found.message
+    assert found.related_information is not None
+    assert found.related_information[0].location.uri == (
+        (lsp.workspace / "job.py").as_uri()
+    )
+    # the same finding as the program's own analysis, moved to the module
+    (own,) = [
+        f
+        for f in findings(JOB_USING_HELPERS, str(lsp.workspace / "job.py"))
+        if f[0] == "CL101"
+    ]
+    assert own[2].rsplit(" [in ", 1)[0] == found.message.rsplit(" [in ", 1)[0]
+
+
 async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
     lsp: Session,
 ) -> None:
