@@ -14,6 +14,7 @@ version.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
 from chainlens.analyzer import (
@@ -41,14 +43,17 @@ from chainlens.analyzer import (
     Severity,
     SourcePosition,
     SourceRange,
+    VariantFacts,
     check_text,
     materialize,
     read_module,
+    variant_facts,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONFIG_PROBLEM = RuleCode("CL000", "analysis-error")
 #: How long a request waits for the current version's analysis.
@@ -94,6 +99,8 @@ class Analysis:
         self.lines = TextLines(snapshot.text, encoding)
         self.settings = settings
         self.seconds = seconds
+        #: the facts under the program's other command lines (on first use)
+        self.variants: asyncio.Future[VariantFacts | None] | None = None
 
     @cached_property
     def facts(self) -> FileFacts:
@@ -301,7 +308,9 @@ class Session:
                 settings = self.settings_for(uri)
                 encoding = self._encoding()
                 async with self._slots:
-                    analysis = await self._in_thread(snapshot, settings, encoding)
+                    analysis = await self._in_thread(
+                        functools.partial(self._analyse, snapshot, settings, encoding)
+                    )
                 self.analyses += 1
                 if self._documents.get(uri) is not document:
                     self._parsed.pop(uri, None)
@@ -326,28 +335,27 @@ class Session:
                 if document.dirty:
                     document.worker = loop.create_task(self._work(uri))
 
-    async def _in_thread(
-        self, snapshot: Snapshot, settings: ClientSettings, encoding: str
-    ) -> Analysis:
-        """Run :meth:`_analyse` on a daemon thread of its own and await it."""
+    async def _in_thread(self, work: Callable[[], T]) -> T:
+        """Run ``work`` on a daemon thread of its own and await it."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[Analysis] = loop.create_future()
+        done: asyncio.Future[T] = loop.create_future()
 
-        def settle(outcome: Analysis | BaseException) -> None:
+        def settle(outcome: T | BaseException, failed: bool) -> None:
             if done.done():
                 return
-            if isinstance(outcome, BaseException):
+            if failed:
+                assert isinstance(outcome, BaseException)
                 done.set_exception(outcome)
             else:
-                done.set_result(outcome)
+                done.set_result(outcome)  # type: ignore[arg-type]
 
         def run() -> None:
-            outcome: Analysis | BaseException
             try:
-                outcome = self._analyse(snapshot, settings, encoding)
+                outcome: T | BaseException = work()
+                failed = False
             except BaseException as exc:  # _analyse catches Exception already
-                outcome = exc
-            loop.call_soon_threadsafe(settle, outcome)
+                outcome, failed = exc, True
+            loop.call_soon_threadsafe(settle, outcome, failed)
 
         # Collecting garbage while the analysis allocates its graphs costs
         # more than the analysis; collect in idle time instead.
@@ -362,6 +370,24 @@ class Session:
             self._running -= 1
             if self._running == 0 and self._collecting:
                 gc.enable()
+
+    async def variants(self, analysis: Analysis) -> VariantFacts | None:
+        """The facts of the document under its other command lines (for a
+        program that reads options), computed once per analysis, off the loop."""
+        if not analysis.result.options or not analysis.settings.enable:
+            return None
+        if analysis.variants is None:
+            path = uri_to_path(analysis.uri)
+            name = str(path) if path is not None else analysis.uri
+            config, _ = self._config(analysis.uri, analysis.settings)
+
+            def work() -> VariantFacts | None:
+                return variant_facts(
+                    name, analysis.text, config, analysis.result, self._read_module
+                )
+
+            analysis.variants = asyncio.ensure_future(self._in_thread(work))
+        return await asyncio.shield(analysis.variants)
 
     def _analyse(
         self, snapshot: Snapshot, settings: ClientSettings, encoding: str

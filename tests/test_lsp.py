@@ -332,6 +332,29 @@ async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
     assert await lsp.hover(uri, types.Position(line=0, character=1)) is None
 
 
+async def test_hover_names_the_command_lines_that_change_an_operator_or_a_job(
+    lsp: Session,
+) -> None:
+    text = (
+        Path(__file__).parent / "fixtures" / "pipelines" / "real_argparse_defaults.py"
+    ).read_text(encoding="utf-8")
+    uri = lsp.open("wordcount.py", text)
+    hover = await lsp.hover(uri, position_of(text, "reduce(", lsp.encoding))
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    value = hover.contents.value
+    assert "Command-line variants**, compared with no arguments" in value
+    assert "- `--no-chaining`: task " in value
+    assert "operator 1 of 1 in the chain" in value
+    assert "- `--output VALUE`: operator `Reduce, format`" in value
+    assert "the same with `--input VALUE`" in value
+    job = await lsp.hover(uri, position_of(text, "execute(", lsp.encoding))
+    assert job is not None
+    assert isinstance(job.contents, types.MarkupContent)
+    assert "**Job** `real_argparse_defaults` (streaming): 3 tasks" in job.contents.value
+    assert "- `--no-chaining`: 4 tasks" in job.contents.value
+
+
 async def test_quick_fix_adds_the_uid_like_check_fix(lsp: Session) -> None:
     uri = lsp.open("pipeline.py", PIPELINE)
     got = await lsp.diagnostics(uri)
