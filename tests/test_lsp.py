@@ -929,6 +929,40 @@ async def test_a_module_open_on_its_own_shows_what_its_programs_find_in_it(
     assert own[2].rsplit(" [in ", 1)[0] == found.message.rsplit(" [in ", 1)[0]
 
 
+async def test_a_module_open_on_its_own_follows_the_edits_of_its_open_program(
+    lsp: Session,
+) -> None:
+    """The program that runs the module is open too: when it stops calling
+    the module, the module's finding goes away."""
+    (lsp.workspace / "job.py").write_text(JOB_USING_HELPERS, encoding="utf-8")
+    text = HELPER_MODULE.replace(".uid('totals')", "")
+    helper = lsp.open("helpers.py", text)
+    assert [d.code for d in await lsp.diagnostics(helper)] == ["CL101"]
+    job = lsp.open("job.py", JOB_USING_HELPERS)
+    await lsp.diagnostics(job)
+    seen = len([p for p in lsp.published if p.uri == helper])
+    lsp.replace(job, JOB_USING_HELPERS.replace("helpers.totals(stream)", "stream"))
+    # (not saved: the module's analysis reads the program's open buffer)
+    await lsp.diagnostics(job)
+
+    async def helper_codes() -> list[str]:
+        if lsp.pull:
+            while True:
+                codes = [d.code for d in await lsp.diagnostics(helper)]
+                if not codes:
+                    return []
+                await asyncio.sleep(0.2)
+        while True:  # the module may be published again before that
+            later = [p for p in lsp.published if p.uri == helper][seen:]
+            if later and not later[-1].diagnostics:
+                return []
+            await lsp.client.wait_for_notification(
+                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+            )
+
+    assert await asyncio.wait_for(helper_codes(), 30) == []
+
+
 async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
     lsp: Session,
 ) -> None:
