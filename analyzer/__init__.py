@@ -81,6 +81,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "command_line_variants": ("variants", "variants"),
     "render_variants_text": ("variants", "render_variants_text"),
     "variants_to_json": ("variants", "variants_to_json"),
+    "VariantChange": ("variants", "VariantChange"),
+    "VariantFacts": ("variants", "VariantFacts"),
+    "variant_facts": ("variants", "variant_facts"),
+    "shown_command_line": ("variants", "shown_command_line"),
     "CheckSummary": ("check_report", "CheckSummary"),
     "render_findings_text": ("check_report", "render_text"),
     "render_github": ("check_report", "render_github"),
@@ -124,6 +128,8 @@ __all__ = [
     "SourcePosition",
     "SourceRange",
     "TextEdit",
+    "VariantChange",
+    "VariantFacts",
     "apply_fixes",
     "check_bytes",
     "check_file",
@@ -155,10 +161,12 @@ __all__ = [
     "render_variants_text",
     "results_to_json",
     "rule_infos",
+    "shown_command_line",
     "shuffle_count",
     "state_info",
     "summary_text",
     "suppression_fix",
+    "variant_facts",
     "variants_to_json",
 ]
 
@@ -254,7 +262,11 @@ if TYPE_CHECKING:
     from chainlens.analyzer.savepoint_metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.variants import (
+        VariantChange,
+        VariantFacts,
         render_variants_text,
+        shown_command_line,
+        variant_facts,
         variants_to_json,
     )
     from chainlens.analyzer.variants import (
