@@ -29,6 +29,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "explain_id": ("compare", "explain_id"),
+    "SavepointComparison": ("compare", "SavepointComparison"),
+    "compare_with_savepoint": ("compare", "compare_with_savepoint"),
+    "MetadataError": ("savepoint_metadata", "MetadataError"),
+    "read_metadata": ("savepoint_metadata", "read_metadata"),
     "EditorBaseline": ("compare", "EditorBaseline"),
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
@@ -77,6 +81,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "command_line_variants": ("variants", "variants"),
     "render_variants_text": ("variants", "render_variants_text"),
     "variants_to_json": ("variants", "variants_to_json"),
+    "VariantChange": ("variants", "VariantChange"),
+    "VariantFacts": ("variants", "VariantFacts"),
+    "variant_facts": ("variants", "variant_facts"),
+    "shown_command_line": ("variants", "shown_command_line"),
     "CheckSummary": ("check_report", "CheckSummary"),
     "count_versions": ("check_report", "count_versions"),
     # Flink versions
@@ -121,16 +129,20 @@ __all__ = [
     "FlinkVersion",
     "HistoryError",
     "JobFact",
+    "MetadataError",
     "Mode",
     "ModuleCache",
     "OperatorFact",
     "Problem",
     "RuleCode",
     "RuleInfo",
+    "SavepointComparison",
     "Severity",
     "SourcePosition",
     "SourceRange",
     "TextEdit",
+    "VariantChange",
+    "VariantFacts",
     "VersionError",
     "apply_fixes",
     "check_bytes",
@@ -141,6 +153,7 @@ __all__ = [
     "command_line_layer",
     "command_line_variants",
     "compare_with_base",
+    "compare_with_savepoint",
     "count_versions",
     "default_jobs",
     "diff_of",
@@ -151,6 +164,7 @@ __all__ = [
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
+    "read_metadata",
     "read_module",
     "render_dot",
     "render_findings_text",
@@ -165,6 +179,7 @@ __all__ = [
     "render_variants_text",
     "results_to_json",
     "rule_infos",
+    "shown_command_line",
     "shuffle_count",
     "state_info",
     "summary_text",
@@ -172,6 +187,7 @@ __all__ = [
     "upgrade_from",
     "upgrade_of",
     "upgrade_to_json",
+    "variant_facts",
     "variants_to_json",
 ]
 
@@ -217,7 +233,9 @@ if TYPE_CHECKING:
     from chainlens.analyzer.compare import (
         Comparison,
         EditorBaseline,
+        SavepointComparison,
         compare_with_base,
+        compare_with_savepoint,
         explain_id,
     )
     from chainlens.analyzer.config import (
@@ -268,6 +286,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.report import render_text as render_graph_text
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
+    from chainlens.analyzer.savepoint_metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.upgrade import (
         FileUpgrade,
@@ -277,7 +296,11 @@ if TYPE_CHECKING:
         upgrade_to_json,
     )
     from chainlens.analyzer.variants import (
+        VariantChange,
+        VariantFacts,
         render_variants_text,
+        shown_command_line,
+        variant_facts,
         variants_to_json,
     )
     from chainlens.analyzer.variants import (

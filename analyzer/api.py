@@ -12,6 +12,7 @@ import contextlib
 import gc
 import re
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -96,14 +97,39 @@ def analyze_graphs(
 RECURSION_LIMIT = 20_000
 
 
+_RUNNING_LOCK = threading.Lock()
+#: per analysis under way (on any thread): the recursion limit and whether the
+#: garbage collector was enabled before the first of them started
+_RUNNING: list[tuple[int, bool]] = []
+
+
 @contextlib.contextmanager
-def _deep_enough() -> Iterator[None]:
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+def _process_settings() -> Iterator[None]:
+    """Raise the recursion limit and pause the garbage collector while any
+    analysis runs.
+
+    The analysis allocates many small objects and frees them all at the end:
+    collecting cycles meanwhile costs time and finds nothing.  Both settings
+    belong to the process and analyses may run on several threads at once (the
+    language server): the first one changes them, the last one to finish
+    restores them."""
+    with _RUNNING_LOCK:
+        if not _RUNNING:
+            before = (sys.getrecursionlimit(), gc.isenabled())
+            sys.setrecursionlimit(max(before[0], RECURSION_LIMIT))
+            gc.disable()
+        else:
+            before = _RUNNING[0]
+        _RUNNING.append(before)
     try:
         yield
     finally:
-        sys.setrecursionlimit(limit)
+        with _RUNNING_LOCK:
+            limit, collecting = _RUNNING.pop()
+            if not _RUNNING:
+                sys.setrecursionlimit(limit)
+                if collecting:
+                    gc.enable()
 
 
 @contextlib.contextmanager
@@ -124,17 +150,9 @@ def _analyze(
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
 ) -> AnalysisResult:
-    # The analysis allocates many small objects and frees them all at the end:
-    # collecting cycles meanwhile costs time and finds nothing.  Collect after.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with _quiet(), _deep_enough():
-            result = _analyze_text(path, text, config, cache, read)
-            return replace(result, flink_version=config.flink_version)
-    finally:
-        if collecting:
-            gc.enable()
+    with _quiet(), _process_settings():
+        result = _analyze_text(path, text, config, cache, read)
+        return replace(result, flink_version=config.flink_version)
 
 
 def _analyze_text(

@@ -30,7 +30,7 @@ import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
@@ -45,14 +45,21 @@ from chainlens.analyzer.config import (
     Settings,
 )
 from chainlens.analyzer.discovery import discover, is_pyflink_source
-from chainlens.analyzer.extract.modules import ReadText
+from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, Severity
+from chainlens.analyzer.importers import importers_of
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    Finding,
+    RelatedLocation,
+    Severity,
+)
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.restore import RestoreIds, restore_ids
+from chainlens.analyzer.suppression import filter_suppressed
 
 #: Below this many files, checking runs in this process (a pool costs more).
 PARALLEL_THRESHOLD: Final = 20
@@ -113,14 +120,22 @@ def check_text(
     fix: bool = False,
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
+    importers: bool = True,
+    covered: Collection[str] = (),
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
     ``cache`` is an editor buffer's parse cache and ``read`` reads the
-    program's own modules (see ``analyze_source``).
+    program's own modules (see ``analyze_source``).  A text that builds no job
+    (a module of the project, not a program) gets the findings located in it
+    of the project's programs that import it (``importers``), except those
+    under ``covered`` (the files and folders checked in the same run: they
+    report them themselves).
     """
     shown = display if display is not None else path
     result = analyze_source(path, text, config, cache=cache, read=read)
+    if importers and not result.jobs and not result.problems:
+        result = _with_importers_findings(path, text, config, result, read, covered)
     fixed, fixed_text = 0, None
     if fix and result.ok:
         fixed_text, fixed, result = fix_until_stable(path, text, result, config)
@@ -255,6 +270,62 @@ def _position(diagnostic: Diagnostic) -> tuple[int, int, str]:
 # -------------------------------------------------------------------- one file
 
 
+def _with_importers_findings(
+    path: str,
+    text: str,
+    config: Config,
+    result: AnalysisResult,
+    read: ReadText | None,
+    covered: Collection[str],
+) -> AnalysisResult:
+    """Add to a module's result the findings its importers' analyses locate
+    in it, at the module's lines (after the module's suppression comments)."""
+    module = os.path.abspath(path)
+
+    def read_text(target: Path) -> str | None:
+        if os.path.abspath(target) == module:
+            return text  # the text being checked, not the disk
+        return read(target) if read is not None else read_from_disk(target)
+
+    derived: dict[tuple[str, int, int, str], Diagnostic] = {}
+    for program in importers_of(path, covered):
+        source = read_text(program)
+        if source is None:
+            continue
+        analysed = analyze_source(str(program), source, config, read=read_text)
+        if module not in analysed.modules:
+            continue
+        for diagnostic in analysed.diagnostics:
+            mine = [r for r in diagnostic.related if r.range.path == module]
+            if not mine:
+                continue
+            at = replace(mine[0].range, path=None, via=None)
+            message = diagnostic.message.rsplit(" [in ", 1)[0]
+            via = replace(diagnostic.range, path=str(program))
+            key = (diagnostic.code.code, at.start.line, at.start.column, message)
+            if key in derived:
+                continue
+            shown = f"{program.name}:{via.start.line}:{via.start.column + 1}"
+            derived[key] = Diagnostic(
+                code=diagnostic.code,
+                message=f"{message} [in the program {shown}]",
+                severity=diagnostic.severity,
+                range=at,
+                related=(RelatedLocation(via, "the program that runs this code"),),
+                job_index=diagnostic.job_index,
+            )
+    if not derived:
+        return result
+    kept, _ = filter_suppressed(derived.values(), text)
+    used = {d.range.start.line for d in derived.values() if d not in kept}
+    own = tuple(
+        d
+        for d in result.diagnostics
+        if not (d.code.code == "CL901" and d.range.start.line in used)
+    )
+    return replace(result, diagnostics=(*own, *sorted(kept, key=_position)))
+
+
 def check_bytes(
     path: str,
     data: bytes,
@@ -264,6 +335,7 @@ def check_bytes(
     fix: bool = False,
     size: int | None = None,
     pyflink_only: bool = True,
+    covered: Collection[str] = (),
 ) -> FileCheck:
     """Check one file's contents.  Never raises.
 
@@ -300,10 +372,10 @@ def check_bytes(
     bom = ""
     if text.startswith("\ufeff"):
         bom, text = "\ufeff", text[1:]
-    checked = check_text(path, text, config, display=shown, fix=fix)
-    if checked.fixed_text is not None and bom:
-        checked = replace(checked, fixed_text=bom + checked.fixed_text)
-    return checked
+    result = check_text(path, text, config, display=shown, fix=fix, covered=covered)
+    if result.fixed_text is not None and bom:
+        result = replace(result, fixed_text=bom + result.fixed_text)
+    return result
 
 
 def _not_analysed(
@@ -338,9 +410,10 @@ def check_file(
     display: str | None = None,
     mode: Mode = Mode.CHECK,
     pyflink_only: bool = True,
+    covered: Collection[str] = (),
 ) -> FileCheck:
     """Read and check one file; with ``Mode.FIX`` write the fixes, with
-    ``Mode.DIFF`` show them.  Never raises."""
+    ``Mode.DIFF`` show them.  Never raises.  ``covered``: see ``check_text``."""
     name = str(path)
     shown = display if display is not None else name
     try:
@@ -360,13 +433,14 @@ def check_file(
         fix=mode is not Mode.CHECK,
         size=size,
         pyflink_only=pyflink_only,
+        covered=covered,
     )
     if checked.fixed_text is None:
         return checked
     if mode is Mode.DIFF:
         return replace(checked, diff=diff_of(data, checked.fixed_text, shown))
     if _read_again(name) != data:  # edited meanwhile: never overwrite that
-        unfixed = check_bytes(name, data, config, display=shown)
+        unfixed = check_bytes(name, data, config, display=shown, covered=covered)
         return replace(
             unfixed,
             notice=f"{shown} changed while it was being fixed; left as it is now "
@@ -411,13 +485,19 @@ class _Task:
     config: Config
     mode: Mode
     keep_result: bool
+    #: the files and folders the run checks (absolute)
+    covered: tuple[str, ...] = ()
 
 
 def _check_task(task: _Task) -> FileCheck:
     """Check one file in a worker: the per-file boundary, never raises."""
     try:
         checked = check_file(
-            task.path, task.config, display=task.display, mode=task.mode
+            task.path,
+            task.config,
+            display=task.display,
+            mode=task.mode,
+            covered=task.covered,
         )
     except Exception as exc:
         diagnostic = Diagnostic(
@@ -463,6 +543,7 @@ def check_paths(
     """
     base = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     files = discover(paths, resolver, force_exclude=force_exclude)
+    covered = tuple(os.path.abspath(p) for p in paths)
     check_selectors({layer for path in files for layer in resolver.layers_for(path)})
     tasks = [
         _Task(
@@ -471,6 +552,7 @@ def check_paths(
             resolver.config_for(path),
             mode,
             keep_results,
+            covered,
         )
         for path in files
     ]

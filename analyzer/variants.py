@@ -14,9 +14,11 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.api import analyze_graphs, analyze_source
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.model.result import AnalysisResult
+from chainlens.analyzer.query import FileFacts, JobFact, OperatorFact
 from chainlens.analyzer.report import render_text, results_to_json
 
 #: At most this many command lines are analysed per program.
@@ -101,3 +103,147 @@ def variants_to_json(path: str, found: list[Variant]) -> dict[str, object]:
             for v in found
         ],
     }
+
+
+# ------------------------------------------------------------ for the editor
+
+
+@dataclass(frozen=True, slots=True)
+class VariantChange:
+    """What one command line changes about an operator or a job (``changes``
+    empty: nothing)."""
+
+    argv: tuple[str, ...]
+    changes: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        """The command line as the user would type it."""
+        return _shown(self.argv)
+
+
+def shown_command_line(argv: tuple[str, ...]) -> str:
+    """A command line as the user would type it (or "no arguments ...")."""
+    return _shown(argv)
+
+
+class VariantFacts:
+    """The facts of a program under its other command lines: without
+    arguments and with each option alone (combinations: ``graph
+    --all-variants``), compared with the facts of the analysis shown."""
+
+    def __init__(
+        self,
+        base: AnalysisResult,
+        others: list[tuple[tuple[str, ...], AnalysisResult]],
+        current: tuple[str, ...] = (),
+    ) -> None:
+        #: the command line of the analysis shown
+        self.current = current
+        self.base = FileFacts(base)
+        self.others = [(argv, FileFacts(result)) for argv, result in others]
+
+    def for_operator(self, fact: OperatorFact) -> list[VariantChange]:
+        """What each command line changes about the operator of ``fact``:
+        its task, its place in the chain, its operator ID, or that it is not
+        built."""
+        out: list[VariantChange] = []
+        for argv, facts in self.others:
+            same = [
+                f
+                for f in facts.at(fact.range.start)
+                if f.range == fact.range
+                and f.job_index == fact.job_index
+                and f.call_name == fact.call_name
+            ]
+            if not same:
+                out.append(VariantChange(argv, ("not built",)))
+                continue
+            other = same[0]
+            changes: list[str] = []
+            if other.operator_name != fact.operator_name:
+                changes.append(f"operator `{other.operator_name}`")
+            if other.task_name != fact.task_name:
+                changes.append(f"task {other.task_index} `{other.task_name}`")
+            if (other.chain_position, other.chain_length) != (
+                fact.chain_position,
+                fact.chain_length,
+            ):
+                changes.append(
+                    f"operator {other.chain_position} of {other.chain_length} "
+                    "in the chain"
+                )
+            if other.operator_id != fact.operator_id:
+                changes.append(f"operator ID `{other.operator_id}`")
+            out.append(VariantChange(argv, tuple(changes)))
+        return out
+
+    def for_job(self, job: JobFact) -> list[VariantChange]:
+        """What each command line changes about the job ``job``: its tasks,
+        operators and shuffles, and how many operator IDs move."""
+        mine = _operator_ids(self.base, job.index)
+        out: list[VariantChange] = []
+        for argv, facts in self.others:
+            same = [j for j in facts.jobs if j.range == job.range] or [
+                j for j in facts.jobs if j.index == job.index and j.name == job.name
+            ]
+            if not same:
+                out.append(VariantChange(argv, ("no job submitted here",)))
+                continue
+            other = same[0]
+            changes: list[str] = []
+            shape = (other.tasks, other.operators, other.shuffles)
+            if shape != (job.tasks, job.operators, job.shuffles):
+                changes.append(
+                    f"{other.tasks} tasks · {other.operators} operators · "
+                    f"{other.shuffles} shuffles"
+                )
+            elif _task_names(facts, other.index) != _task_names(self.base, job.index):
+                changes.append("other tasks")
+            theirs = _operator_ids(facts, other.index)
+            moved = len(mine - theirs)
+            if moved:
+                changes.append(
+                    f"{moved} operator ID{'s' if moved > 1 else ''} of this job change"
+                )
+            out.append(VariantChange(argv, tuple(changes)))
+        return out
+
+
+def _task_names(facts: FileFacts, job_index: int) -> set[str]:
+    return {str(f.task_name) for f in facts.operators if f.job_index == job_index}
+
+
+def _operator_ids(facts: FileFacts, job_index: int) -> set[str]:
+    return {f.operator_id for f in facts.operators if f.job_index == job_index}
+
+
+def single_option_command_lines(result: AnalysisResult) -> list[tuple[str, ...]]:
+    """No arguments, then each option's variants alone (up to MAX_VARIANTS)."""
+    lines: list[tuple[str, ...]] = [()]
+    for option in result.options:
+        lines.extend(option.variants)
+    return lines[:MAX_VARIANTS]
+
+
+def variant_facts(
+    path: str,
+    text: str,
+    config: Config,
+    base: AnalysisResult,
+    read: ReadText | None = None,
+) -> VariantFacts | None:
+    """The facts of ``text`` under its other command lines (see
+    :class:`VariantFacts`); None for a program that reads no options.
+
+    ``base`` is the analysis shown (under ``config.argv``); the others are
+    analysed without the rules."""
+    if not base.options:
+        return None
+    current = config.argv or ()
+    others = [
+        (argv, analyze_graphs(path, text, replace(config, argv=argv), read=read))
+        for argv in single_option_command_lines(base)
+        if argv != current
+    ]
+    return VariantFacts(base, others, current)

@@ -28,20 +28,110 @@ def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], 
         keys.append((("repo", repo, value["status"]), 1))
         keys.append((("repo", repo, "jobs"), value["jobs"] or 0))
         keys.append((("repo", repo, "findings"), value["findings"] or 0))
-    elif table == "findings":
+    path, line = value["path"], value["line"]
+    if table == "findings":
         keys.append((("rule", value["rule"], value["name"], value["severity"]), 1))
+        keys.append((("at", "rule", value["rule"], repo, path, line), 1))
+        keys.append(
+            (
+                (
+                    "finding",
+                    repo,
+                    path,
+                    line,
+                    value["rule"],
+                    value["severity"],
+                    value["message"],
+                ),
+                1,
+            )
+        )
         if value["rule"] in ("CL101", "CL103"):
             keys.append((("repo", repo, value["rule"]), 1))
     elif table == "operators" and value["stateful"]:
         keys.append((("coverage", repo, value["uid"] is not None), 1))
+        if value["uid"] is None:
+            keys.append((("at", "without_uid", repo, repo, path, line), 1))
     elif table == "jobs":
         keys.append((("tasks_per_job", value["tasks"]), 1))
+        keys.append((("at", "tasks", value["tasks"], repo, path, line), 1))
+        keys.append((("job", repo, path, line, value["job_name"], value["tasks"]), 1))
         if value["unknowns"]:
             keys.append((("jobs_with_unknowns",), 1))
     elif table == "edges" and not value["chained"] and value["break_reasons"]:
         for reason in str(value["break_reasons"]).split("; "):
             keys.append((("reason", reason), 1))
+            keys.append((("at", "reason", reason, repo, path, line), 1))
     return keys
+
+
+#: At most this many files behind one number, and lines named per file, in
+#: summary.json and the report (the tables hold them all).
+DRILL_FILES = 100
+DRILL_LINES = 20
+#: At most this many files with their findings and jobs in the report.
+REPORT_FILES = 500
+FILE_FINDINGS = 50
+
+
+def _files_behind(counts: Iterable[tuple[tuple[Any, ...], int]]) -> dict[Any, Any]:
+    """``(kind, what, repo, path, line) -> n`` as, per (kind, what), the files
+    behind that number: most first, each with its lines."""
+    grouped: dict[Any, dict[tuple[str, str], dict[int, int]]] = {}
+    for (kind, what, repo, path, line), n in counts:
+        lines = grouped.setdefault((kind, what), {}).setdefault((repo, path), {})
+        lines[line] = lines.get(line, 0) + n
+    behind: dict[Any, Any] = {}
+    for key, files in grouped.items():
+        ranked = sorted(files.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+        behind[key] = {
+            "files": [
+                {
+                    "repo": repo,
+                    "path": path,
+                    "n": sum(lines.values()),
+                    "lines": sorted(lines)[:DRILL_LINES],
+                }
+                for (repo, path), lines in ranked[:DRILL_FILES]
+            ],
+            "more_files": max(0, len(ranked) - DRILL_FILES),
+        }
+    return behind
+
+
+def _per_file(
+    findings: Iterable[tuple[tuple[Any, ...], int]],
+    jobs: Iterable[tuple[tuple[Any, ...], int]],
+) -> tuple[list[dict[str, Any]], int]:
+    """The files with findings or jobs, each with them (most findings first)."""
+    files: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def entry(repo: str, path: str) -> dict[str, Any]:
+        return files.setdefault(
+            (repo, path),
+            {"repo": repo, "path": path, "findings": [], "jobs": []},
+        )
+
+    for (repo, path, line, rule, severity, message), n in findings:
+        for _ in range(n):
+            entry(repo, path)["findings"].append(
+                {"line": line, "rule": rule, "severity": severity, "message": message}
+            )
+    for (repo, path, line, name, tasks), n in jobs:
+        for _ in range(n):
+            entry(repo, path)["jobs"].append(
+                {"line": line, "name": name, "tasks": tasks}
+            )
+    for item in files.values():
+        item["n_findings"] = len(item["findings"])
+        item["findings"] = sorted(
+            item["findings"], key=lambda f: (f["line"], f["rule"])
+        )[:FILE_FINDINGS]
+        item["jobs"].sort(key=lambda j: j["line"])
+    ranked = sorted(
+        files.values(), key=lambda f: (-f["n_findings"], f["repo"], f["path"])
+    )
+    return ranked[:REPORT_FILES], max(0, len(ranked) - REPORT_FILES)
 
 
 def summarize(spark: Any, directory: Path) -> dict[str, Any]:
@@ -87,26 +177,46 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
         )
         if field in entry:
             entry[field] += count
+    behind = _files_behind(of("at"))
+
+    def files_of(kind: str, what: Any) -> dict[str, Any]:
+        found: dict[str, Any] = behind.get((kind, what), {"files": [], "more_files": 0})
+        return found
+
     coverage: dict[str, dict[str, Any]] = {}
     for (repo, has_uid), count in of("coverage"):
-        entry = coverage.setdefault(repo, {"repo": repo, "stateful": 0, "with_uid": 0})
+        entry = coverage.setdefault(
+            repo,
+            {"repo": repo, "stateful": 0, "with_uid": 0}
+            | {k + "_without_uid": v for k, v in files_of("without_uid", repo).items()},
+        )
         entry["stateful"] += count
         if has_uid:
             entry["with_uid"] += count
+    files, more_files = _per_file(of("finding"), of("job"))
     return {
+        "files": files,
+        "more_files": more_files,
         "tables": {name: totals.get(("rows", name), 0) for name in TABLES},
         "files_by_status": {k[0]: v for k, v in of("status")},
         "findings_by_rule": sorted(
             (
                 {"rule": k[0], "name": k[1], "severity": k[2], "n": v}
+                | files_of("rule", k[0])
                 for k, v in of("rule")
             ),
             key=lambda r: (-r["n"], r["rule"]),
         ),
         "uid_coverage_by_repo": [coverage[r] for r in sorted(coverage)],
-        "tasks_per_job": tasks_rows(of("tasks_per_job")),
+        "tasks_per_job": [
+            row | files_of("tasks", row["tasks"])
+            for row in tasks_rows(of("tasks_per_job"))
+        ],
         "chain_break_reasons": sorted(
-            ({"reason": k[0], "n": v} for k, v in of("reason")),
+            (
+                {"reason": k[0], "n": v} | files_of("reason", k[0])
+                for k, v in of("reason")
+            ),
             key=lambda r: (-r["n"], r["reason"]),
         ),
         "repos": [repos[r] for r in sorted(repos)],
@@ -117,28 +227,46 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
 # ------------------------------------------------------------------ charts
 
 
+def _named(values: Sequence[float], legend: Sequence[str]) -> str:
+    """Each value named by its legend: "1 with uid · 4 without uid"."""
+    if len(values) > 1:
+        return " · ".join(
+            f"{v:g} {name}" for v, name in zip(values, legend, strict=False)
+        )
+    return " ".join(f"{v:g}" for v in values)
+
+
 def _bar_chart(
     title: str,
     items: Sequence[tuple[str, Sequence[float]]],
     legend: Sequence[str],
     colours: Sequence[str],
+    anchors: Sequence[str] = (),
 ) -> str:
-    """A horizontal (stacked) bar chart as inline SVG."""
+    """A horizontal (stacked) bar chart as inline SVG; a bar with an anchor links
+    to the list of the files behind it."""
     label_width = min(360, max((len(label) for label, _ in items), default=4) * 7 + 10)
     bar_width = 420
     row = 22
     top = 36
     height = top + row * max(len(items), 1) + 30
     total_max = max((sum(values) for _, values in items), default=0) or 1
+    # room after the longest bar for the longest value text (never cut off)
+    named_width = max(
+        (len(_named(values, legend)) * 7 + 12 for _, values in items), default=80
+    )
     parts = [
         '<svg xmlns="http://www.w3.org/2000/svg" '
-        f'width="{label_width + bar_width + 80}" '
+        f'width="{label_width + bar_width + named_width}" '
         f'height="{height}" role="img" aria-label="{html.escape(title)}">',
         f'<text x="0" y="16" class="title">{html.escape(title)}</text>',
     ]
     for index, (label, values) in enumerate(items):
         y = top + index * row
         shown = label if len(label) <= 50 else label[:49] + "…"
+        anchor = anchors[index] if index < len(anchors) else ""
+        if anchor:
+            parts.append(f'<a href="#{anchor}" class="bar">')
         parts.append(
             f'<text x="{label_width - 6}" y="{y + 14}" text-anchor="end">'
             f"<title>{html.escape(label)}</title>{html.escape(shown)}</text>"
@@ -153,13 +281,10 @@ def _bar_chart(
                     f"<title>{html.escape(label)}: {value:g}</title></rect>"
                 )
             x += width
-        # each value named by its legend: "1 with uid · 4 without uid"
-        named = (
-            " · ".join(f"{v:g} {name}" for v, name in zip(values, legend, strict=False))
-            if len(values) > 1
-            else " ".join(f"{v:g}" for v in values)
-        )
+        named = _named(values, legend)
         parts.append(f'<text x="{x + 6:.1f}" y="{y + 14}">{html.escape(named)}</text>')
+        if anchor:
+            parts.append("</a>")
     if not items:
         parts.append(f'<text x="0" y="{top + 14}" class="muted">nothing to show</text>')
     legend_y = top + row * max(len(items), 1) + 20
@@ -192,8 +317,102 @@ def _tasks_label(tasks: int | None) -> str:
     return f"{tasks} task{'s' if tasks != 1 else ''}"
 
 
+def _file_ids(summary: dict[str, Any]) -> dict[tuple[str, str], str]:
+    return {
+        (f["repo"], f["path"]): f"file-{n}"
+        for n, f in enumerate(summary.get("files", []), start=1)
+    }
+
+
+def _drill(
+    anchor: str, label: str, behind: dict[str, Any], ids: dict[tuple[str, str], str]
+) -> str:
+    """The files behind one number: each with its lines, linked to its findings."""
+    files = behind.get("files", [])
+    more = behind.get("more_files", 0)
+    items = []
+    for f in files:
+        name = html.escape(f"{f['repo']}/{f['path']}")
+        target = ids.get((f["repo"], f["path"]))
+        link = f'<a href="#{target}">{name}</a>' if target else name
+        lines = ", ".join(str(n) for n in f["lines"])
+        more_lines = " …" if f["n"] > len(f["lines"]) else ""
+        plural = "s" if len(f["lines"]) != 1 else ""
+        items.append(
+            f"<li>{link} <span class=muted>({f['n']}; line{plural} "
+            f"{lines}{more_lines})</span></li>"
+        )
+    if more:
+        items.append(f"<li class=muted>{more} more files: query the tables</li>")
+    count = len(files) + more
+    return (
+        f'<div id="{anchor}" class=drill><a class=head href="#{anchor}">'
+        f"{html.escape(label)}: {count} file{'s' if count != 1 else ''}</a>"
+        f"<ul>{''.join(items)}</ul></div>"
+    )
+
+
+def _file_section(summary: dict[str, Any], ids: dict[tuple[str, str], str]) -> str:
+    """Every file with findings or jobs, grouped by repository."""
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for f in summary.get("files", []):
+        by_repo.setdefault(f["repo"], []).append(f)
+    parts = []
+    for number, repo in enumerate(sorted(by_repo), start=1):
+        files = []
+        for f in by_repo[repo]:
+            findings = "".join(
+                f"<tr><td>{g['line']}</td><td>{html.escape(str(g['rule']))}</td>"
+                f"<td>{html.escape(str(g['severity']))}</td>"
+                f"<td class=text>{html.escape(str(g['message']))}</td></tr>"
+                for g in f["findings"]
+            )
+            if f["n_findings"] > len(f["findings"]):
+                findings += (
+                    f"<tr><td colspan=4 class=muted>"
+                    f"{f['n_findings'] - len(f['findings'])} more</td></tr>"
+                )
+            jobs = "".join(
+                f"<li>line {j['line']}: {html.escape(str(j['name']))}, "
+                + (
+                    "graph not known"
+                    if j["tasks"] is None
+                    else "rejected by Flink"
+                    if j["tasks"] == 0
+                    else f"{j['tasks']} task{'s' if j['tasks'] != 1 else ''}"
+                )
+                + "</li>"
+                for j in f["jobs"]
+            )
+            files.append(
+                f'<div id="{ids[(f["repo"], f["path"])]}" class="file drill">'
+                f'<a class=head href="#{ids[(f["repo"], f["path"])]}">'
+                f"{html.escape(f['path'])}: {f['n_findings']} finding"
+                f"{'s' if f['n_findings'] != 1 else ''}, {len(f['jobs'])} job"
+                f"{'s' if len(f['jobs']) != 1 else ''}</a><div>"
+                + (f"<ul>{jobs}</ul>" if jobs else "")
+                + (
+                    "<table><tr><th>line</th><th>rule</th><th>severity</th>"
+                    f"<th>message</th></tr>{findings}</table>"
+                    if findings
+                    else ""
+                )
+                + "</div></div>"
+            )
+        parts.append(
+            f'<details id="repo-{number}" open><summary><b>{html.escape(repo)}</b>: '
+            f"{len(files)} files</summary>{''.join(files)}</details>"
+        )
+    more = summary.get("more_files", 0)
+    if more:
+        parts.append(f"<p class=muted>{more} more files: query the tables</p>")
+    return "".join(parts)
+
+
 def render_html(summary: dict[str, Any]) -> str:
-    """Return the self-contained HTML report."""
+    """Return the self-contained HTML report: charts whose bars lead to the files
+    behind them, and each file to its findings and jobs."""
+    ids = _file_ids(summary)
     coverage = [
         (r["repo"], (r["with_uid"], r["stateful"] - r["with_uid"]))
         for r in summary["uid_coverage_by_repo"]
@@ -203,19 +422,77 @@ def render_html(summary: dict[str, Any]) -> str:
     ]
     tasks = [(_tasks_label(r["tasks"]), (r["jobs"],)) for r in summary["tasks_per_job"]]
     reasons = [(r["reason"], (r["n"],)) for r in summary["chain_break_reasons"]]
-    charts = [
-        _bar_chart(
+    sections = []
+    # per chart: anchor prefix, title, bars, legend, colours, summary rows, the
+    # label of a row's list of files, and that list
+    charts: list[tuple[Any, ...]] = [
+        (
+            "uid",
             "uid coverage of stateful operators, per repository",
             coverage,
             ["with uid", "without uid"],
             ["#1a7f37", "#cf222e"],
+            summary["uid_coverage_by_repo"],
+            lambda r: f"{r['repo']}: stateful operators without uid",
+            lambda r: {
+                "files": r.get("files_without_uid", []),
+                "more_files": r.get("more_files_without_uid", 0),
+            },
         ),
-        _bar_chart("findings by rule", findings, ["findings"], ["#0969da"]),
-        _bar_chart("tasks per job", tasks, ["jobs"], ["#8250df"]),
-        _bar_chart("why chains break", reasons, ["edges"], ["#bc4c00"]),
+        (
+            "rule",
+            "findings by rule",
+            findings,
+            ["findings"],
+            ["#0969da"],
+            summary["findings_by_rule"],
+            lambda r: f"{r['rule']} {r['name']}",
+            lambda r: r,
+        ),
+        (
+            "tasks",
+            "tasks per job",
+            tasks,
+            ["jobs"],
+            ["#8250df"],
+            summary["tasks_per_job"],
+            lambda r: f"jobs with {_tasks_label(r['tasks'])}",
+            lambda r: r,
+        ),
+        (
+            "reason",
+            "why chains break",
+            reasons,
+            ["edges"],
+            ["#bc4c00"],
+            summary["chain_break_reasons"],
+            lambda r: str(r["reason"]),
+            lambda r: r,
+        ),
     ]
+    for key, title, items, legend, colours, rows, label, behind in charts:
+        anchors = [f"{key}-{n}" for n in range(1, len(rows) + 1)]
+        drills = "".join(
+            _drill(anchor, label(row), behind(row), ids)
+            for anchor, row in zip(anchors, rows, strict=True)
+            if "files" in behind(row)
+        )
+        chart = _bar_chart(title, items, legend, colours, anchors if drills else ())
+        sections.append(f"<section>{chart}{drills}</section>")
+    repo_number = {
+        repo: n
+        for n, repo in enumerate(
+            sorted({f["repo"] for f in summary.get("files", [])}), start=1
+        )
+    }
+
+    def repo_cell(repo: str) -> str:
+        number = repo_number.get(repo)
+        name = html.escape(repo)
+        return f'<a href="#repo-{number}">{name}</a>' if number else name
+
     repo_rows = "".join(
-        f"<tr><td>{html.escape(r['repo'])}</td><td>{r['files']}</td><td>{r['analysed']}</td>"
+        f"<tr><td>{repo_cell(r['repo'])}</td><td>{r['files']}</td><td>{r['analysed']}</td>"
         f"<td>{r['errors']}</td><td>{r['jobs'] or 0}</td><td>{r['findings'] or 0}</td>"
         f"<td>{r['missing_uid']}</td><td>{r['dropped_uid']}</td></tr>"
         for r in summary["repos"]
@@ -228,20 +505,28 @@ def render_html(summary: dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>chainlens fleet scan</title>
 <style>
 body{{font:14px system-ui,sans-serif;margin:24px;color:#1f2328;max-width:1100px}}
-h1{{font-size:20px}} svg text{{font:12px system-ui,sans-serif;fill:#1f2328}}
+h1{{font-size:20px}} h2{{font-size:16px}}
+svg text{{font:12px system-ui,sans-serif;fill:#1f2328}}
 svg .title{{font-weight:bold;font-size:13px}} .muted{{fill:#57606a;color:#57606a}}
+svg a.bar:hover text{{fill:#0969da;text-decoration:underline}}
 section{{margin:18px 0}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} \
-td:first-child,th:first-child{{text-align:left}}
+td:first-child,th:first-child{{text-align:left}} td.text{{text-align:left}}
+.drill{{margin:2px 0 2px 8px}} .file{{margin-left:20px}} .drill ul{{margin:4px 0}}
+.drill:not(:target)>:not(.head){{display:none}} .drill:target{{background:#fff8c5}}
+.drill .head::before{{content:"▸ "}} .drill:target>.head::before{{content:"▾ "}}
 </style></head><body>
 <h1>chainlens fleet scan</h1>
 <p class="muted">Files: {html.escape(status)}. Rows: {html.escape(tables)}.
-Jobs depending on values chainlens cannot know: {summary["jobs_with_unknowns"]}.</p>
-{"".join(f"<section>{chart}</section>" for chart in charts)}
+Jobs depending on values chainlens cannot know: {summary["jobs_with_unknowns"]}.
+Click a bar (or a line under a chart) for the files behind it and their
+lines, a file for its findings and jobs.</p>
+{"".join(sections)}
 <section><table><tr><th>repository</th><th>files</th><th>analysed</th><th>errors</th>\
 <th>jobs</th>
 <th>findings</th><th>missing uids (CL101)</th><th>dropped uids (CL103)</th></tr>\
 {repo_rows}</table></section>
+<section><h2>Files with findings or jobs</h2>{_file_section(summary, ids)}</section>
 </body></html>
 """
 

@@ -68,6 +68,26 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _number(value: object) -> tuple[int | None, str | None]:
+    """A typed number and, when it is known only as a symbol (the analyzer's
+    ``Symbol``: a value chainlens cannot know), the name of what it stands for."""
+    if value is None:
+        return None, None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, None
+    return None, str(getattr(value, "name", value))
+
+
+def _max_parallelism(value: object) -> tuple[int | None, str | None]:
+    """Flink's -1 (not set: Flink derives it from the parallelism) is null."""
+    number, unknown = _number(value)
+    return (None if number is not None and number < 0 else number), unknown
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
 def error_rows(
     repo: str, path: str, code: str, message: str, data: bytes | None
 ) -> FileRows:
@@ -236,9 +256,9 @@ def _job_rows(
                 _text(job.job_name),
                 None,
                 job.spec.trigger,
-                _text(env.parallelism),
-                _text(env.max_parallelism),
-                _text(env.chaining_enabled),
+                *_number(env.parallelism),
+                *_max_parallelism(env.max_parallelism),
+                _flag(env.chaining_enabled),
                 None,
                 None,
                 None,
@@ -258,9 +278,9 @@ def _job_rows(
             _text(job.job_name),
             sg.settings.job_type.value,
             job.spec.trigger,
-            _text(env.parallelism),
-            _text(env.max_parallelism),
-            _text(sg.settings.chaining_enabled),
+            *_number(env.parallelism),
+            *_max_parallelism(env.max_parallelism),
+            _flag(sg.settings.chaining_enabled),
             len(jg.vertices),
             operators,
             shuffle_count(jg),
@@ -281,7 +301,7 @@ def _job_rows(
                 task_index,
                 vertex.id,
                 _text(vertex.name),
-                _text(vertex.parallelism),
+                *_number(vertex.parallelism),
                 _text(vertex.slot_sharing_group),
                 len(vertex.operators),
             )

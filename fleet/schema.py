@@ -30,7 +30,10 @@ def printable(name: str) -> str:
     return name
 
 
-#: Column names and Spark SQL types of each table (the Parquet schemas).
+#: Column names and Spark SQL types of each table (the Parquet schemas).  Numbers
+#: and flags are typed; where the analysis knows a value only as a symbol (the
+#: environment's default parallelism, a value read from the command line), the
+#: typed column is null and its ``*_unknown`` companion names what it depends on.
 SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "files": (
         ("repo", "string"),
@@ -54,9 +57,11 @@ SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("job_name", "string"),
         ("mode", "string"),
         ("trigger", "string"),
-        ("default_parallelism", "string"),
-        ("max_parallelism", "string"),
-        ("chaining", "string"),
+        ("default_parallelism", "int"),
+        ("default_parallelism_unknown", "string"),
+        ("max_parallelism", "int"),
+        ("max_parallelism_unknown", "string"),
+        ("chaining", "boolean"),
         ("tasks", "int"),
         ("operators", "int"),
         ("shuffles", "int"),
@@ -72,7 +77,8 @@ SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("task_index", "int"),
         ("vertex_id", "string"),
         ("name", "string"),
-        ("parallelism", "string"),
+        ("parallelism", "int"),
+        ("parallelism_unknown", "string"),
         ("slot_sharing_group", "string"),
         ("operators", "int"),
     ),

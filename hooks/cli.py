@@ -38,6 +38,7 @@ from chainlens.analyzer import (
     FileCheck,
     Finding,
     HistoryError,
+    MetadataError,
     Mode,
     Severity,
     VersionError,
@@ -48,6 +49,7 @@ from chainlens.analyzer import (
     command_line_layer,
     command_line_variants,
     compare_with_base,
+    compare_with_savepoint,
     count_versions,
     default_jobs,
     diff_of,
@@ -408,12 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_analysis_arguments(graph)
     savepoint = sub.add_parser(
         "savepoint",
-        help="check that the program can restore the state its git base saved",
+        help="check that the program can restore the state its git base saved, "
+        "or a real savepoint",
         description="Compare every PyFlink program under PATHS with the same "
         "program at a git revision (--base; default: the merge-base with the "
-        "default branch) and report each stateful operator whose state a "
-        "savepoint of the base could not be restored into (CL201), new stateful "
-        "operators (CL202) and max parallelism changes Flink refuses (CL203).",
+        "default branch), or with a real savepoint (--savepoint), and report each "
+        "stateful operator whose state could not be restored (CL201), new stateful "
+        "operators (CL202) and max parallelism conflicts Flink refuses (CL203).",
     )
     add_check_arguments(savepoint, default_paths=["."])
     savepoint.add_argument(
@@ -421,6 +424,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REF",
         help="the git revision to compare with (default: the merge-base of HEAD "
         "with origin/HEAD, main or master)",
+    )
+    savepoint.add_argument(
+        "--savepoint",
+        metavar="DIR_OR_METADATA",
+        help="compare with a real savepoint or retained checkpoint instead of a git "
+        "revision: its directory or its _metadata file (Flink 1.11 to 2.3)",
+    )
+    savepoint.add_argument(
+        "--allow-non-restored-state",
+        action="store_true",
+        help="with --savepoint: the job will be restored with "
+        "--allowNonRestoredState (state no operator claims is dropped, not refused)",
     )
     explain = sub.add_parser(
         "explain-id",
@@ -668,6 +683,12 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.diff or args.paths == ["-"]:
         raise UsageError("savepoint does not take --diff or '-' (standard input)")
+    if args.savepoint is not None:
+        if args.base is not None:
+            raise UsageError("give either --base or --savepoint, not both")
+        return _run_against_savepoint(args, out)
+    if args.allow_non_restored_state:
+        raise UsageError("--allow-non-restored-state needs --savepoint")
     resolver = _resolver(args)
     try:
         compared = compare_with_base(
@@ -729,6 +750,114 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     threshold = _SEVERITY_RANK[Severity(args.fail_on)]
     failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
     return 1 if failing else 0
+
+
+def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
+    """``chainlens savepoint PATH... --savepoint DIR``: the programs against a
+    real savepoint's ``_metadata``."""
+    resolver = _resolver(args)
+    compared = compare_with_savepoint(
+        args.paths,
+        resolver,
+        args.savepoint,
+        select=None if args.select is not None else SAVEPOINT_RULES,
+        allow_non_restored=args.allow_non_restored_state,
+        fix=args.fix,
+    )
+    meta = compared.metadata
+    with_state = [s for s in compared.states if s.has_state]
+    heading = (
+        f"Savepoint: {meta.path} (checkpoint {meta.checkpoint_id}, metadata format "
+        f"{meta.version}): {_plural(len(meta.operators), 'operator state')}, "
+        f"{len(with_state)} with state; "
+        + (
+            f"compared with job {compared.how} in {compared.job_file}; "
+            if compared.job_file
+            else "no STREAMING job found under the paths; "
+        )
+        + f"Flink {_VERDICTS[compared.verdict]}"
+    )
+    lines = [heading]
+    for state in compared.states:
+        named = ", ".join(
+            part
+            for part in (
+                f"'{state.name}'" if state.name else "",
+                f"uid '{state.uid}'" if state.uid else "",
+            )
+            if part
+        )
+        held = ", ".join(state.kinds) if state.has_state else "no state"
+        where = f" -> {state.claimed_by}" if state.claimed_by else ""
+        lines.append(
+            f"  {state.operator_id}{' ' + named if named else ''}: {held} "
+            f"({state.state_bytes} bytes), parallelism {state.parallelism}, max "
+            f"parallelism {state.max_parallelism}: {state.outcome}{where}"
+        )
+    for file in compared.files:
+        if file.notice is not None:
+            print(f"chainlens: warning: {file.notice}", file=sys.stderr)
+    findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
+    summary = CheckSummary(
+        files_checked=len(compared.files),
+        fixed=sum(c.fixed for c in compared.files),
+        files_fixed=sum(1 for c in compared.files if c.fixed),
+    )
+    report = _render(args, findings, summary, fixing=args.fix)
+    report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
+    if args.format == "json":
+        document = json.loads(report)
+        document["savepoint"] = {
+            "path": meta.path,
+            "checkpoint_id": meta.checkpoint_id,
+            "format_version": meta.version,
+            "job_file": compared.job_file,
+            "job": compared.job_name,
+            "matched": compared.how,
+            "verdict": compared.verdict,
+            "allow_non_restored_state": args.allow_non_restored_state,
+            "operators": [
+                {
+                    "operator_id": s.operator_id,
+                    "name": s.name,
+                    "uid": s.uid,
+                    "parallelism": s.parallelism,
+                    "max_parallelism": s.max_parallelism,
+                    "has_state": s.has_state,
+                    "kinds": list(s.kinds),
+                    "state_bytes": s.state_bytes,
+                    "outcome": s.outcome,
+                    "claimed_by": s.claimed_by,
+                }
+                for s in compared.states
+            ],
+        }
+        report = json.dumps(document, indent=2) + "\n"
+    elif args.format == "text":
+        report = "\n".join(lines) + "\n" + report
+    else:
+        print("\n".join(lines), file=sys.stderr)
+    if args.output_file:
+        check_output_file(args.output_file, [])
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    if args.exit_zero:
+        return 0
+    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+#: How the heading says the verdict.
+_VERDICTS: Final = {
+    "restores": "restores the job from it",
+    "restores, dropping state": "restores the job from it and drops the state no "
+    "operator claims (allowNonRestoredState)",
+    "refused": "refuses to restore the job from it",
+    "unknown": "may or may not restore the job: operator IDs chainlens cannot "
+    "know (see the findings)",
+}
 
 
 def run_explain_id(args: argparse.Namespace) -> int:
@@ -954,7 +1083,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, RefusedError) as exc:
+    except (ConfigError, RefusedError, MetadataError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:

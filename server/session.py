@@ -1,7 +1,10 @@
 """Open documents, their latest analysis, and when to analyse them.
 
 Each change takes a snapshot (URI, version, text) on the event loop; the
-analysis runs on a worker thread so the loop keeps answering.  Changes that
+analysis runs on a worker thread so the loop keeps answering.  Documents are
+analysed side by side (up to ``PARALLEL_ANALYSES`` at once, one at a time per
+document), so a document that takes seconds never delays another one's
+answers; the threads are daemons, so ``exit`` never waits for an analysis.  Changes that
 arrive while a document is being analysed are coalesced: the next run takes the
 newest text.  An analysis whose document has moved on is dropped, never
 published; requests that need facts wait for the analysis of the current
@@ -11,16 +14,18 @@ version.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
 from chainlens.analyzer import (
@@ -39,19 +44,24 @@ from chainlens.analyzer import (
     Severity,
     SourcePosition,
     SourceRange,
+    VariantFacts,
     check_text,
     materialize,
     read_module,
     upgrade_from,
+    variant_facts,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONFIG_PROBLEM = RuleCode("CL000", "analysis-error")
 #: How long a request waits for the current version's analysis.
 WAIT_SECONDS = 30.0
+#: Documents analysed at the same time (each on its own thread).
+PARALLEL_ANALYSES = 4
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -94,6 +104,8 @@ class Analysis:
         self.lines = TextLines(snapshot.text, encoding)
         self.settings = settings
         self.seconds = seconds
+        #: the facts under the program's other command lines (on first use)
+        self.variants: asyncio.Future[VariantFacts | None] | None = None
 
     @cached_property
     def facts(self) -> FileFacts:
@@ -122,7 +134,9 @@ class Session:
         self._publish = publish
         self._encoding = encoding
         self._documents: dict[str, _Document] = {}
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="chainlens-analysis")
+        self._slots = asyncio.Semaphore(PARALLEL_ANALYSES)
+        self._running = 0
+        self._collecting = True
         self.global_settings = ClientSettings()
         self.folder_settings: dict[Path, ClientSettings] = {}
         self.analyses = 0
@@ -195,6 +209,24 @@ class Session:
                 self._mark(other)
                 found = True
         return found
+
+    def _modules_of_program_changed(self, uri: str, analysis: Analysis) -> None:
+        """An open module that is no program shows the findings its programs
+        locate in it: analyse it again when one of them was analysed."""
+        if not analysis.result.jobs:
+            return
+        followed = set(analysis.result.modules)
+        for other, document in list(self._documents.items()):
+            path = uri_to_path(other)
+            latest = document.latest
+            if (
+                other != uri
+                and path is not None
+                and str(path) in followed
+                and latest is not None
+                and not latest.result.jobs
+            ):
+                self._mark(other)
 
     def _mark(self, uri: str) -> None:
         document = self._documents.setdefault(uri, _Document())
@@ -280,17 +312,10 @@ class Session:
                     return
                 settings = self.settings_for(uri)
                 encoding = self._encoding()
-                # Collecting garbage while the analysis allocates its graphs
-                # costs more than the analysis; collect in idle time instead.
-                collecting = gc.isenabled()
-                gc.disable()
-                try:
-                    analysis = await loop.run_in_executor(
-                        self._executor, self._analyse, snapshot, settings, encoding
+                async with self._slots:
+                    analysis = await self._in_thread(
+                        functools.partial(self._analyse, snapshot, settings, encoding)
                     )
-                finally:
-                    if collecting:
-                        gc.enable()
                 self.analyses += 1
                 if self._documents.get(uri) is not document:
                     self._parsed.pop(uri, None)
@@ -307,12 +332,67 @@ class Session:
                     self._publish(analysis)
                 except Exception:  # a failed send must not stop the worker
                     log.exception("publishing diagnostics failed")
+                self._modules_of_program_changed(uri, analysis)
         finally:
             document = self._documents.get(uri)
             if document is not None and document.worker is asyncio.current_task():
                 document.worker = None
                 if document.dirty:
                     document.worker = loop.create_task(self._work(uri))
+
+    async def _in_thread(self, work: Callable[[], T]) -> T:
+        """Run ``work`` on a daemon thread of its own and await it."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[T] = loop.create_future()
+
+        def settle(outcome: T | BaseException, failed: bool) -> None:
+            if done.done():
+                return
+            if failed:
+                assert isinstance(outcome, BaseException)
+                done.set_exception(outcome)
+            else:
+                done.set_result(outcome)  # type: ignore[arg-type]
+
+        def run() -> None:
+            try:
+                outcome: T | BaseException = work()
+                failed = False
+            except BaseException as exc:  # _analyse catches Exception already
+                outcome, failed = exc, True
+            loop.call_soon_threadsafe(settle, outcome, failed)
+
+        # Collecting garbage while the analysis allocates its graphs costs
+        # more than the analysis; collect in idle time instead.
+        if self._running == 0:
+            self._collecting = gc.isenabled()
+            gc.disable()
+        self._running += 1
+        try:
+            threading.Thread(target=run, name="chainlens-analysis", daemon=True).start()
+            return await done
+        finally:
+            self._running -= 1
+            if self._running == 0 and self._collecting:
+                gc.enable()
+
+    async def variants(self, analysis: Analysis) -> VariantFacts | None:
+        """The facts of the document under its other command lines (for a
+        program that reads options), computed once per analysis, off the loop."""
+        if not analysis.result.options or not analysis.settings.enable:
+            return None
+        if analysis.variants is None:
+            path = uri_to_path(analysis.uri)
+            name = str(path) if path is not None else analysis.uri
+            config, _ = self._config(analysis.uri, analysis.settings)
+
+            def work() -> VariantFacts | None:
+                return variant_facts(
+                    name, analysis.text, config, analysis.result, self._read_module
+                )
+
+            analysis.variants = asyncio.ensure_future(self._in_thread(work))
+        return await asyncio.shield(analysis.variants)
 
     def _analyse(
         self, snapshot: Snapshot, settings: ClientSettings, encoding: str
@@ -373,8 +453,9 @@ class Session:
         )
 
     def shutdown(self) -> None:
-        """Stop the worker thread."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Start no more analyses (those under way end with the process)."""
+        for document in self._documents.values():
+            document.dirty = False
 
 
 def _file_problem(message: str) -> Diagnostic:

@@ -112,13 +112,13 @@ def test_a_uid_that_is_not_unicode_ends_the_program_as_pyflink_does() -> None:
 def test_an_unexpected_failure_is_located_at_its_statement(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from chainlens.analyzer.extract import interpreter
+    from chainlens.analyzer.extract import evaluator
 
     def broken(self: object, *args: object) -> object:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(interpreter.Interpreter, "eval_Lambda", broken)
-    monkeypatch.setattr(interpreter, "_EVALUATORS", {})
+    monkeypatch.setattr(evaluator.Evaluator, "eval_Lambda", broken)
+    monkeypatch.setattr(evaluator, "_EVALUATORS", {})
     text = HEADER + "env.from_collection([1]).map(lambda x: x).print()\n" + JOB
     result = analyze_source("broken.py", text)
     (problem,) = result.problems

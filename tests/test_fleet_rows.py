@@ -25,6 +25,11 @@ def _file_row(rows: object) -> dict[str, object]:
     return dict(zip((c for c, _ in SCHEMAS["files"]), row, strict=True))
 
 
+def _named(table: str, rows: list[tuple[object, ...]]) -> list[dict[str, object]]:
+    names = [c for c, _ in SCHEMAS[table]]
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
 @pytest.mark.parametrize(
     ("data", "status", "code"),
     [
@@ -57,6 +62,11 @@ def test_rows_match_their_schemas() -> None:
             assert row[0] == "repo"
             assert row[1] == "p.py"
             assert isinstance(row[2], int)
+            # numbers and flags are typed, never their text
+            kinds = {"int": int, "long": int, "double": float, "boolean": bool}
+            for value, (column, kind) in zip(row, SCHEMAS[name], strict=True):
+                wanted = kinds.get(kind, str)
+                assert value is None or type(value) is wanted, (name, column, value)
 
 
 @pytest.mark.parametrize("path", CORPUS[::3], ids=lambda p: p.stem)
@@ -66,17 +76,31 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
     )
     rows = scan_file("repo", str(path), path.read_bytes())
     row = _file_row(rows)
-    if row["status"] != "analysed" or any(j[15] is not None for j in rows.jobs):
+    jobs = _named("jobs", rows.jobs)
+    if row["status"] != "analysed" or any(j["rejected"] is not None for j in jobs):
         pytest.skip("not a graph to compare (unsupported or rejected)")
-    if any(f[5] == "CL000" for f in rows.findings):
+    if any(f["rule"] == "CL000" for f in _named("findings", rows.findings)):
         pytest.skip("reported unsupported")
     flink_jobs = [j for j in expected["jobs"] if j.get("job_graph")]
-    assert [j[10] for j in rows.jobs] == [
+    assert [j["tasks"] for j in jobs] == [
         len(j["job_graph"]["vertices"]) for j in flink_jobs
     ]
-    assert sorted(t[5] for t in rows.tasks) == sorted(
+    tasks = _named("tasks", rows.tasks)
+    assert sorted(t["vertex_id"] for t in tasks) == sorted(
         v["id"] for j in flink_jobs for v in j["job_graph"]["vertices"]
     )
+    # parallelism is a number where chainlens knows it, and it is Flink's
+    flink_parallelism = {
+        v["id"]: v["parallelism"]
+        for j in flink_jobs
+        for v in j["job_graph"]["vertices"]
+    }
+    for task in tasks:
+        if task["parallelism"] is None:
+            assert isinstance(task["parallelism_unknown"], str)
+        else:
+            assert type(task["parallelism"]) is int
+            assert task["parallelism"] == flink_parallelism[task["vertex_id"]]
     assert sorted(o[7] for o in rows.operators) == sorted(
         op["operator_id"]
         for j in flink_jobs
@@ -87,7 +111,11 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
         sum(1 for e in j["job_graph"]["edges"] if e["ship_strategy"] != "FORWARD")
         for j in flink_jobs
     ]
-    assert [j[12] for j in rows.jobs] == shuffles
+    assert [j["shuffles"] for j in jobs] == shuffles
+    for job in jobs:
+        assert job["chaining"] in (True, False, None)
+        for column in ("default_parallelism", "max_parallelism"):
+            assert job[column] is None or type(job[column]) is int
 
 
 def test_cli_usage_errors_are_messages(

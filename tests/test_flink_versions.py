@@ -18,7 +18,7 @@ from chainlens.analyzer.config import (
     ConfigResolver,
     command_line_layer,
 )
-from chainlens.analyzer.extract.modules import pyflink_names
+from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.model.flink_versions import (
     FACTS,
     NEWEST,

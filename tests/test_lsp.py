@@ -332,6 +332,29 @@ async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
     assert await lsp.hover(uri, types.Position(line=0, character=1)) is None
 
 
+async def test_hover_names_the_command_lines_that_change_an_operator_or_a_job(
+    lsp: Session,
+) -> None:
+    text = (
+        Path(__file__).parent / "fixtures" / "pipelines" / "real_argparse_defaults.py"
+    ).read_text(encoding="utf-8")
+    uri = lsp.open("wordcount.py", text)
+    hover = await lsp.hover(uri, position_of(text, "reduce(", lsp.encoding))
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    value = hover.contents.value
+    assert "Command-line variants**, compared with no arguments" in value
+    assert "- `--no-chaining`: task " in value
+    assert "operator 1 of 1 in the chain" in value
+    assert "- `--output VALUE`: operator `Reduce, format`" in value
+    assert "the same with `--input VALUE`" in value
+    job = await lsp.hover(uri, position_of(text, "execute(", lsp.encoding))
+    assert job is not None
+    assert isinstance(job.contents, types.MarkupContent)
+    assert "**Job** `real_argparse_defaults` (streaming): 3 tasks" in job.contents.value
+    assert "- `--no-chaining`: 4 tasks" in job.contents.value
+
+
 async def test_quick_fix_adds_the_uid_like_check_fix(lsp: Session) -> None:
     uri = lsp.open("pipeline.py", PIPELINE)
     got = await lsp.diagnostics(uri)
@@ -964,6 +987,65 @@ async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
     assert "helpers.py:6:10]" in found.message
     assert found.related_information is not None
     assert found.related_information[0].location.uri == helper
+
+
+async def test_a_module_open_on_its_own_shows_what_its_programs_find_in_it(
+    lsp: Session,
+) -> None:
+    """A helper module that is no program, open alone: the programs of the
+    project that import it are analysed and their findings located in it are
+    shown at its lines."""
+    (lsp.workspace / "job.py").write_text(JOB_USING_HELPERS, encoding="utf-8")
+    text = HELPER_MODULE.replace(".uid('totals')", "")
+    helper = lsp.open("helpers.py", text)
+    (found,) = [d for d in await lsp.diagnostics(helper) if d.code == "CL101"]
+    assert found.range.start == position_of(text, "reduce(", lsp.encoding)
+    assert "[in the program job.py:8:" in found.message
+    assert found.related_information is not None
+    assert found.related_information[0].location.uri == (
+        (lsp.workspace / "job.py").as_uri()
+    )
+    # the same finding as the program's own analysis, moved to the module
+    (own,) = [
+        f
+        for f in findings(JOB_USING_HELPERS, str(lsp.workspace / "job.py"))
+        if f[0] == "CL101"
+    ]
+    assert own[2].rsplit(" [in ", 1)[0] == found.message.rsplit(" [in ", 1)[0]
+
+
+async def test_a_module_open_on_its_own_follows_the_edits_of_its_open_program(
+    lsp: Session,
+) -> None:
+    """The program that runs the module is open too: when it stops calling
+    the module, the module's finding goes away."""
+    (lsp.workspace / "job.py").write_text(JOB_USING_HELPERS, encoding="utf-8")
+    text = HELPER_MODULE.replace(".uid('totals')", "")
+    helper = lsp.open("helpers.py", text)
+    assert [d.code for d in await lsp.diagnostics(helper)] == ["CL101"]
+    job = lsp.open("job.py", JOB_USING_HELPERS)
+    await lsp.diagnostics(job)
+    seen = len([p for p in lsp.published if p.uri == helper])
+    lsp.replace(job, JOB_USING_HELPERS.replace("helpers.totals(stream)", "stream"))
+    # (not saved: the module's analysis reads the program's open buffer)
+    await lsp.diagnostics(job)
+
+    async def helper_codes() -> list[str]:
+        if lsp.pull:
+            while True:
+                codes = [d.code for d in await lsp.diagnostics(helper)]
+                if not codes:
+                    return []
+                await asyncio.sleep(0.2)
+        while True:  # the module may be published again before that
+            later = [p for p in lsp.published if p.uri == helper][seen:]
+            if later and not later[-1].diagnostics:
+                return []
+            await lsp.client.wait_for_notification(
+                types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+            )
+
+    assert await asyncio.wait_for(helper_codes(), 30) == []
 
 
 async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,122 @@ def test_a_job_through_unfollowed_code_is_not_drawn_as_rejected() -> None:
     assert "rejects" not in text
     assert "round trip: not known" in text
     assert "(line 6, 8)" in text
+
+
+# The geometry of the picture, read back from the SVG: no edge passes through a
+# box, each label sits on its own edge, boxes do not overlap, every task is drawn.
+
+SHARED_EXAMPLES = ROOT.parent / "shared" / "oracle" / "examples"
+GEOMETRY = CORPUS + (
+    sorted(SHARED_EXAMPLES.glob("*.py")) if SHARED_EXAMPLES.is_dir() else []
+)
+Point = tuple[float, float]
+Rect = tuple[float, float, float, float]  # x, y, width, height
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def _polyline(d: str) -> list[Point]:
+    """The points of an SVG path made of M, L, H, V and C commands (curves cut
+    into 32 straight pieces)."""
+    points: list[Point] = []
+    for command, args in re.findall(r"([MLHVC])([^MLHVC]*)", d):
+        n = _numbers(args)
+        if command in "ML":
+            points.extend(zip(n[::2], n[1::2], strict=True))
+        elif command == "H":
+            points.extend((x, points[-1][1]) for x in n)
+        elif command == "V":
+            points.extend((points[-1][0], y) for y in n)
+        else:
+            for k in range(0, len(n), 6):
+                (x0, y0), (x1, y1, x2, y2, x3, y3) = points[-1], n[k : k + 6]
+                for i in range(1, 33):
+                    t = i / 32
+                    a, b, c, e = (
+                        (1 - t) ** 3,
+                        3 * t * (1 - t) ** 2,
+                        3 * t * t * (1 - t),
+                        t**3,
+                    )
+                    points.append(
+                        (
+                            a * x0 + b * x1 + c * x2 + e * x3,
+                            a * y0 + b * y1 + c * y2 + e * y3,
+                        )
+                    )
+    return points
+
+
+def _crosses(p: Point, q: Point, box: Rect, inset: float = 0.5) -> bool:
+    """Whether segment pq enters the inside of ``box`` (Liang-Barsky clipping)."""
+    x0, y0 = box[0] + inset, box[1] + inset
+    x1, y1 = box[0] + box[2] - inset, box[1] + box[3] - inset
+    low, high = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for step, room in (
+        (-dx, p[0] - x0),
+        (dx, x1 - p[0]),
+        (-dy, p[1] - y0),
+        (dy, y1 - p[1]),
+    ):
+        if step == 0:
+            if room < 0:
+                return False
+            continue
+        t = room / step
+        if step < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return True
+
+
+def _rect(element: ET.Element) -> Rect:
+    return tuple(float(element.get(k, "0")) for k in ("x", "y", "width", "height"))  # type: ignore[return-value]
+
+
+def _touches(points: list[Point], box: Rect, slack: float = 0.5) -> bool:
+    if any(
+        box[0] - slack <= x <= box[0] + box[2] + slack
+        and box[1] - slack <= y <= box[1] + box[3] + slack
+        for x, y in points
+    ):
+        return True
+    return any(_crosses(p, q, box, -slack) for p, q in pairwise(points))
+
+
+@pytest.mark.parametrize("path", GEOMETRY, ids=lambda p: p.stem)
+def test_edges_pass_no_box_and_labels_sit_on_their_edge_apart(path: Path) -> None:
+    result = analyze_source(str(path), path.read_text(encoding="utf-8"))
+    root = ET.fromstring(render_svg(result))
+    boxes = _rects(root)
+    drawn = [g.get("data-vertex-id") for g in _groups(root, "task")]
+    assert drawn == [
+        v.id for job in result.jobs if job.job_graph for v in job.job_graph.vertices
+    ]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not _overlap(a, b), (a, b)
+    labels: list[Rect] = []
+    for group in _groups(root, "edge"):
+        line = group.find(f"{SVG}path")
+        label = next(
+            r for r in group.iter(f"{SVG}rect") if r.get("class") == "label-bg"
+        )
+        assert line is not None
+        points = _polyline(line.get("d", ""))
+        for p, q in pairwise(points):
+            for box in boxes:
+                assert not _crosses(p, q, box), (group.get("data-source"), p, q, box)
+        where = _rect(label)
+        assert _touches(points, where), (group.get("data-target"), where)
+        for box in boxes:
+            assert not _overlap(where, box), (where, box)
+        for other in labels:
+            assert not _overlap(where, other), (where, other)
+        labels.append(where)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.analyzer import Config, check_text
+from chainlens.analyzer import Config, ConfigResolver, check_paths, check_text
 from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.importers import importers_of
 from tests.oracle.check import differences
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
@@ -201,3 +202,73 @@ def test_the_editor_buffer_of_a_module_is_read_not_the_disk(tmp_path: Path) -> N
         for n in analyze_source(str(main), text, read=read).jobs[0].stream_graph.nodes  # type: ignore[union-attr]
     }
     assert "kept" in names
+
+
+# ------------------------------------------- checking a module of the project
+
+
+def _project_with_a_helper(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """helpers_flat with its keyed reduce moved into helpers.py, without uid."""
+    project = tmp_path / "p"
+    shutil.copytree(PROJECTS / "helpers_flat", project)
+    main = project / "main.py"
+    helpers = project / "helpers.py"
+    helpers.write_text(
+        "from pyflink.common import Types\n\n\n"
+        "def totals(stream):\n"
+        "    return stream.key_by(lambda e: e[0], key_type=Types.STRING()) \\\n"
+        "        .reduce(lambda a, b: (a[0], a[1] + b[1]))\n",
+        encoding="utf-8",
+    )
+    text = main.read_text(encoding="utf-8")
+    moved = text.replace(
+        "    totals = clicks(env).union(views(env)) \\\n"
+        "        .key_by(lambda e: e[0], key_type=Types.STRING()) \\\n"
+        "        .reduce(lambda a, b: (a[0], a[1] + b[1])).uid(KEYED_UID)\n",
+        "    totals = helpers.totals(clicks(env).union(views(env)))\n",
+    ).replace("import sinks\n", "import helpers\nimport sinks\n")
+    assert moved != text
+    main.write_text(moved, encoding="utf-8")
+    return project, main, helpers
+
+
+def test_checking_only_a_module_reports_what_its_programs_find_in_it(
+    tmp_path: Path,
+) -> None:
+    """``chainlens check helpers.py`` (a pre-commit run where only the module
+    changed): the programs of the project that import it are analysed and
+    their findings located in it are reported at its lines."""
+    project, main, helpers = _project_with_a_helper(tmp_path)
+    # a decoy that names the module only in a comment is not analysed
+    (project / "other.py").write_text(
+        "# helpers are elsewhere\nfrom pyflink.datastream import DataStream\n",
+        encoding="utf-8",
+    )
+    assert importers_of(helpers) == [main]
+    (checked,) = check_paths([helpers], ConfigResolver(), cwd=project)
+    (finding,) = checked.findings
+    assert finding.path == "helpers.py"
+    assert finding.diagnostic.code.code == "CL101"
+    start = finding.diagnostic.range.start
+    assert (start.line, start.column) == (6, 9)
+    assert "[in the program main.py:" in finding.diagnostic.message
+    (related,) = finding.diagnostic.related
+    assert related.range.path == str(main)
+    assert not finding.fixable
+    # checked together, the program reports it (at its call), the module not again
+    both = check_paths([project], ConfigResolver(), cwd=project)
+    shown = {(c.display, f.diagnostic.code.code) for c in both for f in c.findings}
+    assert shown == {("main.py", "CL101")}
+    # a suppression comment in the module silences it, and is not "unused"
+    lines = helpers.read_text(encoding="utf-8").split("\n")
+    lines[5] += "  # chainlens: ignore[CL101]"
+    helpers.write_text("\n".join(lines), encoding="utf-8")
+    (quiet,) = check_paths([helpers], ConfigResolver(), cwd=project)
+    assert quiet.findings == ()
+
+
+def test_the_importers_of_a_package_module_through_relative_imports() -> None:
+    project = PROJECTS / "package_relative"
+    main = project / "main.py"
+    for module in sorted((project / "pipeline").glob("*.py")):
+        assert main in importers_of(module), module

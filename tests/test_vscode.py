@@ -25,6 +25,8 @@ from tests.hostile import imported, make_hostile_repository
 ROOT = Path(__file__).resolve().parents[1]
 EXTENSION = ROOT / "editors" / "vscode"
 PIPELINE = ROOT / "tests" / "fixtures" / "lsp" / "pipeline.py"
+# the README's example: 7 tasks, wider and taller than the pane
+README_EXAMPLE = ROOT / "tests" / "fixtures" / "pipelines" / "example_orders.py"
 
 pytestmark = [
     pytest.mark.editor,
@@ -84,6 +86,7 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     workspace = make_hostile_repository(tmp_path / "workspace", markers)
     source = PIPELINE.read_text(encoding="utf-8")
     (workspace / "pipeline.py").write_text(source, encoding="utf-8")
+    shutil.copy(README_EXAMPLE, workspace / "example_orders.py")
     (workspace / "pyproject.toml").write_text(
         "[project]\nname = 'demo'\n", encoding="utf-8"
     )
@@ -101,6 +104,8 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
             "pipeline.py",
             "--hover",
             "reduce",
+            "--graph-file",
+            "example_orders.py",
             "--out",
             str(tmp_path / "out"),
         ],
@@ -127,4 +132,15 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     assert graph["tasks"] == 3
     assert seen["webviewSvg"] == 3
     assert (tmp_path / "out" / "screenshot.png").exists()
+    # the pane opens with every task in sight, zooms at the wheel, pans by
+    # dragging, and its Fit button brings every task back
+    view = seen["graphView"]
+    tasks = len(
+        analyze_source("x.py", README_EXAMPLE.read_text()).jobs[0].job_graph.vertices
+    )  # type: ignore[union-attr]
+    assert view["jobGraph"]["tasks"] == tasks == 7
+    assert view["opened"]["tasks"] == view["opened"]["visible"] == tasks, view
+    assert view["zoomed"]["scale"] > view["opened"]["scale"], view
+    assert view["panned"]["transform"] != view["zoomed"]["transform"], view
+    assert view["fitted"]["visible"] == tasks, view
     assert imported(markers) == []

@@ -181,11 +181,21 @@ def _chain_with_input_if_possible(
         return None
     if not _equal(ws, up.max_parallelism, t.max_parallelism, "max parallelism", t):
         return None
-    if not _equal(
-        ws, up.slot_sharing_group, t.slot_sharing_group, "slot sharing group", t
-    ):
+    if not _same_slot_sharing_group(up, t):
         return None
     return _create_chained_transformation(ws, up, t)
+
+
+def _same_slot_sharing_group(up: Transformation, t: Transformation) -> bool:
+    """Mirror ``getSlotSharingGroup().equals(...)`` of ``isChainable`` (Flink 2.3).
+
+    The groups are ``Optional<SlotSharingGroup>`` and ``SlotSharingGroup.equals``
+    compares only the resources, not the name: two groups set by name (no
+    resources) are equal whatever their names; a group set on one side only is
+    not.  Resource specifications are not modelled, so two set groups count as
+    equal.
+    """
+    return (up.slot_sharing_group is None) == (t.slot_sharing_group is None)
 
 
 def _join(a: object, b: object) -> str:

@@ -1,7 +1,7 @@
 """The program being rebuilt: environments, transformations, submitted jobs.
 
 This is PyFlink's side of the story (P0 in flink-semantics.md): each API call
-the interpreter meets creates transformations here, with ids drawn from one
+the replay meets creates transformations here, with ids drawn from one
 counter exactly as Flink's JVM-wide ``Transformation.getNewNodeId()`` does.
 """
 
@@ -23,15 +23,6 @@ from chainlens.analyzer.model.values import (
     Symbol,
     Unknown,
 )
-
-
-class ProgramStopError(Exception):
-    """PyFlink raises here when the program runs: nothing after it happens."""
-
-    def __init__(self, message: str, where: SourceRange | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.where = where
 
 
 @dataclass(eq=False, slots=True)

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from chainlens.analyzer.extract.program import EnvState, Program, ProgramStopError
-from chainlens.analyzer.extract.values import (
+from chainlens.analyzer.extract.interface import Args, ProgramStopError
+from chainlens.analyzer.extract.program import EnvState, Program
+from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
-    Instance,
-    Opaque,
     PyObject,
-    QualifiedRef,
     Stream,
     TypeInfo,
 )
+from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     OperatorKind,
@@ -38,26 +37,6 @@ KEYED_VALUES = "_keyed_stream_values_operator"
 
 PP = OperatorKind.PYTHON_PROCESS
 PKP = OperatorKind.PYTHON_KEYED_PROCESS
-
-
-class Args:
-    """Positional and keyword arguments of one call, bound by PyFlink's names."""
-
-    def __init__(
-        self, positional: Sequence[object], keywords: dict[str, object]
-    ) -> None:
-        self.positional = tuple(positional)
-        self.keywords = keywords
-
-    def get(self, index: int, name: str, default: object = None) -> object:
-        """Return the argument at ``index`` or named ``name``."""
-        if index < len(self.positional):
-            return self.positional[index]
-        return self.keywords.get(name, default)
-
-    def rest(self, start: int) -> tuple[object, ...]:
-        """Return positional arguments from ``start`` on (``*args``)."""
-        return self.positional[start:]
 
 
 class Call:

@@ -1,23 +1,19 @@
-"""Abstract values the interpreter computes for Python expressions.
+"""Abstract values the evaluator computes for Python expressions.
 
-The interpreter never runs the analysed program: it evaluates what it can know
-statically (literals, constants, PyFlink objects) and gives everything else an
-:class:`Opaque` value, or a :class:`~chainlens.analyzer.model.values.Symbol` where
-the value would matter to the graph.
+The evaluator never runs the analysed program: it evaluates what it can know
+statically (literals, constants, the program's functions, classes and modules,
+argparse) and gives everything else an :class:`Opaque` value, or a
+:class:`~chainlens.analyzer.model.values.Symbol` where the value would matter to
+the graph.  The objects of PyFlink are in ``pyflink_values.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from chainlens.analyzer.model.enums import OutputType
 from chainlens.analyzer.model.values import Symbol
-
-if TYPE_CHECKING:
-    from chainlens.analyzer.extract.program import EnvState
 
 
 class Opaque:
@@ -34,32 +30,10 @@ class Opaque:
 
 @dataclass(eq=False, slots=True)
 class QualifiedRef:
-    """A name imported from a module: a class, function or module of PyFlink."""
+    """A name imported from a module that is not the program's (a class,
+    function or module of PyFlink, of the standard library, ...)."""
 
     qualname: str
-
-
-@dataclass(eq=False, slots=True)
-class PyObject:
-    """An instance of a known PyFlink class, with its evaluated arguments."""
-
-    qualname: str
-    args: tuple[object, ...] = ()
-    kwargs: dict[str, object] = field(default_factory=dict)
-    attrs: dict[str, object] = field(default_factory=dict)
-
-    @property
-    def simple_name(self) -> str:
-        """Return the class name without its module."""
-        return self.qualname.rsplit(".", 1)[-1]
-
-
-@dataclass(eq=False, slots=True)
-class TypeInfo:
-    """A ``Types.X()`` value: what alignment and descriptions need of it."""
-
-    output_type: OutputType
-    text: str
 
 
 @dataclass(eq=False, slots=True)
@@ -70,7 +44,7 @@ class FunctionDef:
     closure: dict[str, object]
     name: str
     top: int  # index of the top-level statement that contains the definition
-    #: the module it is defined in (an interpreter context; None: the program)
+    #: the module it is defined in (an evaluator context; None: the program)
     context: object = None
 
 
@@ -135,40 +109,6 @@ class BoundMethod:
 
     receiver: object
     name: str
-
-
-@dataclass(eq=False, slots=True)
-class EnvRef:
-    """A ``StreamExecutionEnvironment`` (several names may refer to one env)."""
-
-    state: EnvState
-
-
-@dataclass(eq=False, slots=True)
-class ConfigValue:
-    """A ``pyflink.common.Configuration`` with the keys set so far."""
-
-    entries: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass(eq=False, slots=True)
-class Stream:
-    """A stream-like PyFlink object bound to a transformation.
-
-    ``kind`` is the Python class: ``DataStream``, ``KeyedStream``,
-    ``WindowedStream``, ``AllWindowedStream``, ``ConnectedStreams``,
-    ``BroadcastStream``, ``BroadcastConnectedStream``, ``DataStreamSink``.
-    """
-
-    kind: str
-    env: EnvState
-    tid: int
-    output_type: OutputType = OutputType.OTHER
-    origin: Stream | None = None  # KeyedStream: the stream that was keyed
-    original_type: OutputType = OutputType.OTHER  # KeyedStream: type before keying
-    other: Stream | None = None  # ConnectedStreams / BroadcastConnected: 2nd input
-    assigner: str = ""  # WindowedStream: assigner class name
-    assigner_text: str = ""
 
 
 @dataclass(eq=False, slots=True)

@@ -40,6 +40,7 @@ from chainlens.analyzer.suppression import filter_suppressed
 if TYPE_CHECKING:
     from chainlens.analyzer.model.diagnostic import Diagnostic
     from chainlens.analyzer.rules.baseline import Baseline
+    from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
 
 __all__ = [
     "ALL_RULES",
@@ -97,6 +98,7 @@ def run_rules(
     text: str | None = None,
     *,
     baseline: Baseline | None = None,
+    savepoint: SavepointTarget | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -113,6 +115,7 @@ def run_rules(
         text,
         frozenset(rule.code.code for rule in rules),
         baseline=baseline,
+        savepoint=savepoint,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.result import AnalysisResult
     from chainlens.analyzer.rules.baseline import Baseline
+    from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
     from chainlens.analyzer.rules.uid_plan import UidPlan
     from chainlens.analyzer.suppression import UnusedSuppression
 
@@ -82,6 +83,8 @@ class RuleContext:
     unused_suppressions: tuple[UnusedSuppression, ...] = ()
     #: the earlier version of the file the savepoint rules compare with
     baseline: Baseline | None = None
+    #: the real savepoint the savepoint rules compare with (``--savepoint``)
+    savepoint: SavepointTarget | None = None
     _uid_plan: UidPlan | None = field(default=None, repr=False)
 
     def severity(self, rule: Rule) -> Severity:

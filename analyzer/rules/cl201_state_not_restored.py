@@ -25,7 +25,13 @@ from chainlens.analyzer.rules.baseline import (
     stateful,
     why_moved,
 )
-from chainlens.analyzer.rules.operators import display_name, returns_its_operator
+from chainlens.analyzer.rules.operators import (
+    display_name,
+    returns_its_operator,
+    state_info,
+)
+from chainlens.analyzer.rules.savepoint_restore import claims, uncertain
+from chainlens.analyzer.rules.savepoint_restore import counterpart as owner_of
 from chainlens.analyzer.rules.uid_plan import quote_of
 
 
@@ -33,7 +39,10 @@ class StateNotRestored:
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and reports each stateful operator of the earlier version whose
-    state a savepoint taken from it can no longer be restored into.
+    state a savepoint taken from it can no longer be restored into.  Against a
+    real savepoint (`chainlens savepoint --savepoint DIR`), it reports each
+    operator state of the savepoint that holds state and that no operator of the
+    job claims (by its operator ID or its `set_uid_hash`).
 
     Flink restores an operator's state by the ID it was saved under: its
     `set_uid_hash()` when set, else the operator ID it generates (from the uid
@@ -101,6 +110,9 @@ class StateNotRestored:
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each base operator with state whose ID the program lost."""
+        if context.savepoint is not None:
+            yield from self._against_savepoint(context)
+            return
         baseline = context.baseline
         if baseline is None or context.text is None:
             return
@@ -112,6 +124,81 @@ class StateNotRestored:
                 if saved is None or saved in kept:
                     continue
                 yield self._report(context, pair, node, saved, lines)
+
+    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Each state of a real savepoint with state that no operator claims."""
+        target = context.savepoint
+        assert target is not None
+        job = next(
+            (j for j in context.result.jobs if j.spec.index == target.job_index), None
+        )
+        if job is None:
+            return
+        found = claims(job, target.metadata)
+        if found is None:
+            return  # the job has no graph: CL000 / CL105 say why
+        for claim in found:
+            state = claim.state
+            if claim.node is not None or not state.has_state:
+                continue
+            saved = state.operator_id
+            if claim.unknown:
+                unsure = sorted(uncertain(job), key=lambda n: state_info(n) is None)
+                names = ", ".join(display_name(n) for n in unsure[:3])
+                yield context.report(
+                    self,
+                    f"chainlens cannot tell whether the state {saved} of "
+                    f"{target.label} can be restored into job {target.how}: no "
+                    "operator whose ID chainlens knows has its ID, and the IDs of "
+                    f"{names} depend on values chainlens cannot know (give them a "
+                    "uid, or set_uid_hash)",
+                    unsure[0].range if unsure else job.spec.range,
+                    job_index=job.spec.index,
+                )
+                continue
+            what = "operator state " + saved
+            named = [
+                f"'{state.name}'" if state.name else "",
+                f"uid '{state.uid}'" if state.uid else "",
+            ]
+            shown = ", ".join(n for n in named if n)
+            if shown:
+                what += f" ({shown} in the savepoint)"
+            kinds = ", ".join(state.kinds) or "state"
+            if target.allow_non_restored:
+                restore = (
+                    "with --allowNonRestoredState Flink restores the job and drops "
+                    f"this state ({kinds})"
+                )
+            else:
+                restore = (
+                    'Flink refuses the restore ("Cannot map checkpoint/savepoint '
+                    f'state for operator {saved} to the new program"), or with '
+                    f"--allowNonRestoredState drops this state ({kinds})"
+                )
+            other = owner_of(job, state)
+            graph = job.job_graph
+            if other is None or graph is None:
+                yield context.report(
+                    self,
+                    f"The {what} of {target.label} cannot be restored into job "
+                    f"{target.how}: no operator has its ID; {restore}",
+                    job.spec.range,
+                    job_index=job.spec.index,
+                )
+                continue
+            now = graph.operator_ids.get(other.id, "unknown")
+            line = f"line {other.range.start.line}, " if other.range else ""
+            pair = JobPair(job, job, target.how)
+            yield context.report(
+                self,
+                f"The {what} of {target.label} cannot be restored into "
+                f"{display_name(other)} ({line}job {target.how}): its operator ID is "
+                f"now {now}; {restore}",
+                other.range,
+                fix=self._pin(context, pair, other, saved),
+                job_index=job.spec.index,
+            )
 
     def _report(
         self,

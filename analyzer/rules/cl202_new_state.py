@@ -14,7 +14,18 @@ from chainlens.analyzer.rules.baseline import (
     restore_id,
     stateful,
 )
-from chainlens.analyzer.rules.operators import display_name, state_info
+from chainlens.analyzer.rules.operators import (
+    display_name,
+    keeps_savepoints,
+    state_info,
+)
+from chainlens.analyzer.rules.savepoint_restore import (
+    claims,
+    restore_keys,
+)
+from chainlens.analyzer.rules.savepoint_restore import (
+    counterpart as owner_of,
+)
 
 
 class NewState:
@@ -22,7 +33,9 @@ class NewState:
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and reports each stateful operator whose state a savepoint of
     the earlier version does not hold: it starts with empty state when the job
-    is restored.
+    is restored.  Against a real savepoint (`chainlens savepoint --savepoint
+    DIR`): each stateful operator whose IDs (operator ID, `set_uid_hash`) have
+    no state in the savepoint.
 
     ## Why is this bad?
     It is often what a change means to do (a new aggregation).  But an operator
@@ -77,6 +90,9 @@ class NewState:
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each stateful operator whose ID the base had no state under."""
+        if context.savepoint is not None:
+            yield from self._against_savepoint(context)
+            return
         baseline = context.baseline
         if baseline is None or context.text is None:
             return
@@ -104,4 +120,38 @@ class NewState:
                     f"{ident}), so it starts empty when the job is restored",
                     node.range,
                     job_index=pair.new.spec.index,
+                )
+
+    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Each stateful operator of the compared job without state there."""
+        target = context.savepoint
+        assert target is not None
+        with_state = {o.operator_id for o in target.metadata.operators if o.has_state}
+        for job in context.result.jobs:
+            graph = job.stream_graph
+            if job.spec.index != target.job_index or graph is None:
+                continue
+            if job.job_graph is None or not keeps_savepoints(job):
+                continue
+            replacing = {
+                id(other)
+                for claim in claims(job, target.metadata) or ()
+                if claim.node is None
+                and claim.state.has_state
+                and (other := owner_of(job, claim.state)) is not None
+            }
+            for node in graph.nodes:
+                info = state_info(node)
+                if info is None or node.hidden or id(node) in replacing:
+                    continue  # CL201 reports one that took a saved state's place
+                keys = restore_keys(job, node)
+                if not keys or any(k in with_state for k in keys):
+                    continue
+                yield context.report(
+                    self,
+                    f"{display_name(node)} ({info.what}, job {target.how}) has no "
+                    f"state in {target.label} (ID {keys[0]}): it starts empty when "
+                    "the job is restored from it",
+                    node.range,
+                    job_index=job.spec.index,
                 )

@@ -10,6 +10,10 @@ from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.baseline import pair_jobs, restore_id, stateful
 from chainlens.analyzer.rules.operators import display_name
+from chainlens.analyzer.rules.savepoint_restore import (
+    claims,
+    max_parallelism_conflict,
+)
 
 
 def effective_max_parallelism(node: StreamNode) -> int | None:
@@ -78,6 +82,13 @@ class MaxParallelismChanged:
     ```
 
     Leave it unset, or set the value the state was saved with.
+
+    Against a real savepoint (`chainlens savepoint --savepoint DIR`), it reports
+    each operator state the job claims whose max parallelism Flink refuses
+    (Flink 2.3's `Checkpoints.loadAndValidateCheckpoint` and
+    `StateAssignmentOperation.checkParallelismPreconditions`): its task sets
+    another max parallelism explicitly, or runs with a parallelism above the max
+    parallelism the state was saved with.
     """
 
     code: ClassVar[RuleCode] = RuleCode("CL203", "max-parallelism-changed")
@@ -89,6 +100,9 @@ class MaxParallelismChanged:
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each restored operator whose explicit max parallelism changed."""
+        if context.savepoint is not None:
+            yield from self._against_savepoint(context)
+            return
         baseline = context.baseline
         if baseline is None:
             return
@@ -111,4 +125,25 @@ class MaxParallelismChanged:
                     "refuses to restore it with another max parallelism",
                     other.range,
                     job_index=pair.new.spec.index,
+                )
+
+    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Each claimed state of a real savepoint whose max parallelism Flink
+        refuses."""
+        target = context.savepoint
+        assert target is not None
+        for job in context.result.jobs:
+            if job.spec.index != target.job_index:
+                continue
+            for claim in claims(job, target.metadata) or ():
+                why = max_parallelism_conflict(claim)
+                if why is None or claim.node is None:
+                    continue
+                yield context.report(
+                    self,
+                    f"The state of {display_name(claim.node)} (job {target.how}, ID "
+                    f"{claim.state.operator_id}) in {target.label} cannot be "
+                    f"restored: {why}",
+                    claim.node.range,
+                    job_index=job.spec.index,
                 )

@@ -504,8 +504,8 @@ def _suggest(
         return UidSuggestion(
             None,
             None,
-            f"the .{method}(...) call is in another module of the program "
-            "(this file's finding is only where it is reached); add the uid there",
+            f"the .{method}(...) call is in a module the program imports, where "
+            "the uid goes (fixes edit the checked program only)",
         )
     located = calls.call_at(site.range, method)
     if located is None:

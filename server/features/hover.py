@@ -6,13 +6,22 @@ from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
-from chainlens.analyzer import EdgeFact, OperatorFact
+from chainlens.analyzer import (
+    EdgeFact,
+    JobFact,
+    OperatorFact,
+    SourcePosition,
+    VariantChange,
+    shown_command_line,
+)
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
 
 #: A call inside a helper run many times has one fact per run; show this many.
 MAX_SHOWN: Final = 4
+#: Command lines named in a hover, at most.
+MAX_VARIANT_LINES: Final = 4
 
 
 def code(text: object) -> str:
@@ -79,15 +88,51 @@ def render_fact(fact: OperatorFact) -> list[str]:
     return lines
 
 
-def render_hover(facts: tuple[OperatorFact, ...], version: str | None = None) -> str:
-    """Return the Markdown hover of the facts found at one position;
-    ``version`` says which Flink it was analysed for, and what chose it."""
+def render_hover(facts: tuple[OperatorFact, ...]) -> str:
+    """Return the Markdown hover of the facts found at one position."""
     parts = ["\n".join(render_fact(f)) for f in facts[:MAX_SHOWN]]
     if len(facts) > MAX_SHOWN:
         parts.append(f"… and {len(facts) - MAX_SHOWN} more runs of this call")
-    if version is not None:
-        parts.append(f"*as built by {version}*")
     return "\n\n---\n\n".join(parts)
+
+
+def render_job(job: JobFact) -> list[str]:
+    """Return the Markdown lines describing a job (hover on its execute())."""
+    if job.rejected is not None:
+        return [f"**Job** {code(job.name)}: Flink rejects it: {job.rejected}"]
+    if job.unknown is not None:
+        return [f"**Job** {code(job.name)}: {job.unknown}"]
+    return [
+        f"**Job** {code(job.name)} ({job.mode.lower()}): {job.tasks} tasks · "
+        f"{job.operators} operators · {job.shuffles} shuffles"
+    ]
+
+
+def render_variants(
+    current: tuple[str, ...], changes: list[VariantChange]
+) -> list[str]:
+    """Return the Markdown lines saying which command lines change what."""
+    differing = [c for c in changes if c.changes]
+    lines = [
+        "",
+        f"**Command-line variants**, compared with {shown_command_line(current)}:",
+    ]
+    for change in differing[:MAX_VARIANT_LINES]:
+        lines.append(f"- {code(change.shown)}: " + "; ".join(change.changes))
+    if len(differing) > MAX_VARIANT_LINES:
+        lines.append(f"- … and {len(differing) - MAX_VARIANT_LINES} more")
+    same = [c.shown for c in changes if not c.changes]
+    if same:
+        lines.append("- the same with " + ", ".join(code(s) for s in same))
+    lines.append("- every combination: `chainlens graph --all-variants`")
+    return lines
+
+
+def _job_at(jobs: tuple[JobFact, ...], position: SourcePosition) -> JobFact | None:
+    for job in jobs:
+        if job.range is not None and job.range.start <= position < job.range.end:
+            return job
+    return None
 
 
 def register(server: ChainlensServer) -> None:
@@ -102,19 +147,32 @@ def register(server: ChainlensServer) -> None:
             return None
         position = analysis.lines.from_lsp_position(params.position)
         facts = analysis.facts.at(position)
-        if not facts:
+        job = None if facts else _job_at(analysis.facts.jobs, position)
+        if facts:
+            text, where = render_hover(facts), facts[0].range
+        elif job is not None and job.range is not None:
+            text, where = "\n".join(render_job(job)), job.range
+        else:
             return None
         markdown = ls.client_supports("text_document.hover.content_format") and (
             types.MarkupKind.Markdown
             in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
         )
+        variants = await ls.session.variants(analysis)
+        if variants is not None:
+            changes = (
+                variants.for_job(job)
+                if job is not None
+                else variants.for_operator(facts[0])
+            )
+            text += "\n" + "\n".join(render_variants(variants.current, changes))
         version = analysis.facts.flink_version
         said = (
             f"Flink {version.version} (the chainlens.flinkVersion setting)"
             if version.source == "flag"
             else version.describe()
         )
-        text = render_hover(facts, said)
+        text += f"\n\n---\n\n*as built by {said}*"
         return types.Hover(
             contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown
@@ -122,5 +180,5 @@ def register(server: ChainlensServer) -> None:
                 else types.MarkupKind.PlainText,
                 value=text,
             ),
-            range=analysis.lines.to_lsp_range(facts[0].range),
+            range=analysis.lines.to_lsp_range(where),
         )

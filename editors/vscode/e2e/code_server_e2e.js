@@ -32,6 +32,8 @@ const python = option('python');
 const workspace = path.resolve(option('workspace'));
 const file = option('file');
 const hoverWord = option('hover');
+// a second program whose job graph is checked in the webview: every task in view
+const graphFile = option('graph-file', '');
 const out = path.resolve(option('out'));
 const started = Date.now();
 const log = (message) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(2)}s] ${message}\n`);
@@ -85,6 +87,65 @@ function readSeen(seenPath) {
   } catch {
     return {};
   }
+}
+
+// Quick Open finds files only once the workspace is indexed: retry until it lists ours
+async function quickOpen(page, name) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await page.keyboard.press('Control+P');
+      await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
+      await page.keyboard.type(name);
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ timeout: 10000 });
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.monaco-editor .view-lines', { timeout: 15000 });
+      return;
+    } catch (error) {
+      if (attempt >= 4) {
+        throw error;
+      }
+      log(`quick open attempt ${attempt} failed; retrying`);
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1500);
+    }
+  }
+}
+
+async function graphFrame(page, tasks) {
+  for (const frame of page.frames()) {
+    try {
+      if (await frame.locator('svg.chainlens-job-graph g.task').count() === tasks) {
+        return frame;
+      }
+    } catch {
+      // a frame of a former page, detached meanwhile
+    }
+  }
+  return undefined;
+}
+
+// Which task boxes of the webview lie wholly inside its visible area.
+function inView(frame) {
+  return frame.evaluate(() => {
+    const room = document.getElementById('view').getBoundingClientRect();
+    const boxes = [...document.querySelectorAll('svg.chainlens-job-graph g.task rect.box')];
+    const visible = boxes.filter((rect) => {
+      const r = rect.getBoundingClientRect();
+      return r.width > 0 && r.left >= room.left - 0.5 && r.top >= room.top - 0.5
+        && r.right <= room.right + 0.5 && r.bottom <= room.bottom + 0.5;
+    });
+    return { tasks: boxes.length, visible: visible.length, scale: Number(document.body.dataset.scale),
+      transform: document.querySelector('svg.chainlens-job-graph').style.transform,
+      width: room.width, height: room.height };
+  });
+}
+
+async function showGraph(page) {
+  await page.keyboard.press('F1');
+  await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
+  await page.keyboard.type('chainlens: Show Job Graph');
+  await page.waitForTimeout(800);
+  await page.keyboard.press('Enter');
 }
 
 async function main() {
@@ -146,25 +207,7 @@ async function main() {
     await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
     log('workbench loaded');
     await page.waitForTimeout(1500);
-    // Quick Open finds files only once the workspace is indexed: retry until it lists ours
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await page.keyboard.press('Control+P');
-        await page.waitForSelector('.quick-input-widget input', { timeout: 10000 });
-        await page.keyboard.type(file);
-        await page.locator('.quick-input-list .monaco-list-row', { hasText: file }).first().waitFor({ timeout: 10000 });
-        await page.keyboard.press('Enter');
-        await page.waitForSelector('.monaco-editor .view-lines', { timeout: 15000 });
-        break;
-      } catch (error) {
-        if (attempt >= 4) {
-          throw error;
-        }
-        log(`quick open attempt ${attempt} failed; retrying`);
-        await page.keyboard.press('Escape');
-        await page.waitForTimeout(1500);
-      }
-    }
+    await quickOpen(page, file);
     log('editor open');
     const seen = await waitFor(() => {
       const value = readSeen(seenPath);
@@ -193,11 +236,7 @@ async function main() {
     result.hover = await hover.first().innerText();
     log('hover seen');
     await page.keyboard.press('Escape');
-    await page.keyboard.press('F1');
-    await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
-    await page.keyboard.type('chainlens: Show Job Graph');
-    await page.waitForTimeout(800);
-    await page.keyboard.press('Enter');
+    await showGraph(page);
     const graph = await waitFor(() => readSeen(seenPath).jobGraph, 60000, 'the job graph');
     result.jobGraph = graph;
     result.webviewSvg = await waitFor(async () => {
@@ -210,9 +249,47 @@ async function main() {
     }, 30000, 'the job graph webview');
     log(`job graph shown: ${result.webviewSvg} tasks in the webview`);
     await page.screenshot({ path: path.join(out, 'screenshot.png') });
+    if (graphFile) {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('Control+1');  // open it in the first editor group
+      await quickOpen(page, graphFile);
+      await page.waitForTimeout(1000);
+      await showGraph(page);
+      const second = await waitFor(() => {
+        const value = readSeen(seenPath).jobGraph;
+        return value && value.uri.endsWith(graphFile) ? value : undefined;
+      }, 60000, `the job graph of ${graphFile}`);
+      const frame = await waitFor(() => graphFrame(page, second.tasks), 30000, 'the second graph in the webview');
+      await page.waitForTimeout(500);
+      const view = { opened: await inView(frame) };
+      await page.screenshot({ path: path.join(out, 'graph-fitted.png') });
+      // zoom in with the wheel over the graph, pan by dragging, then fit again
+      const area = await (await frame.frameElement()).boundingBox();
+      const cx = area.x + area.width / 2, cy = area.y + area.height / 2;
+      await page.mouse.move(cx, cy);
+      await page.mouse.wheel(0, -600);
+      await page.waitForTimeout(300);
+      view.zoomed = await inView(frame);
+      await page.mouse.down();
+      await page.mouse.move(cx - 150, cy - 80, { steps: 5 });
+      await page.mouse.up();
+      await page.waitForTimeout(200);
+      view.panned = await inView(frame);
+      await page.screenshot({ path: path.join(out, 'graph-zoomed.png') });
+      await frame.locator('#fit').click();
+      await page.waitForTimeout(300);
+      view.fitted = await inView(frame);
+      result.graphView = { jobGraph: second, ...view };
+      log(`second graph: ${JSON.stringify(view.opened)}`);
+    }
     result.ok = true;
   } catch (error) {
     result.error = String(error && error.stack || error);
+    if (browser) {
+      for (const page of browser.contexts().flatMap((c) => c.pages())) {
+        await page.screenshot({ path: path.join(out, 'failure.png') }).catch(() => undefined);
+      }
+    }
     result.codeServerStderr = serverErr.slice(-2000);
   } finally {
     if (browser) {

@@ -2,6 +2,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { graphPage } from './graphPage';
 import { serverCommand, serverSettings, startFailureMessage } from './serverCommand';
 
 let client: LanguageClient | undefined;
@@ -100,13 +101,6 @@ async function jobGraph(uri: string): Promise<JobGraphResult | undefined> {
   });
 }
 
-function page(svg: string): string {
-  return `<!DOCTYPE html><html><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:;">
-<style>body{margin:0;padding:8px;background:var(--vscode-editor-background)}svg{max-width:none}</style>
-</head><body>${svg}</body></html>`;
-}
-
 async function showJobGraph(target?: string | vscode.Uri): Promise<void> {
   const uri = typeof target === 'string' ? target
     : target instanceof vscode.Uri ? target.toString()
@@ -121,16 +115,21 @@ async function showJobGraph(target?: string | vscode.Uri): Promise<void> {
   }
   if (!panel) {
     panel = vscode.window.createWebviewPanel('chainlens.jobGraph', 'Job Graph', vscode.ViewColumn.Beside, {
-      enableScripts: false,
+      // the page's one script (pan, zoom, fit) runs under a nonce; nothing is loaded
+      enableScripts: true,
+      localResourceRoots: [],
     });
     panel.onDidDispose(() => {
       panel = undefined;
       panelUri = undefined;
     });
+  } else if (!panel.visible) {
+    // the pane sits behind an editor of its group: bring it back beside the program
+    panel.reveal(vscode.ViewColumn.Beside, true);
   }
   panelUri = uri;
   panel.title = `Job Graph: ${vscode.Uri.parse(uri).path.split('/').pop()}`;
-  panel.webview.html = page(result.content);
+  panel.webview.html = graphPage(result.content);
   record('jobGraph', {
     uri: result.uri,
     format: result.format,

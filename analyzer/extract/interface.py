@@ -1,0 +1,119 @@
+"""What the Python evaluator and the model of a library say to each other.
+
+The evaluator (``evaluator.py``) replays Python: statements, expressions, the
+program's own functions, classes and modules, the builtins and argparse.  What
+the objects of a library do is not its business: where it meets a value or a
+name it does not model (an object the library made, a name imported from a
+module that is not the program's), it asks a :class:`Resolver`, and it records
+what it cannot know in a :class:`Record`.  Both sides speak of a call as a
+:class:`Call`: the arguments as the program wrote them, and where it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from chainlens.analyzer.extract.values import Opaque, QualifiedRef
+from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.values import CommandLineOption
+
+#: What a :class:`Resolver` returns for what it does not model either.
+UNRESOLVED = Opaque("unresolved")
+
+
+class ProgramStopError(Exception):
+    """The program raises here when it runs: nothing after it happens."""
+
+    def __init__(self, message: str, where: SourceRange | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+
+
+class Args:
+    """Positional and keyword arguments of one call, bound by the callee's names."""
+
+    def __init__(
+        self, positional: Sequence[object], keywords: dict[str, object]
+    ) -> None:
+        self.positional = tuple(positional)
+        self.keywords = keywords
+
+    def get(self, index: int, name: str, default: object = None) -> object:
+        """Return the argument at ``index`` or named ``name``."""
+        if index < len(self.positional):
+            return self.positional[index]
+        return self.keywords.get(name, default)
+
+    def rest(self, start: int) -> tuple[object, ...]:
+        """Return positional arguments from ``start`` on (``*args``)."""
+        return self.positional[start:]
+
+
+class Call:
+    """One call the program makes: its evaluated arguments and where it is."""
+
+    __slots__ = ("args", "where")
+
+    def __init__(self, args: Args, where: SourceRange | None) -> None:
+        self.args = args
+        self.where = where
+
+
+class Record(Protocol):
+    """Where the evaluator records what the replay found out beside the
+    library's own results."""
+
+    #: the files of the program's own modules that were followed
+    modules: list[str]
+    #: the options of the program's command line that switch variants on
+    options: list[CommandLineOption]
+
+    def unknown(self, subject: str, reason: str, where: SourceRange | None) -> None:
+        """Record a fact that cannot be known statically."""
+
+    def problem(self, code: str, message: str, where: SourceRange | None) -> None:
+        """Record something that cannot be followed, or that fails when run."""
+
+
+class Resolver(Protocol):
+    """The model of a library, asked by the evaluator about what it does not
+    model itself; each answer is a value, or :data:`UNRESOLVED` where the
+    library does not model it either (the evaluator then treats it as a call
+    into code it cannot see)."""
+
+    def owns_module(self, name: str) -> bool:
+        """Tell whether module ``name`` is the library's (never looked for among
+        the program's own files)."""
+
+    def missing_name(self, module: str, name: str) -> str | None:
+        """Why ``from module import name`` fails when the program runs (None:
+        it does not, or it is not known)."""
+
+    def follows_subclass(self, base: str) -> bool:
+        """Tell whether a program's class based on ``base`` (a qualified name or
+        the text of the base) is followed (its instances are the library's
+        concern, not code the evaluator cannot see)."""
+
+    def attribute(self, owner: object, name: str) -> object:
+        """``owner.name`` for a value the evaluator does not model."""
+
+    def call_name(self, ref: QualifiedRef, call: Call) -> object:
+        """A call of a name imported from a module that is not the program's
+        (neither a builtin nor one of the standard library's the evaluator
+        models)."""
+
+    def call_method(
+        self, receiver: object, name: str, call: Call, *, guarded: bool
+    ) -> object:
+        """``receiver.name(...)`` for a receiver the evaluator does not model;
+        ``guarded``: the call is inside a ``try`` with handlers (a failure may
+        be caught, so it must not end the program)."""
+
+    def call_value(self, func: object, call: Call) -> object:
+        """A call of a value the evaluator does not model."""
+
+    def unseen(self, call: Call, what: str) -> None:
+        """The arguments of ``call`` go into code that is not followed
+        (``what`` says which)."""

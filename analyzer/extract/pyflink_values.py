@@ -1,0 +1,75 @@
+"""The PyFlink objects a program holds while it is replayed.
+
+The PyFlink resolver (``resolver.py``) creates them and ``pyflink_api.py``
+reads them: environments, streams, configurations and the instances of other
+PyFlink classes (with their evaluated arguments).  They mirror the Python
+classes of ``pyflink/datastream`` and ``pyflink/common`` (PyFlink 2.3) only as
+far as the graph needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from chainlens.analyzer.model.enums import OutputType
+
+if TYPE_CHECKING:
+    from chainlens.analyzer.extract.program import EnvState
+
+
+@dataclass(eq=False, slots=True)
+class PyObject:
+    """An instance of a known PyFlink class, with its evaluated arguments."""
+
+    qualname: str
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def simple_name(self) -> str:
+        """Return the class name without its module."""
+        return self.qualname.rsplit(".", 1)[-1]
+
+
+@dataclass(eq=False, slots=True)
+class TypeInfo:
+    """A ``Types.X()`` value: what alignment and descriptions need of it."""
+
+    output_type: OutputType
+    text: str
+
+
+@dataclass(eq=False, slots=True)
+class EnvRef:
+    """A ``StreamExecutionEnvironment`` (several names may refer to one env)."""
+
+    state: EnvState
+
+
+@dataclass(eq=False, slots=True)
+class ConfigValue:
+    """A ``pyflink.common.Configuration`` with the keys set so far."""
+
+    entries: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(eq=False, slots=True)
+class Stream:
+    """A stream-like PyFlink object bound to a transformation.
+
+    ``kind`` is the Python class: ``DataStream``, ``KeyedStream``,
+    ``WindowedStream``, ``AllWindowedStream``, ``ConnectedStreams``,
+    ``BroadcastStream``, ``BroadcastConnectedStream``, ``DataStreamSink``.
+    """
+
+    kind: str
+    env: EnvState
+    tid: int
+    output_type: OutputType = OutputType.OTHER
+    origin: Stream | None = None  # KeyedStream: the stream that was keyed
+    original_type: OutputType = OutputType.OTHER  # KeyedStream: type before keying
+    other: Stream | None = None  # ConnectedStreams / BroadcastConnected: 2nd input
+    assigner: str = ""  # WindowedStream: assigner class name
+    assigner_text: str = ""

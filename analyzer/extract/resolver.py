@@ -1,0 +1,329 @@
+"""The PyFlink resolver: what PyFlink's names and objects do when the program runs.
+
+The evaluator (``evaluator.py``) replays the program's Python and asks this
+resolver about everything PyFlink: a call of a name imported from ``pyflink``
+(``StreamExecutionEnvironment.get_execution_environment()``, ``Types.INT()``,
+``FileSource.for_record_stream_format(...)``), an attribute or a method of an
+object PyFlink made (``ds.map(...)``, ``env.set_parallelism(...)``,
+``config.set_string(...)``), and values that go into code nobody follows.  It
+routes them over the tables of ``pyflink_api.py`` (what each PyFlink 2.3 method
+does to the transformation DAG), checks names against ``pyflink_names.json``
+(``pyflink_names.py``) and keeps the program being rebuilt (``program.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from chainlens.analyzer.extract import pyflink_api as api
+from chainlens.analyzer.extract.interface import UNRESOLVED, Call, ProgramStopError
+from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_values import (
+    ConfigValue,
+    EnvRef,
+    PyObject,
+    Stream,
+    TypeInfo,
+)
+from chainlens.analyzer.extract.values import BoundMethod, Opaque, QualifiedRef
+from chainlens.analyzer.model.enums import OutputType
+
+#: The subject of the unknown for a program that uses the Table API.
+TABLE_API = "the Table API"
+
+# Types.X() -> what alignment needs to know.
+_ROW_TYPES = frozenset({"ROW", "ROW_NAMED"})
+_PICKLED_TYPES = frozenset({"PICKLED_BYTE_ARRAY"})
+
+# Builder-style objects: attributes their methods set.
+_BUILDER_FLAGS: dict[str, tuple[str, object]] = {
+    "with_timestamp_assigner": ("timestamp_assigner", True),
+    # PyFlink returns a new WatermarkStrategy without the Python assigner
+    "with_idleness": ("timestamp_assigner", False),
+    "with_watermark_alignment": ("timestamp_assigner", False),
+    "monitor_continuously": ("bounded", False),
+}
+
+_SINKS_WITH_COMMITTER = frozenset({"FileSink", "KafkaSink"})
+_BOUNDED_SOURCES = frozenset({"NumberSequenceSource", "FileSource"})
+_UNBOUNDED_SOURCES = frozenset({"KafkaSource", "PulsarSource"})
+_DYNAMIC_GAP = {
+    "ProcessingTimeSessionWindows": "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows": "DynamicEventTimeSessionWindows",
+}
+
+#: What to do instead of APIs removed in Flink 2.0 (said with the failure).
+_REMOVED_METHODS: dict[str, str] = {
+    "set_restart_strategy": " (removed in Flink 2.0: set restart-strategy.type in "
+    "the Configuration given to get_execution_environment())",
+    "set_stream_time_characteristic": " (removed in Flink 2.0: event time is the "
+    "default; remove the call and assign timestamps with a WatermarkStrategy)",
+    "set_state_backend": " (removed in Flink 2.0: set state.backend.type in the "
+    "Configuration given to get_execution_environment())",
+    "register_type": " (removed in Flink 2.0: configure pipeline.serialization-config)",
+    "register_type_with_kryo_serializer": " (removed in Flink 2.0: configure "
+    "pipeline.serialization-config)",
+    "add_default_kryo_serializer": " (removed in Flink 2.0: configure "
+    "pipeline.serialization-config)",
+    "time_window": " (removed in Flink 2.0: use window() with a window assigner, "
+    "e.g. TumblingEventTimeWindows.of(...))",
+    "assign_timestamps": " (use assign_timestamps_and_watermarks())",
+}
+_REMOVED_NAMES: dict[str, str] = {
+    "TimeCharacteristic": " (removed in Flink 2.0: event time is the default)",
+    "Time": " (use Duration; pyflink.common.time.Time was removed)",
+}
+
+
+class PyFlinkResolver:
+    """Answer the evaluator's questions about PyFlink (an
+    :class:`~chainlens.analyzer.extract.interface.Resolver`); what the
+    program builds goes to ``program``."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+
+    # ----------------------------------------------------------------- names
+
+    def owns_module(self, name: str) -> bool:
+        """PyFlink's modules are never the program's own."""
+        return name.split(".", 1)[0] == "pyflink"
+
+    def missing_name(self, module: str, name: str) -> str | None:
+        """``from pyflink.x import Name`` of a name PyFlink does not have."""
+        names = pyflink_names(self.program.flink_version)
+        if not names.lacks(module, name):
+            return None
+        return (
+            f"PyFlink {names.version} has no {name} in {module}: the "
+            "program fails at this import"
+            + _REMOVED_NAMES.get(name, "")
+            + names.elsewhere(module, name, module=True)
+        )
+
+    def follows_subclass(self, base: str) -> bool:
+        """The program's subclasses of PyFlink's classes (its user functions:
+        ``MapFunction``, ``KeyedProcessFunction``, ...) are followed."""
+        return base.startswith("pyflink.")
+
+    def call_name(self, ref: QualifiedRef, call: Call) -> object:
+        """A call of a name of PyFlink (or of Java through its gateway)."""
+        qual = ref.qualname
+        parts = qual.split(".")
+        last = parts[-1]
+        owner = parts[-2] if len(parts) > 1 else ""
+        if qual == "pyflink.java_gateway.get_gateway":
+            return QualifiedRef("java")
+        if parts[0] == "java":
+            api.check_java_class(self._api(call), qual)
+            return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
+        if parts[0] != "pyflink":
+            return UNRESOLVED
+        if len(parts) > 1 and parts[1] == "table":
+            self.unseen(call, "the Table API")
+            if not any(u.subject == TABLE_API for u in self.program.unknowns):
+                self.program.unknown(
+                    TABLE_API,
+                    "chainlens does not analyse it: the operators it adds and the "
+                    "jobs it submits (execute_sql, execute_insert, ...) are not shown",
+                    call.where,
+                )
+            return Opaque(f"{qual}()")
+        if owner == "StreamExecutionEnvironment" and last in (
+            "get_execution_environment",
+            "create_local_environment",
+        ):
+            return api.new_environment(self._api(call), self.program)
+        if last == "Configuration":
+            entries: dict[str, object] = {}
+            return ConfigValue(entries)
+        if owner == "Types":
+            return _type_info(last)
+        if last[:1].isupper():
+            api.check_java_class(self._api(call), qual)
+            obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
+            return _with_known_attrs(obj)
+        if owner[:1].isupper():
+            cls_name = owner
+            if last == "with_dynamic_gap":
+                cls_name = _DYNAMIC_GAP.get(owner, owner)
+            cls_qual = ".".join([*parts[:-2], cls_name])
+            obj = PyObject(
+                cls_qual, tuple(call.args.positional), dict(call.args.keywords)
+            )
+            return _with_known_attrs(obj)
+        return Opaque(f"{qual}()")
+
+    # --------------------------------------------------------------- objects
+
+    def attribute(self, owner: object, name: str) -> object:
+        """A method of a PyFlink object, before it is called."""
+        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject):
+            return BoundMethod(owner, name)
+        if _from_table_api(owner):
+            return owner  # a Table API object: its methods stay in that API
+        return UNRESOLVED
+
+    def call_value(self, func: object, call: Call) -> object:
+        """A Table API object called: it stays in that API."""
+        if _from_table_api(func):
+            self.unseen(call, "the Table API")
+            return func
+        return UNRESOLVED
+
+    def call_method(
+        self, receiver: object, name: str, call: Call, *, guarded: bool
+    ) -> object:
+        """``receiver.name(...)`` on a stream, an environment, a configuration or
+        another PyFlink object."""
+        if isinstance(receiver, Stream | EnvRef) and not guarded:
+            self.check_method_exists(receiver, name, call)
+        if isinstance(receiver, Stream):
+            result = api.stream_method(self._api(call), receiver, name)
+            if result is None:
+                # its job is not known from here: never "no operators"
+                receiver.env.escape(
+                    f"{receiver.kind}.{name}() (an API chainlens does not know)",
+                    call.where,
+                )
+                self.program.problem(
+                    "unknown-api",
+                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API "
+                    "chainlens knows; the graph after it is not followed",
+                    call.where,
+                )
+                return Opaque(f"unknown {name}")
+            return result
+        if isinstance(receiver, EnvRef):
+            result = api.env_method(self._api(call), receiver, name)
+            if result is None:
+                receiver.state.escape(
+                    f"StreamExecutionEnvironment.{name}() (an API chainlens does "
+                    "not know)",
+                    call.where,
+                )
+                self.program.problem(
+                    "unknown-api",
+                    f"StreamExecutionEnvironment.{name}() "
+                    "is not an API chainlens knows",
+                    call.where,
+                )
+                return Opaque(f"unknown {name}")
+            return result
+        if isinstance(receiver, ConfigValue):
+            return self.config_method(receiver, name, call)
+        if isinstance(receiver, PyObject):
+            return self.object_method(receiver, name, call)
+        return UNRESOLVED
+
+    def check_method_exists(
+        self, receiver: Stream | EnvRef, name: str, call: Call
+    ) -> None:
+        """A method PyFlink's class does not have raises AttributeError when the
+        program runs (an API removed in Flink 2.0, a misspelling)."""
+        kind = (
+            "StreamExecutionEnvironment"
+            if isinstance(receiver, EnvRef)
+            else (receiver.kind)
+        )
+        table = pyflink_names(self.program.flink_version)
+        names = table.classes.get(kind)
+        if names is None:
+            return
+        if name in names:
+            api.check_arguments(kind, name, self._api(call))
+            return
+        close = difflib.get_close_matches(name, sorted(names), n=1)
+        advice = _REMOVED_METHODS.get(name, "") + table.elsewhere(kind, name) or (
+            f" (did you mean {close[0]}()?)" if close else ""
+        )
+        raise ProgramStopError(
+            f"{kind}.{name}() does not exist in PyFlink {table.version}: "
+            "the program fails here with AttributeError" + advice,
+            call.where,
+        )
+
+    def config_method(self, config: ConfigValue, name: str, call: Call) -> object:
+        """``Configuration.set_string(key, value)`` and its getters."""
+        if name.startswith("set_") or name == "set":
+            key = call.args.get(0, "key")
+            value = call.args.get(1, "value")
+            if isinstance(key, str):
+                config.entries[key] = value
+            else:
+                self.program.unknown(
+                    "configuration key", "not known statically", call.where
+                )
+            return config
+        if name == "get_string" or name == "get_integer" or name == "get":
+            key = call.args.get(0, "key")
+            return (
+                config.entries.get(key, call.args.get(1, "default"))
+                if isinstance(key, str)
+                else Opaque("config")
+            )
+        return Opaque("config")
+
+    def object_method(self, obj: PyObject, name: str, call: Call) -> object:
+        """A builder's method (``WatermarkStrategy.with_idleness``, ...)."""
+        if name == "enable_compact":
+            return api._unsupported(
+                self._api(call), "FileSink compaction (enable_compact)"
+            )
+        flag = _BUILDER_FLAGS.get(name)
+        if flag is not None:
+            attrs = dict(obj.attrs)
+            attrs[flag[0]] = flag[1]
+            return PyObject(obj.qualname, obj.args, obj.kwargs, attrs)
+        return obj
+
+    # ---------------------------------------------------------------- escapes
+
+    def unseen(self, call: Call, what: str) -> None:
+        """Note that streams or environments passed to ``call`` leave what
+        chainlens follows (their jobs are then only partly known)."""
+        pending: list[object] = [*call.args.positional, *call.args.keywords.values()]
+        seen = 0
+        while pending and seen < 1000:
+            value = pending.pop()
+            seen += 1
+            if isinstance(value, Stream):
+                value.env.escape(what, call.where)
+                for other in (value.origin, value.other):
+                    if other is not None:
+                        pending.append(other)
+            elif isinstance(value, EnvRef):
+                value.state.escape(what, call.where)
+            elif isinstance(value, (list, tuple)):
+                pending.extend(value[:100])
+            elif isinstance(value, dict):
+                pending.extend(list(value.values())[:100])
+
+    def _api(self, call: Call) -> api.Call:
+        """``call`` as ``pyflink_api``'s functions take it."""
+        return api.Call(self.program, call.args, call.where)
+
+
+def _from_table_api(value: object) -> bool:
+    """Tell whether ``value`` is a Table API object (which is not followed)."""
+    return isinstance(value, Opaque) and value.description.startswith("pyflink.table.")
+
+
+def _type_info(name: str) -> TypeInfo:
+    if name in _ROW_TYPES:
+        return TypeInfo(OutputType.ROW, name)
+    if name in _PICKLED_TYPES:
+        return TypeInfo(OutputType.PICKLED, name)
+    return TypeInfo(OutputType.OTHER, name)
+
+
+def _with_known_attrs(obj: PyObject) -> PyObject:
+    name = obj.simple_name
+    if name in _BOUNDED_SOURCES:
+        obj.attrs.setdefault("bounded", True)
+    elif name in _UNBOUNDED_SOURCES:
+        obj.attrs.setdefault("bounded", False)
+    if name in _SINKS_WITH_COMMITTER:
+        obj.attrs.setdefault("committer", True)
+    return obj
