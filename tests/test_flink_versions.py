@@ -445,3 +445,24 @@ def test_the_upgrade_preview_shows_the_collect_sink_id_moving(tmp_path: Path) ->
     assert "Sink: Data stream collect sink" in moved[0]["message"]
     assert moved[0]["breaks_state"] is False
     assert file["breaks_state"] is True  # 1.x -> 2.x: no state guarantee
+
+
+def test_a_java_class_load_inside_a_handled_try_is_not_a_failure() -> None:
+    guarded = PROGRAM_JAVA_SINK.replace(
+        "env.from_collection([1, 2, 3]).add_sink(\n",
+        "try:\n    sink = SinkFunction(\n"
+        '        "org.apache.flink.streaming.api.functions.sink.legacy."\n'
+        '        "DiscardingSink"\n'
+        "    )\nexcept TypeError:\n"
+        '    sink = SinkFunction("org.apache.flink.streaming.api.functions.sink.'
+        'DiscardingSink")\nenv.from_collection([1, 2, 3]).add_sink(\n',
+    ).replace(
+        '    SinkFunction("org.apache.flink.streaming.api.functions.sink.legacy.'
+        'DiscardingSink")\n',
+        "    sink\n",
+    )
+    assert "except TypeError" in guarded
+    assert "add_sink(\n    sink\n)" in guarded
+    result = _analyse(guarded, "1.20")
+    assert result.problems == ()
+    assert len(result.jobs) == 1

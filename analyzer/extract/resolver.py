@@ -107,7 +107,9 @@ class PyFlinkResolver:
         ``MapFunction``, ``KeyedProcessFunction``, ...) are followed."""
         return base.startswith("pyflink.")
 
-    def call_name(self, ref: QualifiedRef, call: Call) -> object:
+    def call_name(
+        self, ref: QualifiedRef, call: Call, *, guarded: bool = False
+    ) -> object:
         """A call of a name of PyFlink (or of Java through its gateway)."""
         qual = ref.qualname
         parts = qual.split(".")
@@ -116,7 +118,8 @@ class PyFlinkResolver:
         if qual == "pyflink.java_gateway.get_gateway":
             return QualifiedRef("java")
         if parts[0] == "java":
-            api.check_java_class(self._api(call), qual)
+            if not guarded:
+                api.check_java_class(self._api(call), qual)
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
             return UNRESOLVED
@@ -141,7 +144,8 @@ class PyFlinkResolver:
         if owner == "Types":
             return _type_info(last)
         if last[:1].isupper():
-            api.check_java_class(self._api(call), qual)
+            if not guarded:
+                api.check_java_class(self._api(call), qual)
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():
