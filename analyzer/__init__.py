@@ -86,6 +86,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "variant_facts": ("variants", "variant_facts"),
     "shown_command_line": ("variants", "shown_command_line"),
     "CheckSummary": ("check_report", "CheckSummary"),
+    "count_versions": ("check_report", "count_versions"),
+    # Flink versions
+    "FlinkVersion": ("model.flink_versions", "FlinkVersion"),
+    "VersionError": ("model.flink_versions", "VersionError"),
+    "parse_flink_range": ("model.flink_versions", "parse_range"),
+    "parse_flink_version": ("model.flink_versions", "parse_version"),
+    "upgrade_of": ("upgrade", "upgrade_of"),
+    "upgrade_from": ("upgrade", "upgrade_from"),
+    "FileUpgrade": ("upgrade", "FileUpgrade"),
+    "render_upgrade_text": ("upgrade", "render_upgrade_text"),
+    "upgrade_to_json": ("upgrade", "upgrade_to_json"),
     "render_findings_text": ("check_report", "render_text"),
     "render_github": ("check_report", "render_github"),
     "render_json": ("check_report", "render_json"),
@@ -113,7 +124,9 @@ __all__ = [
     "EditorBaseline",
     "FileCheck",
     "FileFacts",
+    "FileUpgrade",
     "Finding",
+    "FlinkVersion",
     "HistoryError",
     "JobFact",
     "MetadataError",
@@ -130,6 +143,7 @@ __all__ = [
     "TextEdit",
     "VariantChange",
     "VariantFacts",
+    "VersionError",
     "apply_fixes",
     "check_bytes",
     "check_file",
@@ -140,6 +154,7 @@ __all__ = [
     "command_line_variants",
     "compare_with_base",
     "compare_with_savepoint",
+    "count_versions",
     "default_jobs",
     "diff_of",
     "discover",
@@ -147,6 +162,8 @@ __all__ = [
     "explain_id",
     "finding_sort_key",
     "materialize",
+    "parse_flink_range",
+    "parse_flink_version",
     "read_metadata",
     "read_module",
     "render_dot",
@@ -158,6 +175,7 @@ __all__ = [
     "render_sarif",
     "render_statistics",
     "render_svg",
+    "render_upgrade_text",
     "render_variants_text",
     "results_to_json",
     "rule_infos",
@@ -166,6 +184,9 @@ __all__ = [
     "state_info",
     "summary_text",
     "suppression_fix",
+    "upgrade_from",
+    "upgrade_of",
+    "upgrade_to_json",
     "variant_facts",
     "variants_to_json",
 ]
@@ -201,6 +222,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.check_report import (
         CheckSummary,
+        count_versions,
         render_github,
         render_json,
         render_sarif,
@@ -240,6 +262,11 @@ if TYPE_CHECKING:
         Severity,
         TextEdit,
     )
+    from chainlens.analyzer.model.flink_versions import FlinkVersion, VersionError
+    from chainlens.analyzer.model.flink_versions import parse_range as parse_flink_range
+    from chainlens.analyzer.model.flink_versions import (
+        parse_version as parse_flink_version,
+    )
     from chainlens.analyzer.model.result import (
         BLOCKING,
         AnalysisResult,
@@ -261,6 +288,13 @@ if TYPE_CHECKING:
     from chainlens.analyzer.rules.operators import state_info
     from chainlens.analyzer.savepoint_metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
+    from chainlens.analyzer.upgrade import (
+        FileUpgrade,
+        render_upgrade_text,
+        upgrade_from,
+        upgrade_of,
+        upgrade_to_json,
+    )
     from chainlens.analyzer.variants import (
         VariantChange,
         VariantFacts,

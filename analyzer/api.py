@@ -29,6 +29,7 @@ from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 
 # AnalysisResult and BLOCKING are defined with the other data types and
 # re-exported here, where callers of analyze_* look for them.
+from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.result import BLOCKING as BLOCKING
 from chainlens.analyzer.model.result import AnalysisResult as AnalysisResult
 from chainlens.analyzer.model.result import CompiledJob, Problem
@@ -73,8 +74,12 @@ def with_findings(
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()
         )
-        return replace(result, problems=(*result.problems, problem))
-    return replace(result, diagnostics=diagnostics)
+        return replace(
+            result,
+            problems=(*result.problems, problem),
+            flink_version=config.flink_version,
+        )
+    return replace(result, diagnostics=diagnostics, flink_version=config.flink_version)
 
 
 def analyze_graphs(
@@ -146,7 +151,8 @@ def _analyze(
     read: ReadText | None = None,
 ) -> AnalysisResult:
     with _quiet(), _process_settings():
-        return _analyze_text(path, text, config, cache, read)
+        result = _analyze_text(path, text, config, cache, read)
+        return replace(result, flink_version=config.flink_version)
 
 
 def _analyze_text(
@@ -232,8 +238,15 @@ def _analyze_text(
             path=path,
             read=read,
             guard=_refuse_deep,
+            flink_version=config.flink_version.version,
         )
-        jobs = _until_rejected(compile_jobs(program.jobs, config.default_parallelism))
+        jobs = _until_rejected(
+            compile_jobs(
+                program.jobs,
+                config.default_parallelism,
+                profile(config.flink_version.version),
+            )
+        )
     except RecursionError:
         return AnalysisResult(
             path,

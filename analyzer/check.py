@@ -55,6 +55,7 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     Severity,
 )
+from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.restore import RestoreIds, restore_ids
@@ -98,6 +99,8 @@ class FileCheck:
     diff: str = ""
     #: something the user should know about the file (e.g. not written)
     notice: str | None = None
+    #: the Flink version the file was analysed for, and what chose it
+    flink_version: FlinkVersion = DEFAULT_VERSION
 
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
@@ -147,6 +150,7 @@ def check_text(
         result,
         fixed,
         fixed_text,
+        flink_version=config.flink_version,
     )
 
 
@@ -379,7 +383,12 @@ def _not_analysed(
 ) -> FileCheck:
     result = with_findings(AnalysisResult(path, problems=(problem,)), None, config)
     return FileCheck(
-        path, display, True, findings_of(display, result.diagnostics, ""), result
+        path,
+        display,
+        True,
+        findings_of(display, result.diagnostics, ""),
+        result,
+        flink_version=config.flink_version,
     )
 
 
@@ -498,7 +507,11 @@ def _check_task(task: _Task) -> FileCheck:
             _FILE_START,
         )
         return FileCheck(
-            task.path, task.display, True, (Finding(task.display, diagnostic, "0:1"),)
+            task.path,
+            task.display,
+            True,
+            (Finding(task.display, diagnostic, "0:1"),),
+            flink_version=task.config.flink_version,
         )
     return checked if task.keep_result else replace(checked, result=None)
 

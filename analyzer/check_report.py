@@ -16,6 +16,7 @@ from typing import Final
 from urllib.parse import quote
 
 from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
+from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.source import SourceRange, path_of
 
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -50,6 +51,37 @@ class CheckSummary:
     fixed: int = 0
     #: files where fixes would change something (``--diff``) or changed (``--fix``)
     files_fixed: int = 0
+    #: the Flink versions the files were analysed for, with how many files each
+    flink_versions: tuple[tuple[FlinkVersion, int], ...] = ()
+
+
+def count_versions(
+    versions: Iterable[FlinkVersion],
+) -> tuple[tuple[FlinkVersion, int], ...]:
+    """Count the files per Flink version (and what chose it), oldest first."""
+    counts = Counter(versions)
+    return tuple(
+        sorted(
+            counts.items(),
+            key=lambda item: (
+                tuple(int(p) for p in item[0].version.split(".")),
+                item[0].source,
+            ),
+        )
+    )
+
+
+def versions_line(summary: CheckSummary) -> str | None:
+    """``Flink 1.20 (apache-flink pinned in requirements.txt:3)``, or one part
+    per version and source with its number of files; None when no file was
+    analysed."""
+    versions = summary.flink_versions
+    if not versions:
+        return None
+    if len(versions) == 1:
+        return f"Analysed for {versions[0][0].describe()}."
+    parts = [f"{v.describe()}: {_plural(n, 'file')}" for v, n in versions]
+    return "Analysed for " + "; ".join(parts) + "."
 
 
 def sort_key(finding: Finding) -> tuple[str, int, int, str, str]:
@@ -94,6 +126,9 @@ def render_text(
             )
     if with_summary:
         out.append(summary_line(findings, summary, fixing=fixing))
+        versions = versions_line(summary)
+        if versions is not None:
+            out.append(versions)
     return "".join(line + "\n" for line in out)
 
 
@@ -195,6 +230,9 @@ def render_json(
             "fixed": summary.fixed,
             "fixable": sum(1 for f in ordered if f.fixable),
             "by_severity": {s.value: counts.get(s.value, 0) for s in _SEVERITY_ORDER},
+            "flink_versions": [
+                {**v.to_json(), "files": n} for v, n in summary.flink_versions
+            ],
         },
         "findings": [finding_to_json(f) for f in ordered],
     }
@@ -211,6 +249,7 @@ def render_sarif(
     *,
     version: str,
     working_directory_uri: str | None = None,
+    flink_versions: Sequence[tuple[FlinkVersion, int]] = (),
 ) -> str:
     """Return a SARIF 2.1.0 log with one run.
 
@@ -240,6 +279,9 @@ def render_sarif(
         },
         "columnKind": "unicodeCodePoints",
         "results": [_sarif_result(f, index[f.diagnostic.code.code]) for f in ordered],
+        "properties": {
+            "flinkVersions": [{**v.to_json(), "files": n} for v, n in flink_versions]
+        },
     }
     if working_directory_uri is not None:
         run["originalUriBaseIds"] = {"%SRCROOT%": {"uri": working_directory_uri}}

@@ -37,6 +37,13 @@ from pathlib import Path
 from typing import Final, NoReturn
 
 from chainlens.analyzer.model.diagnostic import Severity
+from chainlens.analyzer.model.flink_versions import (
+    DEFAULT_VERSION,
+    FlinkVersion,
+    VersionError,
+    parse_version,
+)
+from chainlens.analyzer.pins import PinError, find_pin, version_of
 
 #: Flink's largest max parallelism (KeyGroupRangeAssignment's upper bound).
 MAX_PARALLELISM: Final = 1 << 15
@@ -125,6 +132,7 @@ _SETTING_KEYS: Final = (
     "default-parallelism",
     "argv",
     "flink",
+    "flink-version",
     "unsafe-fixes",
 )
 _TOP_KEYS: Final = (
@@ -170,6 +178,8 @@ class Config:
     unsafe_fixes: bool = False
     #: the config files this was built from, outermost first (for messages).
     config_files: tuple[str, ...] = ()
+    #: the Flink version analysed for, and what chose it
+    flink_version: FlinkVersion = DEFAULT_VERSION
 
 
 class ConfigError(Exception):
@@ -203,6 +213,8 @@ class Settings:
     argv: tuple[str, ...] | None = None
     flink: tuple[tuple[str, str], ...] = ()
     unsafe_fixes: bool | None = None
+    #: a supported Flink line ("1.20")
+    flink_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +436,22 @@ class _Reader:
                 if "unsafe-fixes" in table
                 else None
             ),
+            flink_version=(
+                self.flink_version(table["flink-version"], f"{where}flink-version")
+                if "flink-version" in table
+                else None
+            ),
         )
+
+    def flink_version(self, value: object, key: str) -> str:
+        if isinstance(value, float):
+            self.fail(key, f'write the version as a string ("{value}"), not a number')
+        if not isinstance(value, str):
+            self.fail(key, f"expected a string such as '1.20', got {_show(value)}")
+        try:
+            return parse_version(value)
+        except VersionError as exc:
+            self.fail(key, str(exc))
 
     def flink_value(self, key: str, value: object, where: str) -> str:
         full = f'{where}."{key}"'
@@ -658,9 +685,20 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
     parallelism: int | None = None
     argv: tuple[str, ...] | None = None
     unsafe_fixes = False
+    #: the flink-version in force: (line, source, directory of its layer)
+    version: tuple[str, str, Path | None] | None = None
 
-    def apply(settings: Settings) -> None:
-        nonlocal select, parallelism, argv, unsafe_fixes
+    def apply(settings: Settings, layer: ConfigLayer) -> None:
+        nonlocal select, parallelism, argv, unsafe_fixes, version
+        if settings.flink_version is not None:
+            if layer.path.startswith("<"):  # the command line, the editor
+                version = (settings.flink_version, "flag", None)
+            else:
+                version = (
+                    settings.flink_version,
+                    f"config:{layer.path}",
+                    layer.directory,
+                )
         if settings.select is not None:
             select = settings.select
             extend_select.clear()
@@ -678,10 +716,10 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
 
     late_ignores: list[str] = []
     for layer in layers:
-        apply(layer.settings)
+        apply(layer.settings, layer)
         for override in layer.overrides:
             if any(glob_matches_path(p, path, layer.directory) for p in override.files):
-                apply(override.settings)
+                apply(override.settings, layer)
         for pattern, codes in layer.per_file_ignores:
             if glob_matches_path(pattern, path, layer.directory):
                 late_ignores.extend(codes)
@@ -697,7 +735,35 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
         config_files=tuple(
             layer.path for layer in layers if not layer.path.startswith("<")
         ),
+        flink_version=_flink_version(path, version),
     )
+
+
+def _flink_version(
+    path: Path, setting: tuple[str, str, Path | None] | None
+) -> FlinkVersion:
+    """The version for ``path``: the command line's; else the nearer of the
+    config's ``flink-version`` and the project's pin of apache-flink (a config
+    in the pin's own folder wins); else the newest."""
+    if setting is not None and setting[2] is None:
+        return FlinkVersion(setting[0], setting[1])
+    pin = find_pin(path if path.is_dir() else path.parent)
+    if pin is not None and (
+        setting is None
+        or (setting[2] is not None and _below(pin.path.parent, setting[2]))
+    ):
+        try:
+            return FlinkVersion(version_of(pin), pin.source)
+        except PinError as exc:
+            raise ConfigError(exc.message, f"{pin.path}:{pin.line}") from None
+    if setting is not None:
+        return FlinkVersion(setting[0], setting[1])
+    return FlinkVersion()
+
+
+def _below(directory: Path, other: Path) -> bool:
+    """Tell whether ``directory`` is strictly inside ``other``."""
+    return directory != other and directory.is_relative_to(other)
 
 
 def command_line_layer(
@@ -712,6 +778,7 @@ def command_line_layer(
     extend_exclude: Sequence[str] = (),
     respect_gitignore: bool | None = None,
     unsafe_fixes: bool | None = None,
+    flink_version: str | None = None,
     directory: Path | None = None,
 ) -> ConfigLayer:
     """Build the command line's layer, checked like a config file."""
@@ -736,6 +803,8 @@ def command_line_layer(
         table["respect-gitignore"] = respect_gitignore
     if unsafe_fixes is not None:
         table["unsafe-fixes"] = unsafe_fixes
+    if flink_version is not None:
+        table["flink-version"] = flink_version
     layer = parse_config_table(table, "<command line>")
     return replace(layer, directory=directory or Path.cwd())
 

@@ -214,6 +214,8 @@ class FileFacts:
         self.operators: tuple[OperatorFact, ...] = tuple(operators)
         self.jobs: tuple[JobFact, ...] = tuple(jobs)
         self._starts = [f.range.start for f in self.operators]
+        #: the Flink version the file was analysed for, and what chose it
+        self.flink_version = result.flink_version
 
     def at(self, position: SourcePosition) -> tuple[OperatorFact, ...]:
         """Return the facts of the innermost call(s) whose range holds ``position``.

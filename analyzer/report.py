@@ -68,6 +68,7 @@ def result_to_json(result: AnalysisResult) -> dict[str, object]:
         ],
         "unknowns": [u.to_json() for u in result.unknowns],
         "jobs": [job_to_json(job) for job in result.jobs],
+        "flink_version": result.flink_version.to_json(),
     }
 
 
@@ -143,10 +144,14 @@ def _vertex_lines(
     return lines
 
 
-def render_text(results: Sequence[AnalysisResult]) -> str:
-    """Render results for people: per job, its tasks, operators and edges."""
+def render_text(results: Sequence[AnalysisResult], *, with_version: bool = True) -> str:
+    """Render results for people: per file the Flink version it was analysed
+    for (unless ``with_version`` is False), then per job its tasks, operators
+    and edges."""
     out: list[str] = []
     for result in results:
+        if with_version:
+            out.append(f"{result.path}: {result.flink_version.describe()}")
         for problem in result.problems:
             out.append(
                 f"{_where(result.path, problem.range)}: "

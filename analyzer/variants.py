@@ -77,6 +77,8 @@ def _shown(argv: tuple[str, ...]) -> str:
 def render_variants_text(path: str, found: list[Variant]) -> str:
     """The graphs of each variant, headed by its command line."""
     out: list[str] = []
+    if found:
+        out.append(f"{path}: {found[0].result.flink_version.describe()}\n")
     for variant in found:
         same = "; ".join(_shown(a) for a in variant.same_as)
         out.append(
@@ -84,7 +86,7 @@ def render_variants_text(path: str, found: list[Variant]) -> str:
             + (f" (the same jobs with: {same})" if same else "")
             + "\n"
         )
-        out.append(render_text([variant.result]))
+        out.append(render_text([variant.result], with_version=False))
     return "".join(out)
 
 

@@ -41,6 +41,7 @@ from chainlens.analyzer import (
     MetadataError,
     Mode,
     Severity,
+    VersionError,
     check_bytes,
     check_file,
     check_paths,
@@ -49,20 +50,25 @@ from chainlens.analyzer import (
     command_line_variants,
     compare_with_base,
     compare_with_savepoint,
+    count_versions,
     default_jobs,
     diff_of,
     discover,
     display_path,
     explain_id,
+    parse_flink_range,
     render_dot,
     render_github,
     render_graph_text,
     render_json,
     render_sarif,
     render_statistics,
+    render_upgrade_text,
     render_variants_text,
     results_to_json,
     rule_infos,
+    upgrade_of,
+    upgrade_to_json,
     variants_to_json,
 )
 from chainlens.analyzer import finding_sort_key as sort_key
@@ -186,6 +192,14 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a Flink configuration key the program does not set itself, e.g. "
         "python.operator-chaining.enabled=false (repeatable)",
+    )
+    parser.add_argument(
+        "--flink-version",
+        default=None,
+        metavar="X.Y",
+        help="the Flink version to analyse for (1.18 to 2.3); without it, "
+        "flink-version of the config, else the project's pin of apache-flink "
+        "(requirements, pyproject, setup.cfg, Pipfile, lock files), else the newest",
     )
     parser.add_argument(
         "--config",
@@ -479,6 +493,7 @@ def _cli_layer(args: argparse.Namespace) -> ConfigLayer:
         extend_exclude=getattr(args, "extend_exclude", ()),
         respect_gitignore=getattr(args, "respect_gitignore", None),
         unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        flink_version=getattr(args, "flink_version", None),
     )
 
 
@@ -519,6 +534,8 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
+    if args.flink_version is not None and ".." in args.flink_version:
+        return _graph_upgrade(args)
     resolver = _resolver(args)
     if args.all_variants:
         return _graph_variants(args, resolver)
@@ -539,6 +556,43 @@ def run_graph(args: argparse.Namespace) -> int:
         text = render_graph_text(results)
     sys.stdout.write(text)
     return _exit_code(results)
+
+
+def _graph_upgrade(args: argparse.Namespace) -> int:
+    """``chainlens graph --flink-version A..B``: what changes from A to B."""
+    try:
+        before, after = parse_flink_range(args.flink_version)
+    except VersionError as exc:
+        raise UsageError(f"--flink-version: {exc}") from None
+    if args.format == "dot" or args.all_variants:
+        raise UsageError(
+            "--flink-version A..B: the formats are text and json, without "
+            "--all-variants"
+        )
+    args.flink_version = None
+    resolver = _resolver(args)
+    upgrades = []
+    worst = 0
+    for given in args.files:
+        paths = discover([given], resolver) if Path(given).is_dir() else [given]
+        for path in paths:
+            try:
+                text = Path(path).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                print(f"chainlens: error: {path}: cannot read: {exc}", file=sys.stderr)
+                worst = 1
+                continue
+            up = upgrade_of(
+                str(path), text, resolver.config_for(Path(path)), before, after
+            )
+            upgrades.append(up)
+            worst = max(worst, _exit_code([up.before, up.after]))
+    if args.format == "json":
+        doc = upgrade_to_json(upgrades)
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render_upgrade_text(upgrades))
+    return worst
 
 
 def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
@@ -604,6 +658,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         files_checked=len(analysed),
         fixed=sum(c.fixed for c in analysed),
         files_fixed=sum(1 for c in analysed if c.fixed),
+        flink_versions=count_versions(c.flink_version for c in analysed),
     )
     if mode is Mode.DIFF:
         return _report_diff(analysed, summary, out)
@@ -665,6 +720,7 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         files_checked=len(compared.files),
         fixed=sum(c.fixed for c in compared.files),
         files_fixed=sum(1 for c in compared.files if c.fixed),
+        flink_versions=count_versions(c.flink_version for c in compared.files),
     )
     report = _render(args, findings, summary, fixing=args.fix)
     report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
@@ -861,6 +917,9 @@ def _check_stdin(
         files_checked=int(checked.analysed),
         fixed=checked.fixed,
         files_fixed=int(bool(checked.fixed)),
+        flink_versions=count_versions(
+            [checked.flink_version] if checked.analysed else []
+        ),
     )
     findings = sorted(checked.findings, key=sort_key)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
@@ -912,6 +971,7 @@ def _render(
             rule_infos(),
             version=_version(),
             working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
+            flink_versions=summary.flink_versions,
         )
     if args.format == "github":
         return render_github(findings)

@@ -37,6 +37,7 @@ from chainlens.analyzer import (
     Diagnostic,
     EditorBaseline,
     FileFacts,
+    FileUpgrade,
     ModuleCache,
     Problem,
     RuleCode,
@@ -47,6 +48,7 @@ from chainlens.analyzer import (
     check_text,
     materialize,
     read_module,
+    upgrade_from,
     variant_facts,
 )
 from chainlens.server.convert import TextLines
@@ -90,8 +92,11 @@ class Analysis:
         encoding: str,
         settings: ClientSettings,
         seconds: float,
+        upgrade: FileUpgrade | None = None,
     ) -> None:
         self.uri = snapshot.uri
+        #: what changes with the Flink version of the upgradeTo setting
+        self.upgrade = upgrade
         self.version = snapshot.version
         self.text = snapshot.text
         self.result = result
@@ -396,6 +401,7 @@ class Session:
         started = time.perf_counter()
         path = uri_to_path(snapshot.uri)
         name = str(path) if path is not None else snapshot.uri
+        upgrade: FileUpgrade | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
             if settings.enable:
@@ -419,6 +425,11 @@ class Session:
                         result = replace(
                             result, diagnostics=(*result.diagnostics, *extra)
                         )
+                to = settings.upgrade_to
+                if to is not None and to != result.flink_version.version:
+                    upgrade = upgrade_from(
+                        result, snapshot.text, config, to, read=self._read_module
+                    )
             else:
                 result = AnalysisResult(name)
             diagnostics = (*problems, *result.diagnostics) if settings.enable else ()
@@ -438,6 +449,7 @@ class Session:
             encoding,
             settings,
             time.perf_counter() - started,
+            upgrade,
         )
 
     def shutdown(self) -> None:

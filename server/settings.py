@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from chainlens.analyzer import ConfigError, ConfigLayer, command_line_layer
+from chainlens.analyzer import (
+    ConfigError,
+    ConfigLayer,
+    VersionError,
+    command_line_layer,
+    parse_flink_version,
+)
 
 
 class Preference(enum.Enum):
@@ -43,6 +49,12 @@ class ClientSettings:
     #: the git revision the savepoint rules compare open files with: a ref,
     #: "" for the merge-base with the default branch (the default), "off"
     savepoint_base: str = ""
+    #: the Flink version to analyse for ("1.20"); None: the config's, the
+    #: project's pin, else the newest
+    flink_version: str | None = None
+    #: a Flink version to compare each job with (code lens): what changes
+    #: when upgrading to it; None: no comparison
+    upgrade_to: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -66,6 +78,8 @@ class ClientSettings:
             preference=reader.preference(),
             docs_url=reader.text("docsUrl"),
             savepoint_base=reader.text("savepointBase", empty=True) or "",
+            flink_version=reader.flink_version("flinkVersion"),
+            upgrade_to=reader.flink_version("upgradeTo"),
             problems=tuple(reader.problems),
         )
 
@@ -77,6 +91,7 @@ class ClientSettings:
             and self.select is None
             and not self.extend_select
             and not self.ignore
+            and self.flink_version is None
         ):
             return None
         try:
@@ -86,6 +101,7 @@ class ClientSettings:
                 ignore=self.ignore,
                 default_parallelism=self.default_parallelism,
                 argv=self.argv,
+                flink_version=self.flink_version,
                 directory=directory,
             )
         except ConfigError:
@@ -126,6 +142,21 @@ class _Reader:
                 return None
         self.problems.append("setting chainlens.argv: expected a string or a list")
         return None
+
+    def flink_version(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            self.problems.append(
+                f"setting chainlens.{key}: {value!r} is not a string such as '1.20'"
+            )
+            return None
+        try:
+            return parse_flink_version(value)
+        except VersionError as exc:
+            self.problems.append(f"setting chainlens.{key}: {exc}")
+            return None
 
     def parallelism(self) -> int | None:
         value = self.raw.get("defaultParallelism")

@@ -59,10 +59,11 @@ def test_text_findings_are_ruff_style_with_severity(
     assert lines[0].startswith(
         "jobs/totals.py:8:6: CL101 [*] warning: Keyed reduce() 'Reduce' keeps state"
     )
-    assert lines[-2].startswith(
+    assert lines[-3].startswith(
         "Found 2 findings (1 warning, 1 info) in 1 file of 1 PyFlink"
     )
-    assert lines[-1] == "[*] 1 fixable with `chainlens check --fix`."
+    assert lines[-2] == "[*] 1 fixable with `chainlens check --fix`."
+    assert lines[-1] == "Analysed for Flink 2.3 (the default: the newest supported)."
 
 
 def test_clean_project_exits_0(
@@ -72,7 +73,8 @@ def test_clean_project_exits_0(
     _write(project / "util.py", "def f():\n    return 1\n")
     assert _run(capsys, "check") == (
         0,
-        "All checks passed! (1 PyFlink file checked)\n",
+        "All checks passed! (1 PyFlink file checked)\n"
+        "Analysed for Flink 2.3 (the default: the newest supported).\n",
         "",
     )
 

@@ -430,7 +430,7 @@ async def test_code_lens_and_inlay_hints(lsp: Session) -> None:
         'env.execute("orders ünïcode")'
     )
     assert lens.command is not None
-    assert lens.command.title == "3 tasks · 4 operators · 2 shuffles"
+    assert lens.command.title == "3 tasks · 4 operators · 2 shuffles · Flink 2.3"
     assert lens.command.command == "chainlens.showJobGraph"
     assert list(lens.command.arguments or ()) == [uri, 0]
     hints = await lsp.client.text_document_inlay_hint_async(
@@ -645,6 +645,91 @@ async def test_default_parallelism_setting_changes_the_graph(lsp: Session) -> No
     hover = await lsp.hover(uri, at)
     assert hover is not None
     assert "- parallelism 3," in hover.contents.value
+
+
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_flink_version_setting_is_used_and_shown(lsp: Session) -> None:
+    uri = lsp.open("pipeline.py", PIPELINE)
+    await lsp.diagnostics(uri)
+    at = position_of(PIPELINE, "reduce(", lsp.encoding)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None
+    assert "*as built by Flink 2.3 (" in str(hover.contents.value)  # type: ignore[union-attr]
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.20"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)
+    await lsp.diagnostics(uri)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None
+    assert "*as built by Flink 1.20 (the chainlens.flinkVersion setting)*" in (
+        hover.contents.value  # type: ignore[union-attr]
+    )
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    assert lenses[0].command is not None
+    assert lenses[0].command.title.endswith(" · Flink 1.20")
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.17"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, PIPELINE)
+    got = await lsp.diagnostics(uri)
+    assert any(
+        "chainlens.flinkVersion: Flink 1.17 is not supported" in d.message for d in got
+    )
+
+
+@pytest.mark.parametrize("client", ["visual-studio-code"], indirect=True)
+async def test_upgrade_to_setting_shows_what_changes_in_a_code_lens(
+    lsp: Session,
+) -> None:
+    text = (
+        "from pyflink.common import RestartStrategies\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.set_restart_strategy(RestartStrategies.no_restart())\n"
+        "env.from_collection([1, 2]).key_by(lambda x: x).reduce(lambda a, b: a)"
+        ".print()\n"
+        'env.execute("totals")\n'
+    )
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.20", "upgradeTo": "2.3"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    uri = lsp.open("upgrade.py", text)
+    await lsp.diagnostics(uri)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    titles = [lens.command.title for lens in lenses if lens.command is not None]
+    assert titles[0].startswith("Flink 2.3: the program fails at line 4 (")
+    assert "set_restart_strategy() does not exist in PyFlink 2.3.0" in titles[0]
+    assert titles[1].endswith(" · Flink 1.20")
+    lsp.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"chainlens": {"flinkVersion": "1.18", "upgradeTo": "1.20"}}
+        )
+    )
+    await asyncio.sleep(0.3)
+    lsp.replace(uri, text)
+    await lsp.diagnostics(uri)
+    lenses = await lsp.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert lenses is not None
+    assert lenses[0].command is not None
+    assert lenses[0].command.title == "Flink 1.20: no change"
 
 
 async def test_multi_root_workspace_settings_per_folder(lsp: Session) -> None:

@@ -22,6 +22,7 @@ from chainlens.analyzer.compile.stream_graph_gen import (
     resolve_default_parallelism,
 )
 from chainlens.analyzer.model.enums import OperatorKind
+from chainlens.analyzer.model.flink_versions import VersionProfile, profile
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph
@@ -33,6 +34,9 @@ from chainlens.analyzer.model.transformation import (
 from chainlens.analyzer.model.values import Text, Unknown
 
 COLLECT_SINK_NAME = "Data stream collect sink"
+
+#: What is compiled for when no version is given.
+NEWEST_PROFILE = profile()
 
 
 class _Counter:
@@ -69,9 +73,14 @@ def _shift_job(job: JobSpec, shift: dict[int, int]) -> JobSpec:
 
 
 def compile_job(
-    job: JobSpec, default_parallelism: int | None
+    job: JobSpec,
+    default_parallelism: int | None,
+    version: VersionProfile = NEWEST_PROFILE,
 ) -> tuple[CompiledJob, int]:
-    """Compile one submission; also return how many ids the rewrites consumed."""
+    """Compile one submission; also return how many ids the rewrites consumed.
+
+    ``version`` is the Flink line compiled for (its facts, see
+    ``model/flink_versions.py``)."""
     counter = _Counter(job.next_id)
     transformations, env = resolve_default_parallelism(
         dict(job.transformations), job.env, default_parallelism
@@ -112,7 +121,7 @@ def compile_job(
                     operator=OperatorKind.COLLECT_SINK,
                     parallelism=1,
                     parallelism_configured=True,
-                    uid=f"dataStreamCollect_{sink_id}",
+                    uid=_collect_uid(version, sink_id),
                     api="execute_and_collect",
                     hidden=True,
                     range=job.range,
@@ -135,8 +144,16 @@ def compile_job(
     return compiled, counter.value - job.next_id
 
 
+def _collect_uid(version: VersionProfile, sink_id: int) -> str | None:
+    """The collect sink's uid (``DataStream.collectAsync``), if the line sets one."""
+    template = version.value("collect-sink.uid")
+    return template.format(id=sink_id) if isinstance(template, str) else None
+
+
 def compile_jobs(
-    jobs: Sequence[JobSpec], default_parallelism: int | None
+    jobs: Sequence[JobSpec],
+    default_parallelism: int | None,
+    version: VersionProfile = NEWEST_PROFILE,
 ) -> list[CompiledJob]:
     """Compile every submission of a program in order, threading the id counter."""
     shift: dict[int, int] = {}
@@ -144,7 +161,7 @@ def compile_jobs(
     for job in jobs:
         original_next = job.next_id
         shifted = _shift_job(job, shift)
-        compiled, consumed = compile_job(shifted, default_parallelism)
+        compiled, consumed = compile_job(shifted, default_parallelism, version)
         shift[original_next] = consumed
         result.append(compiled)
     return result

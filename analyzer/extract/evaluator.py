@@ -1034,7 +1034,7 @@ class Evaluator:
             return self.call_builtin(parts[-1], call, node)
         if qual in ("sys.exit", "os._exit"):
             raise _StopError()
-        result = self.resolver.call_name(ref, call)
+        result = self.resolver.call_name(ref, call, guarded=bool(self.guarded))
         if result is UNRESOLVED:
             self.resolver.unseen(call, f"{qual}()")
             return Opaque(f"{qual}()")

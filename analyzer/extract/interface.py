@@ -99,10 +99,12 @@ class Resolver(Protocol):
     def attribute(self, owner: object, name: str) -> object:
         """``owner.name`` for a value the evaluator does not model."""
 
-    def call_name(self, ref: QualifiedRef, call: Call) -> object:
+    def call_name(
+        self, ref: QualifiedRef, call: Call, *, guarded: bool = False
+    ) -> object:
         """A call of a name imported from a module that is not the program's
         (neither a builtin nor one of the standard library's the evaluator
-        models)."""
+        models); ``guarded`` as for :meth:`call_method`."""
 
     def call_method(
         self, receiver: object, name: str, call: Call, *, guarded: bool

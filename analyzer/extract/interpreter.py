@@ -20,6 +20,7 @@ from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
+from chainlens.analyzer.model.flink_versions import NEWEST
 
 
 def interpret(
@@ -33,6 +34,7 @@ def interpret(
     path: str | None = None,
     read: ReadText | None = None,
     guard: Guard | None = None,
+    flink_version: str = NEWEST,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -40,10 +42,13 @@ def interpret(
     means it is not known (``sys.argv`` and argparse results are then unknown).
     ``path`` is the program's file: its own modules are found from there and
     read with ``read`` (the disk by default); without it none is followed.
+    ``flink_version`` is the Flink line whose PyFlink API the program is
+    checked against.
     """
     program = Program()
     program.base_config = dict(flink_config or {})
     program.default_parallelism = default_parallelism
+    program.flink_version = flink_version
     resolver = PyFlinkResolver(program)
     Evaluator(
         module, text, program, resolver, argv, tree, known, path, read, guard

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import (
@@ -80,6 +81,8 @@ class Program:
     base_config: dict[str, str] = field(default_factory=dict)
     #: the environment's default parallelism when known (else a symbol)
     default_parallelism: int | None = None
+    #: the Flink line whose PyFlink API the program is checked against
+    flink_version: str = NEWEST
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""

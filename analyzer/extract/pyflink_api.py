@@ -26,6 +26,7 @@ from chainlens.analyzer.model.enums import (
     Partitioner,
     RuntimeMode,
 )
+from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import Symbol
@@ -1036,6 +1037,10 @@ ENV_NO_EFFECT = frozenset(
         "get_buffer_timeout",
         "get_config",
         "close",
+        # PyFlink 1.x only (removed in 2.0)
+        "get_restart_strategy",
+        "get_state_backend",
+        "get_stream_time_characteristic",
     }
 )
 
@@ -1133,6 +1138,53 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
     if name in ENV_NO_EFFECT:
         return Opaque(name)
     return None
+
+
+#: PyFlink's wrappers of a Java function given by class name (``load_java_class``).
+_JAVA_WRAPPERS = frozenset({"SinkFunction", "SourceFunction"})
+
+
+def check_arguments(kind: str, name: str, call: Call) -> None:
+    """Raise where a method the chosen line has fails on its arguments."""
+    if (
+        kind == "StreamExecutionEnvironment"
+        and name == "set_restart_strategy"
+        and call.args.positional
+        and call.args.positional[0] is None
+    ):
+        # PyFlink 1.x reads the argument's Java object first
+        raise ProgramStopError(
+            "StreamExecutionEnvironment.set_restart_strategy(None) fails: "
+            "AttributeError: 'NoneType' object has no attribute "
+            "'_j_restart_strategy_configuration'",
+            call.where,
+        )
+
+
+def check_java_class(call: Call, qualname: str) -> None:
+    """Raise where PyFlink fails to find a Java class the chosen Flink line does
+    not have: ``SinkFunction("org...DiscardingSink")`` (``load_java_class``) or
+    ``get_gateway().jvm.org...StatefulSequenceSource(...)``."""
+    if qualname.startswith("java."):
+        name: object = qualname.removeprefix("java.").removeprefix("jvm.")
+    elif qualname.rsplit(".", 1)[-1] in _JAVA_WRAPPERS:
+        name = call.args.get(0, "java_function_or_class_name")
+        if not isinstance(name, str):
+            name = call.args.get(0, "source_func")
+            if not isinstance(name, str):
+                name = call.args.get(0, "sink_func")
+    else:
+        return
+    if not isinstance(name, str):
+        return
+    version = call.program.flink_version
+    absent = profile(version).value("java.absent-classes")
+    if isinstance(absent, dict) and name in absent:
+        raise ProgramStopError(
+            f"Could not found the Java class '{name}': PyFlink raises TypeError "
+            f"here, Flink {version} has it as '{absent[name]}'",
+            call.where,
+        )
 
 
 def new_environment(call: Call, program: Program) -> EnvRef:

@@ -92,12 +92,14 @@ class PyFlinkResolver:
 
     def missing_name(self, module: str, name: str) -> str | None:
         """``from pyflink.x import Name`` of a name PyFlink does not have."""
-        names = pyflink_names()
+        names = pyflink_names(self.program.flink_version)
         if not names.lacks(module, name):
             return None
         return (
             f"PyFlink {names.version} has no {name} in {module}: the "
-            "program fails at this import" + _REMOVED_NAMES.get(name, "")
+            "program fails at this import"
+            + _REMOVED_NAMES.get(name, "")
+            + names.elsewhere(module, name, module=True)
         )
 
     def follows_subclass(self, base: str) -> bool:
@@ -105,7 +107,9 @@ class PyFlinkResolver:
         ``MapFunction``, ``KeyedProcessFunction``, ...) are followed."""
         return base.startswith("pyflink.")
 
-    def call_name(self, ref: QualifiedRef, call: Call) -> object:
+    def call_name(
+        self, ref: QualifiedRef, call: Call, *, guarded: bool = False
+    ) -> object:
         """A call of a name of PyFlink (or of Java through its gateway)."""
         qual = ref.qualname
         parts = qual.split(".")
@@ -114,6 +118,8 @@ class PyFlinkResolver:
         if qual == "pyflink.java_gateway.get_gateway":
             return QualifiedRef("java")
         if parts[0] == "java":
+            if not guarded:
+                api.check_java_class(self._api(call), qual)
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
         if parts[0] != "pyflink":
             return UNRESOLVED
@@ -138,6 +144,8 @@ class PyFlinkResolver:
         if owner == "Types":
             return _type_info(last)
         if last[:1].isupper():
+            if not guarded:
+                api.check_java_class(self._api(call), qual)
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():
@@ -223,15 +231,19 @@ class PyFlinkResolver:
             if isinstance(receiver, EnvRef)
             else (receiver.kind)
         )
-        names = pyflink_names().classes.get(kind)
-        if names is None or name in names:
+        table = pyflink_names(self.program.flink_version)
+        names = table.classes.get(kind)
+        if names is None:
+            return
+        if name in names:
+            api.check_arguments(kind, name, self._api(call))
             return
         close = difflib.get_close_matches(name, sorted(names), n=1)
-        advice = _REMOVED_METHODS.get(name) or (
+        advice = _REMOVED_METHODS.get(name, "") + table.elsewhere(kind, name) or (
             f" (did you mean {close[0]}()?)" if close else ""
         )
         raise ProgramStopError(
-            f"{kind}.{name}() does not exist in PyFlink {pyflink_names().version}: "
+            f"{kind}.{name}() does not exist in PyFlink {table.version}: "
             "the program fails here with AttributeError" + advice,
             call.where,
         )

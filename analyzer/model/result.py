@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
@@ -74,6 +75,8 @@ class AnalysisResult:
     modules: tuple[str, ...] = ()
     #: the options of the program's command line that switch variants on
     options: tuple[CommandLineOption, ...] = ()
+    #: the Flink version the program was analysed for, and what chose it
+    flink_version: FlinkVersion = DEFAULT_VERSION
 
     @property
     def ok(self) -> bool:

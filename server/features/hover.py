@@ -166,6 +166,13 @@ def register(server: ChainlensServer) -> None:
                 else variants.for_operator(facts[0])
             )
             text += "\n" + "\n".join(render_variants(variants.current, changes))
+        version = analysis.facts.flink_version
+        said = (
+            f"Flink {version.version} (the chainlens.flinkVersion setting)"
+            if version.source == "flag"
+            else version.describe()
+        )
+        text += f"\n\n---\n\n*as built by {said}*"
         return types.Hover(
             contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown

@@ -10,7 +10,7 @@ Times, on the same corpus in the same run:
 
 Usage::
 
-    .venv/bin/python tests/bench/bench_core.py [--repeat 7] [--flink 20] [PATHS...]
+    .venv/bin/python tests/bench/bench_core.py [--repeat 7] [--flink 20] [--flink-version X.Y] [PATHS...]
 
 ``--flink N`` times real Flink on the first N programs only (each takes seconds);
 0 skips it.  Prints per-program medians and the ratios of the issue's goals.
@@ -145,6 +145,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--flink", type=int, default=20, metavar="N")
     parser.add_argument(
+        "--flink-version",
+        default=None,
+        metavar="X.Y",
+        help="analyse for this Flink line (default: the newest)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="PYTHON",
         help="also time the chainlens installed beside this interpreter (another "
@@ -159,6 +165,15 @@ def main() -> int:
         return _serve(paths)
     texts = [p.read_text(encoding="utf-8") for p in paths]
     config = Config(default_parallelism=4)
+    if args.flink_version is not None:
+        from chainlens.analyzer.model.flink_versions import (
+            FlinkVersion,
+            parse_version,
+        )
+
+        version = FlinkVersion(parse_version(args.flink_version), "flag")
+        config = Config(default_parallelism=4, flink_version=version)
+        print(f"Flink version: {version.version}")
     _warm_up(texts, config)
 
     if args.baseline:

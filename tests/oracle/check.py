@@ -16,6 +16,7 @@ from typing import Any
 from chainlens.analyzer.api import AnalysisResult, analyze_file
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.enums import OperatorKind
+from chainlens.analyzer.model.flink_versions import NEWEST, FlinkVersion
 from chainlens.analyzer.report import job_to_json
 from tests.oracle.compare import compare_jobs
 
@@ -57,27 +58,39 @@ def _same_error(flink: str, ours: str) -> bool:
     # Python's own failure (a missing method or import): the same name
     missing = re.search(
         r"has no attribute '(\w+)'|cannot import name '(\w+)'"
-        r"|An error occurred while calling o\d+\.(\w+)\.",
+        r"|An error occurred while calling o\d+\.(\w+)\."
+        r"|Could not found the Java class '([\w.$]+)'",
         flink,
     )
     if missing:
-        name = missing.group(1) or missing.group(2) or missing.group(3)
+        name = (
+            missing.group(1) or missing.group(2) or missing.group(3) or missing.group(4)
+        )
         return re.search(rf"\b{name}\b", ours_text) is not None
     return False
 
 
-def analyse_like_flink(program: Path, expected: Mapping[str, Any]) -> AnalysisResult:
+def analyse_like_flink(
+    program: Path, expected: Mapping[str, Any], flink_version: str = NEWEST
+) -> AnalysisResult:
     """Analyse ``program`` as the oracle ran it.
 
-    That is with Flink's default parallelism and no command line arguments.
+    That is with Flink's default parallelism, no command line arguments and the
+    Flink line the oracle ran.
     """
-    config = Config(default_parallelism=local_parallelism(expected), argv=())
+    config = Config(
+        default_parallelism=local_parallelism(expected),
+        argv=(),
+        flink_version=FlinkVersion(flink_version, "flag"),
+    )
     return analyze_file(program, config)
 
 
-def differences(program: Path, expected: Mapping[str, Any]) -> list[str]:
+def differences(
+    program: Path, expected: Mapping[str, Any], flink_version: str = NEWEST
+) -> list[str]:
     """Return every difference between chainlens's jobs and Flink's (empty: equal)."""
-    result = analyse_like_flink(program, expected)
+    result = analyse_like_flink(program, expected, flink_version)
     flink_error = _error_message(expected.get("error"))
     problems = [
         p
