@@ -35,7 +35,7 @@ from chainlens.analyzer.rules.operators import (
     text_of,
     uid_kind,
 )
-from chainlens.analyzer.rules.restore import moved, restore_ids
+from chainlens.analyzer.rules.restore import RestoreIds, moved, restore_ids
 from chainlens.analyzer.rules.source_calls import LocatedCall, SourceCalls
 
 if TYPE_CHECKING:
@@ -74,6 +74,12 @@ _WINDOW_ASSIGNER = re.compile(r"^\w*(Windows?|WindowAssigner)$")
 _GENERIC_FUNCTIONS = frozenset({"main", "run", "_main", "__init__", "__call__"})
 _MAX_UID_LENGTH = 48
 
+#: Operators hashed again, over the whole file, to show which uid fixes keep
+#: the IDs savepoints are restored by (each check hashes the job once; the
+#: test corpora need at most 280).  Past it a fix is not offered, and the
+#: finding says why: a file of thousands of stateful operators stays fast.
+HASH_BUDGET = 300_000
+
 
 @dataclass(frozen=True, slots=True)
 class UidSuggestion:
@@ -106,8 +112,18 @@ class _Site:
 class UidPlan:
     """The suggestion for every call that creates operators without a uid."""
 
-    def __init__(self, suggestions: dict[SourceRange, UidSuggestion]) -> None:
+    def __init__(
+        self,
+        suggestions: dict[SourceRange, UidSuggestion],
+        safety: _Safety | None = None,
+    ) -> None:
         self._suggestions = suggestions
+        # Whether a fix keeps the IDs savepoints are restored by is found by
+        # hashing the job again, once per call: asked only for the calls a rule
+        # reports (a file with thousands of calls without a uid, few stateful,
+        # stays linear).
+        self._safety = safety
+        self._checked: dict[SourceRange, UidSuggestion] = {}
 
     def for_range(self, where: SourceRange | None) -> UidSuggestion:
         """Return the suggestion for the call at ``where``."""
@@ -116,7 +132,13 @@ class UidPlan:
         found = self._suggestions.get(where)
         if found is None:
             return UidSuggestion(None, None, "the call could not be found")
-        return found
+        if self._safety is None:
+            return found
+        checked = self._checked.get(where)
+        if checked is None:
+            checked = self._safety.suggest(self._safety.sites[where], found)
+            self._checked[where] = checked
+        return checked
 
 
 def fix_note(suggestion: UidSuggestion) -> str:
@@ -276,11 +298,8 @@ def build_uid_plan(result: AnalysisResult, text: str | None) -> UidPlan:
     plan: dict[SourceRange, UidSuggestion] = {}
     for site in _order(sites):
         plan[site.range] = _suggest(site, calls, same_call, taken, quote)
-    pins = {site.range: _pin(site, result, plan[site.range], quote) for site in sites}
-    safety = _Safety(result, {site.range: site for site in sites}, pins)
-    return UidPlan(
-        {site.range: safety.suggest(site, plan[site.range]) for site in sites}
-    )
+    safety = _Safety(result, {site.range: site for site in sites}, plan, quote)
+    return UidPlan(plan, safety)
 
 
 #: per job index, node id -> (uid, uid hash or None): what a fix sets
@@ -305,7 +324,7 @@ def _uid_of(node: StreamNode, uid: str) -> str:
 
 
 def _pin(
-    site: _Site, result: AnalysisResult, suggestion: UidSuggestion, quote: str
+    site: _Site, before: RestoreIds, suggestion: UidSuggestion, quote: str
 ) -> _Pin:
     """``.uid(u)`` plus, when the call's operators keep state restored by the
     operator ID Flink generates, ``.set_uid_hash(<that ID>)``."""
@@ -315,7 +334,6 @@ def _pin(
     plain: _Changes = {}
     for job_index, node in site.nodes:
         plain.setdefault(job_index, {})[node.id] = (_uid_of(node, uid), None)
-    before = restore_ids(result)
     keyed = [
         (j, n)
         for j, n in site.nodes
@@ -360,6 +378,10 @@ def _merged(first: _Changes, second: _Changes) -> _Changes:
     return out
 
 
+class _OverBudgetError(Exception):
+    """More operators would be hashed again than :data:`HASH_BUDGET`."""
+
+
 class _Safety:
     """Which uid fixes keep every ID savepoint state is restored by, shown by
     hashing the jobs again with what each fix sets (:mod:`restore`)."""
@@ -368,12 +390,21 @@ class _Safety:
         self,
         result: AnalysisResult,
         sites: dict[SourceRange, _Site],
-        pins: dict[SourceRange, _Pin],
+        plan: dict[SourceRange, UidSuggestion],
+        quote: str,
     ) -> None:
         self.result = result
         self.sites = sites
-        self.pins = pins
+        self.plan = plan
+        self.quote = quote
+        self._pins: dict[SourceRange, _Pin] = {}
         self.before = restore_ids(result)
+        self._sizes = {
+            job.spec.index: len(job.stream_graph.nodes)
+            for job in result.jobs
+            if job.stream_graph is not None
+        }
+        self._hashed = 0
         self.nodes = {
             (job.spec.index, node.id): node
             for job in result.jobs
@@ -381,15 +412,47 @@ class _Safety:
             for node in job.stream_graph.nodes
         }
 
+    def pin(self, where: SourceRange) -> _Pin | None:
+        """What naming the call at ``where`` sets (None: no such call)."""
+        site = self.sites.get(where)
+        if site is None:
+            return None
+        found = self._pins.get(where)
+        if found is None:
+            found = _pin(site, self.before, self.plan[where], self.quote)
+            self._pins[where] = found
+        return found
+
     def suggest(self, site: _Site, suggestion: UidSuggestion) -> UidSuggestion:
         """Mark the plain uid safe or unsafe, and add the pinned fix."""
         if suggestion.fix is None:
             return suggestion
-        pin = self.pins[site.range]
-        first = moved(self.result, self.before, pin.plain)
+        try:
+            return self._suggest(site, suggestion)
+        except _OverBudgetError:
+            return UidSuggestion(
+                suggestion.uid,
+                None,
+                f"the file has too many operators without a uid to check which uid "
+                f"fixes keep the operator IDs savepoints are restored by (more than "
+                f"{HASH_BUDGET:,} operators hashed again); add the uids by hand",
+            )
+
+    def _moved(self, changes: _Changes) -> list[tuple[int, int]] | None:
+        """:func:`restore.moved`, within the file's budget of operators hashed."""
+        self._hashed += sum(self._sizes.get(j, 0) for j in changes)
+        if self._hashed > HASH_BUDGET:
+            raise _OverBudgetError
+        return moved(self.result, self.before, changes)
+
+    def _suggest(self, site: _Site, suggestion: UidSuggestion) -> UidSuggestion:
+        pin = self.pin(site.range)
+        assert pin is not None
+        first = self._moved(pin.plain)
         if first == []:
             return suggestion  # nothing restored by an ID the uid moves: safe
         plain = suggestion.fix
+        assert plain is not None  # suggest() returned those without a fix
         unsafe = Fix(f"{plain.description} (moves the operator ID)", plain.edits, False)
         unsafe_reason = self._unsafe_reason(site, first)
         edits, reason = self._pinned(site)
@@ -424,12 +487,13 @@ class _Safety:
     def _pinned(self, site: _Site) -> tuple[list[TextEdit] | None, str]:
         """The edits that name the call and keep every restore ID, pinning the
         other operators the uid would move; or why they cannot be made."""
-        own = self.pins[site.range]
+        own = self.pin(site.range)
+        assert own is not None
         if own.edit is None or own.changes is None:
             return None, own.reason
         edits, changes, included = [own.edit], own.changes, {site.range}
         for _ in range(len(self.sites) + 1):
-            moving = moved(self.result, self.before, changes)
+            moving = self._moved(changes)
             if moving is None:
                 return None, "Flink would reject the job (two equal operator IDs)"
             if not moving:
@@ -442,7 +506,7 @@ class _Safety:
                         "adds that operator itself: it cannot be given a uid or a uid "
                         "hash"
                     )
-                other = self.pins.get(node.range) if node.range is not None else None
+                other = self.pin(node.range) if node.range is not None else None
                 if (
                     other is None
                     or other.edit is None
