@@ -26,8 +26,12 @@ interrupted install is never taken as ready; a lock file keeps two processes
 from building the same one.  Scripts in the venv's ``bin/`` keep the temporary
 folder in their ``#!`` line: run everything as ``<venv>/bin/python -m ...``.
 
-PyFlink 1.18 to 2.3 install on Python 3.11 (the releases pin ``apache-beam``,
-``pemja`` ... with wheels for it); older lines need Python <= 3.10.
+PyFlink 1.19 to 2.3 install on Python 3.11 from wheels.  1.18.1 does not as is:
+it needs ``pemja==0.3.0``, which has no wheel for 3.11 and whose build requires
+``numpy==1.21.4`` (Python < 3.11); 1.18.1 is built here with numpy 1.24.4 (what
+its ``apache-beam`` 2.48 allows) and without build isolation, pemja first
+(``PREPARE``; needs a C compiler and a JDK, ``JAVA_HOME`` or ``java`` on PATH).
+Older lines need Python <= 3.10.
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ VERSIONS: dict[str, str] = {
     "2.3": "2.3.0",
 }
 NEWEST = "2.3"
+#: pip installs run before apache-flink, and options for installing it, per release.
+PREPARE: dict[str, list[list[str]]] = {
+    "1.18.1": [
+        ["numpy==1.24.4", "setuptools", "wheel"],
+        ["--no-build-isolation", "--no-cache-dir", "pemja==0.3.0"],
+    ],
+}
+INSTALL_OPTIONS: dict[str, list[str]] = {"1.18.1": ["--no-build-isolation"]}
 CACHE_ENV = "CHAINLENS_FLINK_VENVS"
 READY_DIR = Path("/work/venvs")
 REPO = Path(__file__).resolve().parents[2]
@@ -139,8 +151,16 @@ def create(version: str, *, quiet: bool = True) -> Path:
             flags = ["--disable-pip-version-check", "--no-input"]
             if quiet:
                 flags.append("-q")
+            env = dict(os.environ)
+            if not env.get("JAVA_HOME") and _java_home():
+                env["JAVA_HOME"] = _java_home()
+            for step in PREPARE.get(release, []):
+                subprocess.run([*pip, "install", *flags, *step], check=True, env=env)
+            options = INSTALL_OPTIONS.get(release, [])
             subprocess.run(
-                [*pip, "install", *flags, f"apache-flink=={release}"], check=True
+                [*pip, "install", *flags, *options, f"apache-flink=={release}"],
+                check=True,
+                env=env,
             )
             if not _has_release(temp, release):
                 raise RuntimeError(f"pip did not install apache-flink {release}")
@@ -149,6 +169,12 @@ def create(version: str, *, quiet: bool = True) -> Path:
             shutil.rmtree(temp, ignore_errors=True)
             raise
     return final
+
+
+def _java_home() -> str:
+    """JAVA_HOME of the ``java`` on PATH (pemja's build looks for JNI headers)."""
+    java = shutil.which("java")
+    return str(Path(java).resolve().parents[1]) if java else ""
 
 
 def python_for(version: str, *, quiet: bool = True) -> Path:
