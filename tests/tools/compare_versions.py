@@ -39,7 +39,11 @@ _NOT_RECORDED = r"jobs\[\d+\]\.job_graph\.edges\[\d+\]\.type_number"
 
 def stored_versions() -> list[str]:
     """The lines with stored expected files, oldest first."""
-    found = [p.name.removeprefix("flink-") for p in EXPECTED.glob("flink-*")]
+    found = [
+        p.name.removeprefix("flink-")
+        for p in EXPECTED.glob("flink-*")
+        if any(p.glob("*/*" + SUFFIX))
+    ]
     return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
@@ -137,13 +141,74 @@ def compare(version: str) -> dict[str, Any]:
     }
 
 
+def _tags(lines: list[str], doc: dict[str, Any]) -> str:
+    """A short cell: how a program's graphs in a line differ from 2.3."""
+    tags = []
+    if any(line.startswith(("status", "error")) for line in lines):
+        error = doc.get("error")
+        tags.append(
+            f"error ({error['type'].rpartition('.')[2]})" if error else "builds"
+        )
+    if any("operator_id" in line for line in lines):
+        tags.append("operator IDs")
+    if any("operator_factory" in line for line in lines):
+        tags.append("factory class")
+    if any("uid" in line for line in lines):
+        tags.append("uid")
+    known = ("status", "error", "jobs.length")
+    other = [
+        line
+        for line in lines
+        if not line.startswith(known)
+        and not any(
+            word in line
+            for word in ("operator_id", "operator_factory", "uid", ".id:", "consumer")
+        )
+    ]
+    if other:
+        tags.append("other")
+    return ", ".join(tags)
+
+
+def matrix(versions: list[str]) -> str:
+    """Markdown table: programs that differ from 2.3 in any line, by line."""
+    results = {v: compare(v) for v in versions}
+    names = sorted({n for r in results.values() for n in r["differ"]})
+    rows = ["| program | " + " | ".join(versions) + " |"]
+    rows.append("|---|" + "---|" * len(versions))
+    for name in names:
+        cells = []
+        for version in versions:
+            lines = results[version]["differ"].get(name)
+            if lines is None:
+                cells.append("=" if name in results[version]["same"] else "?")
+                continue
+            stem = name.removeprefix("projects/")
+            kind = "projects" if name.startswith("projects/") else "pipelines"
+            path = EXPECTED / f"flink-{version}" / kind / (stem + SUFFIX)
+            cells.append(_tags(lines, json.loads(path.read_text())))
+        rows.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    same = [
+        n
+        for n in (results[versions[0]]["same"] if versions else [])
+        if all(n in r["same"] for r in results.values())
+    ]
+    rows.append("")
+    rows.append(f"{len(same)} programs are identical to 2.3 in every line listed.")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compare_versions.py")
     parser.add_argument("versions", nargs="*", metavar="X.Y")
     parser.add_argument("--programs", action="store_true", help="list each diff")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--max-names", type=int, default=12)
+    parser.add_argument("--matrix", action="store_true", help="programs x lines")
     args = parser.parse_args(argv)
+    if args.matrix:
+        sys.stdout.write(matrix(args.versions or stored_versions()))
+        return 0
     results = [compare(v) for v in args.versions or stored_versions()]
     if args.json:
         json.dump(results, sys.stdout, indent=1, sort_keys=True)
