@@ -434,10 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out_dir = Path(args.out_dir) if args.out_dir else None
     version = args.flink_version
-    python = python_of(version) if version else Path(sys.executable)
     try:
         targets = {p: expected_path(p, out_dir, version) for p in programs}
-    except ValueError as exc:
+        python = python_of(version) if version else Path(sys.executable)
+    except (ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"generate.py: {exc}", file=sys.stderr)
         return 2
     if version and version != NEWEST_FLINK and out_dir is None:
