@@ -155,14 +155,26 @@ def _tags(lines: list[str], doc: dict[str, Any]) -> str:
         tags.append("factory class")
     if any("uid" in line for line in lines):
         tags.append("uid")
+    if any("parallelism_configured" in line for line in lines):
+        tags.append("parallelism configured")
+    if any(re.search(r"vertices\[\d+\]\.parallelism:", line) for line in lines):
+        tags.append("vertex parallelism")
     known = ("status", "error", "jobs.length")
     other = [
         line
         for line in lines
         if not line.startswith(known)
+        and not re.search(r"vertices\[\d+\]\.parallelism:", line)
         and not any(
             word in line
-            for word in ("operator_id", "operator_factory", "uid", ".id:", "consumer")
+            for word in (
+                "operator_id",
+                "operator_factory",
+                "uid",
+                ".id:",
+                "consumer",
+                "parallelism_configured",
+            )
         )
     ]
     if other:
