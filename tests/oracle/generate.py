@@ -1,9 +1,23 @@
 #!/usr/bin/env python3
-"""Expected StreamGraph/JobGraph files for the tests, produced by real PyFlink 2.3.0.
+"""Expected StreamGraph/JobGraph files for the tests, produced by real PyFlink.
 
 Every ``*.expected.json`` used by the test-suite comes from this script: it runs a
 PyFlink program with Apache Flink itself and records the graphs Flink builds for
 each job the program submits.  Nothing is ever computed by chainlens here.
+
+The files next to the programs come from PyFlink 2.3.0.  Each other supported
+line (1.18 to 2.2) has its own set, made by that line's PyFlink from its venv
+(``tests/tools/flink_venvs.py``, created from the package index when missing)::
+
+    python tests/oracle/generate.py --flink-version 1.20 [--check] [PROGRAM.py ...]
+
+writes ``tests/fixtures/expected/flink-1.20/pipelines/<stem>.expected.json`` and
+``.../projects/<folder>.expected.json``.  The worker then runs with that venv's
+interpreter; what the line lacks is read another way (see ``_FLINK``): in 1.x
+the client builds the JobGraph from the StreamGraph itself
+(``PipelineExecutorUtils.getJobGraph``; no JobManager-side copy), StreamEdge has
+no ``getEdgeId()`` (its ``edgeId`` field is read), JobEdge has no type number
+(``type_number`` is null), and ``table_pipeline``/``compiled_plan`` do not exist.
 
 Usage (with a Python that has ``apache-flink==2.3.0`` installed, Java 17 on PATH)::
 
@@ -12,7 +26,8 @@ Usage (with a Python that has ``apache-flink==2.3.0`` installed, Java 17 on PATH
     python tests/oracle/generate.py --check          # compare only; exit 1 if stale
     python tests/oracle/generate.py --out-dir DIR PROGRAM.py ...
     options: --jobs N (parallel programs, default 2), --parallelism N (default 4),
-             --timeout SECONDS (per program, default 120)
+             --timeout SECONDS (per program, default 120),
+             --flink-version X.Y (another line's PyFlink, see above)
 
 The fixture programs are ``tests/fixtures/pipelines/*.py`` and the
 ``main.py`` of each program split across modules, ``tests/fixtures/projects/*/``.
@@ -109,6 +124,10 @@ EXPECTED_SUFFIX = ".expected.json"
 PIPELINES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "pipelines"
 #: Programs split across modules: each folder's main.py (its modules beside it).
 PROJECTS_DIR = PIPELINES_DIR.parent / "projects"
+#: Expected files of the other Flink lines: flink-<X.Y>/{pipelines,projects}/.
+EXPECTED_DIR = PIPELINES_DIR.parent / "expected"
+#: The line whose expected files sit next to the programs.
+NEWEST_FLINK = "2.3"
 # Failures of the generator itself (as opposed to errors of the program).
 GENERATOR_FAILURES = ("Timeout", "WorkerCrashed", "GeneratorError")
 
@@ -127,13 +146,18 @@ def generate(
     *,
     parallelism: int = DEFAULT_PARALLELISM,
     timeout: float = DEFAULT_TIMEOUT,
+    python: Path | str | None = None,
 ) -> dict[str, Any]:
-    """Run ``program`` with real PyFlink, intercepting its jobs; return the document."""
+    """Run ``program`` with real PyFlink, intercepting its jobs; return the document.
+
+    ``python`` is the interpreter whose PyFlink runs it (default: this one)."""
     program = Path(program).resolve()
     source = program.read_bytes()
     scratch = Path(tempfile.mkdtemp(prefix="chainlens-oracle-"))
     try:
-        outcome = _run_worker(program, parallelism, timeout, scratch)
+        outcome = _run_worker(
+            program, parallelism, timeout, scratch, Path(python or sys.executable)
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     versions = outcome.get("versions") or {}
@@ -159,11 +183,47 @@ def render(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def expected_path(program: Path | str, out_dir: Path | str | None = None) -> Path:
-    """Where the expected file of ``program`` lives (next to it, or in ``out_dir``)."""
+def expected_path(
+    program: Path | str,
+    out_dir: Path | str | None = None,
+    flink_version: str | None = None,
+) -> Path:
+    """Where the expected file of ``program`` lives: next to it (Flink 2.3), in
+    ``out_dir``, or for another Flink line of a fixture program in
+    ``tests/fixtures/expected/flink-<X.Y>/{pipelines,projects}/``."""
     program = Path(program)
-    folder = Path(out_dir) if out_dir is not None else program.parent
-    return folder / (program.stem + EXPECTED_SUFFIX)
+    if out_dir is not None:
+        return Path(out_dir) / (program.stem + EXPECTED_SUFFIX)
+    if flink_version is None or flink_version == NEWEST_FLINK:
+        return program.parent / (program.stem + EXPECTED_SUFFIX)
+    folder = version_dir(flink_version)
+    resolved = program.resolve()
+    if resolved.parent == PIPELINES_DIR:
+        return folder / "pipelines" / (program.stem + EXPECTED_SUFFIX)
+    if resolved.parent.parent == PROJECTS_DIR and resolved.name == "main.py":
+        return folder / "projects" / (resolved.parent.name + EXPECTED_SUFFIX)
+    raise ValueError(
+        f"{program} is not a fixture program: give --out-dir for Flink {flink_version}"
+    )
+
+
+def version_dir(flink_version: str) -> Path:
+    """The folder of the expected files of a Flink line other than the newest."""
+    return EXPECTED_DIR / f"flink-{flink_version}"
+
+
+def python_of(flink_version: str) -> Path:
+    """The interpreter of the venv with that line's PyFlink (created if missing,
+    see tests/tools/flink_venvs.py)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "flink_venvs.py"
+    spec = importlib.util.spec_from_file_location("_chainlens_flink_venvs", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.python_for(flink_version, quiet=False))
 
 
 def is_generator_failure(doc: dict[str, Any]) -> bool:
@@ -178,7 +238,7 @@ def is_generator_failure(doc: dict[str, Any]) -> bool:
 
 
 def _run_worker(
-    program: Path, parallelism: int, timeout: float, scratch: Path
+    program: Path, parallelism: int, timeout: float, scratch: Path, python: Path
 ) -> dict[str, Any]:
     result_path = scratch / "result.json"
     spec_path = scratch / "spec.json"
@@ -196,9 +256,9 @@ def _run_worker(
         )
     )
     env = dict(os.environ)
-    python_bin = str(Path(sys.executable).parent)
+    python_bin = str(python.parent)
     env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
-    env["PYFLINK_CLIENT_EXECUTABLE"] = sys.executable
+    env["PYFLINK_CLIENT_EXECUTABLE"] = str(python)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONUNBUFFERED"] = "1"
     env["TMPDIR"] = str(tmp)
@@ -219,7 +279,7 @@ def _run_worker(
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [
-                sys.executable,
+                str(python),
                 str(Path(__file__).resolve()),
                 _WORKER_FLAG,
                 str(spec_path),
@@ -319,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="generate.py",
         description="Write <program>.expected.json files with the StreamGraph/"
-        "JobGraph real PyFlink 2.3.0 builds (no job is run).",
+        "JobGraph real PyFlink builds (2.3.0, or --flink-version; no job is run).",
     )
     parser.add_argument(
         "paths",
@@ -359,6 +419,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="write (or --check) the files in DIR instead of next to the programs",
     )
+    parser.add_argument(
+        "--flink-version",
+        metavar="X.Y",
+        help="run the programs with that Flink line's PyFlink (its venv, see "
+        "tests/tools/flink_venvs.py); files of a line other than "
+        f"{NEWEST_FLINK} go to tests/fixtures/expected/flink-X.Y/",
+    )
     args = parser.parse_args(argv)
 
     programs, folders = _programs_in(args.paths)
@@ -366,19 +433,42 @@ def main(argv: list[str] | None = None) -> int:
         print("generate.py: no programs found", file=sys.stderr)
         return 0
     out_dir = Path(args.out_dir) if args.out_dir else None
-    targets = {p: expected_path(p, out_dir) for p in programs}
+    version = args.flink_version
+    try:
+        targets = {p: expected_path(p, out_dir, version) for p in programs}
+        python = python_of(version) if version else Path(sys.executable)
+    except (ValueError, RuntimeError, subprocess.CalledProcessError) as exc:
+        print(f"generate.py: {exc}", file=sys.stderr)
+        return 2
+    if version and version != NEWEST_FLINK and out_dir is None:
+        # The fixture folders scanned stand for their place under expected/.
+        folders = [
+            version_dir(version) / ("projects" if f == PROJECTS_DIR else "pipelines")
+            for f in folders
+            if f.resolve() in (PIPELINES_DIR, PROJECTS_DIR)
+        ]
     clashes = len(set(targets.values())) != len(targets)
     if clashes:
         print(
             "generate.py: two programs map to the same expected file", file=sys.stderr
         )
         return 2
-    if out_dir is not None and not args.check:
-        out_dir.mkdir(parents=True, exist_ok=True)
+    if not args.check:
+        for target in set(targets.values()):
+            target.parent.mkdir(parents=True, exist_ok=True)
 
     def run(program: Path) -> tuple[Path, dict[str, Any], float]:
         started = time.monotonic()
-        doc = generate(program, parallelism=args.parallelism, timeout=args.timeout)
+        doc = generate(
+            program, parallelism=args.parallelism, timeout=args.timeout, python=python
+        )
+        if version and not is_generator_failure(doc):
+            pyflink = doc["_meta"]["pyflink"] or ""
+            if pyflink.rpartition(".")[0] != version:
+                doc["error"] = {
+                    "type": "GeneratorError",
+                    "message": f"asked for Flink {version}, ran PyFlink {pyflink}",
+                }
         elapsed = time.monotonic() - started
         line = f"{doc['status']:5} {elapsed:6.1f}s  {len(doc['jobs'])} job(s)  "
         line += _display(program)
@@ -466,6 +556,8 @@ def _worker_main(spec_path: Path) -> int:
         env_class = env_class.StreamExecutionEnvironment
         env_class.setDefaultLocalParallelism(int(spec["parallelism"]))
         env_info = jvm.org.apache.flink.runtime.util.EnvironmentInformation
+        global _FLINK
+        _FLINK = _line_of(env_info.getVersion())
         recorder.versions = {
             "flink": env_info.getVersion(),
             "pyflink": pyflink.version.__version__,
@@ -508,6 +600,16 @@ def _worker_main(spec_path: Path) -> int:
     # Skip interpreter shutdown (py4j / loopback server threads); the parent
     # kills the process group, the gateway JVM included.
     os._exit(0)
+
+
+#: The Flink line the worker runs (major, minor); set once the gateway is up.
+#: What a line lacks is read another way below, each place naming the line.
+_FLINK: tuple[int, int] = (2, 3)
+
+
+def _line_of(version: str) -> tuple[int, int]:
+    major, minor = re.findall(r"\d+", version)[:2]
+    return int(major), int(minor)
 
 
 class _Recorder:
@@ -658,6 +760,12 @@ class _Interceptor:
             "parallelismConfigured"
         )
         self.parallelism_configured_field.setAccessible(True)
+        if _FLINK < (2, 0):
+            edge_class = load_java_class(
+                "org.apache.flink.streaming.api.graph.StreamEdge"
+            )
+            self.edge_id_field = edge_class.getDeclaredField("edgeId")
+            self.edge_id_field.setAccessible(True)
         self.simple_factory_class = load_java_class(
             "org.apache.flink.streaming.api.operators.SimpleOperatorFactory"
         )
@@ -1066,6 +1174,9 @@ def describe_submission(
     # What the local executor does before shipping the graph (job id, jars,
     # savepoint settings; no effect on the topology).
     utils = jvm.org.apache.flink.client.deployment.executors.PipelineExecutorUtils
+    if _FLINK < (2, 0):
+        describe_submission_1x(interceptor, pipeline, configuration, class_loader, job)
+        return
     sg = utils.getStreamGraph(pipeline, configuration)
     job["job_name"] = interceptor.scrub(sg.getJobName())
     job["job_type"] = sg.getJobType().name()
@@ -1077,6 +1188,33 @@ def describe_submission(
         direct = jvm.org.apache.flink.util.concurrent.Executors.directExecutor()
         copy.deserializeUserDefinedInstances(class_loader, direct)
         job_graph = copy.getJobGraph(class_loader)
+    except Py4JJavaError as exc:
+        raise _FlinkRejectionError(exc) from None
+    nodes = {node["id"]: node for node in job["stream_graph"]["nodes"]}
+    job["job_graph"] = describe_job_graph(interceptor, job_graph, nodes, class_loader)
+
+
+def describe_submission_1x(
+    interceptor: _Interceptor,
+    pipeline: Any,
+    configuration: Any,
+    class_loader: Any,
+    job: dict[str, Any],
+) -> None:
+    """Flink 1.x: the client itself turns the submitted StreamGraph into the
+    JobGraph (``PipelineExecutorUtils.getJobGraph``, as the local executor does);
+    no copy is shipped to a JobManager (that came with Flink 2.0)."""
+    from py4j.protocol import Py4JJavaError
+
+    jvm = interceptor.jvm
+    sg = pipeline
+    job["job_name"] = interceptor.scrub(sg.getJobName())
+    job["job_type"] = sg.getJobType().name()
+    job["env"] = describe_env_of_stream_graph(jvm, sg, configuration)
+    job["stream_graph"] = describe_stream_graph(interceptor, sg, class_loader)
+    utils = jvm.org.apache.flink.client.deployment.executors.PipelineExecutorUtils
+    try:
+        job_graph = utils.getJobGraph(pipeline, configuration, class_loader)
     except Py4JJavaError as exc:
         raise _FlinkRejectionError(exc) from None
     nodes = {node["id"]: node for node in job["stream_graph"]["nodes"]}
@@ -1176,7 +1314,11 @@ def describe_stream_graph(
 
     def edge_key(edge: Any) -> tuple[str, str | None]:
         tag = edge.getOutputTag()
-        return edge.getEdgeId(), None if tag is None else tag.getId()
+        if _FLINK >= (2, 0):
+            edge_id = edge.getEdgeId()
+        else:  # 1.x: the same id, without a getter
+            edge_id = interceptor.edge_id_field.get(edge)
+        return edge_id, None if tag is None else tag.getId()
 
     for node in stream_nodes:
         node_id = node.getId()
@@ -1353,7 +1495,10 @@ def describe_job_graph(
                     "producer_index": index_of.get(producer),
                     "consumer_index": described["index"],
                     "input_index": input_index,
-                    "type_number": job_edge.getTypeNumber(),
+                    # JobEdge has no type number before Flink 2.0
+                    "type_number": (
+                        job_edge.getTypeNumber() if _FLINK >= (2, 0) else None
+                    ),
                     "ship_strategy": job_edge.getShipStrategyName(),
                     "distribution_pattern": job_edge.getDistributionPattern().name(),
                     "result_partition_type": data_set.getResultType().name(),

@@ -5,6 +5,13 @@ Run with a Python that has ``apache-flink==2.3.0`` (no JVM is started)::
 
     .venv/bin/python tests/tools/pyflink_names.py > analyzer/extract/pyflink_names.json
 
+The table of another Flink line comes from that line's venv
+(``tests/tools/flink_venvs.py``; created when missing)::
+
+    python tests/tools/pyflink_names.py --flink-version 1.20 > OUT.json
+    python tests/tools/pyflink_names.py --all-versions DIR   # DIR/<X.Y>.json each
+    python tests/tools/pyflink_names.py --diff A.json B.json  # names only in one
+
 The table holds, per module of ``pyflink.common`` and ``pyflink.datastream`` (and
 ``pyflink.java_gateway``), the public names it defines or re-exports, and the
 public methods of the classes whose calls chainlens follows.  The analysis reads
@@ -13,12 +20,15 @@ it; it never imports PyFlink.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import importlib.util
 import json
 import pkgutil
+import subprocess
 import sys
-
-import pyflink
+from pathlib import Path
+from types import ModuleType
 
 PREFIXES = ("pyflink.common", "pyflink.datastream", "pyflink.java_gateway")
 CLASSES = {
@@ -37,7 +47,75 @@ CLASSES = {
 }
 
 
-def main() -> int:
+def _venvs() -> ModuleType:
+    path = Path(__file__).resolve().with_name("flink_venvs.py")
+    spec = importlib.util.spec_from_file_location("_chainlens_flink_venvs", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def table_of(version: str) -> str:
+    """The table's text for a Flink line, produced by that line's PyFlink."""
+    python = _venvs().python_for(version)
+    done = subprocess.run(
+        [str(python), str(Path(__file__).resolve())],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def diff_tables(a_path: Path, b_path: Path) -> str:
+    """Markdown: per module and class, the names only one of two tables has."""
+    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    lines = [f"PyFlink {a['version']} vs {b['version']}", ""]
+    for section in ("modules", "classes"):
+        for owner in sorted(set(a[section]) | set(b[section])):
+            if owner not in b[section]:
+                lines.append(f"- {section[:-1]} `{owner}`: only in {a['version']}")
+                continue
+            if owner not in a[section]:
+                lines.append(f"- {section[:-1]} `{owner}`: only in {b['version']}")
+                continue
+            only_a = sorted(set(a[section][owner]) - set(b[section][owner]))
+            only_b = sorted(set(b[section][owner]) - set(a[section][owner]))
+            for version, names in ((a["version"], only_a), (b["version"], only_b)):
+                if names:
+                    shown = ", ".join(f"`{n}`" for n in names)
+                    lines.append(f"- `{owner}` only in {version}: {shown}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pyflink_names.py", description=__doc__)
+    parser.add_argument("--flink-version", metavar="X.Y")
+    parser.add_argument("--all-versions", metavar="DIR")
+    parser.add_argument("--diff", nargs=2, metavar=("A", "B"))
+    args = parser.parse_args(argv)
+    if args.diff:
+        sys.stdout.write(diff_tables(*map(Path, args.diff)))
+        return 0
+    if args.flink_version:
+        sys.stdout.write(table_of(args.flink_version))
+        return 0
+    if args.all_versions:
+        out = Path(args.all_versions)
+        out.mkdir(parents=True, exist_ok=True)
+        for version in _venvs().VERSIONS:
+            (out / f"{version}.json").write_text(table_of(version))
+        return 0
+    return write_table()
+
+
+def write_table() -> int:
+    """Write the table of the PyFlink this interpreter has."""
+    import pyflink
+    import pyflink.version
+
     modules: dict[str, list[str]] = {}
     for info in pkgutil.walk_packages(pyflink.__path__, "pyflink."):
         name = info.name
