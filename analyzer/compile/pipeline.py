@@ -129,7 +129,15 @@ def compile_job(
             )
             ws.env_order.append(sink_id)
         stream_graph, p3_unknowns = build_stream_graph(
-            ws.transformations, ws.env_order, env, job_name, counter
+            ws.transformations,
+            ws.env_order,
+            env,
+            job_name,
+            counter,
+            sink_parallelism_configured=version.value(
+                "sink-v2.parallelism-configured"
+            )
+            is True,
         )
         ws.unknowns.extend(p3_unknowns)
         job_graph = build_job_graph(stream_graph)

@@ -72,6 +72,9 @@ class _Builder:
     virtual: dict[int, _Virtual] = field(default_factory=dict)
     done: dict[int, tuple[int, ...]] = field(default_factory=dict)
     unknowns: list[Unknown] = field(default_factory=list)
+    #: Sink V2 Writer and Committer always count as parallelism-configured
+    #: (Flink 1.18's SinkTransformationTranslator); else as the sink says
+    sink_parallelism_configured: bool = False
 
     @property
     def dynamic(self) -> bool:
@@ -217,6 +220,8 @@ class _Builder:
             kind=TransformationKind.ONE_INPUT,
             name=_prefixed("", sink_name, ": Writer"),
             operator=OperatorKind.SINK_WRITER,
+            parallelism_configured=t.parallelism_configured
+            or self.sink_parallelism_configured,
         )
         self.transformations[writer.id] = writer
         last = writer
@@ -247,6 +252,8 @@ class _Builder:
                 operator=OperatorKind.SINK_COMMITTER,
                 uid=committer_uid,
                 uid_hash=None,
+                parallelism_configured=t.parallelism_configured
+                or self.sink_parallelism_configured,
             )
             self.transformations[committer.id] = committer
             last = committer
@@ -419,13 +426,23 @@ def build_stream_graph(
     env: EnvSettings,
     job_name: Text,
     new_id: Callable[[], int],
+    *,
+    sink_parallelism_configured: bool = False,
 ) -> tuple[StreamGraph, list[Unknown]]:
     """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list ``order``.
 
+    ``sink_parallelism_configured`` is the version fact
+    ``sink-v2.parallelism-configured`` (``model/flink_versions.py``).
     Raises :class:`JobGraphError` when Flink would refuse to build the graph.
     """
     job_type, mode_unknown = resolve_job_type(env, transformations)
-    builder = _Builder(dict(transformations), env, job_type, new_id)
+    builder = _Builder(
+        dict(transformations),
+        env,
+        job_type,
+        new_id,
+        sink_parallelism_configured=sink_parallelism_configured,
+    )
     if mode_unknown is not None:
         builder.unknowns.append(mode_unknown)
     for tid in order:

@@ -169,6 +169,16 @@ _ABSENT_CLASSES = (
     "new); seen in the expected files of 1.20.5"
 )
 
+_SINK_CONFIGURED = (
+    "whether the Writer and Committer of a Sink V2 (sink_to) count as operators "
+    "whose parallelism was set, whatever the sink says: 1.18's "
+    "SinkTransformationTranslator sets their parallelism with setParallelism(p), "
+    "which marks it configured; from 1.19 it passes the sink's own flag "
+    "(setParallelism(p, configured)). In BATCH with automatic parallelism a "
+    "configured vertex keeps the default parallelism instead of -1; seen in the "
+    "expected files of 1.18.1 (True: always configured; False: as the sink)"
+)
+
 #: Every fact that differs between supported versions.  A fact has one entry
 #: per range; together the ranges of one name cover every supported version.
 FACTS: Final[tuple[Fact, ...]] = (
@@ -190,6 +200,18 @@ FACTS: Final[tuple[Fact, ...]] = (
         VersionRange("2.0", "2.3"),
         dict(_MOVED_TO_LEGACY),
         _ABSENT_CLASSES + " (value: the absent name -> the name this line has)",
+    ),
+    Fact(
+        "sink-v2.parallelism-configured",
+        VersionRange("1.18", "1.18"),
+        True,
+        _SINK_CONFIGURED,
+    ),
+    Fact(
+        "sink-v2.parallelism-configured",
+        VersionRange("1.19", "2.3"),
+        False,
+        _SINK_CONFIGURED,
     ),
     Fact(
         "pyflink.names",
