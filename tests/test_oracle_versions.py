@@ -116,10 +116,9 @@ def test_expected_file_is_current(version: str, name: str) -> None:
 def test_expected_files_equal_real_flink_today(version: str) -> None:
     if shutil.which("java") is None:
         pytest.skip("needs Java 17")
-    if VENVS.find_python(version) is None:
-        pytest.skip(
-            f"no venv of Flink {version}: python tests/tools/flink_venvs.py {version}"
-        )
+    # created from the package index when missing (a few minutes), so a fresh
+    # machine re-runs this line's Flink too instead of skipping it
+    VENVS.python_for(version)
     proc = subprocess.run(
         [sys.executable, str(GENERATOR), "--flink-version", version, "--check"],
         cwd=ROOT,

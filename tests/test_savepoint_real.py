@@ -14,18 +14,21 @@ tests of this module:
   operator's uid renamed (refused, naming the same operator ID), and the same
   with ``--allowNonRestoredState`` (restores, that state dropped).
 
-Other Flink versions: a venv under ``/work/venvs/`` with another apache-flink
-adds its own savepoint to the reader's equality test; absent, that case skips.
+Other Flink versions: each line's venv made by ``tests/tools/flink_venvs.py``
+(``python tests/tools/flink_venvs.py --all``) adds its own savepoint to the
+reader's equality test; a line without one is skipped, saying how to make it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -44,8 +47,21 @@ WITH_UIDS = PROGRAM.replace('"numbers"\n)', '"numbers"\n).uid("numbers")').repla
     "reduce(lambda a, b: (a[0], a[1] + b[1]))",
     'reduce(lambda a, b: (a[0], a[1] + b[1])).uid("totals")',
 )
-#: other PyFlink versions on this machine (one venv each), if any
-OTHER_VENVS = sorted(Path("/work/venvs").glob("*/bin/python"))
+
+
+def _venvs() -> ModuleType:
+    path = Path(__file__).resolve().parent / "tools" / "flink_venvs.py"
+    spec = importlib.util.spec_from_file_location("_flink_venvs_for_savepoints", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+VENVS = _venvs()
+#: the Flink lines other than the one installed here (2.3), each in its venv
+OTHER_LINES = [v for v in VENVS.VERSIONS if v != VENVS.NEWEST]
 
 pytestmark = [
     pytest.mark.slow,
@@ -146,17 +162,15 @@ def test_a_file_flinks_serializer_writes_is_read_as_flink_reads_it(
     assert any(not o["uid"] for o in operators)
 
 
-@pytest.mark.parametrize("python", OTHER_VENVS, ids=[p.parts[-3] for p in OTHER_VENVS])
-def test_other_flink_versions(tmp_path: Path, python: Path) -> None:
+@pytest.mark.parametrize("version", OTHER_LINES)
+def test_other_flink_versions(tmp_path: Path, version: str) -> None:
+    python = VENVS.find_python(version)
+    if python is None:
+        pytest.skip(
+            f"no venv of Flink {version}: python tests/tools/flink_venvs.py {version}"
+        )
     taken = _take(str(python), tmp_path / "take", WITH_UIDS)
     assert _ours(taken) == _flinks(str(python), taken / "_metadata")
-
-
-if not OTHER_VENVS:
-
-    @pytest.mark.skip(reason="no other apache-flink venv under /work/venvs")
-    def test_other_flink_versions_absent() -> None:
-        """Placeholder: another Flink version's savepoint is read as it reads it."""
 
 
 def _verdict(

@@ -15,9 +15,8 @@ Library: ``python_for("1.20") -> Path`` (creates when missing),
 
 Where a version's venv is looked for, first match wins:
 
-1. ``/work/venvs/flink-<X.Y>`` (a ready venv placed there by hand or with ``--link``);
-2. ``$CHAINLENS_FLINK_VENVS/<X.Y>``, default ``~/.cache/chainlens/flink-venvs/<X.Y>``;
-3. for the newest line only: the project's own ``.venv`` (it pins the same release).
+1. ``$CHAINLENS_FLINK_VENVS/<X.Y>``, default ``~/.cache/chainlens/flink-venvs/<X.Y>``;
+2. for the newest line only: the project's own ``.venv`` (it pins the same release).
 
 A venv counts only when its site-packages holds the pinned ``apache_flink``
 release (its ``.dist-info`` folder).  A new venv is built in a temporary folder
@@ -68,7 +67,6 @@ PREPARE: dict[str, list[list[str]]] = {
 }
 INSTALL_OPTIONS: dict[str, list[str]] = {"1.18.1": ["--no-build-isolation"]}
 CACHE_ENV = "CHAINLENS_FLINK_VENVS"
-READY_DIR = Path("/work/venvs")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -98,7 +96,7 @@ def _has_release(venv: Path, release: str) -> bool:
 
 def candidates(version: str) -> list[Path]:
     """Folders where the venv of ``version`` may be, in the order they are tried."""
-    places = [READY_DIR / f"flink-{version}", cache_root() / version]
+    places = [cache_root() / version]
     if version == NEWEST:
         places.append(REPO / ".venv")
     return places
