@@ -134,9 +134,7 @@ def compile_job(
             env,
             job_name,
             counter,
-            sink_parallelism_configured=version.value(
-                "sink-v2.parallelism-configured"
-            )
+            sink_parallelism_configured=version.value("sink-v2.parallelism-configured")
             is True,
         )
         ws.unknowns.extend(p3_unknowns)
