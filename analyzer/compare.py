@@ -36,6 +36,7 @@ from chainlens.analyzer.history import (
     repository_root,
 )
 from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob, Problem
 from chainlens.analyzer.model.savepoint import SavepointMetadata
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -73,9 +74,12 @@ def compare_with_base(
     cwd: str | Path | None = None,
     select: Sequence[str] | None = None,
     fix: bool = False,
+    upgrade: tuple[str, str] | None = None,
 ) -> Comparison:
     """Compare the PyFlink programs under ``paths`` with their base revision.
 
+    ``upgrade`` (Flink lines A, B): the base runs on A and the work tree on B,
+    as when a job is upgraded while it is changed.
     Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
@@ -116,8 +120,12 @@ def compare_with_base(
             new.append(rel)
             continue
         config = resolver.config_for(path)
+        old_config = config
+        if upgrade is not None:
+            old_config = replace(config, flink_version=FlinkVersion(upgrade[0], "flag"))
+            config = replace(config, flink_version=FlinkVersion(upgrade[1], "flag"))
         current = None  # the work tree's analysis, when already made
-        if before == data:
+        if before == data and upgrade is None:
             current = _follows_changed(path, data, config, root, changed_modules)
             if current is None:
                 unchanged += 1
@@ -126,7 +134,9 @@ def compare_with_base(
         if select is not None:
             config = replace(config, select=tuple(select), extend_select=())
         shown = display_path(path, here)
-        result = _compare(str(path), shown, before, data, config, label, tree, current)
+        result = _compare(
+            str(path), shown, before, data, config, label, tree, current, old_config
+        )
         checked.append(_pinned(path, data, result) if fix else result)
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
@@ -145,6 +155,44 @@ def compare_with_base(
         if is_pyflink_source(data)
     )
     return Comparison(base, tuple(checked), compared, unchanged, tuple(new), gone)
+
+
+def compare_upgrade(
+    paths: Sequence[str | Path],
+    resolver: ConfigResolver,
+    before: str,
+    after: str,
+    *,
+    cwd: str | Path | None = None,
+    select: Sequence[str] | None = None,
+) -> tuple[FileCheck, ...]:
+    """Compare each PyFlink program under ``paths`` run on Flink ``before`` with
+    the same program on ``after``: can the upgraded job restore the savepoint the
+    running one takes?  (The savepoint rules, with the first line as the base.)"""
+    here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    files = discover([Path(p) for p in paths] or [here], resolver)
+    check_selectors({layer for path in files for layer in resolver.layers_for(path)})
+    checked: list[FileCheck] = []
+    for path in files:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if not is_pyflink_source(data):
+            continue
+        config = resolver.config_for(path)
+        old_config = replace(config, flink_version=FlinkVersion(before, "flag"))
+        config = replace(config, flink_version=FlinkVersion(after, "flag"))
+        if select is not None:
+            config = replace(config, select=tuple(select), extend_select=())
+        shown = display_path(path, here)
+        label = f"Flink {before}"
+        checked.append(
+            _compare(
+                str(path), shown, data, data, config, label, None, None, old_config
+            )
+        )
+    return tuple(checked)
 
 
 def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
@@ -208,8 +256,10 @@ def _compare(
     label: str,
     tree: Tree | None = None,
     current: AnalysisResult | None = None,
+    old_config: Config | None = None,
 ) -> FileCheck:
-    """The savepoint findings of one changed file."""
+    """The savepoint findings of one changed file (``old_config``: the base's
+    settings when they differ, e.g. another Flink line)."""
     old_text, new_text = _decoded(before), _decoded(after)
     if new_text is None or old_text is None:
         side = "the work tree's" if new_text is None else f"the version at {label}"
@@ -222,10 +272,13 @@ def _compare(
             True,
             findings_of(shown, diagnostics, ""),
             replace(result, diagnostics=diagnostics),
+            flink_version=config.flink_version,
         )
     # the base version's own modules are read at the base revision too
     read = tree.text_of if tree is not None else None
-    baseline = Baseline(analyze_graphs(path, old_text, config, read), old_text, label)
+    baseline = Baseline(
+        analyze_graphs(path, old_text, old_config or config, read), old_text, label
+    )
     result = current or analyze_graphs(path, new_text, config)
     try:
         diagnostics = run_rules(result, config, new_text, baseline=baseline)
@@ -237,7 +290,12 @@ def _compare(
         diagnostics = run_rules(result, config, None)
     result = replace(result, diagnostics=diagnostics)
     return FileCheck(
-        path, shown, True, findings_of(shown, diagnostics, new_text), result
+        path,
+        shown,
+        True,
+        findings_of(shown, diagnostics, new_text),
+        result,
+        flink_version=config.flink_version,
     )
 
 

@@ -153,15 +153,21 @@ def compare_results(before: AnalysisResult, after: AnalysisResult) -> FileUpgrad
         a = before.jobs[index] if index < len(before.jobs) else None
         b = after.jobs[index] if index < len(after.jobs) else None
         jobs.append(_compare_job(index, a, b, old, new))
+    note = state_compatibility_note(old, new)
+    return FileUpgrade(before.path, before, after, removed, tuple(jobs), note)
+
+
+def state_compatibility_note(old: str, new: str) -> str | None:
+    """What Flink says of restoring state saved by ``old`` into ``new``, when
+    it does not guarantee it (None when it does)."""
     compatible = profile(old).value("state.compatible-with")
-    note = None
     if isinstance(compatible, VersionRange) and new not in compatible:
-        note = (
+        return (
             f"Flink does not guarantee that state saved by Flink {old} restores "
             f"into Flink {new} (only within {compatible}): take a savepoint and "
             "test the restore, or start the jobs without state"
         )
-    return FileUpgrade(before.path, before, after, removed, tuple(jobs), note)
+    return None
 
 
 def _name(job: CompiledJob | None) -> str:

@@ -48,6 +48,7 @@ from chainlens.analyzer import (
     check_selectors,
     command_line_layer,
     command_line_variants,
+    compare_upgrade,
     compare_with_base,
     compare_with_savepoint,
     count_versions,
@@ -67,6 +68,7 @@ from chainlens.analyzer import (
     render_variants_text,
     results_to_json,
     rule_infos,
+    state_compatibility_note,
     upgrade_of,
     upgrade_to_json,
     variants_to_json,
@@ -199,7 +201,8 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X.Y",
         help="the Flink version to analyse for (1.18 to 2.3); without it, "
         "flink-version of the config, else the project's pin of apache-flink "
-        "(requirements, pyproject, setup.cfg, Pipfile, lock files), else the newest",
+        "(requirements, pyproject, setup.cfg, Pipfile, lock files), else the newest; "
+        "A..B on graph and savepoint: an upgrade from A to B",
     )
     parser.add_argument(
         "--config",
@@ -689,21 +692,33 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _run_against_savepoint(args, out)
     if args.allow_non_restored_state:
         raise UsageError("--allow-non-restored-state needs --savepoint")
+    upgrade: tuple[str, str] | None = None
+    if args.flink_version is not None and ".." in args.flink_version:
+        try:
+            upgrade = parse_flink_range(args.flink_version)
+        except VersionError as exc:
+            raise UsageError(f"--flink-version: {exc}") from None
+        args.flink_version = None
     resolver = _resolver(args)
+    select = None if args.select is not None else SAVEPOINT_RULES
+    if upgrade is not None and args.base is None:
+        return _savepoint_upgrade(args, out, resolver, upgrade, select)
     try:
         compared = compare_with_base(
             args.paths,
             resolver,
             args.base,
-            select=None if args.select is not None else SAVEPOINT_RULES,
+            select=select,
             fix=args.fix,
+            upgrade=upgrade,
         )
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
     base = compared.base
     heading = (
-        f"Base: {base.ref} ({base.commit[:10]}, {base.how}); "
-        f"{_plural(compared.compared, 'changed PyFlink file')} compared, "
+        f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
+        + (f" on Flink {upgrade[0]}, the work tree on {upgrade[1]}" if upgrade else "")
+        + f"; {_plural(compared.compared, 'changed PyFlink file')} compared, "
         f"{compared.unchanged} unchanged"
         + (
             f", {len(compared.new)} new (no savepoint to restore from)"
@@ -740,6 +755,54 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         report = heading + "\n" + report
     else:
         print(heading, file=sys.stderr)
+    if args.output_file:
+        check_output_file(args.output_file, [])
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    if args.exit_zero:
+        return 0
+    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+def _savepoint_upgrade(
+    args: argparse.Namespace,
+    out: TextIO,
+    resolver: ConfigResolver,
+    upgrade: tuple[str, str],
+    select: Sequence[str] | None,
+) -> int:
+    """``chainlens savepoint PATH... --flink-version A..B``: each program on
+    Flink A is the base of the same program on B."""
+    if args.fix:
+        raise UsageError("--flink-version A..B compares one text: nothing to --fix")
+    before, after = upgrade
+    files = compare_upgrade(args.paths, resolver, before, after, select=select)
+    findings = sorted((f for c in files for f in c.findings), key=sort_key)
+    summary = CheckSummary(
+        files_checked=len(files),
+        flink_versions=count_versions(c.flink_version for c in files),
+    )
+    report = _render(args, findings, summary, fixing=False)
+    if args.format == "json":
+        document = json.loads(report)
+        document["upgrade"] = {"from": before, "to": after, "state": None}
+        report = json.dumps(document, indent=2) + "\n"
+    elif args.format == "text":
+        report = (
+            f"Upgrade: each program on Flink {before} is the base of the same "
+            f"program on Flink {after}; {_plural(len(files), 'PyFlink file')} "
+            "compared\n" + report
+        )
+    note = state_compatibility_note(before, after)
+    if note is not None:
+        if args.format == "json":
+            document = json.loads(report)
+            document["upgrade"]["state"] = note
+            report = json.dumps(document, indent=2) + "\n"
+        print(f"chainlens: warning: {note}", file=sys.stderr)
     if args.output_file:
         check_output_file(args.output_file, [])
         Path(args.output_file).write_text(report, encoding="utf-8")

@@ -466,3 +466,70 @@ def test_a_java_class_load_inside_a_handled_try_is_not_a_failure() -> None:
     result = _analyse(guarded, "1.20")
     assert result.problems == ()
     assert len(result.jobs) == 1
+
+
+KEYED = """\
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2, 3]).key_by(lambda x: x).reduce(
+    lambda a, b: a + b
+).uid("totals").print()
+env.execute("totals")
+"""
+
+
+def test_an_upgrade_is_a_savepoint_base(tmp_path: Path) -> None:
+    """``savepoint --flink-version A..B``: the program on A is the base of the
+    same program on B (what restoring across the upgrade meets)."""
+    _write(tmp_path / "old.py", PROGRAM_1X)
+    done = _cli("savepoint", "old.py", "--flink-version", "1.20..2.3", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(
+        "Upgrade: each program on Flink 1.20 is the base of the same program on "
+        "Flink 2.3"
+    )
+    assert "old.py:2:1: CL000 error: PyFlink raises here" in done.stdout
+    assert "Flink does not guarantee that state saved by Flink 1.20" in done.stderr
+    doc = json.loads(
+        _cli(
+            "savepoint",
+            "old.py",
+            "--flink-version",
+            "1.20..2.3",
+            "--format",
+            "json",
+            cwd=tmp_path,
+        ).stdout
+    )
+    assert doc["upgrade"]["from"] == "1.20"
+    assert doc["upgrade"]["to"] == "2.3"
+    assert doc["upgrade"]["state"].startswith("Flink does not guarantee")
+    _write(tmp_path / "keyed.py", KEYED)
+    same = _cli("savepoint", "keyed.py", "--flink-version", "1.18..1.20", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "Analysed for Flink 1.20 (--flink-version)." in same.stdout
+    assert "does not guarantee" not in same.stderr
+
+
+def test_an_upgrade_with_a_git_base(tmp_path: Path) -> None:
+    """With ``--base``, the base revision runs on A and the work tree on B: a
+    uid renamed during the upgrade is still a state the new job cannot restore."""
+    _write(tmp_path / "keyed.py", KEYED)
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "base"]):
+        subprocess.run([*git, *args], cwd=tmp_path, check=True)
+    _write(tmp_path / "keyed.py", KEYED.replace('uid("totals")', 'uid("sums")'))
+    done = _cli(
+        "savepoint",
+        "keyed.py",
+        "--base",
+        "HEAD",
+        "--flink-version",
+        "1.20..2.2",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "on Flink 1.20, the work tree on 2.2" in done.stdout
+    assert "CL201" in done.stdout
+    assert "Analysed for Flink 2.2 (--flink-version)." in done.stdout
