@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,14 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EXPECTED = FIXTURES / "expected"
 GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 SUFFIX = ".expected.json"
-LIVE_VERSIONS = ("1.20",)
+#: lines re-run live with real Flink (2.3: tests/test_oracle_live.py);
+#: CHAINLENS_LIVE_FLINK_LINES="1.18,2.0" or "all" for others (venvs created)
+_LIVE = os.environ.get("CHAINLENS_LIVE_FLINK_LINES", "1.20")
+LIVE_VERSIONS = tuple(
+    v
+    for v in ("1.18", "1.19", "1.20", "2.0", "2.1", "2.2")
+    if _LIVE.strip() == "all" or v in [x.strip() for x in _LIVE.split(",")]
+)
 
 
 def _venvs() -> ModuleType:
