@@ -22,11 +22,17 @@ from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
+    JavaEnvRef,
     PyObject,
     Stream,
     TypeInfo,
 )
-from chainlens.analyzer.extract.values import BoundMethod, Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import (
+    BoundMethod,
+    Instance,
+    Opaque,
+    QualifiedRef,
+)
 from chainlens.analyzer.model.enums import OutputType
 
 #: The subject of the unknown for a program that uses the Table API.
@@ -107,6 +113,28 @@ class PyFlinkResolver:
         ``MapFunction``, ``KeyedProcessFunction``, ...) are followed."""
         return base.startswith("pyflink.")
 
+    def subclass_init(self, base: str, call: Call) -> object:
+        """A program's subclass of ``StreamExecutionEnvironment`` is the
+        environment whose Java environment its ``__init__`` is given (PyFlink
+        2.3 ``StreamExecutionEnvironment.__init__(j_stream_execution_environment)``
+        keeps it; every method then acts on it).  Any other Java environment is
+        an unknown here: the jobs it builds are not seen."""
+        if not (
+            self.owns_module(base)
+            and base.rsplit(".", 1)[-1] == "StreamExecutionEnvironment"
+        ):
+            return UNRESOLVED
+        given = call.args.get(0, "j_stream_execution_environment")
+        if isinstance(given, JavaEnvRef):
+            return EnvRef(given.state)
+        self.program.unknown(
+            "environment",
+            "a StreamExecutionEnvironment subclass built on a Java environment "
+            "chainlens does not know: the jobs it builds are not shown",
+            call.where,
+        )
+        return UNRESOLVED
+
     def call_name(
         self, ref: QualifiedRef, call: Call, *, guarded: bool = False
     ) -> object:
@@ -163,6 +191,8 @@ class PyFlinkResolver:
 
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
+        if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":
+            return JavaEnvRef(owner.state)
         if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject):
             return BoundMethod(owner, name)
         if _from_table_api(owner):
@@ -297,8 +327,10 @@ class PyFlinkResolver:
                 for other in (value.origin, value.other):
                     if other is not None:
                         pending.append(other)
-            elif isinstance(value, EnvRef):
+            elif isinstance(value, EnvRef | JavaEnvRef):
                 value.state.escape(what, call.where)
+            elif isinstance(value, Instance) and value.delegate is not None:
+                pending.append(value.delegate)
             elif isinstance(value, (list, tuple)):
                 pending.extend(value[:100])
             elif isinstance(value, dict):
