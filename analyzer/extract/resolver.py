@@ -16,7 +16,12 @@ from __future__ import annotations
 import difflib
 
 from chainlens.analyzer.extract import pyflink_api as api
-from chainlens.analyzer.extract.interface import UNRESOLVED, Call, ProgramStopError
+from chainlens.analyzer.extract.interface import (
+    UNRESOLVED,
+    Args,
+    Call,
+    ProgramStopError,
+)
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_values import (
@@ -117,8 +122,9 @@ class PyFlinkResolver:
         """A program's subclass of ``StreamExecutionEnvironment`` is the
         environment whose Java environment its ``__init__`` is given (PyFlink
         2.3 ``StreamExecutionEnvironment.__init__(j_stream_execution_environment)``
-        keeps it; every method then acts on it).  Any other Java environment is
-        an unknown here: the jobs it builds are not seen."""
+        keeps it; every method then acts on it).  On any other Java environment
+        it is a new environment whose jobs are partly known (the unknown is
+        located at this call)."""
         if not (
             self.owns_module(base)
             and base.rsplit(".", 1)[-1] == "StreamExecutionEnvironment"
@@ -127,13 +133,14 @@ class PyFlinkResolver:
         given = call.args.get(0, "j_stream_execution_environment")
         if isinstance(given, JavaEnvRef):
             return EnvRef(given.state)
-        self.program.unknown(
-            "environment",
-            "a StreamExecutionEnvironment subclass built on a Java environment "
-            "chainlens does not know: the jobs it builds are not shown",
+        fresh = api.Call(self.program, Args([], {}), call.where)  # no configuration
+        env = api.new_environment(fresh, self.program)
+        env.state.escape(
+            "StreamExecutionEnvironment.__init__() with a Java environment "
+            "chainlens does not know",
             call.where,
         )
-        return UNRESOLVED
+        return env
 
     def call_name(
         self, ref: QualifiedRef, call: Call, *, guarded: bool = False
