@@ -681,8 +681,10 @@ class Evaluator:
         return Opaque("lambda")
 
     def eval_Attribute(self, node: cst.Attribute, scope: dict[str, object]) -> object:
-        owner = self.eval(node.value, scope)
-        name = node.attr.value
+        return self.get_attribute(self.eval(node.value, scope), node.attr.value, node)
+
+    def get_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
+        """``owner.name`` (also ``getattr(owner, "name")``)."""
         if isinstance(owner, ModuleValue):
             if name in owner.namespace:
                 return owner.namespace[name]
@@ -696,6 +698,9 @@ class Evaluator:
                 return found
             if found is None and owner.delegate is not None:
                 return self.inherited(owner, owner.delegate, name)
+            if found is None and owner.cls.lookup("__getattr__") is not None:
+                where = Call(Args([name], {}), self.where(node))
+                return self.call_bound(owner.cls, owner, "__getattr__", where, node)
             if found is None and _foreign_base(owner.cls) is None:
                 return Opaque(f"attribute {name}")
             return BoundMethod(owner, name)
@@ -803,7 +808,7 @@ class Evaluator:
             )
         return True
 
-    def call_function(self, func: FunctionDef, call: Call, node: cst.Call) -> object:
+    def call_function(self, func: FunctionDef, call: Call, node: cst.CSTNode) -> object:
         if self.over_budget(node):
             self.resolver.unseen(
                 call, f"{func.name}() (not followed: the evaluation budget is spent)"
@@ -925,7 +930,7 @@ class Evaluator:
         receiver: object,
         name: str,
         call: Call,
-        node: cst.Call,
+        node: cst.CSTNode,
         *,
         parents_only: bool = False,
     ) -> object:
@@ -1153,6 +1158,8 @@ class Evaluator:
             return Opaque(f"{name}()")
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
+        if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
+            return self.get_attribute(first, args[1], node)
         if name == "super" and not call.args.positional and self.methods:
             return SuperRef(*self.methods[-1])
         if name in (
