@@ -335,3 +335,20 @@ def test_an_env_subclass_given_to_code_not_followed_marks_its_job_partial() -> N
     escapes = [u for u in job.unknowns if "Table API" in u.reason]
     assert escapes
     assert {u.range.start.line for u in escapes if u.range is not None} == {18}
+
+
+def test_an_inherited_env_method_on_an_instance_built_on_no_env_is_said() -> None:
+    # its __init__ never calls StreamExecutionEnvironment.__init__ (PyFlink
+    # fails on the first inherited method): each call is a located unknown
+    text = _GATEWAY_ENV.replace(
+        "        jvm = get_gateway().jvm\n        super().__init__(\n"
+        "            jvm.org.apache.flink.streaming.api.environment\n"
+        "            .StreamExecutionEnvironment.getExecutionEnvironment()\n"
+        "        )\n",
+        "        self.name = 'gateway'\n",
+    )
+    result = analyze_source("noenv.py", text)
+    assert not result.jobs
+    notes = [u for u in result.unknowns if "inherited from" in u.reason]
+    assert [(u.range.start.line if u.range else None) for u in notes] == [12, 13, 14]
+    assert "GatewayEnv.execute()" in notes[-1].reason

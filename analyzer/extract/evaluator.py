@@ -968,6 +968,17 @@ class Evaluator:
             result = self.call_bound(receiver.cls, receiver, name, call, node)
             if result is not _NOT_FOUND:
                 return result
+            foreign = _foreign_base(receiver.cls)
+            if foreign is not None and foreign.startswith("pyflink."):
+                what = (
+                    f"{receiver.cls.name}.{name}() (inherited from {foreign}, on an "
+                    "instance built on no PyFlink object chainlens knows)"
+                )
+                self.resolver.unseen(call, what)
+                self.record.unknown(
+                    "call", f"{what}: what it does is not shown", call.where
+                )
+                return Opaque(f"{name}()")
         if isinstance(receiver, SuperRef):
             result = self.call_bound(
                 receiver.cls, receiver.receiver, name, call, node, parents_only=True
@@ -1160,6 +1171,8 @@ class Evaluator:
             return self.dynamic(f"builtins.{name}", node)
         if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
             return self.get_attribute(first, args[1], node)
+        if name == "super" and len(args) == 2 and isinstance(first, ClassDef):
+            return SuperRef(first, args[1])  # super(Cls, self)
         if name == "super" and not call.args.positional and self.methods:
             return SuperRef(*self.methods[-1])
         if name in (
