@@ -352,3 +352,25 @@ def test_an_inherited_env_method_on_an_instance_built_on_no_env_is_said() -> Non
     notes = [u for u in result.unknowns if "inherited from" in u.reason]
     assert [(u.range.start.line if u.range else None) for u in notes] == [12, 13, 14]
     assert "GatewayEnv.execute()" in notes[-1].reason
+
+
+def test_a_call_on_the_java_environment_marks_its_job_partial() -> None:
+    text = (
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n\n"
+        "class JobEnv(StreamExecutionEnvironment):\n"
+        "    def tune(self):\n"
+        "        self._j_stream_execution_environment.setParallelism(3)\n\n\n"
+        "env = JobEnv(\n"
+        "    StreamExecutionEnvironment.get_execution_environment()\n"
+        "    ._j_stream_execution_environment\n"
+        ")\n"
+        "env.tune()\n"
+        "env.from_collection([1, 2], type_info=Types.INT()).print()\n"
+        "env.execute('java_call')\n"
+    )
+    (job,) = analyze_source("java_call.py", text).jobs
+    assert job.job_graph is not None
+    (note,) = [u for u in job.unknowns if "setParallelism()" in u.reason]
+    assert note.range is not None
+    assert note.range.start.line == 7

@@ -200,7 +200,7 @@ class PyFlinkResolver:
         """A method of a PyFlink object, before it is called."""
         if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":
             return JavaEnvRef(owner.state)
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject):
+        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
@@ -256,6 +256,10 @@ class PyFlinkResolver:
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
             return self.object_method(receiver, name, call)
+        if isinstance(receiver, JavaEnvRef):
+            # the Java environment changed behind PyFlink's back
+            receiver.state.escape(f"{name}() of its Java environment", call.where)
+            return Opaque(f"{name}()")
         return UNRESOLVED
 
     def check_method_exists(
