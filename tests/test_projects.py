@@ -272,3 +272,105 @@ def test_the_importers_of_a_package_module_through_relative_imports() -> None:
     main = project / "main.py"
     for module in sorted((project / "pipeline").glob("*.py")):
         assert main in importers_of(module), module
+
+
+_GATEWAY_ENV = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.java_gateway import get_gateway
+
+
+class GatewayEnv(StreamExecutionEnvironment):
+    def __init__(self):
+        jvm = get_gateway().jvm
+        super().__init__(
+            jvm.org.apache.flink.streaming.api.environment
+            .StreamExecutionEnvironment.getExecutionEnvironment()
+        )
+
+
+env = GatewayEnv()
+env.set_parallelism(2)
+env.from_collection([1, 2], type_info=Types.INT()).print()
+env.execute("gateway_env")
+"""
+
+
+def test_an_env_subclass_on_an_unknown_java_environment_is_a_partial_job() -> None:
+    result = analyze_source("gw.py", _GATEWAY_ENV)
+    (job,) = result.jobs
+    assert job.error is None
+    assert job.job_graph is not None
+    # its operators are shown, and the job says where it stops being known
+    assert [str(v.name) for v in job.job_graph.vertices] == [
+        "Source: Collection Source",
+        "Sink: Print to Std. Out",
+    ]
+    (note,) = [u for u in job.unknowns if "Java environment" in u.reason]
+    assert note.range is not None
+    # at super().__init__ (the method name, as every call is located)
+    assert (note.range.start.line, note.range.start.column) == (9, 16)
+
+
+def test_an_env_subclass_given_to_code_not_followed_marks_its_job_partial() -> None:
+    text = _GATEWAY_ENV.replace(
+        "        jvm = get_gateway().jvm\n        super().__init__(\n"
+        "            jvm.org.apache.flink.streaming.api.environment\n"
+        "            .StreamExecutionEnvironment.getExecutionEnvironment()\n"
+        "        )\n",
+        "        super().__init__(\n"
+        "            StreamExecutionEnvironment.get_execution_environment()\n"
+        "            ._j_stream_execution_environment\n"
+        "        )\n",
+    ).replace(
+        'env.execute("gateway_env")',
+        "from pyflink.table import StreamTableEnvironment\n"
+        "StreamTableEnvironment.create(env)\n"
+        'env.execute("gateway_env")',
+    )
+    assert "getExecutionEnvironment" not in text
+    (job,) = analyze_source("env.py", text).jobs
+    assert job.job_graph is not None
+    # the environment went into the Table API at line 18: the job says so
+    escapes = [u for u in job.unknowns if "Table API" in u.reason]
+    assert escapes
+    assert {u.range.start.line for u in escapes if u.range is not None} == {18}
+
+
+def test_an_inherited_env_method_on_an_instance_built_on_no_env_is_said() -> None:
+    # its __init__ never calls StreamExecutionEnvironment.__init__ (PyFlink
+    # fails on the first inherited method): each call is a located unknown
+    text = _GATEWAY_ENV.replace(
+        "        jvm = get_gateway().jvm\n        super().__init__(\n"
+        "            jvm.org.apache.flink.streaming.api.environment\n"
+        "            .StreamExecutionEnvironment.getExecutionEnvironment()\n"
+        "        )\n",
+        "        self.name = 'gateway'\n",
+    )
+    result = analyze_source("noenv.py", text)
+    assert not result.jobs
+    notes = [u for u in result.unknowns if "inherited from" in u.reason]
+    assert [(u.range.start.line if u.range else None) for u in notes] == [12, 13, 14]
+    assert "GatewayEnv.execute()" in notes[-1].reason
+
+
+def test_a_call_on_the_java_environment_marks_its_job_partial() -> None:
+    text = (
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n\n"
+        "class JobEnv(StreamExecutionEnvironment):\n"
+        "    def tune(self):\n"
+        "        self._j_stream_execution_environment.setParallelism(3)\n\n\n"
+        "env = JobEnv(\n"
+        "    StreamExecutionEnvironment.get_execution_environment()\n"
+        "    ._j_stream_execution_environment\n"
+        ")\n"
+        "env.tune()\n"
+        "env.from_collection([1, 2], type_info=Types.INT()).print()\n"
+        "env.execute('java_call')\n"
+    )
+    (job,) = analyze_source("java_call.py", text).jobs
+    assert job.job_graph is not None
+    (note,) = [u for u in job.unknowns if "setParallelism()" in u.reason]
+    assert note.range is not None
+    assert note.range.start.line == 7

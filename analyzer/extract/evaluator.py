@@ -681,8 +681,10 @@ class Evaluator:
         return Opaque("lambda")
 
     def eval_Attribute(self, node: cst.Attribute, scope: dict[str, object]) -> object:
-        owner = self.eval(node.value, scope)
-        name = node.attr.value
+        return self.get_attribute(self.eval(node.value, scope), node.attr.value, node)
+
+    def get_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
+        """``owner.name`` (also ``getattr(owner, "name")``)."""
         if isinstance(owner, ModuleValue):
             if name in owner.namespace:
                 return owner.namespace[name]
@@ -694,6 +696,11 @@ class Evaluator:
             found = owner.cls.lookup(name)
             if found is not None and not isinstance(found, FunctionDef):
                 return found
+            if found is None and owner.delegate is not None:
+                return self.inherited(owner, owner.delegate, name)
+            if found is None and owner.cls.lookup("__getattr__") is not None:
+                where = Call(Args([name], {}), self.where(node))
+                return self.call_bound(owner.cls, owner, "__getattr__", where, node)
             if found is None and _foreign_base(owner.cls) is None:
                 return Opaque(f"attribute {name}")
             return BoundMethod(owner, name)
@@ -703,6 +710,9 @@ class Evaluator:
             found = owner.lookup(name)
             if isinstance(found, FunctionDef) and _decorated(found, "classmethod"):
                 return BoundMethod(Instance(owner), name)
+            foreign = _foreign_base(owner)
+            if found is None and foreign is not None and foreign.startswith("pyflink."):
+                return QualifiedRef(f"{foreign}.{name}")  # a PyFlink classmethod
             return found if found is not None else Opaque(f"attribute {name}")
         if isinstance(owner, QualifiedRef):
             return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
@@ -798,7 +808,7 @@ class Evaluator:
             )
         return True
 
-    def call_function(self, func: FunctionDef, call: Call, node: cst.Call) -> object:
+    def call_function(self, func: FunctionDef, call: Call, node: cst.CSTNode) -> object:
         if self.over_budget(node):
             self.resolver.unseen(
                 call, f"{func.name}() (not followed: the evaluation budget is spent)"
@@ -893,8 +903,26 @@ class Evaluator:
                 "does not follow)",
             )
         instance = Instance(cls)
-        self.call_bound(cls, instance, "__init__", call, node)
+        init = self.call_bound(cls, instance, "__init__", call, node)
+        if init is _NOT_FOUND and foreign is not None:
+            self.init_foreign(instance, foreign, call)  # the PyFlink class's own
         return instance
+
+    def init_foreign(self, instance: object, base: str, call: Call) -> None:
+        """``base.__init__`` (``base`` not the program's) run for ``instance``:
+        an instance of a PyFlink class chainlens models becomes that object."""
+        found = self.resolver.subclass_init(base, call)
+        if isinstance(instance, Instance) and found is not UNRESOLVED:
+            instance.delegate = found
+
+    def inherited(self, instance: Instance, delegate: object, name: str) -> object:
+        """``instance.name`` for a method the PyFlink class defines; a method
+        that returns the PyFlink object itself returns ``instance`` (PyFlink
+        returns ``self``, whose own methods stay callable)."""
+        found = self.resolver.attribute(delegate, name)
+        if isinstance(found, BoundMethod) and found.receiver is delegate:
+            return BoundMethod(_Inherited(instance, delegate), name)
+        return Opaque(f"attribute {name}") if found is UNRESOLVED else found
 
     def call_bound(
         self,
@@ -902,7 +930,7 @@ class Evaluator:
         receiver: object,
         name: str,
         call: Call,
-        node: cst.Call,
+        node: cst.CSTNode,
         *,
         parents_only: bool = False,
     ) -> object:
@@ -940,6 +968,17 @@ class Evaluator:
             result = self.call_bound(receiver.cls, receiver, name, call, node)
             if result is not _NOT_FOUND:
                 return result
+            foreign = _foreign_base(receiver.cls)
+            if foreign is not None and foreign.startswith("pyflink."):
+                what = (
+                    f"{receiver.cls.name}.{name}() (inherited from {foreign}, on an "
+                    "instance built on no PyFlink object chainlens knows)"
+                )
+                self.resolver.unseen(call, what)
+                self.record.unknown(
+                    "call", f"{what}: what it does is not shown", call.where
+                )
+                return Opaque(f"{name}()")
         if isinstance(receiver, SuperRef):
             result = self.call_bound(
                 receiver.cls, receiver.receiver, name, call, node, parents_only=True
@@ -948,6 +987,21 @@ class Evaluator:
                 return result
             if _foreign_base(receiver.cls) is None:
                 return None  # object's method (object.__init__)
+            foreign = _foreign_base(receiver.cls)
+            if name == "__init__" and foreign is not None:
+                self.init_foreign(receiver.receiver, foreign, call)
+                return None
+            inner = receiver.receiver
+            if isinstance(inner, Instance) and inner.delegate is not None:
+                receiver = _Inherited(inner, inner.delegate)
+        if isinstance(receiver, _Inherited):
+            result = self.resolver.call_method(
+                receiver.delegate, name, call, guarded=bool(self.guarded)
+            )
+            if result is receiver.delegate:
+                return receiver.instance
+            if result is not UNRESOLVED:
+                return result
         if isinstance(receiver, ArgParser):
             return self.argparse_method(receiver, name, call)
         if isinstance(receiver, list) and name in ("append", "extend"):
@@ -1115,6 +1169,10 @@ class Evaluator:
             return Opaque(f"{name}()")
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
+        if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
+            return self.get_attribute(first, args[1], node)
+        if name == "super" and len(args) == 2 and isinstance(first, ClassDef):
+            return SuperRef(first, args[1])  # super(Cls, self)
         if name == "super" and not call.args.positional and self.methods:
             return SuperRef(*self.methods[-1])
         if name in (
@@ -1294,6 +1352,15 @@ class Evaluator:
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.record.unknown(subject, reason, self.where(node))
+
+
+@dataclass(eq=False, slots=True)
+class _Inherited:
+    """The receiver of a method a program's class inherits from PyFlink: the
+    instance and the PyFlink object it is."""
+
+    instance: Instance
+    delegate: object
 
 
 #: What ``call_bound`` returns when no class of the program defines the method.

@@ -96,6 +96,11 @@ class Resolver(Protocol):
         the text of the base) is followed (its instances are the library's
         concern, not code the evaluator cannot see)."""
 
+    def subclass_init(self, base: str, call: Call) -> object:
+        """``base.__init__(...)`` run for a program's subclass of ``base``: the
+        library object the instance then is (its inherited methods act on it),
+        or ``UNRESOLVED`` when the instance is no object the library models."""
+
     def attribute(self, owner: object, name: str) -> object:
         """``owner.name`` for a value the evaluator does not model."""
 

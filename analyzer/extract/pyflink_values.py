@@ -49,6 +49,14 @@ class EnvRef:
 
 
 @dataclass(eq=False, slots=True)
+class JavaEnvRef:
+    """``env._j_stream_execution_environment``: the Java environment that a
+    ``StreamExecutionEnvironment`` wraps (what its ``__init__`` takes)."""
+
+    state: EnvState
+
+
+@dataclass(eq=False, slots=True)
 class ConfigValue:
     """A ``pyflink.common.Configuration`` with the keys set so far."""
 

@@ -16,17 +16,28 @@ from __future__ import annotations
 import difflib
 
 from chainlens.analyzer.extract import pyflink_api as api
-from chainlens.analyzer.extract.interface import UNRESOLVED, Call, ProgramStopError
+from chainlens.analyzer.extract.interface import (
+    UNRESOLVED,
+    Args,
+    Call,
+    ProgramStopError,
+)
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
+    JavaEnvRef,
     PyObject,
     Stream,
     TypeInfo,
 )
-from chainlens.analyzer.extract.values import BoundMethod, Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import (
+    BoundMethod,
+    Instance,
+    Opaque,
+    QualifiedRef,
+)
 from chainlens.analyzer.model.enums import OutputType
 
 #: The subject of the unknown for a program that uses the Table API.
@@ -107,6 +118,30 @@ class PyFlinkResolver:
         ``MapFunction``, ``KeyedProcessFunction``, ...) are followed."""
         return base.startswith("pyflink.")
 
+    def subclass_init(self, base: str, call: Call) -> object:
+        """A program's subclass of ``StreamExecutionEnvironment`` is the
+        environment whose Java environment its ``__init__`` is given (PyFlink
+        2.3 ``StreamExecutionEnvironment.__init__(j_stream_execution_environment)``
+        keeps it; every method then acts on it).  On any other Java environment
+        it is a new environment whose jobs are partly known (the unknown is
+        located at this call)."""
+        if not (
+            self.owns_module(base)
+            and base.rsplit(".", 1)[-1] == "StreamExecutionEnvironment"
+        ):
+            return UNRESOLVED
+        given = call.args.get(0, "j_stream_execution_environment")
+        if isinstance(given, JavaEnvRef):
+            return EnvRef(given.state)
+        fresh = api.Call(self.program, Args([], {}), call.where)  # no configuration
+        env = api.new_environment(fresh, self.program)
+        env.state.escape(
+            "StreamExecutionEnvironment.__init__() with a Java environment "
+            "chainlens does not know",
+            call.where,
+        )
+        return env
+
     def call_name(
         self, ref: QualifiedRef, call: Call, *, guarded: bool = False
     ) -> object:
@@ -163,7 +198,9 @@ class PyFlinkResolver:
 
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject):
+        if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":
+            return JavaEnvRef(owner.state)
+        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
@@ -219,6 +256,10 @@ class PyFlinkResolver:
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
             return self.object_method(receiver, name, call)
+        if isinstance(receiver, JavaEnvRef):
+            # the Java environment changed behind PyFlink's back
+            receiver.state.escape(f"{name}() of its Java environment", call.where)
+            return Opaque(f"{name}()")
         return UNRESOLVED
 
     def check_method_exists(
@@ -297,8 +338,10 @@ class PyFlinkResolver:
                 for other in (value.origin, value.other):
                     if other is not None:
                         pending.append(other)
-            elif isinstance(value, EnvRef):
+            elif isinstance(value, EnvRef | JavaEnvRef):
                 value.state.escape(what, call.where)
+            elif isinstance(value, Instance) and value.delegate is not None:
+                pending.append(value.delegate)
             elif isinstance(value, (list, tuple)):
                 pending.extend(value[:100])
             elif isinstance(value, dict):

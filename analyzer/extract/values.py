@@ -101,6 +101,10 @@ class Instance:
 
     cls: ClassDef
     attrs: dict[str, object] = field(default_factory=dict)
+    #: for a subclass of a PyFlink class whose objects chainlens models (an
+    #: environment): that object, which the methods the class does not define
+    #: act on as PyFlink's inherited methods would
+    delegate: object = None
 
 
 @dataclass(eq=False, slots=True)
