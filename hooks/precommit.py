@@ -36,12 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_arguments(parser, default_paths=())
     parser.add_argument(
         "--savepoint",
+        dest="savepoint_gate",
         action="store_true",
         help="the savepoint gate: compare the files with their git base "
         "(pre-commit's from-ref on push, else the merge-base with the default "
         "branch) instead of checking them",
     )
     parser.add_argument("--base", metavar="REF", help="with --savepoint: the base")
+    # `chainlens savepoint`'s comparison with a savepoint's _metadata is not a
+    # hook's business: the gate compares with the git base
+    parser.set_defaults(savepoint=None, allow_non_restored_state=False)
     return parser
 
 
@@ -56,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.paths:
         return 0
     args.command = "check"
-    if args.savepoint:
+    if args.savepoint_gate:
         args.command = "savepoint"
         # on `pre-commit run --hook-stage pre-push`, what is pushed is compared
         # with what the remote had
