@@ -18,6 +18,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     Stream,
     TypeInfo,
 )
+from chainlens.analyzer.extract.state_inventory import from_object, inventory, merged
 from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
@@ -141,6 +142,7 @@ def py_proc(
         api=api,
         hidden=hidden,
         keyed=operator is PKP,
+        state=inventory(call.args.get(0, "func")),
     )
     return Stream("DataStream", env, t.id, output_type)
 
@@ -881,6 +883,7 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
         output_type=out,
         api=f"connect.{api}",
         keyed=keyed,
+        state=inventory(call.args.get(0, "func")),
     )
     return Stream("DataStream", c.env, t.id, out)
 
@@ -905,7 +908,15 @@ def ds_broadcast(call: Call, s: Stream) -> Stream:
     """Mirror ``broadcast()`` and ``broadcast(descriptor)``."""
     part = partition(call, s, Partitioner.BROADCAST, "broadcast")
     if call.args.positional or call.args.keywords:
-        return Stream("BroadcastStream", s.env, part.tid, s.output_type, origin=s)
+        declared = (
+            from_object(d, broadcast=True, where=call.where)
+            for d in call.args.rest(0)
+            if isinstance(d, PyObject)
+        )
+        state = tuple(d for d in declared if d is not None)
+        return Stream(
+            "BroadcastStream", s.env, part.tid, s.output_type, origin=s, state=state
+        )
     return part
 
 
@@ -931,6 +942,7 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         output_type=out,
         api="broadcast.process",
         keyed=keyed,
+        state=merged(bcast.state, inventory(call.args.get(0, "func"))),
     )
     return Stream("DataStream", c.env, t.id, out)
 
