@@ -170,3 +170,39 @@ env.execute("job")
         "MapStateDescriptor",
         True,
     )
+
+
+def test_hover_lists_the_state_of_the_operator() -> None:
+    from chainlens.analyzer import FileFacts
+    from chainlens.server.features.hover import render_hover
+
+    source = (
+        HEADER
+        + """
+class Counter(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(
+            ValueStateDescriptor("count", Types.LONG())
+        )
+
+    def process_element(self, value, ctx):
+        yield value
+"""
+        + PLAIN
+        + JOB
+    )
+    facts = FileFacts(analyze_source("job.py", source))
+    line = source.splitlines().index(
+        'ds.key_by(lambda x: x[0]).process(Counter()).uid("counter")'
+        ".map(Plain()).print()"
+    )
+    column = source.splitlines()[line].index("process(")
+    from chainlens.analyzer import SourcePosition
+
+    text = render_hover(facts.at(SourcePosition(line + 1, column + 1)))
+    assert "- state declared:" in text
+    assert "`count: Value<Types.LONG()>` (line 14)" in text
+    # the fused map's hover shows the state of the operator it is fused into
+    column = source.splitlines()[line].index("map(")
+    text = render_hover(facts.at(SourcePosition(line + 1, column + 1)))
+    assert "- state declared (the fused operator's):" in text
