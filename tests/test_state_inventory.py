@@ -206,3 +206,37 @@ class Counter(KeyedProcessFunction):
     column = source.splitlines()[line].index("map(")
     text = render_hover(facts.at(SourcePosition(line + 1, column + 1)))
     assert "- state declared (the fused operator's):" in text
+
+
+def test_ttl_across_methods_and_a_descriptor_from_elsewhere_is_unknown() -> None:
+    source = (
+        HEADER
+        + """
+from helpers import make_descriptor
+
+class Counter(KeyedProcessFunction):
+    def __init__(self):
+        self.desc = ValueStateDescriptor("count", Types.LONG())
+
+    def open(self, runtime_context):
+        self.desc.enable_time_to_live(
+            StateTtlConfig.new_builder(Time.days(1)).build()
+        )
+        self.count = runtime_context.get_state(self.desc)
+        self.other = runtime_context.get_map_state(make_descriptor())
+
+    def process_element(self, value, ctx):
+        yield value
+"""
+        + PLAIN
+        + JOB
+    )
+    (descriptors,) = _state(source).values()
+    count, other = descriptors
+    assert count.name == "count"
+    assert count.ttl is not None
+    assert count.ttl.duration == "Time.days(1)"
+    # built by code chainlens does not read: the state is there, its name and
+    # type are unknown, and said so
+    assert (other.name, other.kind, other.type) == (None, "MapStateDescriptor", None)
+    assert other.label.startswith("<name unknown>: Map<type unknown>")

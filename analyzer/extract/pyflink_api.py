@@ -29,6 +29,7 @@ from chainlens.analyzer.model.enums import (
 )
 from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import Symbol
 
@@ -920,6 +921,18 @@ def ds_broadcast(call: Call, s: Stream) -> Stream:
     return part
 
 
+def _broadcast_state(
+    bcast: Stream, declared: tuple[StateDescriptor, ...]
+) -> tuple[StateDescriptor, ...]:
+    """The state of a broadcast process operator: Flink knows only the broadcast
+    state passed to ``broadcast()`` (``get_broadcast_state`` of another
+    descriptor fails), so those are its broadcast state; the function's own
+    keyed state beside them."""
+    if not bcast.state:
+        return declared
+    return merged(bcast.state, tuple(d for d in declared if not d.broadcast))
+
+
 def broadcast_process(call: Call, c: Stream) -> Stream:
     """Mirror ``BroadcastConnectedStream.process``: a Python broadcast-state op."""
     regular, bcast = c.origin, c.other
@@ -942,7 +955,7 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         output_type=out,
         api="broadcast.process",
         keyed=keyed,
-        state=merged(bcast.state, inventory(call.args.get(0, "func"))),
+        state=_broadcast_state(bcast, inventory(call.args.get(0, "func"))),
     )
     return Stream("DataStream", c.env, t.id, out)
 

@@ -237,31 +237,72 @@ def from_object(
     )
 
 
+#: getter -> the descriptor kind it takes
+_GETTER_KINDS: dict[str, str] = {
+    "get_state": "ValueStateDescriptor",
+    "get_list_state": "ListStateDescriptor",
+    "get_map_state": "MapStateDescriptor",
+    "get_reducing_state": "ReducingStateDescriptor",
+    "get_aggregating_state": "AggregatingStateDescriptor",
+    "get_broadcast_state": "MapStateDescriptor",
+}
+
+
+def _resolve(
+    node: cst.BaseExpression | None,
+    assigned: dict[str, cst.BaseExpression],
+    fields: dict[str, cst.BaseExpression],
+) -> cst.BaseExpression | None:
+    """Follow names and ``self.x`` to the expression last assigned to them
+    (in the method, else anywhere in the class for ``self.x``)."""
+    for _ in range(8):
+        key = _key(node) if node is not None else None
+        if key is None:
+            return node
+        found = assigned.get(key)
+        if found is None:
+            found = fields.get(key) if key.startswith("self.") else None
+        if found is None:
+            return node
+        node = found
+    return node
+
+
 def inventory(func: object) -> tuple[StateDescriptor, ...]:
     """The descriptors the class of user function ``func`` declares (none when
-    ``func`` is not an instance of one of the program's classes)."""
+    ``func`` is not an instance of one of the program's classes).
+
+    A getter (``get_state(...)``) whose descriptor is neither built in the
+    class nor a module-level descriptor gives a descriptor of its kind with
+    name and type unknown: the state exists, what it is called is not known.
+    """
     if not isinstance(func, Instance):
         return ()
     cls = func.cls
-    found: list[StateDescriptor] = []
+    methods: list[tuple[FunctionDef, _Method]] = []
+    fields: dict[str, cst.BaseExpression] = {}
     for fn in _methods(cls):
         method = _Method()
         fn.node.visit(method)
-        ttl_of: dict[int, StateTtl] = {}
+        methods.append((fn, method))
+        for key, value in method.assigned.items():
+            if key.startswith("self."):
+                fields.setdefault(key, value)
+    ttl_of: dict[int, StateTtl] = {}
+    for _, method in methods:
         for call in method.calls:
-            if _callee(call) != "enable_time_to_live":
-                continue
             func_node = call.func
-            if not isinstance(func_node, cst.Attribute):
+            if _callee(call) != "enable_time_to_live" or not isinstance(
+                func_node, cst.Attribute
+            ):
                 continue
-            owner: cst.BaseExpression | None = func_node.value
-            key = _key(owner) if owner is not None else None
-            if key is not None:
-                owner = method.assigned.get(key)
+            owner = _resolve(func_node.value, method.assigned, fields)
             if isinstance(owner, cst.Call):
                 ttl_of[id(owner)] = _ttl(
                     _argument(call, 0, "ttl_config"), method.assigned
                 )
+    found: list[StateDescriptor] = []
+    for fn, method in methods:
         for call in method.calls:
             name = _callee(call)
             if name in _KINDS:
@@ -271,18 +312,34 @@ def inventory(func: object) -> tuple[StateDescriptor, ...]:
                 found.append(
                     replace(declared, ttl=ttl) if ttl is not None else declared
                 )
-            elif name in _GETTERS:
-                arg = _argument(call, 0, "state_descriptor")
-                if isinstance(arg, cst.Name) and arg.value not in method.assigned:
-                    value = _lookup(fn, arg.value)
-                    if isinstance(value, PyObject):
-                        declared_value = from_object(
-                            value,
-                            broadcast=name == "get_broadcast_state",
-                            where=_where(fn, call),
-                        )
-                        if declared_value is not None:
-                            found.append(declared_value)
+                continue
+            kind = _GETTER_KINDS.get(name or "")
+            if kind is None:
+                continue
+            broadcast = name == "get_broadcast_state"
+            arg = _resolve(
+                _argument(call, 0, "state_descriptor"), method.assigned, fields
+            )
+            if isinstance(arg, cst.Call) and _callee(arg) in _KINDS:
+                continue  # declared where it is built
+            value = _lookup(fn, arg.value) if isinstance(arg, cst.Name) else None
+            declared_value = (
+                from_object(value, broadcast=broadcast, where=_where(fn, call))
+                if isinstance(value, PyObject)
+                else None
+            )
+            found.append(
+                declared_value
+                if declared_value is not None
+                else StateDescriptor(
+                    None,
+                    kind,
+                    None,
+                    ttl=StateTtl(None),
+                    broadcast=broadcast,
+                    range=_where(fn, call),
+                )
+            )
     return tuple(found)
 
 
