@@ -322,10 +322,10 @@ def inventory(func: object) -> tuple[StateDescriptor, ...]:
             )
             if isinstance(arg, cst.Call) and _callee(arg) in _KINDS:
                 continue  # declared where it is built
-            value = _lookup(fn, arg.value) if isinstance(arg, cst.Name) else None
+            bound = _lookup(fn, arg.value) if isinstance(arg, cst.Name) else None
             declared_value = (
-                from_object(value, broadcast=broadcast, where=_where(fn, call))
-                if isinstance(value, PyObject)
+                from_object(bound, broadcast=broadcast, where=_where(fn, call))
+                if isinstance(bound, PyObject)
                 else None
             )
             found.append(
