@@ -143,7 +143,7 @@ def py_proc(
         api=api,
         hidden=hidden,
         keyed=operator is PKP,
-        state=inventory(call.args.get(0, "func")),
+        state=inventory(call.args.get(0, "func"), call.program.method_scans),
     )
     return Stream("DataStream", env, t.id, output_type)
 
@@ -884,7 +884,7 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
         output_type=out,
         api=f"connect.{api}",
         keyed=keyed,
-        state=inventory(call.args.get(0, "func")),
+        state=inventory(call.args.get(0, "func"), call.program.method_scans),
     )
     return Stream("DataStream", c.env, t.id, out)
 
@@ -955,7 +955,9 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         output_type=out,
         api="broadcast.process",
         keyed=keyed,
-        state=_broadcast_state(bcast, inventory(call.args.get(0, "func"))),
+        state=_broadcast_state(
+            bcast, inventory(call.args.get(0, "func"), call.program.method_scans)
+        ),
     )
     return Stream("DataStream", c.env, t.id, out)
 

@@ -268,9 +268,23 @@ def _resolve(
     return node
 
 
-def inventory(func: object) -> tuple[StateDescriptor, ...]:
+def _scan(fn: FunctionDef, scans: dict[int, tuple[object, object]]) -> _Method:
+    """The calls and assignments of method ``fn``, read once per node."""
+    known = scans.get(id(fn.node))
+    if known is not None and known[0] is fn.node and isinstance(known[1], _Method):
+        return known[1]
+    method = _Method()
+    fn.node.visit(method)
+    scans[id(fn.node)] = (fn.node, method)
+    return method
+
+
+def inventory(
+    func: object, scans: dict[int, tuple[object, object]] | None = None
+) -> tuple[StateDescriptor, ...]:
     """The descriptors the class of user function ``func`` declares (none when
-    ``func`` is not an instance of one of the program's classes).
+    ``func`` is not an instance of one of the program's classes); ``scans``
+    keeps what was read of each method between calls.
 
     A getter (``get_state(...)``) whose descriptor is neither built in the
     class nor a module-level descriptor gives a descriptor of its kind with
@@ -282,8 +296,7 @@ def inventory(func: object) -> tuple[StateDescriptor, ...]:
     methods: list[tuple[FunctionDef, _Method]] = []
     fields: dict[str, cst.BaseExpression] = {}
     for fn in _methods(cls):
-        method = _Method()
-        fn.node.visit(method)
+        method = _scan(fn, scans if scans is not None else {})
         methods.append((fn, method))
         for key, value in method.assigned.items():
             if key.startswith("self."):
