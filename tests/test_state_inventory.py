@@ -220,7 +220,10 @@ class Counter(KeyedProcessFunction):
 
     def open(self, runtime_context):
         self.desc.enable_time_to_live(
-            StateTtlConfig.new_builder(Time.days(1)).build()
+            StateTtlConfig.new_builder(Time.days(1))
+            .set_ttl(Time.days(2))
+            .update_ttl_on_read_and_write()
+            .build()
         )
         self.count = runtime_context.get_state(self.desc)
         self.other = runtime_context.get_map_state(make_descriptor())
@@ -235,7 +238,9 @@ class Counter(KeyedProcessFunction):
     count, other = descriptors
     assert count.name == "count"
     assert count.ttl is not None
-    assert count.ttl.duration == "Time.days(1)"
+    # the last set_ttl wins, as in PyFlink's builder; the shortcut's update type
+    assert count.ttl.duration == "Time.days(2)"
+    assert count.ttl.update_type == "StateTtlConfig.UpdateType.OnReadAndWrite"
     # built by code chainlens does not read: the state is there, its name and
     # type are unknown, and said so
     assert (other.name, other.kind, other.type) == (None, "MapStateDescriptor", None)

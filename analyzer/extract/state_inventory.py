@@ -146,10 +146,23 @@ def _text(
     return None
 
 
+#: the builder's shortcuts for an update type (``StateTtlConfig.Builder``)
+_UPDATE_SHORTCUTS: dict[str, str] = {
+    "update_ttl_on_create_and_write": "StateTtlConfig.UpdateType.OnCreateAndWrite",
+    "update_ttl_on_read_and_write": "StateTtlConfig.UpdateType.OnReadAndWrite",
+}
+
+
 def _ttl(
     node: cst.BaseExpression | None, assigned: dict[str, cst.BaseExpression]
 ) -> StateTtl:
-    """``StateTtlConfig.new_builder(ttl)...build()``: its duration and update type."""
+    """``StateTtlConfig.new_builder(ttl)...build()``: its duration and update type.
+
+    The chain is read from its last call back to ``new_builder``: the last
+    ``set_ttl``/``set_update_type`` (or shortcut) wins, as in PyFlink's builder.
+    A chain that does not reach ``new_builder`` in one expression (a builder
+    kept in a variable and changed by other statements) gives an unknown TTL.
+    """
     seen = 0
     while isinstance(node, cst.Name | cst.Attribute) and seen < 8:
         key = _key(node)
@@ -158,17 +171,21 @@ def _ttl(
     duration: str | None = None
     update: str | None = None
     while isinstance(node, cst.Call):
-        name = _callee(node)
-        if name == "new_builder":
+        name = _callee(node) or ""
+        if name in ("new_builder", "set_ttl"):
             arg = _argument(node, 0, "ttl")
-            duration = _code(arg) if arg is not None else None
-            break
-        if name == "set_update_type" and update is None:
+            if duration is None:
+                duration = _code(arg) if arg is not None else None
+            if name == "new_builder":
+                return StateTtl(duration, update)
+        elif name == "set_update_type" and update is None:
             arg = _argument(node, 0, "update_type")
             update = _code(arg) if arg is not None else None
+        elif name in _UPDATE_SHORTCUTS and update is None:
+            update = _UPDATE_SHORTCUTS[name]
         func = node.func
         node = func.value if isinstance(func, cst.Attribute) else None
-    return StateTtl(duration, update)
+    return StateTtl(None)
 
 
 def _where(fn: FunctionDef, node: cst.CSTNode) -> SourceRange | None:
