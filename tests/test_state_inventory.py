@@ -245,3 +245,38 @@ class Counter(KeyedProcessFunction):
     # type are unknown, and said so
     assert (other.name, other.kind, other.type) == (None, "MapStateDescriptor", None)
     assert other.label.startswith("<name unknown>: Map<type unknown>")
+
+
+def test_cl204_compares_names_kinds_and_types_it_knows() -> None:
+    from chainlens.analyzer.model.state import StateDescriptor as D
+    from chainlens.analyzer.rules.cl204_state_descriptor_changed import _changes
+
+    def changes(old: tuple[D, ...], new: tuple[D, ...]) -> list[str]:
+        return [m for _, m in _changes(old, new, "op", "the base")]
+
+    value = D("count", "ValueStateDescriptor", "Types.LONG()")
+    # the same type written at module level (known by its name) or with spaces
+    assert changes((value,), (D("count", "ValueStateDescriptor", "LONG"),)) == []
+    assert (
+        changes((value,), (D("count", "ValueStateDescriptor", "Types.LONG( )"),)) == []
+    )
+    (kind,) = changes((value,), (D("count", "ListStateDescriptor", "Types.LONG()"),))
+    assert "now a List state" in kind
+    (typed,) = changes((value,), (D("count", "ValueStateDescriptor", "Types.INT()"),))
+    assert "now Types.INT(), but the base saved it as Types.LONG()" in typed
+    (renamed,) = changes(
+        (value, D("seen", "ListStateDescriptor", "Types.STRING()")),
+        (
+            D("total", "ValueStateDescriptor", "Types.LONG()"),
+            D("seen", "ListStateDescriptor", "Types.STRING()"),
+        ),
+    )
+    assert "'count' of op is renamed to 'total'" in renamed
+    # a removed state with no new one of its kind is not a rename
+    assert (
+        changes((value,), (D("seen", "ListStateDescriptor", "Types.STRING()"),)) == []
+    )
+    # an unknown name on either side: which state is which is not known
+    assert changes((value,), (D(None, "ValueStateDescriptor", "Types.LONG()"),)) == []
+    # an unknown type is not compared
+    assert changes((value,), (D("count", "ValueStateDescriptor", None),)) == []
