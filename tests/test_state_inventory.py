@@ -278,5 +278,8 @@ def test_cl204_compares_names_kinds_and_types_it_knows() -> None:
     )
     # an unknown name on either side: which state is which is not known
     assert changes((value,), (D(None, "ValueStateDescriptor", "Types.LONG()"),)) == []
+    # a module-level descriptor's type is known by its Types name only
+    row = D("count", "ValueStateDescriptor", "Types.ROW([Types.INT()])")
+    assert changes((row,), (D("count", "ValueStateDescriptor", "ROW"),)) == []
     # an unknown type is not compared
     assert changes((value,), (D("count", "ValueStateDescriptor", None),)) == []

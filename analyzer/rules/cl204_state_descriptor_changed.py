@@ -41,6 +41,14 @@ def normal_type(text: str) -> str:
     return ",".join(parts)
 
 
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _bare(normal: str) -> bool:
+    """Tell whether a normalised type is Types names only (``STRING,LONG``)."""
+    return all(_NAME.match(part) for part in normal.split(","))
+
+
 def _kind(descriptor: StateDescriptor) -> str:
     return descriptor.kind.removesuffix("StateDescriptor")
 
@@ -208,7 +216,12 @@ def _changes(
             continue
         if before.type is None or after.type is None:
             continue
-        if normal_type(before.type) != normal_type(after.type):
+        old_type, new_type = normal_type(before.type), normal_type(after.type)
+        if _bare(old_type) != _bare(new_type):
+            # one known only by its Types name (a module-level descriptor), the
+            # other written with arguments: not comparable as text
+            continue
+        if old_type != new_type:
             yield (
                 after,
                 f"The declared type of the state '{after.name}' of {where} is now "
