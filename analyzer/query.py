@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
 from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol, Text
 
@@ -62,6 +63,9 @@ class OperatorFact:
     uncertain: bool
     inputs: tuple[EdgeFact, ...]
     outputs: tuple[EdgeFact, ...]
+    #: the state the operator's user functions declare (a fused operator: all
+    #: its members'; Flink keeps it under the one operator ID)
+    state: tuple[StateDescriptor, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +187,7 @@ def _node_facts(
             uncertain=node.id in jg.uncertain_nodes,
             inputs=inputs,
             outputs=outputs,
+            state=node.state,
         )
 
     if len(node.members) > 1:

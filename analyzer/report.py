@@ -125,6 +125,10 @@ def _vertex_lines(
             f"    {_where(path, node.range)}: {_value(op.name)} — operator id "
             f"{op.operator_id}{mark}, {uid}"
         )
+        for descriptor in node.state:
+            lines.append(
+                f"      state {_where(path, descriptor.range)}: {descriptor.label}"
+            )
         for member in node.members[1:] if len(node.members) > 1 else ():
             dropped = []
             if member.dropped_uid:

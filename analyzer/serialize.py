@@ -52,6 +52,7 @@ def _operator_to_json(op: ChainedOperator) -> JsonObject:
         "uid": value_to_json(op.uid),
         "chain_index": op.chain_index,
         "chained_outputs_to": list(op.chained_outputs_to),
+        "state": [d.to_json() for d in op.state],
     }
     if op.range is not None:
         result["range"] = range_to_json(op.range)
@@ -157,6 +158,7 @@ def _node_to_json(node: StreamNode, operator_id: str | None) -> JsonObject:
         "is_sink": node.is_sink,
         "keyed": node.keyed,
         "range": range_to_json(node.range),
+        "state": [d.to_json() for d in node.state],
     }
     if operator_id is not None:
         result["operator_id"] = operator_id

@@ -12,6 +12,7 @@ process pool of the benchmark.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -324,6 +325,11 @@ def _job_rows(
                     state is not None,
                     state.what if state is not None else None,
                     _text(vertex.name),
+                    json.dumps(
+                        [d.to_json() for d in op.state],
+                        sort_keys=True,
+                        ensure_ascii=False,
+                    ),
                 )
             )
     breaks = {b.edge: b for b in jg.chain_breaks}

@@ -95,6 +95,11 @@ SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("stateful", "boolean"),
         ("state", "string"),
         ("task", "string"),
+        # the state descriptors its user functions declare, as a JSON list of
+        # {name, kind, type, ttl: {duration, update_type}, broadcast, range}
+        # as `graph --format json` gives them (null: not known statically);
+        # "[]" when none is declared
+        ("state_descriptors", "string"),
     ),
     "edges": (
         ("repo", "string"),

@@ -419,7 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
         "program at a git revision (--base; default: the merge-base with the "
         "default branch), or with a real savepoint (--savepoint), and report each "
         "stateful operator whose state could not be restored (CL201), new stateful "
-        "operators (CL202) and max parallelism conflicts Flink refuses (CL203).",
+        "operators (CL202), max parallelism conflicts Flink refuses (CL203) and, "
+        "against a git revision, state descriptors renamed or retyped (CL204).",
     )
     add_check_arguments(savepoint, default_paths=["."])
     savepoint.add_argument(

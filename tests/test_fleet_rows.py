@@ -342,3 +342,56 @@ def test_a_job_through_the_table_api_is_unknown_not_rejected() -> None:
     assert (row["tasks"], row["operators"], row["shuffles"]) == (None, None, None)
     assert row["unknowns"] >= 1
     assert "job graph" in row["unknown_subjects"]
+
+
+def test_operators_list_the_state_descriptors_they_declare() -> None:
+    source = b"""\
+from pyflink.common import Time, Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import KeyedProcessFunction
+from pyflink.datastream.state import StateTtlConfig, ValueStateDescriptor
+
+
+class Counter(KeyedProcessFunction):
+    def open(self, runtime_context):
+        desc = ValueStateDescriptor("count", Types.LONG())
+        desc.enable_time_to_live(StateTtlConfig.new_builder(Time.minutes(5)).build())
+        self.count = runtime_context.get_state(desc)
+
+    def process_element(self, value, ctx):
+        yield value
+
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([(1, 2)]).key_by(lambda x: x[0]).process(Counter()).print()
+env.execute("job")
+"""
+    rows = scan_file("repo", "job.py", source)
+    operators = _named("operators", rows.operators)
+    declared = {
+        o["name"]: json.loads(str(o["state_descriptors"]))
+        for o in operators
+        if o["state_descriptors"] != "[]"
+    }
+    assert declared == {
+        # print() adds a Python map PyFlink fuses into the keyed process
+        "KEYED PROCESS, Map": [
+            {
+                "name": "count",
+                "kind": "ValueStateDescriptor",
+                "type": "Types.LONG()",
+                "ttl": {"duration": "Time.minutes(5)", "update_type": None},
+                "broadcast": False,
+                "range": {
+                    "start_line": 9,
+                    "start_column": 15,
+                    "end_line": 9,
+                    "end_column": 58,
+                },
+            }
+        ]
+    }
+    # every other operator declares none: an empty list, not null
+    assert all(
+        isinstance(json.loads(str(o["state_descriptors"])), list) for o in operators
+    )

@@ -1081,3 +1081,39 @@ async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
 
     (found, *_) = await asyncio.wait_for(cl101(), 30)
     assert "helpers.py:6:10]" in found.message
+
+
+STATEFUL = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
+
+
+class Count(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(
+            ValueStateDescriptor("count", Types.LONG())
+        )
+
+    def process_element(self, value, ctx):
+        yield value
+
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([("a", 1)]).key_by(lambda c: c[0]).process(Count()).print()
+env.execute("count")
+"""
+
+
+async def test_hover_lists_the_state_an_operator_declares(lsp: Session) -> None:
+    uri = lsp.open("stateful.py", STATEFUL)
+    await lsp.diagnostics(uri)
+    at = position_of(STATEFUL, "process(", lsp.encoding)
+    hover = await lsp.hover(
+        uri, types.Position(line=at.line, character=at.character + 2)
+    )
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    assert "- state declared" in hover.contents.value
+    assert "`count: Value<Types.LONG()>` (line 10)" in hover.contents.value

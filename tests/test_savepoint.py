@@ -247,3 +247,81 @@ def test_a_change_in_a_helper_module_is_compared_in_the_programs_that_follow_it(
     assert finding["path"] == "jobs/main.py"
     assert "renamed from 'totals' to 'totals-v2'" in finding["message"]
     assert "jobs/steps.py:6:" in finding["message"]
+
+
+STATEFUL = """\
+from pyflink.common import Time, Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import KeyedProcessFunction
+from pyflink.datastream.state import (
+    ListStateDescriptor, StateTtlConfig, ValueStateDescriptor,
+)
+
+
+class Count(KeyedProcessFunction):
+    def open(self, runtime_context):
+        desc = ValueStateDescriptor("count", Types.LONG())
+        desc.enable_time_to_live(StateTtlConfig.new_builder(Time.hours(1)).build())
+        self.count = runtime_context.get_state(desc)
+        self.seen = runtime_context.get_list_state(
+            ListStateDescriptor("seen", Types.STRING())
+        )
+
+    def process_element(self, value, ctx):
+        yield value
+
+
+env = StreamExecutionEnvironment.get_execution_environment()
+clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+clicks.key_by(lambda c: c[0]).process(Count()).uid("count").print()
+env.execute("count")
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "wanted"),
+    [
+        (
+            ('ValueStateDescriptor("count"', 'ValueStateDescriptor("clicks"'),
+            "The state 'count' of 'KEYED PROCESS",
+        ),
+        (
+            (
+                'ListStateDescriptor("seen", Types.STRING())',
+                'ListStateDescriptor("seen", Types.LONG())',
+            ),
+            "The declared type of the state 'seen'",
+        ),
+    ],
+)
+def test_a_renamed_or_retyped_state_descriptor_is_an_error(
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: tuple[str, str],
+    wanted: str,
+) -> None:
+    _git(repo, "checkout", "-q", "main")
+    path = repo / "jobs" / "count.py"
+    path.write_text(STATEFUL, encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "stateful")
+    _git(repo, "checkout", "-qB", "change")
+    # a changed TTL, a comment and spacing in a type keep the state restorable
+    path.write_text(
+        STATEFUL.replace("Time.hours(1)", "Time.hours(2)").replace(
+            "Types.STRING())", "Types.STRING( ))  # seen ids"
+        ),
+        encoding="utf-8",
+    )
+    code, doc, _ = _run(capsys)
+    assert code == 0
+    assert [f["code"] for f in doc["findings"]] == []
+    path.write_text(STATEFUL.replace(*change), encoding="utf-8")
+    code, doc, _ = _run(capsys)
+    assert code == 1
+    (finding,) = doc["findings"]
+    assert finding["code"] == "CL204"
+    assert wanted in finding["message"]
+    assert "job 'count'" in finding["message"]
+    line = STATEFUL.replace(*change).splitlines()[finding["range"]["start_line"] - 1]
+    assert change[1] in line

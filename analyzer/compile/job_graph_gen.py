@@ -735,6 +735,7 @@ class _JobGraphBuilder:
             chain_index=self.chain_index[node_id],
             chained_outputs_to=tuple(self.chained_outputs.get(node_id, [])),
             range=node.range,
+            state=node.state,
         )
 
     def job_vertex(self, vertex: _Vertex, ssg_index: int) -> JobVertex:

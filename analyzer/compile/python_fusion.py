@@ -243,6 +243,7 @@ def _create_chained_transformation(
         hidden=up.hidden and t.hidden,
         members=members_of(up) + dropped,
         range=up.range,
+        state=up.state + t.state,
     )
     return ws.put(fused)
 

@@ -202,6 +202,7 @@ class _Builder:
             hidden=t.hidden,
             members=t.members,
             range=t.range,
+            state=t.state,
         )
         self.nodes[t.id] = node
         two_input = len(t.inputs) > 1

@@ -83,6 +83,9 @@ class Program:
     default_parallelism: int | None = None
     #: the Flink line whose PyFlink API the program is checked against
     flink_version: str = NEWEST
+    #: the calls and assignments found in each user function method, by the id
+    #: of its node (kept with the node): read once however often it is used
+    method_scans: dict[int, tuple[object, object]] = field(default_factory=dict)
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""

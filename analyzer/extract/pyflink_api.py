@@ -18,6 +18,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     Stream,
     TypeInfo,
 )
+from chainlens.analyzer.extract.state_inventory import from_object, inventory, merged
 from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
@@ -28,6 +29,7 @@ from chainlens.analyzer.model.enums import (
 )
 from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import Symbol
 
@@ -141,6 +143,7 @@ def py_proc(
         api=api,
         hidden=hidden,
         keyed=operator is PKP,
+        state=inventory(call.args.get(0, "func"), call.program.method_scans),
     )
     return Stream("DataStream", env, t.id, output_type)
 
@@ -881,6 +884,7 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
         output_type=out,
         api=f"connect.{api}",
         keyed=keyed,
+        state=inventory(call.args.get(0, "func"), call.program.method_scans),
     )
     return Stream("DataStream", c.env, t.id, out)
 
@@ -905,8 +909,28 @@ def ds_broadcast(call: Call, s: Stream) -> Stream:
     """Mirror ``broadcast()`` and ``broadcast(descriptor)``."""
     part = partition(call, s, Partitioner.BROADCAST, "broadcast")
     if call.args.positional or call.args.keywords:
-        return Stream("BroadcastStream", s.env, part.tid, s.output_type, origin=s)
+        declared = (
+            from_object(d, broadcast=True, where=call.where)
+            for d in call.args.rest(0)
+            if isinstance(d, PyObject)
+        )
+        state = tuple(d for d in declared if d is not None)
+        return Stream(
+            "BroadcastStream", s.env, part.tid, s.output_type, origin=s, state=state
+        )
     return part
+
+
+def _broadcast_state(
+    bcast: Stream, declared: tuple[StateDescriptor, ...]
+) -> tuple[StateDescriptor, ...]:
+    """The state of a broadcast process operator: Flink knows only the broadcast
+    state passed to ``broadcast()`` (``get_broadcast_state`` of another
+    descriptor fails), so those are its broadcast state; the function's own
+    keyed state beside them."""
+    if not bcast.state:
+        return declared
+    return merged(bcast.state, tuple(d for d in declared if not d.broadcast))
 
 
 def broadcast_process(call: Call, c: Stream) -> Stream:
@@ -931,6 +955,9 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         output_type=out,
         api="broadcast.process",
         keyed=keyed,
+        state=_broadcast_state(
+            bcast, inventory(call.args.get(0, "func"), call.program.method_scans)
+        ),
     )
     return Stream("DataStream", c.env, t.id, out)
 

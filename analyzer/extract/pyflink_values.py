@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from chainlens.analyzer.model.enums import OutputType
+from chainlens.analyzer.model.state import StateDescriptor
 
 if TYPE_CHECKING:
     from chainlens.analyzer.extract.program import EnvState
@@ -81,3 +82,5 @@ class Stream:
     other: Stream | None = None  # ConnectedStreams / BroadcastConnected: 2nd input
     assigner: str = ""  # WindowedStream: assigner class name
     assigner_text: str = ""
+    #: BroadcastStream: the descriptors passed to ``broadcast()``
+    state: tuple[StateDescriptor, ...] = ()

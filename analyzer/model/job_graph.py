@@ -16,6 +16,7 @@ from chainlens.analyzer.model.enums import (
     ResultPartitionType,
 )
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamEdge
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
 
@@ -71,6 +72,8 @@ class ChainedOperator:
     chain_index: int
     chained_outputs_to: tuple[int, ...] = ()
     range: SourceRange | None = None
+    #: the state its user functions declare (see ``model/state.py``)
+    state: tuple[StateDescriptor, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

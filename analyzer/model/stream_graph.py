@@ -18,6 +18,7 @@ from chainlens.analyzer.model.enums import (
     Partitioner,
 )
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text
 
 
@@ -60,6 +61,8 @@ class StreamNode:
     hidden: bool = False
     members: tuple[FusedMember, ...] = ()
     range: SourceRange | None = None
+    #: the state its user functions declare (see ``model/state.py``)
+    state: tuple[StateDescriptor, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

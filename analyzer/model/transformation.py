@@ -20,6 +20,7 @@ from chainlens.analyzer.model.enums import (
     RuntimeMode,
 )
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import FusedMember
 from chainlens.analyzer.model.values import (
     DEFAULT_PARALLELISM,
@@ -84,6 +85,8 @@ class Transformation:
     hidden: bool = False
     members: tuple[FusedMember, ...] = ()
     range: SourceRange | None = None
+    #: the state its user function declares (a fused operator: its members')
+    state: tuple[StateDescriptor, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,9 @@ from chainlens.analyzer.rules.cl202_new_state import NewState
 from chainlens.analyzer.rules.cl203_max_parallelism_changed import (
     MaxParallelismChanged,
 )
+from chainlens.analyzer.rules.cl204_state_descriptor_changed import (
+    StateDescriptorChanged,
+)
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
 from chainlens.analyzer.suppression import filter_suppressed
 
@@ -72,6 +75,7 @@ ALL_RULES: tuple[Rule, ...] = (
     StateNotRestored(),
     NewState(),
     MaxParallelismChanged(),
+    StateDescriptorChanged(),
     UnusedSuppression(),
 )
 

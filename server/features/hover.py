@@ -83,6 +83,19 @@ def render_fact(fact: OperatorFact) -> list[str]:
         )
     if fact.uncertain:
         lines.append("- depends on a value chainlens cannot know (see the unknowns)")
+    if fact.state:
+        lines.append(
+            "- state declared"
+            + (" (the fused operator's)" if fact.fused_into is not None else "")
+            + ":"
+        )
+        for descriptor in fact.state:
+            where = (
+                f" (line {descriptor.range.start.line})"
+                if descriptor.range is not None and descriptor.range.path is None
+                else ""
+            )
+            lines.append(f"  - {code(descriptor.label)}{where}")
     lines.extend(_edge("from", e) for e in fact.inputs)
     lines.extend(_edge("to", e) for e in fact.outputs)
     return lines

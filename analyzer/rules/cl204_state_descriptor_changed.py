@@ -1,0 +1,242 @@
+"""CL204 state-descriptor-changed: a state's name or declared type moved under
+an operator ID that still restores."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import ClassVar
+
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.result import CompiledJob
+from chainlens.analyzer.model.state import StateDescriptor
+from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.baseline import pair_jobs, restore_id
+from chainlens.analyzer.rules.operators import display_name, keeps_savepoints
+
+_TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
+
+
+def _declared(node: StreamNode) -> tuple[StateDescriptor, ...]:
+    return node.state
+
+
+def _with_state(job: CompiledJob) -> Iterator[StreamNode]:
+    if job.stream_graph is None or not keeps_savepoints(job):
+        return
+    for node in job.stream_graph.nodes:
+        if node.state:
+            yield node
+
+
+def normal_type(text: str) -> str:
+    """A declared type compared without spacing; ``Types.LONG()`` as the
+    ``LONG`` a descriptor built at module level is known by."""
+    compact = "".join(text.split())
+    parts = []
+    for part in compact.split(","):
+        match = _TYPES_CALL.match(part)
+        parts.append(match[1] if match else part)
+    return ",".join(parts)
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _bare(normal: str) -> bool:
+    """Tell whether a normalised type is Types names only (``STRING,LONG``)."""
+    return all(_NAME.match(part) for part in normal.split(","))
+
+
+def _kind(descriptor: StateDescriptor) -> str:
+    return descriptor.kind.removesuffix("StateDescriptor")
+
+
+class StateDescriptorChanged:
+    """## What it does
+    Compares the program with an earlier version of it (`chainlens savepoint
+    --base REF`) and, for each operator whose state still maps by operator ID,
+    compares the state descriptors its functions declare (chainlens reads them
+    from the source: `ValueStateDescriptor("count", Types.LONG())` in `open()`
+    or elsewhere in the class, at module level, or passed to `broadcast()`). It
+    reports a descriptor renamed (one name gone and another of the same kind
+    new) and a descriptor whose declared type or kind changed under the same
+    name.
+
+    ## Why is this bad?
+    Flink restores an operator's state by its operator ID, then each state by
+    its descriptor name. A renamed descriptor restores nothing and raises no
+    error: the old name's state is still in the savepoint but nothing reads it
+    (it is dropped at the next savepoint), and the new name starts empty. A
+    changed type reads the saved bytes with another serializer: the restore
+    fails (`StateMigrationException`, incompatible serializer) or, for pickled
+    Python values, the job misreads them at run time. Names or types
+    chainlens cannot know statically are not compared.
+
+    ## Example
+    At the base:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.datastream.functions import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(
+                ValueStateDescriptor("count", Types.LONG())
+            )
+
+        def process_element(self, value, ctx):
+            yield value
+
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).process(Count()).uid("count").print()
+    env.execute("count")
+    ```
+
+    Now:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.datastream.functions import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(
+                ValueStateDescriptor("clicks", Types.LONG())
+            )
+
+        def process_element(self, value, ctx):
+            yield value
+
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).process(Count()).uid("count").print()
+    env.execute("count")
+    ```
+
+    Use instead:
+    ```python
+    from pyflink.common import Types
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.datastream.functions import KeyedProcessFunction
+    from pyflink.datastream.state import ValueStateDescriptor
+
+
+    class Count(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(
+                ValueStateDescriptor("count", Types.LONG())
+            )
+
+        def process_element(self, value, ctx):
+            yield value
+
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    clicks = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+    clicks.key_by(lambda c: c[0]).process(Count()).uid("count").print()
+    env.execute("count")
+    ```
+
+    Keep the name and type the state was saved with (rename the Python
+    attribute, not the descriptor); to start the state over on purpose, say so
+    with `# chainlens: ignore[CL204] -- counts restart from zero`.
+    """
+
+    code: ClassVar[RuleCode] = RuleCode("CL204", "state-descriptor-changed")
+    severity: ClassVar[Severity] = Severity.ERROR
+    enabled_by_default: ClassVar[bool] = True
+    fixable: ClassVar[bool] = False
+    #: compares the program with an earlier version (chainlens savepoint)
+    needs_baseline: ClassVar[bool] = True
+
+    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
+        """Report renamed descriptors and changed declared types of operators
+        whose state still maps by ID."""
+        baseline = context.baseline
+        if baseline is None:
+            return
+        for pair in pair_jobs(baseline.result, context.result):
+            by_id: dict[str, StreamNode] = {}
+            for node in _with_state(pair.new):
+                ident = restore_id(pair.new, node)
+                if ident is not None:
+                    by_id[ident] = node
+            for old_node in _with_state(pair.base):
+                ident = restore_id(pair.base, old_node)
+                new_node = by_id.get(ident) if ident is not None else None
+                if new_node is None:
+                    continue  # CL201 reports an ID that is gone
+                where = f"{display_name(new_node)} ({pair.how}, ID {ident})"
+                for descriptor, message in _changes(
+                    _declared(old_node), _declared(new_node), where, baseline.label
+                ):
+                    yield context.report(
+                        self,
+                        message,
+                        descriptor.range or new_node.range,
+                        job_index=pair.new.spec.index,
+                    )
+
+
+def _changes(
+    old: tuple[StateDescriptor, ...],
+    new: tuple[StateDescriptor, ...],
+    where: str,
+    label: str,
+) -> Iterator[tuple[StateDescriptor, str]]:
+    """The renamed and retyped descriptors of one operator, each with its message."""
+    if any(d.name is None for d in (*old, *new)):
+        # a name not known statically: which state is which cannot be said
+        return
+    new_by_name = {d.name: d for d in new}
+    old_names = {d.name for d in old}
+    gone = [d for d in old if d.name not in new_by_name]
+    added = [d for d in new if d.name not in old_names]
+    for before in old:
+        after = new_by_name.get(before.name)
+        if after is None:
+            continue
+        if _kind(before) != _kind(after):
+            yield (
+                after,
+                f"The state '{after.name}' of {where} is now a {_kind(after)} "
+                f"state, but {label} saved it as a {_kind(before)} state: Flink "
+                "refuses to restore it under another kind",
+            )
+            continue
+        if before.type is None or after.type is None:
+            continue
+        old_type, new_type = normal_type(before.type), normal_type(after.type)
+        if _bare(old_type) != _bare(new_type):
+            # one known only by its Types name (a module-level descriptor), the
+            # other written with arguments: not comparable as text
+            continue
+        if old_type != new_type:
+            yield (
+                after,
+                f"The declared type of the state '{after.name}' of {where} is now "
+                f"{after.type}, but {label} saved it as {before.type}: the restore "
+                "fails (incompatible serializer) or the saved values are misread",
+            )
+    for before in gone:
+        same_kind = [d for d in added if _kind(d) == _kind(before)]
+        if not same_kind:
+            continue
+        after = same_kind[0]
+        added.remove(after)
+        yield (
+            after,
+            f"The state '{before.name}' of {where} is renamed to '{after.name}': "
+            f"Flink restores by name, so what {label} saved under '{before.name}' "
+            f"is silently unreachable and '{after.name}' starts empty",
+        )
