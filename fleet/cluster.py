@@ -421,19 +421,23 @@ def _connect(options: ScanOptions) -> Cluster:
 
 
 def package_zip(directory: Path) -> Path:
-    """Zip the installed chainlens package (pure Python) for the executors.
+    """Zip the installed chainlens package (pure Python) for the executors,
+    with ``packaging`` (pure Python too, which the analysis reads versions
+    with): executors need only the compiled libcst and mmh3 installed.
 
     The zip has an entry for each folder: ``chainlens`` is a namespace package
     (no ``__init__.py``), which Python's zip importer finds only by its folder
     entry.
     """
+    import packaging
+
     import chainlens.analyzer
     import chainlens.fleet
 
     target = directory / "chainlens-package.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         folders: set[str] = set()
-        for package in (chainlens.analyzer, chainlens.fleet):
+        for package in (chainlens.analyzer, chainlens.fleet, packaging):
             assert package.__file__ is not None  # regular packages, not namespaces
             base = Path(package.__file__).resolve().parent
             name = package.__name__.replace(".", "/")
