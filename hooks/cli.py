@@ -671,6 +671,15 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         Path(args.output_file).write_text(report, encoding="utf-8")
     else:
         out.write(report)
+    return _exit_status(args, findings)
+
+
+#: What ``chainlens savepoint`` reports unless --select says otherwise.
+SAVEPOINT_RULES: Final = ("CL000", "CL2")
+
+
+def _exit_status(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
+    """0, or 1 when a finding is at ``--fail-on`` severity or worse."""
     if args.exit_zero:
         return 0
     threshold = _SEVERITY_RANK[Severity(args.fail_on)]
@@ -678,8 +687,14 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 1 if failing else 0
 
 
-#: What ``chainlens savepoint`` reports unless --select says otherwise.
-SAVEPOINT_RULES: Final = ("CL000", "CL2")
+def _write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
+    """The report to ``-o FILE`` (checked: never onto what it must not
+    overwrite) or to ``out``."""
+    if args.output_file:
+        check_output_file(args.output_file, [])
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
 
 
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -756,16 +771,8 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         report = heading + "\n" + report
     else:
         print(heading, file=sys.stderr)
-    if args.output_file:
-        check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
-    else:
-        out.write(report)
-    if args.exit_zero:
-        return 0
-    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
-    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
-    return 1 if failing else 0
+    _write_report(args, out, report)
+    return _exit_status(args, findings)
 
 
 def _savepoint_upgrade(
@@ -804,16 +811,8 @@ def _savepoint_upgrade(
             document["upgrade"]["state"] = note
             report = json.dumps(document, indent=2) + "\n"
         print(f"chainlens: warning: {note}", file=sys.stderr)
-    if args.output_file:
-        check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
-    else:
-        out.write(report)
-    if args.exit_zero:
-        return 0
-    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
-    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
-    return 1 if failing else 0
+    _write_report(args, out, report)
+    return _exit_status(args, findings)
 
 
 def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
@@ -901,16 +900,8 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         report = "\n".join(lines) + "\n" + report
     else:
         print("\n".join(lines), file=sys.stderr)
-    if args.output_file:
-        check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
-    else:
-        out.write(report)
-    if args.exit_zero:
-        return 0
-    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
-    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
-    return 1 if failing else 0
+    _write_report(args, out, report)
+    return _exit_status(args, findings)
 
 
 #: How the heading says the verdict.
@@ -994,11 +985,7 @@ def _check_stdin(
         sys.stderr.write(report)
     else:
         out.write(report)
-    if args.exit_zero:
-        return 0
-    threshold = _SEVERITY_RANK[Severity(args.fail_on)]
-    failing = any(_SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
-    return 1 if failing else 0
+    return _exit_status(args, findings)
 
 
 def _report_diff(
