@@ -119,11 +119,7 @@ def compare_with_base(
         if before is None:
             new.append(rel)
             continue
-        config = resolver.config_for(path)
-        old_config = config
-        if upgrade is not None:
-            old_config = replace(config, flink_version=FlinkVersion(upgrade[0], "flag"))
-            config = replace(config, flink_version=FlinkVersion(upgrade[1], "flag"))
+        old_config, config = _on_lines(resolver.config_for(path), upgrade)
         current = None  # the work tree's analysis, when already made
         if before == data and upgrade is None:
             current = _follows_changed(path, data, config, root, changed_modules)
@@ -180,9 +176,7 @@ def compare_upgrade(
             continue
         if not is_pyflink_source(data):
             continue
-        config = resolver.config_for(path)
-        old_config = replace(config, flink_version=FlinkVersion(before, "flag"))
-        config = replace(config, flink_version=FlinkVersion(after, "flag"))
+        old_config, config = _on_lines(resolver.config_for(path), (before, after))
         if select is not None:
             config = replace(config, select=tuple(select), extend_select=())
         shown = display_path(path, here)
@@ -193,6 +187,17 @@ def compare_upgrade(
             )
         )
     return tuple(checked)
+
+
+def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, Config]:
+    """The base's settings and the work tree's: the same, or on Flink lines A
+    and B of an upgrade."""
+    if upgrade is None:
+        return config, config
+    before, after = (
+        replace(config, flink_version=FlinkVersion(line, "flag")) for line in upgrade
+    )
+    return before, after
 
 
 def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
