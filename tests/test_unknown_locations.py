@@ -150,3 +150,20 @@ def test_a_guarded_import_or_call_of_a_removed_api_is_not_a_failure() -> None:
     result = analyze_source("compat.py", program)
     assert not [p for p in result.problems if p.code == "flink-error"]
     assert [str(j.job_name) for j in result.jobs] == ["compatible"]
+
+
+def test_an_attribute_named_at_run_time_is_an_unknown_at_the_getattr() -> None:
+    """``getattr(jvm_package, os.environ.get(...))``: a Java class chosen by an
+    environment variable may not exist in the chosen Flink line (the .legacy
+    classes of 2.x are absent in 1.x): said where it is chosen, never silent."""
+    program = (
+        "import os\n"
+        "from pyflink.java_gateway import get_gateway\n"
+        "legacy = get_gateway().jvm.org.apache.flink.streaming.api.functions\n"
+        "cls = getattr(legacy, os.environ.get('SOURCE_CLASS', 'DiscardingSink'))\n"
+    )
+    result = analyze_source("p.py", program)
+    (unknown,) = [u for u in result.unknowns if "getattr" in u.subject]
+    assert unknown.range is not None
+    assert (unknown.range.start.line, unknown.range.start.column) == (4, 6)
+    assert "environment variable" in unknown.reason

@@ -1171,6 +1171,19 @@ class Evaluator:
             return self.dynamic(f"builtins.{name}", node)
         if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
             return self.get_attribute(first, args[1], node)
+        if name == "getattr" and len(args) == 2 and isinstance(args[1], Symbol):
+            # an attribute named at run time (a Java class by an environment
+            # variable, ...): what it is, and whether it exists, is not known
+            attribute = args[1]
+            self.note_unknown(
+                f"`{_code(node)}`",
+                f"the attribute's name {attribute} {attribute.reason or 'is not known'}"
+                ": what it is, and whether it exists, is not known",
+                node,
+            )
+            return Symbol(
+                f"`{_code(node)}`", f"getattr() by {attribute}", self.where(node)
+            )
         if name == "super" and len(args) == 2 and isinstance(first, ClassDef):
             return SuperRef(first, args[1])  # super(Cls, self)
         if name == "super" and not call.args.positional and self.methods:
