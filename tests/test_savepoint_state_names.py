@@ -124,7 +124,7 @@ def _chainlens(
     _git(repo, "commit", "-qm", "base")
     _git(repo, "checkout", "-qb", "change")
     (repo / "jobs" / "counts.py").write_text(text, encoding="utf-8")
-    _git(repo, "commit", "-qam", "change")
+    _git(repo, "commit", "-q", "--allow-empty", "-am", "change")
     monkeypatch.chdir(repo)
     code = main(["savepoint", "--default-parallelism", "2", "--format", "json"])
     doc: dict[str, Any] = json.loads(capsys.readouterr().out)
