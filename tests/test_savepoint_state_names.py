@@ -96,7 +96,19 @@ def savepoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "savepoint" in taken, taken
     # a fresh start: every key first read an empty state
     assert read == dict.fromkeys(range(4), "None"), read
-    return Path(str(taken["savepoint"]).removeprefix("file:"))
+    path = Path(str(taken["savepoint"]).removeprefix("file:"))
+    (path.parent / "state.json").write_text(
+        json.dumps(taken["state"]), encoding="utf-8"
+    )
+    return path
+
+
+def _holds_state(savepoint: Path, message: str) -> None:
+    """The operator ID a finding names holds keyed state in the savepoint, as
+    Flink's ``Checkpoints.loadCheckpointMetadata`` read it."""
+    state = json.loads((savepoint.parent / "state.json").read_text(encoding="utf-8"))
+    ident = message.split(", ID ")[1].split(")")[0]
+    assert state.get(ident, 0) > 0, (ident, state)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -170,6 +182,7 @@ def test_a_renamed_descriptor_restores_but_starts_empty(
     assert "The state 'count' of " in finding["message"]
     assert "renamed to 'total'" in finding["message"]
     assert "'total' starts empty" in finding["message"]
+    _holds_state(savepoint, finding["message"])
 
 
 def test_a_retyped_descriptor_restores_and_fails_at_its_first_read(
@@ -196,3 +209,4 @@ def test_a_retyped_descriptor_restores_and_fails_at_its_first_read(
     assert "saved it as Types.LONG()" in message
     assert "Flink restores it unchecked" in message
     assert "the first read of the state decodes the saved values" in message
+    _holds_state(savepoint, message)
