@@ -69,10 +69,12 @@ class StateDescriptorChanged:
     its descriptor name. A renamed descriptor restores nothing and raises no
     error: the old name's state is still in the savepoint but nothing reads it
     (it is dropped at the next savepoint), and the new name starts empty. A
-    changed type reads the saved bytes with another serializer: the restore
-    fails (`StateMigrationException`, incompatible serializer) or, for pickled
-    Python values, the job misreads them at run time. Names or types
-    chainlens cannot know statically are not compared.
+    changed type is not checked when Flink restores the state of a Python
+    function (it is kept as bytes): the job restores and runs, and the first
+    read of the state decodes the saved bytes with the new type (in PyFlink
+    2.3, a `LONG` read as `STRING` raises `UnicodeDecodeError` in
+    `value()` and the job fails), or misreads them where the bytes happen to
+    decode. Names or types chainlens cannot know statically are not compared.
 
     ## Example
     At the base:
@@ -225,8 +227,10 @@ def _changes(
             yield (
                 after,
                 f"The declared type of the state '{after.name}' of {where} is now "
-                f"{after.type}, but {label} saved it as {before.type}: the restore "
-                "fails (incompatible serializer) or the saved values are misread",
+                f"{after.type}, but {label} saved it as {before.type}: Flink "
+                "restores it unchecked, and the first read of the state decodes "
+                "the saved values with the new type (it fails, failing the job, "
+                "or misreads them)",
             )
     for before in gone:
         same_kind = [d for d in added if _kind(d) == _kind(before)]

@@ -5,7 +5,7 @@ What the savepoint tests need from real Flink, and nothing chainlens computes::
 
     python tests/savepoints/runner.py take PROGRAM.py SAVEPOINT_DIR
     python tests/savepoints/runner.py restore PROGRAM.py SAVEPOINT \\
-        [--allow-non-restored]
+        [--allow-non-restored] [--wait-for FILE]
 
 The program runs unchanged as ``__main__`` (its folder first on ``sys.path``),
 with the environment it creates given a few settings first: the Python
@@ -18,6 +18,10 @@ waiting for it (``execute_async``) and then:
   ``SAVEPOINT_DIR`` (through the Java job client: PyFlink 2.3's own
   ``stop_with_savepoint`` calls a Java method that no longer exists);
 * ``restore``: once every task runs, cancels the job.
+
+With ``--wait-for FILE`` (both modes) it first waits, after the tasks run, for
+the job to write FILE (what a program records of what it processed), or to fail:
+a failure after the start is reported as ``{"error": ...}`` with Flink's reason.
 
 It prints one line of JSON: ``{"savepoint": PATH}``, ``{"running": true}``, or
 ``{"error": MESSAGE}`` with the first line of Flink's reason (a restore Flink
@@ -101,9 +105,34 @@ def _state_of(gateway: Any, savepoint: str) -> dict[str, int]:
     return found
 
 
+def _wait_for_output(client: Any, path: str, outcome: dict[str, Any]) -> None:
+    """Wait until the job has written ``path``; a job that fails first ends the
+    run with Flink's reason."""
+    started = time.monotonic()
+    while not (os.path.exists(path) and os.path.getsize(path) > 0):
+        try:
+            status = _status(client)
+        except Exception as exc:  # the job failed and its MiniCluster is gone
+            outcome["error"] = "the job failed: " + _first_cause(exc)
+            raise SystemExit(0) from None
+        if status in ("FAILED", "RESTARTING", "CANCELED"):
+            try:
+                client.get_job_execution_result().result()
+                outcome["error"] = f"the job is {status}"
+            except Exception as exc:
+                outcome["error"] = _first_cause(exc)
+            raise SystemExit(0)
+        if time.monotonic() - started > DEADLINE_SECONDS:
+            outcome["error"] = f"the job wrote nothing to {path}"
+            raise SystemExit(0)
+        time.sleep(1.0)
+    time.sleep(2.0)  # every task has met its keys by now
+
+
 def main(argv: list[str]) -> int:
     mode, program, target = argv[0], argv[1], argv[2]
     allow = "--allow-non-restored" in argv[3:]
+    wait_for = argv[argv.index("--wait-for") + 1] if "--wait-for" in argv else None
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.java_gateway import get_gateway
@@ -142,6 +171,8 @@ def main(argv: list[str]) -> int:
                 outcome["error"] = "the job did not start running"
                 raise SystemExit(0)
             time.sleep(1.0)
+        if wait_for is not None:
+            _wait_for_output(client, wait_for, outcome)
         if mode == "take":
             savepoint = _stop_with_savepoint(client, gateway, target)
             outcome["savepoint"] = savepoint
