@@ -74,7 +74,9 @@ class StateDescriptorChanged:
     read of the state decodes the saved bytes with the new type (in PyFlink
     2.3, a `LONG` read as `STRING` raises `UnicodeDecodeError` in
     `value()` and the job fails), or misreads them where the bytes happen to
-    decode. Names or types chainlens cannot know statically are not compared.
+    decode. A changed kind (`ValueState` to `ListState`) is reported too; what
+    Flink then does has not been observed, and the finding says so. Names or
+    types chainlens cannot know statically are not compared.
 
     ## Example
     At the base:
@@ -212,8 +214,10 @@ def _changes(
             yield (
                 after,
                 f"The state '{after.name}' of {where} is now a {_kind(after)} "
-                f"state, but {label} saved it as a {_kind(before)} state: Flink "
-                "refuses to restore it under another kind",
+                f"state, but {label} saved it as a {_kind(before)} state: the "
+                "saved state does not fit the new kind, and whether Flink refuses "
+                "the restore or fails when the state is first used is not known "
+                "here; restore a savepoint in a test before deploying",
             )
             continue
         if before.type is None or after.type is None:
