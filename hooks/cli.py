@@ -658,12 +658,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
     analysed = [c for c in checked if c.analysed]
     findings = sorted((f for c in analysed for f in c.findings), key=sort_key)
-    summary = CheckSummary(
-        files_checked=len(analysed),
-        fixed=sum(c.fixed for c in analysed),
-        files_fixed=sum(1 for c in analysed if c.fixed),
-        flink_versions=count_versions(c.flink_version for c in analysed),
-    )
+    summary = _summary(analysed)
     if mode is Mode.DIFF:
         return _report_diff(analysed, summary, out)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
@@ -676,6 +671,16 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 #: What ``chainlens savepoint`` reports unless --select says otherwise.
 SAVEPOINT_RULES: Final = ("CL000", "CL2")
+
+
+def _summary(files: Sequence[FileCheck]) -> CheckSummary:
+    """The closing counts of the files checked (and the Flink lines used)."""
+    return CheckSummary(
+        files_checked=len(files),
+        fixed=sum(c.fixed for c in files),
+        files_fixed=sum(1 for c in files if c.fixed),
+        flink_versions=count_versions(c.flink_version for c in files),
+    )
 
 
 def _exit_status(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
@@ -747,12 +752,7 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
     findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
-    summary = CheckSummary(
-        files_checked=len(compared.files),
-        fixed=sum(c.fixed for c in compared.files),
-        files_fixed=sum(1 for c in compared.files if c.fixed),
-        flink_versions=count_versions(c.flink_version for c in compared.files),
-    )
+    summary = _summary(compared.files)
     report = _render(args, findings, summary, fixing=args.fix)
     report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
     if args.format == "json":
@@ -789,10 +789,7 @@ def _savepoint_upgrade(
     before, after = upgrade
     files = compare_upgrade(args.paths, resolver, before, after, select=select)
     findings = sorted((f for c in files for f in c.findings), key=sort_key)
-    summary = CheckSummary(
-        files_checked=len(files),
-        flink_versions=count_versions(c.flink_version for c in files),
-    )
+    summary = _summary(files)
     report = _render(args, findings, summary, fixing=False)
     if args.format == "json":
         document = json.loads(report)
@@ -861,11 +858,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
     findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
-    summary = CheckSummary(
-        files_checked=len(compared.files),
-        fixed=sum(c.fixed for c in compared.files),
-        files_fixed=sum(1 for c in compared.files if c.fixed),
-    )
+    summary = _summary(compared.files)
     report = _render(args, findings, summary, fixing=args.fix)
     report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
     if args.format == "json":
