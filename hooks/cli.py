@@ -417,7 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
         "or a real savepoint",
         description="Compare every PyFlink program under PATHS with the same "
         "program at a git revision (--base; default: the merge-base with the "
-        "default branch), or with a real savepoint (--savepoint), and report each "
+        "default branch, or HEAD on the default branch), or with a real savepoint "
+        "(--savepoint), and report each "
         "stateful operator whose state could not be restored (CL201), new stateful "
         "operators (CL202), max parallelism conflicts Flink refuses (CL203) and, "
         "against a git revision, state descriptors renamed or retyped (CL204).",
@@ -427,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--base",
         metavar="REF",
         help="the git revision to compare with (default: the merge-base of HEAD "
-        "with origin/HEAD, main or master)",
+        "with origin/HEAD, main or master; on the default branch, HEAD)",
     )
     savepoint.add_argument(
         "--savepoint",
@@ -724,17 +725,14 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     select = None if args.select is not None else SAVEPOINT_RULES
     if upgrade is not None and args.base is None:
         return _savepoint_upgrade(args, out, resolver, upgrade, select)
-    try:
-        compared = compare_with_base(
-            args.paths,
-            resolver,
-            args.base,
-            select=select,
-            fix=args.fix,
-            upgrade=upgrade,
-        )
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from None
+    compared = compare_with_base(
+        args.paths,
+        resolver,
+        args.base,
+        select=select,
+        fix=args.fix,
+        upgrade=upgrade,
+    )
     base = compared.base
     heading = (
         f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
@@ -914,10 +912,7 @@ def run_explain_id(args: argparse.Namespace) -> int:
     if len(ident) != 32 or any(c not in "0123456789abcdef" for c in ident):
         raise UsageError(f"{args.hex!r} is not an operator ID (32 hexadecimal digits)")
     resolver = _resolver(args)
-    try:
-        found, searched = explain_id(ident, args.paths, resolver, args.rev)
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from None
+    found, searched = explain_id(ident, args.paths, resolver, args.rev)
     at = f" (at {args.rev})" if args.rev else ""
     for match in found:
         print(
@@ -1127,7 +1122,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, RefusedError, MetadataError) as exc:
+    except (ConfigError, RefusedError, MetadataError, HistoryError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:

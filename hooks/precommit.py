@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the savepoint gate: compare the files with their git base "
         "(pre-commit's from-ref on push, else the merge-base with the default "
-        "branch) instead of checking them",
+        "branch, or HEAD on the default branch) instead of checking them",
     )
     parser.add_argument("--base", metavar="REF", help="with --savepoint: the base")
     # `chainlens savepoint`'s comparison with a savepoint's _metadata is not a

@@ -47,7 +47,7 @@ class ClientSettings:
     preference: Preference = Preference.EDITOR_FIRST
     docs_url: str | None = None
     #: the git revision the savepoint rules compare open files with: a ref,
-    #: "" for the merge-base with the default branch (the default), "off"
+    #: "" for the merge-base with the default branch, HEAD on it (the default), "off"
     savepoint_base: str = ""
     #: the Flink version to analyse for ("1.20"); None: the config's, the
     #: project's pin, else the newest
