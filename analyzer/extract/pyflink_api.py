@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import libcst as cst
+
 from chainlens.analyzer.extract.interface import Args, ProgramStopError
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_values import (
@@ -19,7 +21,13 @@ from chainlens.analyzer.extract.pyflink_values import (
     TypeInfo,
 )
 from chainlens.analyzer.extract.state_inventory import from_object, inventory, merged
-from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import (
+    FunctionDef,
+    Instance,
+    LambdaValue,
+    Opaque,
+    QualifiedRef,
+)
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     OperatorKind,
@@ -118,6 +126,23 @@ def _new(
     return t
 
 
+_EMPTY = cst.Module(body=())
+
+
+def function_identity(func: object) -> tuple[str, ...]:
+    """What the user function ``func`` is, to tell operators of one kind apart:
+    its class, its function's name, a lambda's text (none when not known)."""
+    if isinstance(func, Instance):
+        return (f"class {func.cls.name}",)
+    if isinstance(func, FunctionDef):
+        return (f"def {func.name}",)
+    if isinstance(func, LambdaValue):
+        return (" ".join(_EMPTY.code_for_node(func.node).split()),)
+    if isinstance(func, QualifiedRef):
+        return (func.qualname,)
+    return ()
+
+
 def py_proc(
     call: Call,
     stream: Stream,
@@ -144,6 +169,7 @@ def py_proc(
         hidden=hidden,
         keyed=operator is PKP,
         state=inventory(call.args.get(0, "func"), call.program.method_scans),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", env, t.id, output_type)
 
@@ -885,6 +911,7 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
         api=f"connect.{api}",
         keyed=keyed,
         state=inventory(call.args.get(0, "func"), call.program.method_scans),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", c.env, t.id, out)
 
@@ -958,6 +985,7 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         state=_broadcast_state(
             bcast, inventory(call.args.get(0, "func"), call.program.method_scans)
         ),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", c.env, t.id, out)
 
