@@ -37,17 +37,15 @@ from chainlens.analyzer.history import (
 )
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import FlinkVersion
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob, Problem
+from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.savepoint import SavepointMetadata
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.baseline import Baseline
 from chainlens.analyzer.rules.operators import keeps_savepoints
-from chainlens.analyzer.rules.savepoint_restore import (
-    SavepointTarget,
-    claims,
-    max_parallelism_conflict,
-)
+from chainlens.analyzer.rules.restores import build_restores
+from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
 from chainlens.analyzer.savepoint_metadata import read_metadata
 
 _FILE_START = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
@@ -75,6 +73,7 @@ def compare_with_base(
     select: Sequence[str] | None = None,
     fix: bool = False,
     upgrade: tuple[str, str] | None = None,
+    diff: bool = False,
 ) -> Comparison:
     """Compare the PyFlink programs under ``paths`` with their base revision.
 
@@ -133,7 +132,9 @@ def compare_with_base(
         result = _compare(
             str(path), shown, before, data, config, label, tree, current, old_config
         )
-        checked.append(_pinned(path, data, result) if fix else result)
+        checked.append(
+            _pinned(path, data, result, write=fix) if fix or diff else result
+        )
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
         rel
@@ -200,9 +201,12 @@ def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, 
     return before, after
 
 
-def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
+def _pinned(
+    path: Path, data: bytes, checked: FileCheck, *, write: bool = True
+) -> FileCheck:
     """Apply the findings' safe fixes (the pins) once and write the file, unless
-    it changed meanwhile; the findings fixed are dropped."""
+    it changed meanwhile; the findings fixed are dropped.  Without ``write``,
+    only the fixed text is kept (``--diff``)."""
     text = _decoded(data)
     if text is None or checked.result is None:
         return checked
@@ -210,6 +214,8 @@ def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
     fixed_text, count = apply_fixes(text, fixable)
     if not count or fixed_text == text:
         return checked
+    if not write:
+        return replace(checked, fixed_text=fixed_text)
     try:
         if path.read_bytes() != data:
             return replace(
@@ -316,8 +322,10 @@ class SavepointState:
     kinds: tuple[str, ...]
     state_bytes: int
     has_state: bool
-    #: "restored", "dropped" (allowNonRestoredState), "refused", "empty"
-    #: (nothing to restore, skipped), "unknown" (the job's IDs are not known)
+    #: "restored", "misassigned" (into another operator than the one that
+    #: wrote it), "dropped" (allowNonRestoredState), "dropped silently" (no
+    #: operator takes it), "contested", "refused", "empty" (nothing to restore),
+    #: "unknown" (the job's IDs are not known)
     outcome: str
     #: the operator that claims it: "path:line: name", or None
     claimed_by: str | None
@@ -334,8 +342,12 @@ class SavepointComparison:
     job_name: str | None
     how: str
     states: tuple[SavepointState, ...]
-    #: "restores", "restores, dropping state", "refused", "unknown"
+    #: "restores", "restores, dropping state", "restores, state in the wrong
+    #: operator", "refused", "unknown"
     verdict: str
+    #: the savepoint was written by another major Flink version than the one
+    #: the job is analysed for: what Flink says of that (None: the same)
+    crossing: str | None = None
 
 
 def compare_with_savepoint(
@@ -347,6 +359,7 @@ def compare_with_savepoint(
     select: Sequence[str] | None = None,
     allow_non_restored: bool = False,
     fix: bool = False,
+    diff: bool = False,
 ) -> SavepointComparison:
     """Compare the PyFlink programs under ``paths`` with a real savepoint.
 
@@ -412,11 +425,37 @@ def compare_with_savepoint(
         findings_of(shown, diagnostics, text),
         replace(result, diagnostics=diagnostics),
     )
-    if fix:
-        checked = _pinned(path, data, checked)
-    states, verdict = _restore(job, metadata, shown, allow_non_restored)
+    if fix or diff:
+        checked = _pinned(path, data, checked, write=fix)
+    states, verdict = _restore(result, target, text, metadata, shown)
     return SavepointComparison(
-        metadata, (checked,), shown, name, f"{how} ({matched})", states, verdict
+        metadata,
+        (checked,),
+        shown,
+        name,
+        f"{how} ({matched})",
+        states,
+        verdict,
+        crossing_note(metadata.version, config.flink_version.version),
+    )
+
+
+#: The Flink lines that write each metadata format
+#: (``Checkpoints.storeCheckpointMetadata`` in each release's ``flink-dist``).
+_WRITTEN_BY = {3: "1.17 or older", 4: "1.18 to 1.20", 5: "2.0", 6: "2.1 or newer"}
+
+
+def crossing_note(format_version: int, flink: str) -> str | None:
+    """What Flink says of restoring a savepoint of metadata format
+    ``format_version`` into Flink ``flink``, when it crosses a major version."""
+    saved_major = 1 if format_version <= 4 else 2
+    if int(flink.split(".")[0]) == saved_major:
+        return None
+    return (
+        f"the savepoint was written by Flink {_WRITTEN_BY.get(format_version, '?')} "
+        f"(metadata format {format_version}) and the job is analysed for Flink "
+        f"{flink}: Flink does not guarantee that state restores across major "
+        "versions (1.x to 2.x); restore it in a test before deploying"
     )
 
 
@@ -426,35 +465,40 @@ def _savepoint_name(savepoint: str | Path) -> str:
 
 
 def _restore(
-    job: CompiledJob, metadata: SavepointMetadata, shown: str, allow: bool
+    result: AnalysisResult,
+    target: SavepointTarget,
+    text: str,
+    metadata: SavepointMetadata,
+    shown: str,
 ) -> tuple[tuple[SavepointState, ...], str]:
-    """Each state's outcome and the verdict, as Flink 2.3 restores
-    (:mod:`chainlens.analyzer.rules.savepoint_restore`)."""
-    found = claims(job, metadata)
+    """Each state's outcome and the verdict, as Flink assigns state
+    (:mod:`chainlens.analyzer.rules.assignment`)."""
+    restores = build_restores(result, text, None, target)
+    restore = restores[0] if restores else None
+    landings = (
+        {x.saved.operator_id: x for x in restore.assignment.landings}
+        if restore is not None
+        else {}
+    )
     states: list[SavepointState] = []
-    refused = dropped = unsure = False
-    for index, state in enumerate(metadata.operators):
-        claim = found[index] if found is not None else None
+    misplaced = False
+    for state in metadata.operators:
+        landing = landings.get(state.operator_id)
         by = None
-        if claim is None or (claim.unknown and state.has_state):
+        if landing is None:
             outcome = "unknown"
-            unsure = True
-        elif claim.node is not None:
-            where = claim.node.range.start.line if claim.node.range else 1
-            by = f"{shown}:{where}: {claim.node.name}"
-            if max_parallelism_conflict(claim) is not None:
-                outcome = "refused"
-                refused = True
-            else:
-                outcome = "restored" if state.has_state else "empty"
-        elif not state.has_state:
-            outcome = "empty"
-        elif allow:
-            outcome = "dropped"
-            dropped = True
         else:
-            outcome = "refused"
-            refused = True
+            outcome = _OUTCOMES[landing.outcome]
+            node = landing.node
+            if node is not None:
+                where = node.range.start.line if node.range else 1
+                by = f"{shown}:{where}: {node.name}"
+            if landing.outcome is Outcome.RESTORED:
+                if not state.has_state:
+                    outcome = "empty"
+                elif restore is not None and restore.foreign(landing) is not None:
+                    outcome = "misassigned"
+                    misplaced = True
         states.append(
             SavepointState(
                 state.operator_id,
@@ -469,15 +513,23 @@ def _restore(
                 by,
             )
         )
-    if refused:
-        verdict = "refused"
-    elif found is None or unsure:
-        verdict = "unknown"
-    elif dropped:
-        verdict = "restores, dropping state"
-    else:
-        verdict = "restores"
+    verdict = restore.assignment.verdict if restore is not None else "unknown"
+    if verdict.startswith("restores") and misplaced:
+        verdict = "restores, state in the wrong operator"
     return tuple(states), verdict
+
+
+#: How the states table says each outcome.
+_OUTCOMES = {
+    Outcome.RESTORED: "restored",
+    Outcome.REFUSED: "refused",
+    Outcome.DROPPED: "dropped",
+    Outcome.EMPTY: "empty",
+    Outcome.SHADOWED: "dropped silently",
+    Outcome.CONTESTED: "contested",
+    Outcome.MAX_PARALLELISM: "refused",
+    Outcome.UNKNOWN: "unknown",
+}
 
 
 @dataclass(frozen=True, slots=True)

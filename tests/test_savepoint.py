@@ -51,9 +51,14 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    """The gate's exit code, JSON document and standard error; the findings
+    leave out CL108 (a warning on every keyed reduce, with or without a change:
+    tests/test_savepoint_assignment.py)."""
     code = main(["savepoint", "--default-parallelism", "2", "--format", "json", *args])
     captured = capsys.readouterr()
     doc = json.loads(captured.out) if captured.out.strip() else None
+    if doc is not None:
+        doc["findings"] = [f for f in doc["findings"] if f["code"] != "CL108"]
     return code, doc, captured.err
 
 
@@ -188,8 +193,8 @@ def test_max_parallelism_set_to_another_value_is_an_error(
     assert code == 1
     (finding,) = doc["findings"]
     assert finding["code"] == "CL203"
-    assert "now 256" in finding["message"]
-    assert "with 128" in finding["message"]
+    assert "now sets max parallelism 256" in finding["message"]
+    assert "saved it with max parallelism 128" in finding["message"]
 
 
 def test_renamed_new_and_gone_files(

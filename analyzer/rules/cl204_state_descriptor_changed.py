@@ -8,26 +8,17 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.baseline import pair_jobs, restore_id
-from chainlens.analyzer.rules.operators import display_name, keeps_savepoints
+from chainlens.analyzer.rules.operators import display_name
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
 
 
 def _declared(node: StreamNode) -> tuple[StateDescriptor, ...]:
     return node.state
-
-
-def _with_state(job: CompiledJob) -> Iterator[StreamNode]:
-    if job.stream_graph is None or not keeps_savepoints(job):
-        return
-    for node in job.stream_graph.nodes:
-        if node.state:
-            yield node
 
 
 def normal_type(text: str) -> str:
@@ -165,30 +156,28 @@ class StateDescriptorChanged:
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report renamed descriptors and changed declared types of operators
-        whose state still maps by ID."""
-        baseline = context.baseline
-        if baseline is None:
-            return
-        for pair in pair_jobs(baseline.result, context.result):
-            by_id: dict[str, StreamNode] = {}
-            for node in _with_state(pair.new):
-                ident = restore_id(pair.new, node)
-                if ident is not None:
-                    by_id[ident] = node
-            for old_node in _with_state(pair.base):
-                ident = restore_id(pair.base, old_node)
-                new_node = by_id.get(ident) if ident is not None else None
-                if new_node is None:
-                    continue  # CL201 reports an ID that is gone
-                where = f"{display_name(new_node)} ({pair.how}, ID {ident})"
+        whose saved state they get back."""
+        for restore in context.restores:
+            if restore.pair is None:
+                continue
+            for landing in restore.assignment.landings:
+                old_node, new_node = landing.saved.writer, landing.node
+                if old_node is None or new_node is None:
+                    continue
+                if landing.outcome is not Outcome.RESTORED:
+                    continue
+                if restore.foreign(landing) is not None:
+                    continue  # CL205 reports state restored into another operator
+                ident = landing.saved.operator_id
+                where = f"{display_name(new_node)} ({restore.how}, ID {ident})"
                 for descriptor, message in _changes(
-                    _declared(old_node), _declared(new_node), where, baseline.label
+                    _declared(old_node), _declared(new_node), where, restore.label
                 ):
                     yield context.report(
                         self,
                         message,
                         descriptor.range or new_node.range,
-                        job_index=pair.new.spec.index,
+                        job_index=restore.job.spec.index,
                     )
 
 
