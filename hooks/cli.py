@@ -217,7 +217,10 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_check_arguments(
-    parser: argparse.ArgumentParser, *, default_paths: Sequence[str]
+    parser: argparse.ArgumentParser,
+    *,
+    default_paths: Sequence[str],
+    fail_on: Severity = Severity.WARNING,
 ) -> None:
     """Add the options of ``chainlens check`` (shared with the pre-commit entry)."""
     parser.add_argument(
@@ -332,9 +335,9 @@ def add_check_arguments(
     parser.add_argument(
         "--fail-on",
         choices=[s.value for s in Severity],
-        default=Severity.WARNING.value,
-        help="exit 1 for findings of this severity or worse (default: warning; info "
-        "and hint findings explain the graph and are reported without failing)",
+        default=fail_on.value,
+        help=f"exit 1 for findings of this severity or worse (default: {fail_on.value}"
+        "; findings below it are reported without failing)",
     )
     parser.add_argument(
         "-j",
@@ -423,7 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
         "operators (CL202), max parallelism conflicts Flink refuses (CL203) and, "
         "against a git revision, state descriptors renamed or retyped (CL204).",
     )
-    add_check_arguments(savepoint, default_paths=["."])
+    # the gate fails on what the change does to the state (errors); a warning
+    # such as CL108 holds with or without the change
+    add_check_arguments(savepoint, default_paths=["."], fail_on=Severity.ERROR)
     savepoint.add_argument(
         "--base",
         metavar="REF",
@@ -671,7 +676,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 #: What ``chainlens savepoint`` reports unless --select says otherwise.
-SAVEPOINT_RULES: Final = ("CL000", "CL2")
+SAVEPOINT_RULES: Final = ("CL000", "CL108", "CL2")
 
 
 def _summary(files: Sequence[FileCheck]) -> CheckSummary:
@@ -706,8 +711,8 @@ def _write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``chainlens savepoint``: the work tree against its git base."""
     out = out or sys.stdout
-    if args.diff or args.paths == ["-"]:
-        raise UsageError("savepoint does not take --diff or '-' (standard input)")
+    if args.paths == ["-"]:
+        raise UsageError("savepoint does not take '-' (standard input)")
     if args.savepoint is not None:
         if args.base is not None:
             raise UsageError("give either --base or --savepoint, not both")
@@ -732,7 +737,10 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         select=select,
         fix=args.fix,
         upgrade=upgrade,
+        diff=args.diff,
     )
+    if args.diff:
+        return _savepoint_diff(compared.files, out)
     base = compared.base
     heading = (
         f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
@@ -771,6 +779,24 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(heading, file=sys.stderr)
     _write_report(args, out, report)
     return _exit_status(args, findings)
+
+
+def _savepoint_diff(files: Sequence[FileCheck], out: TextIO) -> int:
+    """``savepoint --diff``: the pins as a unified diff, nothing written; 1 when
+    there are any."""
+    changed = 0
+    for file in files:
+        if not file.fixed_text:
+            continue
+        try:
+            data = Path(file.path).read_bytes()
+        except OSError as exc:
+            raise RefusedError(f"{file.display}: {exc.strerror or exc}") from None
+        text = diff_of(data, file.fixed_text, file.display)
+        if text:
+            out.write(text)
+            changed += 1
+    return 1 if changed else 0
 
 
 def _savepoint_upgrade(
@@ -821,7 +847,10 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         select=None if args.select is not None else SAVEPOINT_RULES,
         allow_non_restored=args.allow_non_restored_state,
         fix=args.fix,
+        diff=args.diff,
     )
+    if args.diff:
+        return _savepoint_diff(compared.files, out)
     meta = compared.metadata
     with_state = [s for s in compared.states if s.has_state]
     heading = (
@@ -852,6 +881,9 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             f"({state.state_bytes} bytes), parallelism {state.parallelism}, max "
             f"parallelism {state.max_parallelism}: {state.outcome}{where}"
         )
+    if compared.crossing is not None:
+        lines.append(f"  Note: {compared.crossing}")
+        print(f"chainlens: warning: {compared.crossing}", file=sys.stderr)
     for file in compared.files:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
@@ -869,6 +901,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             "job": compared.job_name,
             "matched": compared.how,
             "verdict": compared.verdict,
+            "crossing": compared.crossing,
             "allow_non_restored_state": args.allow_non_restored_state,
             "operators": [
                 {
@@ -900,6 +933,8 @@ _VERDICTS: Final = {
     "restores": "restores the job from it",
     "restores, dropping state": "restores the job from it and drops the state no "
     "operator claims (allowNonRestoredState)",
+    "restores, state in the wrong operator": "restores the job from it, with "
+    "saved state in operators that did not write it (see the findings)",
     "refused": "refuses to restore the job from it",
     "unknown": "may or may not restore the job: operator IDs chainlens cannot "
     "know (see the findings)",

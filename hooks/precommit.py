@@ -65,6 +65,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # on `pre-commit run --hook-stage pre-push`, what is pushed is compared
         # with what the remote had
         args.base = args.base or os.environ.get("PRE_COMMIT_FROM_REF") or None
+        # as `chainlens savepoint`: the gate fails on errors (a warning such as
+        # CL108 holds with or without the change)
+        given = list(argv) if argv is not None else sys.argv[1:]
+        if not any(a == "--fail-on" or a.startswith("--fail-on=") for a in given):
+            args.fail_on = "error"
     args.force_exclude = True
     if args.jobs is None:
         args.jobs = 1

@@ -1117,3 +1117,29 @@ async def test_hover_lists_the_state_an_operator_declares(lsp: Session) -> None:
     assert isinstance(hover.contents, types.MarkupContent)
     assert "- state declared" in hover.contents.value
     assert "`count: Value<Types.LONG()>` (line 10)" in hover.contents.value
+
+
+AGGREGATES = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+pairs = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+pairs.key_by(lambda c: c[0]).reduce(lambda a, b: a).filter(lambda c: True).print()
+env.execute("sums")
+"""
+
+
+async def test_hover_on_a_reduce_says_its_value_is_not_restored(lsp: Session) -> None:
+    uri = lsp.open("aggregates.py", AGGREGATES)
+    found = await lsp.diagnostics(uri)
+    assert "CL108" in {str(d.code) for d in found}
+    for call, said in (("reduce(", True), ("filter(", False)):
+        at = position_of(AGGREGATES, call, lsp.encoding)
+        hover = await lsp.hover(
+            uri, types.Position(line=at.line, character=at.character + 2)
+        )
+        assert hover is not None
+        assert isinstance(hover.contents, types.MarkupContent)
+        text = hover.contents.value
+        assert ("**state not restored**" in text) is said, text

@@ -221,6 +221,17 @@ FACTS: Final[tuple[Fact, ...]] = (
         "(analyzer/extract/pyflink_names*.json, read from each version's wheel)",
     ),
     Fact(
+        "pyflink.state-not-restored",
+        VersionRange("1.18", "2.3"),
+        frozenset({"reduce", "sum", "min", "max", "min_by", "max_by"}),
+        "the KeyedStream methods whose own state PyFlink never reads back after a "
+        "restore: KeyedStream.reduce names its ReducingState "
+        '"_reduce_state" + str(uuid.uuid4()) in open(), a new name on every '
+        "start, and sum, min, max, min_by and max_by call reduce "
+        "(pyflink/datastream/data_stream.py of 1.18.1, 1.19.3, 1.20.3, 2.0.1, "
+        "2.1.1, 2.2.0 and 2.3.0; restores observed on 2.3.0 and 1.20.5)",
+    ),
+    Fact(
         "state.compatible-with",
         VersionRange("1.18", "1.20"),
         VersionRange("1.18", "1.20"),
