@@ -216,6 +216,8 @@ def _compare(
     args = ["savepoint", str(program), "--savepoint", str(savepoint)]
     code = main([*args, "--default-parallelism", "2", "--format", "json", *extra])
     document = json.loads(capsys.readouterr().out)
+    # CL108 (the reduce's aggregate is never read back) holds for any savepoint
+    document["findings"] = [f for f in document["findings"] if f["code"] != "CL108"]
     return code, document
 
 
@@ -282,5 +284,7 @@ def test_ids_chainlens_cannot_know_are_said_and_fail_the_gate(
     assert doc["savepoint"]["verdict"] == "unknown"
     assert code == 1
     (finding,) = doc["findings"]
-    assert finding["message"].startswith("chainlens cannot tell whether the state")
+    assert finding["message"].startswith(
+        "chainlens cannot tell whether the operator state"
+    )
     assert finding["range"]["start_line"] == 7  # the reduce whose uid is not known

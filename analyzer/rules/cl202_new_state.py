@@ -86,6 +86,12 @@ class NewState:
                 and landing.outcome is not Outcome.EMPTY
                 and (owner := restore.owner(landing.saved)) is not None
             }
+            # one that claims a state Flink refuses (its max parallelism): CL203
+            owners |= {
+                landing.node.id
+                for landing in restore.assignment.landings
+                if landing.node is not None
+            }
             unsure = {n.id for n in restore.assignment.unsure}
             for node in graph.nodes:
                 info = state_info(node)

@@ -25,13 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from chainlens.analyzer.model.result import AnalysisResult
-from chainlens.analyzer.rules.assignment import (
-    Claimant,
-    Outcome,
-    SavedOperator,
-    assign,
-    claimants,
-)
+from chainlens.analyzer.rules.assignment import Claimant, claimants
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
 #: (job index, node id) -> the ID its state is saved under (None: not known)
@@ -61,24 +55,30 @@ def _misplaced(
 ) -> list[tuple[int, int]]:
     """The stateful operators of job ``index`` that would not get back the
     state saved under their ID ``before`` (and, with ``unknown``, those whose ID
-    before is not known)."""
+    before is not known).
+
+    What :func:`~chainlens.analyzer.rules.assignment.assign` decides, counted
+    directly: an operator gets its state back when it is the only operator
+    asking for that ID (by its ``set_uid_hash`` when the savepoint holds it,
+    else by its generated ID).
+    """
     mine = {nid: ident for (j, nid), ident in before.items() if j == index}
-    saved = [
-        SavedOperator(ident, True, (), None)
-        for ident in dict.fromkeys(i for i in mine.values() if i is not None)
-    ]
-    landed = assign(who, saved)
+    saved = {ident for ident in mine.values() if ident is not None}
+    asking: dict[str, list[int]] = {}
+    for claimant in who:
+        if claimant.user_defined is not None and claimant.user_defined in saved:
+            wanted: str | None = claimant.user_defined
+        else:
+            wanted = claimant.generated
+        if wanted is not None and wanted in saved:
+            asking.setdefault(wanted, []).append(claimant.node.id)
     found: list[tuple[int, int]] = []
     for node_id, ident in mine.items():
-        if ident is None and not unknown:
+        if ident is None:
+            if unknown:
+                found.append((index, node_id))
             continue
-        landing = landed.landing_of(ident) if ident is not None else None
-        if (
-            landing is None
-            or landing.outcome is not Outcome.RESTORED
-            or landing.node is None
-            or landing.node.id != node_id
-        ):
+        if asking.get(ident) != [node_id]:
             found.append((index, node_id))
     return found
 
