@@ -15,6 +15,7 @@ command or exported before it names the configuration file's folder.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,9 +56,13 @@ class Command:
     environment: dict[str, program_args.Token]
 
 
+#: a ``flink`` executable followed by ``run`` on one line (a cheap test, no parse)
+_MENTION = re.compile(r"flink[\"']?\s+run\b")
+
+
 def is_candidate(text: str) -> bool:
     """Cheap test: may the text hold a ``flink run``?"""
-    return "flink" in text and ("run" in text)
+    return "flink" in text and _MENTION.search(text) is not None
 
 
 def shell_commands(text: str, first_line: int = 1) -> Iterator[Command]:
@@ -153,7 +158,7 @@ def workflow_commands(text: str) -> Iterator[Command]:
 def _strings(node: yaml.Node) -> Iterator[Command]:
     if isinstance(node, yaml.ScalarNode):
         value = str(node.value)
-        if "flink" in value and "run" in value:
+        if is_candidate(value):
             first = line_of(node) + (1 if node.style in ("|", ">") else 0)
             yield from shell_commands(value, first)
     elif isinstance(node, yaml.SequenceNode):

@@ -218,7 +218,7 @@ def discover_deployments(
         interesting = (
             kubernetes.is_candidate(text)
             or aws.is_candidate(text)
-            or commands.is_candidate(text)
+            or (not path.name.endswith(".json") and commands.is_candidate(text))
         )
         if not interesting:
             continue
