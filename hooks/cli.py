@@ -872,7 +872,8 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         resolver,
         args.savepoint,
         select=None if args.select is not None else SAVEPOINT_RULES,
-        allow_non_restored=args.allow_non_restored_state,
+        allow_non_restored=args.allow_non_restored_state
+        or _deployment_allows_non_restored(args),
         fix=args.fix,
         diff=args.diff,
     )
@@ -1214,6 +1215,12 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 2
     parser.print_usage(sys.stderr)
     return 2
+
+
+def _deployment_allows_non_restored(args: argparse.Namespace) -> bool:
+    """Whether the deployment analysed for restores with allowNonRestoredState."""
+    deployment = getattr(args, "deployment_target", None)
+    return deployment is not None and deployment.allows_non_restored
 
 
 def _run_one(args: argparse.Namespace, out: io.StringIO) -> int:
