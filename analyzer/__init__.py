@@ -43,6 +43,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "DeploymentError": ("deploy.apply", "DeploymentError"),
     "DeploymentNotFoundError": ("deploy.discover", "DeploymentNotFoundError"),
     "DeploymentResolver": ("deploy.apply", "DeploymentResolver"),
+    "apply_deployment": ("deploy.apply", "apply_deployment"),
     "choose_deployments": ("deploy.targets", "choose"),
     "deployment_at": ("deploy.targets", "deployment_at"),
     "deployment_base_settings": ("deploy.targets", "base_settings"),
@@ -162,6 +163,7 @@ __all__ = [
     "VariantChange",
     "VariantFacts",
     "VersionError",
+    "apply_deployment",
     "apply_fixes",
     "check_bytes",
     "check_file",
@@ -277,7 +279,11 @@ if TYPE_CHECKING:
         command_line_layer,
         materialize,
     )
-    from chainlens.analyzer.deploy.apply import DeploymentError, DeploymentResolver
+    from chainlens.analyzer.deploy.apply import (
+        DeploymentError,
+        DeploymentResolver,
+        apply_deployment,
+    )
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
