@@ -38,6 +38,19 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
+    # deployments
+    "Deployment": ("model.deployment", "Deployment"),
+    "DeploymentError": ("deploy.apply", "DeploymentError"),
+    "DeploymentNotFoundError": ("deploy.discover", "DeploymentNotFoundError"),
+    "DeploymentResolver": ("deploy.apply", "DeploymentResolver"),
+    "apply_deployment": ("deploy.apply", "apply_deployment"),
+    "choose_deployments": ("deploy.targets", "choose"),
+    "deployment_at": ("deploy.targets", "deployment_at"),
+    "deployment_base_settings": ("deploy.targets", "base_settings"),
+    "describe_deployment": ("deploy.targets", "describe"),
+    "discover_deployments": ("deploy.discover", "discover_deployments"),
+    "project_deployments": ("deploy.targets", "project_deployments"),
+    "restore_verdict": ("deploy.targets", "restore_verdict"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -121,6 +134,10 @@ __all__ = [
     "ConfigError",
     "ConfigLayer",
     "ConfigResolver",
+    "Deployment",
+    "DeploymentError",
+    "DeploymentNotFoundError",
+    "DeploymentResolver",
     "Diagnostic",
     "EdgeFact",
     "EditorBaseline",
@@ -146,12 +163,14 @@ __all__ = [
     "VariantChange",
     "VariantFacts",
     "VersionError",
+    "apply_deployment",
     "apply_fixes",
     "check_bytes",
     "check_file",
     "check_paths",
     "check_selectors",
     "check_text",
+    "choose_deployments",
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
@@ -159,14 +178,19 @@ __all__ = [
     "compare_with_savepoint",
     "count_versions",
     "default_jobs",
+    "deployment_at",
+    "deployment_base_settings",
+    "describe_deployment",
     "diff_of",
     "discover",
+    "discover_deployments",
     "display_path",
     "explain_id",
     "finding_sort_key",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
+    "project_deployments",
     "read_metadata",
     "read_module",
     "render_dot",
@@ -180,6 +204,7 @@ __all__ = [
     "render_svg",
     "render_upgrade_text",
     "render_variants_text",
+    "restore_verdict",
     "results_to_json",
     "rule_infos",
     "shown_command_line",
@@ -254,11 +279,31 @@ if TYPE_CHECKING:
         command_line_layer,
         materialize,
     )
+    from chainlens.analyzer.deploy.apply import (
+        DeploymentError,
+        DeploymentResolver,
+        apply_deployment,
+    )
+    from chainlens.analyzer.deploy.discover import (
+        DeploymentNotFoundError,
+        discover_deployments,
+    )
+    from chainlens.analyzer.deploy.targets import (
+        base_settings as deployment_base_settings,
+    )
+    from chainlens.analyzer.deploy.targets import choose as choose_deployments
+    from chainlens.analyzer.deploy.targets import (
+        deployment_at,
+        project_deployments,
+        restore_verdict,
+    )
+    from chainlens.analyzer.deploy.targets import describe as describe_deployment
     from chainlens.analyzer.discovery import discover
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.history import HistoryError
+    from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,
         Finding,

@@ -12,7 +12,7 @@ deployed any more.  Both are listed, not reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -74,11 +74,16 @@ def compare_with_base(
     fix: bool = False,
     upgrade: tuple[str, str] | None = None,
     diff: bool = False,
+    at_base: Callable[[Path, Tree], ConfigResolver] | None = None,
 ) -> Comparison:
     """Compare the PyFlink programs under ``paths`` with their base revision.
 
     ``upgrade`` (Flink lines A, B): the base runs on A and the work tree on B,
-    as when a job is upgraded while it is changed.
+    as when a job is upgraded while it is changed.  ``at_base`` gives the
+    base's settings when they are not the work tree's (the deployment as the
+    base revision describes it), from the repository's root and the base
+    tree: a program whose settings changed is compared even when its text
+    did not.
     Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
@@ -99,6 +104,7 @@ def compare_with_base(
             continue  # outside the repository: no base to compare with
     old_names = {rel: moved.get(rel, rel) for rel in work}
     old_data = tree.read(old_names.values())
+    base_resolver = at_base(root, tree) if at_base is not None else None
     # Python files changed since the base: a program that follows one of them
     # as its own module is compared even if the program itself is unchanged
     changed_modules = {
@@ -119,8 +125,17 @@ def compare_with_base(
             new.append(rel)
             continue
         old_config, config = _on_lines(resolver.config_for(path), upgrade)
+        if base_resolver is not None:
+            old_config = (
+                replace(
+                    base_resolver.config_for(path),
+                    flink_version=old_config.flink_version,
+                )
+                if upgrade is not None
+                else base_resolver.config_for(path)
+            )
         current = None  # the work tree's analysis, when already made
-        if before == data and upgrade is None:
+        if before == data and upgrade is None and old_config == config:
             current = _follows_changed(path, data, config, root, changed_modules)
             if current is None:
                 unchanged += 1
@@ -287,8 +302,12 @@ def _compare(
         )
     # the base version's own modules are read at the base revision too
     read = tree.text_of if tree is not None else None
+    deployment = config.deployment
     baseline = Baseline(
-        analyze_graphs(path, old_text, old_config or config, read), old_text, label
+        analyze_graphs(path, old_text, old_config or config, read),
+        old_text,
+        label,
+        allow_non_restored=deployment is not None and deployment.allows_non_restored,
     )
     result = current or analyze_graphs(path, new_text, config)
     try:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import io
 import json
 import os
 import shlex
@@ -35,6 +37,9 @@ from chainlens.analyzer import (
     ConfigError,
     ConfigLayer,
     ConfigResolver,
+    DeploymentError,
+    DeploymentNotFoundError,
+    DeploymentResolver,
     FileCheck,
     Finding,
     HistoryError,
@@ -53,6 +58,7 @@ from chainlens.analyzer import (
     compare_with_savepoint,
     count_versions,
     default_jobs,
+    deployment_base_settings,
     diff_of,
     discover,
     display_path,
@@ -75,6 +81,11 @@ from chainlens.analyzer import (
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
+from chainlens.hooks.deploy_cli import (
+    add_deployment_arguments,
+    run_for_deployments,
+    wants_deployments,
+)
 
 _SEVERITY_RANK: Final = {
     Severity.ERROR: 0,
@@ -376,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(nearest wins); flags override.",
     )
     add_check_arguments(check, default_paths=["."])
+    add_deployment_arguments(check)
     rule = sub.add_parser(
         "rule",
         help="show a rule's documentation, or list the rules",
@@ -394,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     graph.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="PyFlink programs, or folders: their PyFlink programs (as check finds "
         "them)",
@@ -414,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
         "command lines giving the same jobs are shown once",
     )
     add_analysis_arguments(graph)
+    add_deployment_arguments(graph)
     savepoint = sub.add_parser(
         "savepoint",
         help="check that the program can restore the state its git base saved, "
@@ -429,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the gate fails on what the change does to the state (errors); a warning
     # such as CL108 holds with or without the change
     add_check_arguments(savepoint, default_paths=["."], fail_on=Severity.ERROR)
+    add_deployment_arguments(savepoint)
     savepoint.add_argument(
         "--base",
         metavar="REF",
@@ -523,6 +537,11 @@ def _resolver(args: argparse.Namespace) -> ConfigResolver:
     except ConfigError as exc:
         flag = "--" + (exc.key or "select").split(".")[0]
         raise UsageError(f"{flag}: {exc.message}") from None
+    deployment = getattr(args, "deployment_target", None)
+    if deployment is not None:
+        return DeploymentResolver(
+            deployment, layer, config_file=args.config, isolated=args.isolated
+        )
     return ConfigResolver(layer, config_file=args.config, isolated=args.isolated)
 
 
@@ -544,6 +563,8 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
+    if not args.files:
+        raise UsageError("the following arguments are required: PATH")
     if args.flink_version is not None and ".." in args.flink_version:
         return _graph_upgrade(args)
     resolver = _resolver(args)
@@ -730,6 +751,7 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     select = None if args.select is not None else SAVEPOINT_RULES
     if upgrade is not None and args.base is None:
         return _savepoint_upgrade(args, out, resolver, upgrade, select)
+    deployment = getattr(args, "deployment_target", None)
     compared = compare_with_base(
         args.paths,
         resolver,
@@ -738,6 +760,11 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         fix=args.fix,
         upgrade=upgrade,
         diff=args.diff,
+        at_base=deployment_base_settings(
+            deployment, _cli_layer(args), args.config, args.isolated
+        )
+        if deployment is not None
+        else None,
     )
     if args.diff:
         return _savepoint_diff(compared.files, out)
@@ -845,7 +872,8 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         resolver,
         args.savepoint,
         select=None if args.select is not None else SAVEPOINT_RULES,
-        allow_non_restored=args.allow_non_restored_state,
+        allow_non_restored=args.allow_non_restored_state
+        or _deployment_allows_non_restored(args),
         fix=args.fix,
         diff=args.diff,
     )
@@ -1126,6 +1154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a parsed command, turning every failure into a message and exit code 2."""
     try:
+        if args.command in ("graph", "check", "savepoint") and wants_deployments(args):
+            return run_for_deployments(args, _resolver, _run_one)
         if args.command == "graph":
             return run_graph(args)
         if args.command == "check":
@@ -1157,7 +1187,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, RefusedError, MetadataError, HistoryError) as exc:
+    except (
+        ConfigError,
+        RefusedError,
+        MetadataError,
+        HistoryError,
+        DeploymentError,
+        DeploymentNotFoundError,
+    ) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:
@@ -1178,6 +1215,22 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 2
     parser.print_usage(sys.stderr)
     return 2
+
+
+def _deployment_allows_non_restored(args: argparse.Namespace) -> bool:
+    """Whether the deployment analysed for restores with allowNonRestoredState."""
+    deployment = getattr(args, "deployment_target", None)
+    return deployment is not None and deployment.allows_non_restored
+
+
+def _run_one(args: argparse.Namespace, out: io.StringIO) -> int:
+    """graph, check or savepoint for one deployment, its report to ``out``."""
+    if args.command == "check":
+        return run_check(args, out)
+    if args.command == "savepoint":
+        return run_savepoint(args, out)
+    with contextlib.redirect_stdout(out):
+        return run_graph(args)
 
 
 def _silence_stdout() -> None:

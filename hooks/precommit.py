@@ -12,16 +12,21 @@ Differences from ``chainlens check``:
   (``require_serial: false``), unless ``--jobs`` says otherwise.
 
 Files that do not use PyFlink are skipped, so the hook can run on every Python
-file of a repository.
+file of a repository.  The savepoint hook also gets the deployment descriptors
+that changed (YAML, JSON, shell scripts, Makefiles): the gate runs for each
+deployment they describe, so a descriptor changed alone is gated too.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from chainlens.analyzer import ConfigResolver, project_deployments
 from chainlens.hooks.cli import add_check_arguments, dispatch
 from chainlens.hooks.entry import isolate_python_children
 
@@ -73,7 +78,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.force_exclude = True
     if args.jobs is None:
         args.jobs = 1
-    return dispatch(args, parser)
+    if not args.savepoint_gate:
+        return dispatch(args, parser)
+    # a deployment descriptor changed alone is gated like a change to code:
+    # each changed file that describes deployments runs the gate for them
+    programs = [p for p in args.paths if p.endswith((".py", ".pyi"))]
+    others = [p for p in args.paths if p not in programs]
+    worst = 0
+    if programs:
+        args.paths = programs
+        worst = dispatch(args, parser)
+    for descriptor in described(others):
+        one = copy.copy(args)
+        one.paths, one.deployment, one.all_deployments = ["."], descriptor, False
+        worst = max(worst, dispatch(one, parser))
+    return worst
+
+
+def described(paths: Sequence[str]) -> list[str]:
+    """The files among ``paths`` that describe deployments of the project."""
+    if not paths:
+        return []
+    found = project_deployments(Path("."), ConfigResolver())
+    wanted = {os.path.abspath(p): p for p in paths}
+    return [
+        wanted[f]
+        for f in dict.fromkeys(
+            os.path.abspath(found.root / d.origin.path) for d in found.deployments
+        )
+        if f in wanted
+    ]
 
 
 if __name__ == "__main__":

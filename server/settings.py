@@ -55,6 +55,9 @@ class ClientSettings:
     #: a Flink version to compare each job with (code lens): what changes
     #: when upgrading to it; None: no comparison
     upgrade_to: str | None = None
+    #: the deployment open programs are analysed for (a name or a descriptor
+    #: file, as `--deployment`); None: the code alone
+    deployment: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -80,6 +83,7 @@ class ClientSettings:
             savepoint_base=reader.text("savepointBase", empty=True) or "",
             flink_version=reader.flink_version("flinkVersion"),
             upgrade_to=reader.flink_version("upgradeTo"),
+            deployment=reader.text("deployment"),
             problems=tuple(reader.problems),
         )
 

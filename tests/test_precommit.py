@@ -114,7 +114,12 @@ def test_manifest_is_valid_and_follows_ruff_pre_commit_conventions() -> None:
     assert set(hooks) == {"chainlens", "chainlens-savepoint", "chainlens-fix"}
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        # the savepoint gate also takes deployment descriptors (a descriptor
+        # changed alone is gated)
+        descriptors = ["yaml", "json", "shell", "makefile"]
+        assert hook["types_or"] == ["python", "pyi"] + (
+            descriptors if hook["id"] == "chainlens-savepoint" else []
+        )
         # the savepoint gate compares the whole change at once
         assert hook["require_serial"] is (hook["id"] == "chainlens-savepoint")
     assert hooks["chainlens-fix"]["entry"].endswith("--fix")

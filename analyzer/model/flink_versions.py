@@ -303,6 +303,7 @@ class FlinkVersion:
             "flag": "--flink-version",
             "config": f"flink-version in {where}",
             "pin": f"apache-flink pinned in {where}",
+            "deployment": f"deployment {where}",
         }.get(kind, self.source)
         return f"Flink {self.version} ({said})"
 

@@ -41,6 +41,9 @@ class Baseline:
     text: str
     #: how findings name it, e.g. "origin/main (3f2c1a9)"
     label: str
+    #: the job is restored with --allowNonRestoredState (its deployment says
+    #: so): state no operator claims is dropped, not refused
+    allow_non_restored: bool = False
 
 
 @dataclass(frozen=True, slots=True)

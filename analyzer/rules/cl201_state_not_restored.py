@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import (
@@ -111,8 +112,15 @@ class StateNotRestored:
             for landing in restore.assignment.landings:
                 if not landing.saved.has_state:
                     continue
-                if landing.outcome in (Outcome.REFUSED, Outcome.DROPPED):
+                if landing.outcome is Outcome.REFUSED:
                     yield self._lost(context, restore, landing)
+                elif landing.outcome is Outcome.DROPPED:
+                    # restored with --allowNonRestoredState: Flink starts the
+                    # job and drops the state; a warning naming what is lost
+                    lost = self._lost(context, restore, landing)
+                    if lost.severity is Severity.ERROR:
+                        lost = replace(lost, severity=Severity.WARNING)
+                    yield lost
                 elif landing.outcome is Outcome.SHADOWED:
                     yield self._shadowed(context, restore, landing)
                 elif landing.outcome is Outcome.CONTESTED:

@@ -194,9 +194,14 @@ def build_restores(
                 pair.how,
                 baseline.label,
                 saved,
-                assign(claimants(pair.new), saved),
+                assign(
+                    claimants(pair.new),
+                    saved,
+                    allow_non_restored=baseline.allow_non_restored,
+                ),
                 pair=pair,
                 lines=lines,
+                allow_non_restored=baseline.allow_non_restored,
             )
         )
     return out

@@ -5,7 +5,7 @@ What the savepoint tests need from real Flink, and nothing chainlens computes::
 
     python tests/savepoints/runner.py take PROGRAM.py SAVEPOINT_DIR
     python tests/savepoints/runner.py restore PROGRAM.py SAVEPOINT \\
-        [--allow-non-restored] [--wait-for FILE]
+        [--allow-non-restored] [--wait-for FILE] [--conf KEY=VALUE ...]
 
 The program runs unchanged as ``__main__`` (its folder first on ``sys.path``),
 with the environment it creates given a few settings first: the Python
@@ -18,6 +18,10 @@ waiting for it (``execute_async``) and then:
   ``SAVEPOINT_DIR`` (through the Java job client: PyFlink 2.3's own
   ``stop_with_savepoint`` calls a Java method that no longer exists);
 * ``restore``: once every task runs, cancels the job.
+
+``--conf KEY=VALUE`` (both modes, repeatable) is the configuration a
+deployment gives the cluster (its ``flinkConfiguration``, ``parallelism.default``
+from its parallelism), set after the settings above.
 
 With ``--wait-for FILE`` (both modes) it first waits, after the tasks run, for
 the job to write FILE (what a program records of what it processed), or to fail:
@@ -133,6 +137,11 @@ def main(argv: list[str]) -> int:
     mode, program, target = argv[0], argv[1], argv[2]
     allow = "--allow-non-restored" in argv[3:]
     wait_for = argv[argv.index("--wait-for") + 1] if "--wait-for" in argv else None
+    extra = [
+        argv[i + 1].partition("=")
+        for i, word in enumerate(argv)
+        if word == "--conf" and i + 1 < len(argv)
+    ]
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.java_gateway import get_gateway
@@ -148,6 +157,8 @@ def main(argv: list[str]) -> int:
         config.set_string("python.executable", sys.executable)
         config.set_string("python.client.executable", sys.executable)
         config.set_string("parallelism.default", "2")
+        for key, _sep, value in extra:
+            config.set_string(key, value)
         if mode == "restore":
             config.set_string("execution.state-recovery.path", target)
             config.set_string(
