@@ -24,12 +24,25 @@ bytes, key-group offsets) are skipped, not copied: the file is mapped and only
 the headers are read.  Every length and count is checked against the bytes
 left, so a corrupt file fails with :class:`MetadataError` (one line: the file,
 what is wrong, at which byte), never with an allocation a length field asks for.
+The checkpoint properties of format 4 on (``MetadataV4Serializer``: a
+Java-serialized ``CheckpointProperties``) are read through with the grammar of
+Java's object streams, so a file not whole, or with bytes after them, is an
+error too; their enum constants (the savepoint's CANONICAL or NATIVE format)
+are kept.
+
+Only when asked (``read_metadata(..., states=True)``) are the handles followed:
+each subtask's managed keyed and operator state handle is noted
+(:class:`~chainlens.analyzer.savepoint_state.HandleRef`) and
+:func:`~chainlens.analyzer.savepoint_state.read_operator_states` reads the
+state meta info and samples of the values it points at (the operator's
+``saved``); a state file that cannot be read is a problem there, not an error.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 from dataclasses import replace
 from pathlib import Path
@@ -122,9 +135,15 @@ def read_metadata(
     file = metadata_path(path)
     shown = str(file)
     try:
-        with open(file, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
+        # non-blocking: a FIFO named _metadata must not wait for a writer
+        descriptor = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+        with open(descriptor, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):
+                raise MetadataError(f"{shown}: not a regular file")
+            if info.st_size == 0:
                 raise MetadataError(f"{shown}: the file is empty")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 if not states:

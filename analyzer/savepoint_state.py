@@ -600,6 +600,22 @@ def _decode_utf(raw: bytes) -> str:
             return raw.decode("utf-8", "replace")
 
 
+def _within_budget(
+    header_end: int | None, data: memoryview, whole: bool, source: str
+) -> None:
+    """The meta info must be within the bytes read."""
+    if header_end is not None and header_end > len(data):
+        if whole:
+            raise StateFileError(
+                f"{source}: the first state starts at byte {header_end}, after the "
+                f"end of its {len(data)} bytes"
+            )
+        raise StateFileError(
+            f"{source}: the state meta info is {header_end} bytes, more than the "
+            f"{len(data)} read: not read"
+        )
+
+
 # ---------------------------------------------------------------- keyed
 
 
@@ -613,6 +629,7 @@ def _read_keyed(
     """``KeyedBackendSerializationProxy`` and, in a savepoint, sampled values."""
     starts = sorted(o for o in handle.offsets if o > 0)
     header_end = starts[0] if starts else (len(data) if whole else None)
+    _within_budget(header_end, data, whole, source)
     reader = _MetaReader(data, source, header_end, whole)
     version = reader.i32()
     if version != KEYED_PROXY_VERSION:
@@ -840,6 +857,7 @@ def _read_operator(
     """``OperatorBackendSerializationProxy`` and sampled broadcast values."""
     starts = sorted(o for _, _, offsets in handle.operator_states for o in offsets)
     header_end = starts[0] if starts else (len(data) if whole else None)
+    _within_budget(header_end, data, whole, source)
     reader = _MetaReader(data, source, header_end, whole)
     version = reader.i32()
     if version != OPERATOR_PROXY_VERSION:

@@ -5,13 +5,14 @@ What the savepoint tests need from real Flink, and nothing chainlens computes::
 
     python tests/savepoints/runner.py take PROGRAM.py SAVEPOINT_DIR
     python tests/savepoints/runner.py restore PROGRAM.py SAVEPOINT \\
-        [--allow-non-restored] [--wait-for FILE]
+        [--allow-non-restored] [--wait-for FILE] [--conf KEY=VALUE ...]
 
 The program runs unchanged as ``__main__`` (its folder first on ``sys.path``),
 with the environment it creates given a few settings first: the Python
 executable for the workers, parallelism 2, and for ``restore`` the savepoint
 (``execution.state-recovery.path``, and ``...ignore-unclaimed-state`` with
-``--allow-non-restored``).  Its ``env.execute(name)`` submits the job without
+``--allow-non-restored``), then each ``--conf KEY=VALUE`` (a state backend,
+the inline-state threshold, ...).  Its ``env.execute(name)`` submits the job without
 waiting for it (``execute_async``) and then:
 
 * ``take``: once every task runs, stops the job with a savepoint in
@@ -133,6 +134,9 @@ def main(argv: list[str]) -> int:
     mode, program, target = argv[0], argv[1], argv[2]
     allow = "--allow-non-restored" in argv[3:]
     wait_for = argv[argv.index("--wait-for") + 1] if "--wait-for" in argv else None
+    settings = [
+        argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--conf"
+    ]
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.java_gateway import get_gateway
@@ -154,6 +158,8 @@ def main(argv: list[str]) -> int:
                 "execution.state-recovery.ignore-unclaimed-state",
                 "true" if allow else "false",
             )
+        for key, value in settings:
+            config.set_string(key, value)
         return original_get(config)
 
     outcome: dict[str, Any] = {}
