@@ -53,7 +53,7 @@ import os
 import stat
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from chainlens.analyzer.model.savepoint import (
@@ -188,6 +188,18 @@ def read_operator_states(
         compressed,
         tuple(problems),
     )
+
+
+def read_state_stream(
+    data: bytes, kind: str = "keyed", source: str = "<bytes>"
+) -> OperatorStates:
+    """The meta info of one whole keyed (``KeyedBackendSerializationProxy``) or
+    operator (``OperatorBackendSerializationProxy``) state stream that holds
+    no values (where they would start is not known here); a stream that
+    cannot be read is a problem of the result."""
+    handle = HandleRef(0, kind, 7, StreamRef(0, None, False, len(data)))
+    found = read_operator_states([handle], data, Path("."), source)
+    return replace(found, problems=tuple(p.split(": ", 2)[-1] for p in found.problems))
 
 
 def _stream_bytes(
@@ -660,39 +672,159 @@ def _read_keyed(
     result = _HandleResult(found, key_serializer, compressed)
     if not starts:
         return result
-    if compressed:
-        for state in found:
-            state.note = "compressed (snappy): values not read"
-        return result
     if handle.handle_type != 7:  # KeyGroupsSavepointStateHandle
         for state in found:
             state.note = "values are sampled from savepoints only"
         return result
-    problem = _sample_key_groups(reader, starts[0], found, limits)
+    if compressed:
+        # SnappyStreamCompressionDecorator: each key group a framed stream
+        try:
+            plain, plain_whole = _decompress_key_groups(data, starts, whole, limits)
+        except StateFileError as exc:
+            result.problems.append(f"{source}: {exc}")
+            return result
+        problem = _sample_key_groups(
+            memoryview(plain), 0, plain_whole, f"{source} (decompressed)", found, limits
+        )
+    else:
+        problem = _sample_key_groups(data, starts[0], whole, source, found, limits)
     if problem is not None:
         result.problems.append(problem)
     return result
 
 
+#: ``SnappyFramedOutputStream``'s stream identifier chunk
+_SNAPPY_STREAM = b"\xff\x06\x00\x00sNaPpY"
+
+
+def _decompress_key_groups(
+    data: memoryview, starts: list[int], whole: bool, limits: StateLimits
+) -> tuple[bytes, bool]:
+    """The key groups from ``starts`` decompressed one after the other, at most
+    ``read_bytes`` of them; whether that is all of them."""
+    out = bytearray()
+    ends = [*starts[1:], len(data)]
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        last = index == len(starts) - 1
+        if end > len(data) or (last and not whole):
+            return bytes(out), False  # the bytes read end inside it
+        budget = limits.read_bytes - len(out)
+        if budget <= 0:
+            return bytes(out), False
+        block, complete = _snappy_framed(bytes(data[start:end]), budget, start)
+        out += block
+        if not complete:
+            return bytes(out), False
+    return bytes(out), True
+
+
+def _snappy_framed(data: bytes, budget: int, at: int) -> tuple[bytes, bool]:
+    """Snappy's framing format (``SnappyFramedInputStream``; checksums not
+    verified, as Flink does not): at most ``budget`` bytes; whether all."""
+    if not data.startswith(_SNAPPY_STREAM):
+        raise StateFileError(
+            f"a compressed key group is not a snappy stream (at byte {at})"
+        )
+    out = bytearray()
+    pos = len(_SNAPPY_STREAM)
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise StateFileError(f"a cut snappy chunk header (at byte {at + pos})")
+        kind = data[pos]
+        length = int.from_bytes(data[pos + 1 : pos + 4], "little")
+        body = data[pos + 4 : pos + 4 + length]
+        if len(body) < length:
+            raise StateFileError(f"a cut snappy chunk (at byte {at + pos})")
+        if kind == 0x00:
+            out += _snappy_block(body[4:], budget - len(out), at + pos)
+        elif kind == 0x01:
+            out += body[4 : 4 + budget - len(out)]
+        elif kind == 0xFF or kind >= 0x80:
+            pass  # a stream identifier again, padding, skippable
+        else:
+            raise StateFileError(
+                f"unknown snappy chunk type {kind} (at byte {at + pos})"
+            )
+        pos += 4 + length
+        if len(out) >= budget:
+            return bytes(out[:budget]), False
+    return bytes(out), True
+
+
+def _snappy_block(data: bytes, budget: int, at: int) -> bytes:
+    """One snappy-compressed block (the raw format: a varint length, then
+    literals and back-references), at most ``budget`` bytes of it."""
+    length = shift = pos = 0
+    while True:
+        if pos >= len(data) or shift > 28:
+            raise StateFileError(f"a corrupt snappy block length (at byte {at})")
+        byte = data[pos]
+        pos += 1
+        length |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    if length > (1 << 24):
+        raise StateFileError(f"a snappy block of {length} bytes (at byte {at})")
+    out = bytearray()
+    limit = min(length, budget)
+    while pos < len(data) and len(out) < limit:
+        tag = data[pos]
+        pos += 1
+        kind = tag & 3
+        if kind == 0:
+            size = tag >> 2
+            if size >= 60:
+                extra = size - 59
+                size = int.from_bytes(data[pos : pos + extra], "little")
+                pos += extra
+            size += 1
+            if pos + size > len(data):
+                raise StateFileError(f"a cut snappy literal (at byte {at})")
+            out += data[pos : pos + size]
+            pos += size
+            continue
+        if kind == 1:
+            size = 4 + ((tag >> 2) & 7)
+            offset = ((tag >> 5) << 8) | (data[pos] if pos < len(data) else 0)
+            pos += 1
+        else:
+            width = 2 if kind == 2 else 4
+            size = (tag >> 2) + 1
+            offset = int.from_bytes(data[pos : pos + width], "little")
+            pos += width
+        if offset <= 0 or offset > len(out):
+            raise StateFileError(f"a corrupt snappy back-reference (at byte {at})")
+        for _ in range(size):  # may overlap what it copies
+            out.append(out[-offset])
+    if len(out) < limit:
+        raise StateFileError(f"a cut snappy block (at byte {at})")
+    return bytes(out[:limit])
+
+
 def _sample_key_groups(
-    reader: _MetaReader, start: int, found: list[_Found], limits: StateLimits
+    data: memoryview,
+    start: int,
+    whole: bool,
+    source: str,
+    found: list[_Found],
+    limits: StateLimits,
 ) -> str | None:
     """``FullSnapshotAsyncWriter.writeKVStateData``'s key groups from
-    ``start``, until every state has its samples or the bytes read end."""
-    data = reader.data
-    end = reader.end
+    ``start``, until every state has its samples or the bytes end (``whole``:
+    the bytes are all of them, so running out early is a truncation)."""
+    end = len(data)
     pos = start
     wanted = len(found)
     full: set[int] = set()
 
     def corrupt(what: str) -> str:
-        return f"{reader.source}: corrupt key-group data: {what} (at byte {pos})"
+        return f"{source}: corrupt key-group data: {what} (at byte {pos})"
 
     def short() -> str | None:
         # the bytes read end: fine when the budget ended them, not at the end
         return corrupt("truncated") if whole else None
 
-    whole = reader.header_end is not None and end == len(data) and reader.whole
     if pos + 2 > end:
         return short()
     state_id = _SHORT.unpack_from(data, pos)[0]
@@ -890,7 +1022,9 @@ def _read_operator(
         mode = modes.get(meta.name)
         state = _Found(meta, MODES[mode] if mode is not None and mode < 3 else None)
         found.append(state)
-        if meta.backend == "broadcast" and not compressed and offsets.get(meta.name):
+        if meta.backend == "broadcast" and compressed:
+            state.note = "compressed (snappy): broadcast values not read"
+        elif meta.backend == "broadcast" and offsets.get(meta.name):
             _sample_broadcast(state, data, offsets[meta.name][0], limits)
         else:
             state.entries = len(offsets.get(meta.name, ()))

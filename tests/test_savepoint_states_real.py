@@ -6,8 +6,8 @@ Savepoints of two fixture programs are taken on Flink's local MiniCluster
 * ``typed_states.py``: value states of many declared types, a list, a map, a
   reducing and an aggregating state, a state with a TTL, timers: with the
   default (heap) backend, with RocksDB writing its state to files (the
-  canonical savepoint format of both, and ``RelativeFileStateHandle``\\ s), and
-  with the default backend on Flink 1.20 (its venv, when made:
+  canonical savepoint format of both, and ``RelativeFileStateHandle``\\ s),
+  with snapshot compression (snappy), and with the default backend on Flink 1.20 (its venv, when made:
   ``python tests/tools/flink_venvs.py 1.20``);
 * ``broadcast_state.py``: PyFlink broadcast state.
 
@@ -174,6 +174,18 @@ def rocksdb_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def compressed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("pyflink")
+    folder = tmp_path_factory.mktemp("snappy")
+    return take(
+        sys.executable,
+        folder,
+        "typed_states.py",
+        "execution.checkpointing.snapshot-compression=true",
+    )
+
+
+@pytest.fixture(scope="module")
 def broadcast(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("pyflink")
     folder = tmp_path_factory.mktemp("broadcast")
@@ -219,6 +231,13 @@ def test_rocksdb_savepoint_in_files_reads_as_flink_reads_it(
     files = [p for p in rocksdb_files.iterdir() if p.name != "_metadata"]
     assert files, "the state was written inline, not to files"
     assert ours(rocksdb_files) == flinks(sys.executable, rocksdb_files)
+
+
+def test_compressed_savepoint_reads_as_flink_reads_it(compressed: Path) -> None:
+    assert ours(compressed) == flinks(sys.executable, compressed)
+    saved = _typed(compressed)
+    assert saved.compressed
+    _check_coder_bytes(compressed)
 
 
 def test_broadcast_state_reads_as_flink_reads_it(broadcast: Path) -> None:

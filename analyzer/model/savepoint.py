@@ -266,7 +266,8 @@ class OperatorStates:
     states: tuple[SavedState, ...] = ()
     #: the keyed backend's key serializer (None: no keyed state read)
     key_serializer: SerializerSnapshot | None = None
-    #: a state file the writer compressed (snappy): its values are not read
+    #: a state file the writer compressed (snappy; the meta info never is):
+    #: keyed values are decompressed to be sampled, broadcast values are not
     compressed: bool = False
     #: what could not be read, one located line each (a missing or corrupt
     #: state file); the other states are still there

@@ -209,9 +209,7 @@ def describe(gateway: Any, directory: str, samples: int) -> dict[str, Any]:
                     key_serializer = _tree(gateway, proxy.getKeySerializerSnapshot())
                 savepoint = "Savepoint" in str(handle.getClass().getName())
                 values = (
-                    _keyed_values(gateway, handle, proxy, samples)
-                    if savepoint and not proxy.isUsingKeyGroupCompression()
-                    else {}
+                    _keyed_values(gateway, handle, proxy, samples) if savepoint else {}
                 )
                 for meta in proxy.getStateMetaInfoSnapshots().toArray():
                     _merge(merged, _meta(gateway, meta), None, samples)

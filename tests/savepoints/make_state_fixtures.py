@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the savepoints the fast state-reader tests read, with real Flink.
 
-    python tests/savepoints/make_state_fixtures.py [--only 2.3|1.20]
+    python tests/savepoints/make_state_fixtures.py [--only 2.3|2.3-snappy|1.20]
 
 For each Flink line (2.3: this interpreter's PyFlink; 1.20: its venv from
 ``tests/tools/flink_venvs.py``), ``tests/fixtures/savepoints/typed_states.py``
@@ -9,7 +9,8 @@ runs on the MiniCluster (``runner.py take``, after the job wrote its states)
 with the default (heap) backend and the state written to files (filesystem
 checkpoint storage, inline threshold of one byte), and the savepoint directory
 is copied to ``tests/fixtures/savepoints/real/typed_states-<line>/`` (its
-``_metadata`` and the state files its relative handles name).  Nothing in it is
+``_metadata`` and the state files its relative handles name); for 2.3 also
+with snapshot compression on (``typed_states-2.3-snappy``).  Nothing in it is
 made by hand; rerun this to renew them.
 """
 
@@ -42,10 +43,11 @@ def _python(line: str) -> str:
     return str(module.python_for(line))
 
 
-def make(line: str) -> Path:
+def make(line: str, *, compressed: bool = False) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=f"chainlens-state-fixture-{line}-"))
     shutil.copy(PROGRAM, folder / "job.py")
-    conf = [
+    conf = [f"execution.checkpointing.snapshot-compression={str(compressed).lower()}"]
+    conf += [
         "execution.checkpointing.storage=filesystem",
         f"execution.checkpointing.dir=file://{folder}/checkpoints",
         "execution.checkpointing.data-inline-threshold=1",
@@ -77,7 +79,7 @@ def make(line: str) -> Path:
     if "savepoint" not in outcome:
         raise SystemExit(f"Flink {line}: {outcome}")
     taken = Path(str(outcome["savepoint"]).removeprefix("file:"))
-    target = TARGET / f"typed_states-{line}"
+    target = TARGET / f"typed_states-{line}{'-snappy' if compressed else ''}"
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(taken, target)
@@ -86,9 +88,11 @@ def make(line: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    lines = [argv[argv.index("--only") + 1]] if "--only" in argv else ["2.3", "1.20"]
-    for line in lines:
-        print(line, make(line), flush=True)
+    every = ["2.3", "2.3-snappy", "1.20"]
+    chosen = [argv[argv.index("--only") + 1]] if "--only" in argv else every
+    for name in chosen:
+        line = name.removesuffix("-snappy")
+        print(name, make(line, compressed=name.endswith("-snappy")), flush=True)
     return 0
 
 
