@@ -378,7 +378,7 @@ class _MetaReader:
     """``DataInputView`` over the first bytes of a state stream, bounds-checked;
     failures are :class:`StateFileError` naming the byte."""
 
-    __slots__ = ("data", "end", "header_end", "pos", "source", "whole")
+    __slots__ = ("data", "end", "header_end", "pos", "snappy_after", "source", "whole")
 
     def __init__(
         self, data: memoryview, source: str, header_end: int | None, whole: bool
@@ -391,6 +391,8 @@ class _MetaReader:
         self.source = source
         #: where the meta info ends, when known (the first value's offset)
         self.header_end = header_end
+        #: a compressed stream's identifier may come between the two
+        self.snappy_after = False
 
     def fail(self, what: str, at: int | None = None) -> StateFileError:
         where = self.pos if at is None else at
@@ -494,9 +496,17 @@ class _MetaReader:
 
     def end_at(self, at: int) -> bool:
         """The meta info ends at ``at``."""
-        if self.header_end is not None:
-            return at == self.header_end
-        return at == self.end
+        if self.header_end is None:
+            return at == self.end
+        if at == self.header_end:
+            return True
+        # compressed operator state: its offsets count from after the
+        # snappy stream's identifier, written right after the meta info
+        return (
+            self.snappy_after
+            and at + len(_SNAPPY_STREAM) == self.header_end
+            and bytes(self.data[at : self.header_end]) == _SNAPPY_STREAM
+        )
 
     # --------------------------------------------------- snapshots
 
@@ -999,6 +1009,7 @@ def _read_operator(
             0,
         )
     compressed = reader.u8() != 0
+    reader.snappy_after = compressed
 
     def after_operator_states(at: int) -> bool:
         if at + 2 > reader.end:
@@ -1010,7 +1021,7 @@ def _read_operator(
     metas = reader.states(count, after_operator_states if count else reader.end_at)
     broadcast = reader.u16()
     metas += reader.states(broadcast, reader.end_at)
-    if header_end is not None and reader.pos != header_end:
+    if header_end is not None and not reader.end_at(reader.pos):
         raise reader.fail(
             f"the state meta info ends at byte {reader.pos}, the first state "
             f"starts at byte {header_end}"

@@ -1,8 +1,8 @@
 """The state-file reader on real savepoints, whole and damaged (fast).
 
 The savepoints under ``tests/fixtures/savepoints/real/`` were taken by real
-Flink (2.3 and 1.20) of ``tests/fixtures/savepoints/typed_states.py``, state
-written to files (``tests/savepoints/make_state_fixtures.py`` makes them; the
+Flink (2.3, 2.3 with snapshot compression, and 1.20) of
+``tests/fixtures/savepoints/typed_states.py``, state written to files (``tests/savepoints/make_state_fixtures.py`` makes them; the
 same reading is compared with Flink's own in ``test_savepoint_states_real.py``).
 Here copies of them are damaged every way a file can be: missing, cut, a FIFO,
 a directory, a symlink out of the savepoint, bytes flipped, and each failure
@@ -30,7 +30,8 @@ from chainlens.analyzer.savepoint_state import StateLimits
 from chainlens.analyzer.savepoint_values import samples_fit, state_fits
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "savepoints" / "real"
-LINES = ["2.3", "1.20"]
+#: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20
+LINES = ["2.3", "2.3-snappy", "1.20"]
 #: the Python states typed_states.py declares, with their descriptor and type
 DECLARED = {
     "as_int": ("ValueStateDescriptor", "Types.INT()"),
@@ -86,7 +87,7 @@ def test_every_declared_state_is_read_and_fits(line: str, tmp_path: Path) -> Non
     metadata = read_metadata(savepoint, states=True)
     saved = _keyed(metadata)
     assert saved.problems == ()
-    assert not saved.compressed
+    assert saved.compressed == line.endswith("-snappy")
     assert saved.key_serializer is not None
     assert saved.key_serializer.short == "RowSerializer<LongSerializer>"
     found = {s.pyflink_name for s in saved.states if s.pyflink}
@@ -184,8 +185,9 @@ def test_a_cut_state_file_is_one_problem(tmp_path: Path) -> None:
         assert f"has {end} bytes, the metadata says {len(data)}: truncated" in problem
 
 
-def test_flipped_bytes_never_raise(tmp_path: Path) -> None:
-    savepoint = _copy("2.3", tmp_path)
+@pytest.mark.parametrize("line", ["2.3", "2.3-snappy"])
+def test_flipped_bytes_never_raise(line: str, tmp_path: Path) -> None:
+    savepoint = _copy(line, tmp_path)
     path = _keyed_files(savepoint)[0]
     data = path.read_bytes()
     seen = set()

@@ -85,7 +85,9 @@ def main(argv: list[str]) -> int:
     )
     stream = jvm.java.io.FileOutputStream(out)
     try:
-        proxy.write(jvm.org.apache.flink.core.memory.DataOutputViewStreamWrapper(stream))
+        proxy.write(
+            jvm.org.apache.flink.core.memory.DataOutputViewStreamWrapper(stream)
+        )
     finally:
         stream.close()
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
