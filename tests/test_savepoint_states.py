@@ -2,8 +2,9 @@
 
 The savepoints under ``tests/fixtures/savepoints/real/`` were taken by real
 Flink (2.3, 2.3 with snapshot compression, and 1.20) of
-``tests/fixtures/savepoints/typed_states.py``, state written to files (``tests/savepoints/make_state_fixtures.py`` makes them; the
-same reading is compared with Flink's own in ``test_savepoint_states_real.py``).
+``tests/fixtures/savepoints/typed_states.py``, state written to files
+(``tests/savepoints/make_state_fixtures.py`` makes them; the same reading is
+compared with Flink's own in ``test_savepoint_states_real.py``).
 Here copies of them are damaged every way a file can be: missing, cut, a FIFO,
 a directory, a symlink out of the savepoint, bytes flipped, and each failure
 must be one located line on its operator while the metadata still reads.  The

@@ -7,8 +7,8 @@ Savepoints of two fixture programs are taken on Flink's local MiniCluster
   reducing and an aggregating state, a state with a TTL, timers: with the
   default (heap) backend, with RocksDB writing its state to files (the
   canonical savepoint format of both, and ``RelativeFileStateHandle``\\ s),
-  with snapshot compression (snappy), and with the default backend on Flink 1.20 (its venv, when made:
-  ``python tests/tools/flink_venvs.py 1.20``);
+  with snapshot compression (snappy), and with the default backend on Flink
+  1.20 (its venv, when made: ``python tests/tools/flink_venvs.py 1.20``);
 * ``broadcast_state.py``: PyFlink broadcast state.
 
 For each, ``read_metadata(..., states=True)`` must give, per operator, what
