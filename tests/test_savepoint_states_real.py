@@ -38,7 +38,7 @@ import pytest
 
 from chainlens.analyzer.model.savepoint import SerializerSnapshot
 from chainlens.analyzer.savepoint_metadata import read_metadata
-from chainlens.analyzer.savepoint_state import StateLimits
+from chainlens.analyzer.savepoint_state import StateLimits, read_state_stream
 from chainlens.analyzer.savepoint_values import state_fits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -399,3 +399,47 @@ def test_pyflink_coder_bytes_on_the_heap_savepoint(heap: Path) -> None:
 
 def test_pyflink_coder_bytes_on_the_rocksdb_savepoint(rocksdb_files: Path) -> None:
     _check_coder_bytes(rocksdb_files)
+
+
+# ---------------------------------------------------------------- formats
+
+WRITE_META = ROOT / "tests" / "savepoints" / "flink_write_meta.py"
+#: serializer snapshots of formats chainlens does not read as such
+NOT_READ = ("EnumSerializer", "KryoSerializer", "PojoSerializer")
+
+
+@pytest.mark.parametrize("line", ["2.3", "1.20"])
+def test_formats_not_read_are_skipped_to_what_follows(
+    line: str, tmp_path: Path
+) -> None:
+    """Flink writes the meta info of states with Enum, Kryo and POJO
+    serializers between states chainlens reads: every state is still found,
+    as Flink reads them back, and the unread formats say so."""
+    python = sys.executable if line == "2.3" else VENVS.find_python(line)
+    if python is None:
+        pytest.skip(
+            f"no venv of Flink {line}: python tests/tools/flink_venvs.py {line}"
+        )
+    out = tmp_path / "meta"
+    theirs = _json(str(python), str(WRITE_META), str(out), cwd=tmp_path)["states"]
+    found = read_state_stream(out.read_bytes())
+    assert found.problems == ()
+    backends = {"KEY_VALUE": "keyed", "PRIORITY_QUEUE": "timers"}
+    assert [
+        {
+            "name": s.name,
+            "backend": s.backend,
+            "options": dict(s.options),
+            "serializers": {k: v.snapshot_class for k, v in s.serializers},
+        }
+        for s in found.states
+    ] == [{**t, "backend": backends[t["backend"]]} for t in theirs]
+    for state in found.states:
+        for snapshot in (s for _, s in state.serializers):
+            for inner in _walk(snapshot):
+                unread = any(n in inner.snapshot_class for n in NOT_READ)
+                assert inner.read is not unread, (state.name, inner)
+
+
+def _walk(snapshot: SerializerSnapshot) -> list[SerializerSnapshot]:
+    return [snapshot, *(s for n in snapshot.nested for s in _walk(n))]

@@ -6,7 +6,8 @@
 Through py4j (this interpreter's PyFlink), ``KeyedBackendSerializationProxy``
 writes to OUT the meta info of keyed states whose serializers are of formats
 chainlens does not read as such (``EnumSerializer``, ``KryoSerializer``, a
-``PojoSerializer``, nested in a ``ListSerializer``) between states it reads (a
+``PojoSerializer`` (of the Table API's ``ListView``), a Kryo one nested in a
+``ListSerializer``) between states it reads (a
 ``LongSerializer``, a ``StringSerializer``), each
 ``RegisteredKeyValueStateBackendMetaInfo.snapshot()`` as a backend writes it.
 Then Flink reads OUT back (``KeyedBackendSerializationProxy.read``) and one
@@ -43,12 +44,12 @@ def _serializer(gateway: Any, what: str) -> Any:
         return base.EnumSerializer(unit)
     if what == "kryo":
         return kryo(date, config)
-    if what == "pojo":
-        pojo = jvm.java.lang.Class.forName("org.apache.flink.api.java.tuple.Tuple0")
+    if what == "pojo":  # the Table API's ListView is a POJO
+        view = jvm.java.lang.Class.forName(
+            "org.apache.flink.table.api.dataview.ListView"
+        )
         info = jvm.org.apache.flink.api.java.typeutils.TypeExtractor.createTypeInfo(
-            jvm.java.lang.Class.forName("org.apache.flink.api.common.JobID")
-            if False
-            else pojo
+            view
         )
         return info.createSerializer(config)
     if what == "list_kryo":
