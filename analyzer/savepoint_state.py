@@ -215,8 +215,9 @@ def _stream_bytes(
         if stream.size < 0 or end > len(metadata):
             raise StateFileError("inline state bytes outside the metadata file")
         take = min(stream.size, limits.read_bytes)
-        view = memoryview(metadata)[stream.inline_start : stream.inline_start + take]
-        return view, take == stream.size, "inline state bytes"
+        # a copy (bounded): no view of the mapped metadata outlives the read
+        inline = bytes(metadata[stream.inline_start : stream.inline_start + take])
+        return memoryview(inline), take == stream.size, "inline state bytes"
     assert stream.path is not None
     path = _resolve(stream, directory)
     data = _read_file(path, stream, limits)

@@ -273,6 +273,17 @@ class OperatorStates:
     #: state file); the other states are still there
     problems: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, object]:
+        """What the state files say, as JSON."""
+        return {
+            "states": [s.to_json() for s in self.states],
+            "key_serializer": self.key_serializer.to_json()
+            if self.key_serializer is not None
+            else None,
+            "compressed": self.compressed,
+            "problems": list(self.problems),
+        }
+
     def state(self, name: str) -> SavedState | None:
         """The state called ``name`` (the Java name, or a PyFlink state's
         Python name)."""

@@ -18,7 +18,8 @@ state:
   (``ListDelimitedSerializer`` with the restored element serializer, a
   ``TtlValue``'s user value, a map value after its null flag);
 * operator (``OperatorStateHandle``): each state's distribution mode from the
-  handle, ``OperatorBackendSerializationProxy.read`` on its stream, and a
+  handle, ``OperatorBackendSerializationProxy.read`` on its stream (its
+  compression flag, each state's meta info), and a
   broadcast state's first N values as the restored serializers read them.
 
 States of the same name are merged over the subtasks (in subtask order) the
@@ -228,6 +229,7 @@ def describe(gateway: Any, directory: str, samples: int) -> dict[str, Any]:
                     )
                 finally:
                     view_stream.close()
+                compressed = compressed or _operator_compression(gateway, proxy)
                 metas = list(proxy.getOperatorStateMetaInfoSnapshots().toArray())
                 metas += list(proxy.getBroadcastStateMetaInfoSnapshots().toArray())
                 for meta in metas:
@@ -251,6 +253,17 @@ def describe(gateway: Any, directory: str, samples: int) -> dict[str, Any]:
             "states": sorted(merged.values(), key=lambda s: (s["backend"], s["name"])),
         }
     return {"operators": operators}
+
+
+def _operator_compression(gateway: Any, proxy: Any) -> bool:
+    """``OperatorBackendSerializationProxy.isUsingStateCompression()`` (not
+    public: called by reflection)."""
+    jvm = gateway.jvm
+    method = proxy.getClass().getDeclaredMethod(
+        "isUsingStateCompression", gateway.new_array(jvm.java.lang.Class, 0)
+    )
+    method.setAccessible(True)
+    return bool(method.invoke(proxy, gateway.new_array(jvm.java.lang.Object, 0)))
 
 
 def _merge(
