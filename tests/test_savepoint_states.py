@@ -26,6 +26,7 @@ from chainlens.analyzer.model.savepoint import OperatorStates, SavepointMetadata
 from chainlens.analyzer.savepoint_metadata import (
     MetadataError,
     parse_metadata,
+    parse_metadata_states,
     read_metadata,
 )
 from chainlens.analyzer.savepoint_state import StateLimits
@@ -372,3 +373,12 @@ def test_a_fifo_named_metadata_is_an_error_not_a_wait(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "_metadata")
     with pytest.raises(MetadataError, match="not a regular file"):
         read_metadata(tmp_path)
+
+
+def test_metadata_bytes_and_their_directory_read_as_the_file(tmp_path: Path) -> None:
+    savepoint = _copy("2.3", tmp_path)
+    data = (savepoint / "_metadata").read_bytes()
+    shown = str(savepoint / "_metadata")
+    assert parse_metadata_states(data, shown, savepoint) == read_metadata(
+        savepoint, states=True
+    )
