@@ -263,7 +263,8 @@ def _length(name: str, data: bytes, pos: int, unit: str = "bytes") -> int:
         raise _MismatchError(f"{name} reads a 4-byte length, {short} left")
     (length,) = _INT.unpack_from(data, pos)
     left = len(data) - pos - 4
-    if length < 0 or (unit == "bytes" and length > left) or length > left * 8 + 8:
+    # an element takes at least one byte (a value, or a presence flag)
+    if length < 0 or length > left:
         raise _MismatchError(
             f"{name} reads a 4-byte length, then that many {unit}: the length "
             f"would be {length}, {_bytes(left)} follow"
