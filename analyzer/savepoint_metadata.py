@@ -740,12 +740,26 @@ class _StateRefReader(_Reader):
                 HandleRef(self.subtask, "keyed", kind, stream, tuple(offsets))
             )
             return size
+        if kind in (_INCREMENTAL, _INCREMENTAL_V2):
+            # RocksDB's native format: the meta info is a stream of its own
+            self.i64()  # checkpoint id
+            self.skip_utf()  # backend id
+            self.i32()
+            self.i32()  # key group range
+            if kind == _INCREMENTAL_V2:
+                self.i64()  # checkpointed size
+            meta, size = self.stream_ref()
+            for _ in range(2):  # shared, private files
+                for _ in range(self.count("number of incremental files", 3)):
+                    self.skip_utf()
+                    size += self.stream_handle() or 0
+            if kind == _INCREMENTAL_V2:
+                self.skip_utf()
+            self.current.append(HandleRef(self.subtask, "keyed", kind, meta))
+            return size
         self.pos = start
         other = super().keyed_handle(depth)
-        what = {
-            _INCREMENTAL: "RocksDB native (incremental) state",
-            _INCREMENTAL_V2: "RocksDB native (incremental) state",
-        }.get(kind, "changelog state")
+        what = "changelog state"
         self.current.append(HandleRef(self.subtask, "keyed", kind, None, unread=what))
         return other
 

@@ -25,6 +25,11 @@ key, the next state, the end of the meta info): empty for every
 ``SimpleTypeSerializerSnapshot``, skipped (and said to be: ``read=False``) for
 formats chainlens does not read.
 
+RocksDB's native format (a native savepoint, an incremental checkpoint:
+``IncrementalRemoteKeyedStateHandle``) writes the same keyed meta info as a
+stream of its own (its meta data handle), read the same way; its values are
+in RocksDB's files, not read.
+
 After the meta info of a canonical savepoint's keyed state
 (``KeyGroupsSavepointStateHandle``) come the key groups as
 ``FullSnapshotAsyncWriter.writeKVStateData`` writes them, the same for the heap
@@ -154,10 +159,11 @@ def read_operator_states(
     problems: list[str] = []
     key_serializer: SerializerSnapshot | None = None
     compressed = False
+    unread: dict[tuple[str, str], list[int]] = {}
     for handle in handles:
         where = f"{shown}: subtask {handle.subtask}'s {handle.kind} state"
         if handle.unread is not None:
-            problems.append(f"{where}: {handle.unread}: not read")
+            unread.setdefault((handle.kind, handle.unread), []).append(handle.subtask)
             continue
         if handle.stream is None:
             continue
@@ -182,6 +188,12 @@ def read_operator_states(
                 merged[key].add(state, limits)
             else:
                 merged[key] = _Merged(state)
+    for (kind, why), subtasks in unread.items():
+        which = ", ".join(str(i) for i in subtasks)
+        plural = "s" if len(subtasks) > 1 else ""
+        problems.append(
+            f"{shown}: subtask{plural} {which}'s {kind} state: {why}: not read"
+        )
     return OperatorStates(
         tuple(m.result() for m in merged.values()),
         key_serializer,
@@ -681,6 +693,10 @@ def _read_keyed(
         )
     found = [_Found(meta) for meta in metas]
     result = _HandleResult(found, key_serializer, compressed)
+    if handle.handle_type in (5, 11):  # IncrementalRemoteKeyedStateHandle
+        for state in found:
+            state.note = "values in RocksDB's native files: not sampled"
+        return result
     if not starts:
         return result
     if handle.handle_type != 7:  # KeyGroupsSavepointStateHandle

@@ -84,7 +84,11 @@ def take(python: str, folder: Path, program: str, *conf: str) -> Path:
     its states (seen.txt)."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(FIXTURES / program, folder / "job.py")
-    flags = [arg for setting in conf for arg in ("--conf", setting)]
+    flags = [
+        arg
+        for setting in conf
+        for arg in (("--conf", setting) if "=" in setting else (setting,))
+    ]
     taken = _json(
         python,
         str(RUNNER),
@@ -186,6 +190,19 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def native(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("pyflink")
+    folder = tmp_path_factory.mktemp("native")
+    return take(
+        sys.executable,
+        folder,
+        "typed_states.py",
+        "state.backend.type=rocksdb",
+        "--native",
+    )
+
+
+@pytest.fixture(scope="module")
 def broadcast(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("pyflink")
     folder = tmp_path_factory.mktemp("broadcast")
@@ -238,6 +255,30 @@ def test_compressed_savepoint_reads_as_flink_reads_it(compressed: Path) -> None:
     saved = _typed(compressed)
     assert saved.compressed
     _check_coder_bytes(compressed)
+
+
+def test_a_native_savepoint_gives_its_meta_info_not_its_values(native: Path) -> None:
+    """RocksDB's native format: the keyed meta info (its meta data handle) is
+    read as Flink reads it; the values, in RocksDB's own files, are not."""
+    metadata = read_metadata(native, states=True)
+    assert metadata.savepoint_format == "NATIVE"
+    theirs = flinks(sys.executable, native)
+    mine = ours(native)
+    for operator in mine["operators"].values():
+        for state in operator["states"]:
+            assert state["values"] == []
+    for operator in theirs["operators"].values():
+        for state in operator["states"]:
+            state["values"] = []
+    assert mine == theirs
+    (typed,) = [o for o in metadata.operators if o.uid == "typed"]
+    assert typed.saved is not None
+    as_int = typed.saved.state("as_int")
+    assert as_int is not None
+    assert as_int.values_note == "values in RocksDB's native files: not sampled"
+    fit = state_fits(as_int, "ValueStateDescriptor", "Types.INT()")
+    assert fit == state_fits(as_int, "ValueStateDescriptor", "Types.LONG()")
+    assert fit.verdict == "unknown"
 
 
 def test_broadcast_state_reads_as_flink_reads_it(broadcast: Path) -> None:

@@ -9,7 +9,9 @@ another line's venv).  Through py4j it loads the ``_metadata`` with
 pointer, so relative file handles resolve), then for each subtask's managed
 state:
 
-* keyed (``KeyGroupsStateHandle``): ``KeyedBackendSerializationProxy.read`` on
+* keyed (``KeyGroupsStateHandle``, or RocksDB's native
+  ``IncrementalRemoteKeyedStateHandle``'s meta data handle; changelog handles
+  are left out): ``KeyedBackendSerializationProxy.read`` on
   the handle's stream: the compression flag, the key serializer's snapshot and
   each ``StateMetaInfoSnapshot`` (name, backend state type, options, serializer
   snapshots with the snapshots a ``CompositeTypeSerializerSnapshot`` nests);
@@ -194,8 +196,20 @@ def describe(gateway: Any, directory: str, samples: int) -> dict[str, Any]:
         compressed = False
         for index in sorted(int(i) for i in subtasks.keySet().toArray()):
             subtask = subtasks.get(index)
+            groups = _class(
+                gateway, "org.apache.flink.runtime.state.KeyGroupsStateHandle"
+            )
+            native = _class(
+                gateway,
+                "org.apache.flink.runtime.state.IncrementalRemoteKeyedStateHandle",
+            )
             for handle in subtask.getManagedKeyedState().toArray():
-                view_stream = handle.openInputStream()
+                if native.isInstance(handle):  # RocksDB's native format
+                    view_stream = handle.getMetaDataStateHandle().openInputStream()
+                elif groups.isInstance(handle):
+                    view_stream = handle.openInputStream()
+                else:  # changelog
+                    continue
                 try:
                     proxy = state.KeyedBackendSerializationProxy(loader)
                     proxy.read(
