@@ -92,11 +92,11 @@ class Fit:
 
 
 @dataclass(frozen=True, slots=True)
-class _Type:
+class DeclaredType:
     """A declared type as the coders see it."""
 
     name: str
-    children: tuple[_Type, ...] = ()
+    children: tuple[DeclaredType, ...] = ()
 
     @property
     def label(self) -> str:
@@ -116,7 +116,7 @@ class _UnsupportedError(Exception):
 # ---------------------------------------------------------------- types
 
 
-def parse_type(text: str) -> _Type | None:
+def parse_type(text: str) -> DeclaredType | None:
     """``Types.ROW([Types.STRING(), Types.LONG()])`` as the coders see it;
     None when the text is not a ``Types`` call chainlens reads."""
     try:
@@ -129,7 +129,7 @@ def parse_type(text: str) -> _Type | None:
         return None
 
 
-def _from_ast(node: ast.expr) -> _Type:
+def _from_ast(node: ast.expr) -> DeclaredType:
     if not isinstance(node, ast.Call):
         raise _UnsupportedError
     func = node.func
@@ -145,26 +145,26 @@ def _from_ast(node: ast.expr) -> _Type:
     if name in _FIXED or name in _LENGTH_PREFIXED:
         if args:
             raise _UnsupportedError
-        return _Type("LONG" if name == "BIG_INT" else name)
+        return DeclaredType("LONG" if name == "BIG_INT" else name)
     if name == "ROW" and len(args) == 1:
-        return _Type("ROW", _list(args[0]))
+        return DeclaredType("ROW", _list(args[0]))
     if name == "ROW_NAMED" and len(args) == 2:
-        return _Type("ROW", _list(args[1]))
+        return DeclaredType("ROW", _list(args[1]))
     if name == "TUPLE" and len(args) == 1:
-        return _Type("TUPLE", _list(args[0]))
+        return DeclaredType("TUPLE", _list(args[0]))
     if name == "PRIMITIVE_ARRAY" and len(args) == 1:
         element = _from_ast(args[0])
         if element.name == "BYTE":
-            return _Type("BINARY")
-        return _Type("PRIMITIVE_ARRAY", (element,))
+            return DeclaredType("BINARY")
+        return DeclaredType("PRIMITIVE_ARRAY", (element,))
     if name in ("BASIC_ARRAY", "OBJECT_ARRAY", "LIST") and len(args) == 1:
-        return _Type("ARRAY", (_from_ast(args[0]),))
+        return DeclaredType("ARRAY", (_from_ast(args[0]),))
     if name == "MAP" and len(args) == 2:
-        return _Type("MAP", (_from_ast(args[0]), _from_ast(args[1])))
+        return DeclaredType("MAP", (_from_ast(args[0]), _from_ast(args[1])))
     raise _UnsupportedError
 
 
-def _list(node: ast.expr) -> tuple[_Type, ...]:
+def _list(node: ast.expr) -> tuple[DeclaredType, ...]:
     if not isinstance(node, ast.List | ast.Tuple):
         raise _UnsupportedError
     return tuple(_from_ast(e) for e in node.elts)
@@ -187,7 +187,7 @@ def split_map_type(text: str) -> tuple[str, str] | None:
 # ---------------------------------------------------------------- decoding
 
 
-def _read(kind: _Type, data: bytes, pos: int) -> int:
+def _read(kind: DeclaredType, data: bytes, pos: int) -> int:
     """Where the value of ``kind`` written at ``pos`` ends."""
     name = kind.name
     width = _FIXED.get(name)
@@ -286,7 +286,7 @@ def _is_decimal(text: str) -> bool:
     return True
 
 
-def _whole(kind: _Type, data: bytes, *, several: bool) -> None:
+def _whole(kind: DeclaredType, data: bytes, *, several: bool) -> None:
     """``data`` is one value of ``kind`` (``several``: one or more)."""
     pos = _read(kind, data, 0)
     while several and 0 < pos < len(data):
@@ -301,14 +301,14 @@ def _guess(data: bytes) -> list[str]:
     found = []
     for name in _GUESSES:
         try:
-            _whole(_Type(name), data, several=False)
+            _whole(DeclaredType(name), data, several=False)
         except _MismatchError:
             continue
         found.append(name)
     return found
 
 
-def _reads_several(kind: _Type, data: bytes) -> bool:
+def _reads_several(kind: DeclaredType, data: bytes) -> bool:
     try:
         _whole(kind, data, several=True)
     except (_MismatchError, _UnsupportedError):
