@@ -9,10 +9,10 @@ in the PyFlink programs under PATHS, ruff-style; ``--fix`` applies the safe fixe
 lists the rules.
 
 ``chainlens graph FILE... [--format text|json|dot] [--default-parallelism N]``
-prints what Flink 2.3 will build from each PyFlink program.  Exit codes: 0 when
-every file was analysed, 1 when a file could not be analysed (syntax error,
-undecodable bytes, an API chainlens does not know) or a job is rejected by
-Flink, 2 for usage errors.
+prints what Flink (1.18 to 2.3) will build from each PyFlink program.  Exit
+codes: 0 when every file was analysed, 1 when a file could not be analysed
+(syntax error, undecodable bytes, an API chainlens does not know) or a job is
+rejected by Flink, 2 for usage errors.
 """
 
 from __future__ import annotations
