@@ -11,7 +11,8 @@ Every fixture program (``tests/fixtures/{pipelines,rules,projects,savepoints,
 check,lsp,deployments,deployments_gate}``) goes through ``graph`` (json, text,
 dot, ``--all-variants``, ``--flink-version 1.20..2.3``), ``check`` (json, text)
 and ``check --diff --unsafe-fixes``; the savepoint gate runs on a git repository
-whose base is the pipelines and whose work tree has every uid renamed.  Each
+whose base is the pipelines and whose work tree has every uid renamed, and
+``savepoint --savepoint`` on the real savepoints of ``tests/fixtures/savepoints``.  Each
 invocation runs in this process (``chainlens.hooks.entry.main``); its exit
 code, standard output and standard error are one file of the dump.
 """
@@ -124,6 +125,21 @@ def gate(out: Path) -> int:
         os.chdir(cwd)
 
 
+def real_savepoints(out: Path) -> int:
+    """``savepoint --savepoint`` on the real savepoints of the fixtures."""
+    count = 0
+    for savepoint in sorted((FIXTURES / "savepoints" / "real").iterdir()):
+        program = FIXTURES / "savepoints" / (savepoint.name.split("-")[0] + ".py")
+        for name, extra in {"json": ["--format", "json"], "txt": []}.items():
+            where = str(savepoint.relative_to(ROOT))
+            argv = ["savepoint", *extra, "--savepoint", where]
+            target = out / "_real" / f"{savepoint.name}.{name}"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(run([*argv, str(rel_to_root(program))]), "utf-8")
+            count += 1
+    return count
+
+
 def dump(out: Path, only: str | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -138,7 +154,7 @@ def dump(out: Path, only: str | None) -> None:
             target.write_text(run([*argv, str(rel_to_root(program))]), "utf-8")
             count += 1
     if not only:
-        count += gate(out)
+        count += gate(out) + real_savepoints(out)
     print(f"{count} outputs of {len(programs())} programs written to {out}")
 
 
