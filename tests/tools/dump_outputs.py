@@ -80,6 +80,12 @@ def _git(*args: str) -> None:
         cwd=GATE_REPO,
         check=True,
         capture_output=True,
+        # a fixed date: the base's commit ID is in the output
+        env={
+            **os.environ,
+            "GIT_AUTHOR_DATE": "@0 +0000",
+            "GIT_COMMITTER_DATE": "@0 +0000",
+        },
     )
 
 
