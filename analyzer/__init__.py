@@ -26,16 +26,16 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
-    "Comparison": ("compare", "Comparison"),
-    "compare_with_base": ("compare", "compare_with_base"),
-    "compare_upgrade": ("compare", "compare_upgrade"),
-    "explain_id": ("compare", "explain_id"),
-    "SavepointComparison": ("compare", "SavepointComparison"),
-    "compare_with_savepoint": ("compare", "compare_with_savepoint"),
-    "MetadataError": ("savepoint_metadata", "MetadataError"),
-    "read_metadata": ("savepoint_metadata", "read_metadata"),
-    "EditorBaseline": ("compare", "EditorBaseline"),
-    "HistoryError": ("history", "HistoryError"),
+    "Comparison": ("savepoint.compare", "Comparison"),
+    "compare_with_base": ("savepoint.compare", "compare_with_base"),
+    "compare_upgrade": ("savepoint.compare", "compare_upgrade"),
+    "explain_id": ("savepoint.compare", "explain_id"),
+    "SavepointComparison": ("savepoint.compare", "SavepointComparison"),
+    "compare_with_savepoint": ("savepoint.compare", "compare_with_savepoint"),
+    "MetadataError": ("savepoint.metadata", "MetadataError"),
+    "read_metadata": ("savepoint.metadata", "read_metadata"),
+    "EditorBaseline": ("savepoint.compare", "EditorBaseline"),
+    "HistoryError": ("savepoint.history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
     # deployments
@@ -75,11 +75,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SourcePosition": ("model.source", "SourcePosition"),
     "SourceRange": ("model.source", "SourceRange"),
     # facts and edits for the editor
-    "EdgeFact": ("query", "EdgeFact"),
-    "FileFacts": ("query", "FileFacts"),
-    "JobFact": ("query", "JobFact"),
-    "OperatorFact": ("query", "OperatorFact"),
-    "shuffle_count": ("query", "shuffle_count"),
+    "EdgeFact": ("operator_facts", "EdgeFact"),
+    "FileFacts": ("operator_facts", "FileFacts"),
+    "JobFact": ("operator_facts", "JobFact"),
+    "OperatorFact": ("operator_facts", "OperatorFact"),
+    "shuffle_count": ("operator_facts", "shuffle_count"),
     "state_info": ("rules.operators", "state_info"),
     "apply_fixes": ("fix", "apply_fixes"),
     "suppression_fix": ("suppression", "suppression_fix"),
@@ -87,11 +87,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "rule_infos": ("rules.docs", "rule_infos"),
     "render_rules_markdown": ("rules.docs", "render_rules_markdown"),
     # renderers
-    "render_graph_text": ("report", "render_text"),
-    "render_dot": ("report", "render_dot"),
-    "results_to_json": ("report", "results_to_json"),
-    "summary_text": ("report", "summary_text"),
-    "render_svg": ("picture", "render_svg"),
+    "render_graph_text": ("render.graphs", "render_text"),
+    "render_dot": ("render.graphs", "render_dot"),
+    "results_to_json": ("render.graphs", "results_to_json"),
+    "summary_text": ("render.graphs", "summary_text"),
+    "render_svg": ("render.picture", "render_svg"),
     "command_line_variants": ("variants", "variants"),
     "render_variants_text": ("variants", "render_variants_text"),
     "variants_to_json": ("variants", "variants_to_json"),
@@ -99,8 +99,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "VariantFacts": ("variants", "VariantFacts"),
     "variant_facts": ("variants", "variant_facts"),
     "shown_command_line": ("variants", "shown_command_line"),
-    "CheckSummary": ("check_report", "CheckSummary"),
-    "count_versions": ("check_report", "count_versions"),
+    "CheckSummary": ("render.findings", "CheckSummary"),
+    "count_versions": ("render.findings", "count_versions"),
     # Flink versions
     "FlinkVersion": ("model.flink_versions", "FlinkVersion"),
     "VersionError": ("model.flink_versions", "VersionError"),
@@ -112,12 +112,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "FileUpgrade": ("upgrade", "FileUpgrade"),
     "render_upgrade_text": ("upgrade", "render_upgrade_text"),
     "upgrade_to_json": ("upgrade", "upgrade_to_json"),
-    "render_findings_text": ("check_report", "render_text"),
-    "render_github": ("check_report", "render_github"),
-    "render_json": ("check_report", "render_json"),
-    "render_sarif": ("check_report", "render_sarif"),
-    "render_statistics": ("check_report", "render_statistics"),
-    "finding_sort_key": ("check_report", "sort_key"),
+    "render_findings_text": ("render.findings", "render_text"),
+    "render_github": ("render.findings", "render_github"),
+    "render_json": ("render.findings", "render_json"),
+    "render_sarif": ("render.findings", "render_sarif"),
+    "render_statistics": ("render.findings", "render_statistics"),
+    "finding_sort_key": ("render.findings", "sort_key"),
 }
 
 __all__ = [
@@ -249,25 +249,6 @@ if TYPE_CHECKING:
         diff_of,
         display_path,
     )
-    from chainlens.analyzer.check_report import (
-        CheckSummary,
-        count_versions,
-        render_github,
-        render_json,
-        render_sarif,
-        render_statistics,
-    )
-    from chainlens.analyzer.check_report import render_text as render_findings_text
-    from chainlens.analyzer.check_report import sort_key as finding_sort_key
-    from chainlens.analyzer.compare import (
-        Comparison,
-        EditorBaseline,
-        SavepointComparison,
-        compare_upgrade,
-        compare_with_base,
-        compare_with_savepoint,
-        explain_id,
-    )
     from chainlens.analyzer.config import (
         DEFAULT_EXCLUDE,
         MAX_FILE_BYTES,
@@ -302,7 +283,6 @@ if TYPE_CHECKING:
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
-    from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,
@@ -324,19 +304,43 @@ if TYPE_CHECKING:
         Problem,
     )
     from chainlens.analyzer.model.source import SourcePosition, SourceRange
-    from chainlens.analyzer.picture import render_svg
-    from chainlens.analyzer.query import (
+    from chainlens.analyzer.operator_facts import (
         EdgeFact,
         FileFacts,
         JobFact,
         OperatorFact,
         shuffle_count,
     )
-    from chainlens.analyzer.report import render_dot, results_to_json, summary_text
-    from chainlens.analyzer.report import render_text as render_graph_text
+    from chainlens.analyzer.render.findings import (
+        CheckSummary,
+        count_versions,
+        render_github,
+        render_json,
+        render_sarif,
+        render_statistics,
+    )
+    from chainlens.analyzer.render.findings import render_text as render_findings_text
+    from chainlens.analyzer.render.findings import sort_key as finding_sort_key
+    from chainlens.analyzer.render.graphs import (
+        render_dot,
+        results_to_json,
+        summary_text,
+    )
+    from chainlens.analyzer.render.graphs import render_text as render_graph_text
+    from chainlens.analyzer.render.picture import render_svg
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
-    from chainlens.analyzer.savepoint_metadata import MetadataError, read_metadata
+    from chainlens.analyzer.savepoint.compare import (
+        Comparison,
+        EditorBaseline,
+        SavepointComparison,
+        compare_upgrade,
+        compare_with_base,
+        compare_with_savepoint,
+        explain_id,
+    )
+    from chainlens.analyzer.savepoint.history import HistoryError
+    from chainlens.analyzer.savepoint.metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.upgrade import (
         FileUpgrade,

@@ -58,7 +58,7 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules.restore import RestoreIds, misplaced_in, restore_ids
+from chainlens.analyzer.rules.restore.ids import RestoreIds, misplaced_in, restore_ids
 from chainlens.analyzer.suppression import filter_suppressed
 
 #: Below this many files, checking runs in this process (a pool costs more).

@@ -18,8 +18,8 @@ from chainlens.analyzer.api import analyze_graphs, analyze_source
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.model.result import AnalysisResult
-from chainlens.analyzer.query import FileFacts, JobFact, OperatorFact
-from chainlens.analyzer.report import render_text, results_to_json
+from chainlens.analyzer.operator_facts import FileFacts, JobFact, OperatorFact
+from chainlens.analyzer.render.graphs import render_text, results_to_json
 
 #: At most this many command lines are analysed per program.
 MAX_VARIANTS = 16

@@ -309,9 +309,9 @@ def test_github_annotations(project: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_github_escapes_newlines_commas_and_colons() -> None:
-    from chainlens.analyzer.check_report import Finding, render_github
     from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
     from chainlens.analyzer.model.source import SourcePosition, SourceRange
+    from chainlens.analyzer.render.findings import Finding, render_github
 
     where = SourceRange(SourcePosition(1, 0), SourcePosition(1, 2))
     finding = Finding(

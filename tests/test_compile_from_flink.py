@@ -20,7 +20,7 @@ import pytest
 from chainlens.analyzer.compile.job_graph_gen import build_job_graph
 from chainlens.analyzer.model.flink_json import stream_graph_from_flink_json
 from chainlens.analyzer.model.job_graph import JobGraphError
-from chainlens.analyzer.serialize import job_graph_to_json
+from chainlens.analyzer.render.serialize import job_graph_to_json
 from tests.oracle.compare import compare_jobs
 
 REPO = Path(__file__).resolve().parents[1]

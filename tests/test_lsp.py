@@ -23,7 +23,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.report import render_text
+from chainlens.analyzer.render.graphs import render_text
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lsp"
 PIPELINE = (FIXTURES / "pipeline.py").read_text(encoding="utf-8")

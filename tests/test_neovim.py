@@ -20,7 +20,7 @@ import pytest
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.report import render_text
+from chainlens.analyzer.render.graphs import render_text
 from tests.hostile import imported, make_hostile_repository
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.extract.parse import ModuleCache
-from chainlens.analyzer.report import result_to_json
+from chainlens.analyzer.render.graphs import result_to_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))

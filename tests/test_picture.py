@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chainlens.analyzer.api import analyze_source
-from chainlens.analyzer.picture import render_svg
+from chainlens.analyzer.render.picture import render_svg
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"

@@ -10,8 +10,8 @@ import pytest
 from chainlens.analyzer.api import analyze_graphs, analyze_source
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.rules import ALL_RULES, Rule, rule_doc, rule_summary, run_rules
-from chainlens.analyzer.rules.baseline import Baseline
 from chainlens.analyzer.rules.docs import render_rule_doc, render_rules_markdown
+from chainlens.analyzer.rules.restore.baseline import Baseline
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES_MD = ROOT / "docs" / "rules.md"

@@ -32,7 +32,7 @@ import pytest
 
 from chainlens.analyzer import Config, check_text
 from chainlens.analyzer.api import analyze_source
-from chainlens.analyzer.rules.restore import restore_ids
+from chainlens.analyzer.rules.restore.ids import restore_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"

@@ -27,9 +27,9 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.rules import run_rules
-from chainlens.analyzer.rules.assignment import Outcome
-from chainlens.analyzer.rules.baseline import Baseline
-from chainlens.analyzer.rules.restores import build_restores
+from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.baseline import Baseline
+from chainlens.analyzer.rules.restore.restored_jobs import build_restores
 from tests.generate_programs import program
 
 CONFIG = Config(default_parallelism=2)

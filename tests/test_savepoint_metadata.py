@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from chainlens.analyzer.savepoint_metadata import (
+from chainlens.analyzer.savepoint.metadata import (
     MAGIC,
     MetadataError,
     parse_metadata,

@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from chainlens.analyzer.savepoint_metadata import read_metadata
+from chainlens.analyzer.savepoint.metadata import read_metadata
 from chainlens.hooks.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,14 +23,14 @@ from typing import Any
 import pytest
 
 from chainlens.analyzer.model.savepoint import OperatorStates, SavepointMetadata
-from chainlens.analyzer.savepoint_metadata import (
+from chainlens.analyzer.savepoint.metadata import (
     MetadataError,
     parse_metadata,
     parse_metadata_states,
     read_metadata,
 )
-from chainlens.analyzer.savepoint_state import StateLimits
-from chainlens.analyzer.savepoint_values import samples_fit, state_fits
+from chainlens.analyzer.savepoint.state import StateLimits
+from chainlens.analyzer.savepoint.values import samples_fit, state_fits
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "savepoints" / "real"
 #: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20

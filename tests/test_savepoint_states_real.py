@@ -37,9 +37,9 @@ from typing import Any
 import pytest
 
 from chainlens.analyzer.model.savepoint import SerializerSnapshot
-from chainlens.analyzer.savepoint_metadata import read_metadata
-from chainlens.analyzer.savepoint_state import StateLimits, read_state_stream
-from chainlens.analyzer.savepoint_values import state_fits
+from chainlens.analyzer.savepoint.metadata import read_metadata
+from chainlens.analyzer.savepoint.state import StateLimits, read_state_stream
+from chainlens.analyzer.savepoint.values import state_fits
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"

@@ -1,6 +1,6 @@
 """What a Flink savepoint's ``_metadata`` file says about each operator's state.
 
-Plain data: :mod:`chainlens.analyzer.savepoint_metadata` reads the file into it,
+Plain data: :mod:`chainlens.analyzer.savepoint.metadata` reads the file into it,
 the savepoint rules compare a program with it.  Mirrors Flink 2.3's
 ``CheckpointMetadata`` and ``OperatorState`` (what restoring needs of them).
 """
@@ -116,7 +116,7 @@ class SavepointMetadata:
 
 
 # ---------------------------------------------------------------------------
-# What the state files say (read only when asked: savepoint_state)
+# What the state files say (read only when asked: savepoint.state)
 
 #: the prefix PyFlink's ``BeamStateStore.PYTHON_STATE_PREFIX`` gives the Java
 #: state behind each Python state

@@ -46,8 +46,8 @@ from chainlens.analyzer.suppression import filter_suppressed
 
 if TYPE_CHECKING:
     from chainlens.analyzer.model.diagnostic import Diagnostic
-    from chainlens.analyzer.rules.baseline import Baseline
-    from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
+    from chainlens.analyzer.rules.restore.baseline import Baseline
+    from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 
 __all__ = [
     "ALL_RULES",

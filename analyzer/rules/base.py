@@ -27,10 +27,10 @@ from chainlens.analyzer.model.source import SourcePosition, SourceRange, path_of
 if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.result import AnalysisResult
-    from chainlens.analyzer.rules.baseline import Baseline
-    from chainlens.analyzer.rules.restore_fix import RestorePlan
-    from chainlens.analyzer.rules.restores import Restore
-    from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
+    from chainlens.analyzer.rules.restore.baseline import Baseline
+    from chainlens.analyzer.rules.restore.fix import RestorePlan
+    from chainlens.analyzer.rules.restore.restored_jobs import Restore
+    from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
     from chainlens.analyzer.rules.uid_plan import UidPlan
     from chainlens.analyzer.suppression import UnusedSuppression
 
@@ -145,7 +145,7 @@ class RuleContext:
         """The jobs restored from the savepoint compared with (of the git base,
         or a real one), built once per file; empty without one."""
         if self._restores is None:
-            from chainlens.analyzer.rules.restores import build_restores
+            from chainlens.analyzer.rules.restore.restored_jobs import build_restores
 
             self._restores = build_restores(
                 self.result, self.text, self.baseline, self.savepoint
@@ -157,7 +157,7 @@ class RuleContext:
         (planned once per restore)."""
         key = id(restore)
         if key not in self._restore_plans:
-            from chainlens.analyzer.rules.restore_fix import plan_restore_fix
+            from chainlens.analyzer.rules.restore.fix import plan_restore_fix
 
             self._restore_plans[key] = plan_restore_fix(
                 restore, self.text, self.uid_plan

@@ -15,11 +15,15 @@ from chainlens.analyzer.model.diagnostic import (
 )
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.assignment import Landing, Outcome, unknown_writers
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.baseline import why_moved
 from chainlens.analyzer.rules.operators import described, display_name, state_info
-from chainlens.analyzer.rules.restores import Restore
+from chainlens.analyzer.rules.restore.assignment import (
+    Landing,
+    Outcome,
+    unknown_writers,
+)
+from chainlens.analyzer.rules.restore.baseline import why_moved
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
 
 
 class StateNotRestored:

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name, state_info
+from chainlens.analyzer.rules.restore.assignment import Outcome
 
 
 class NewState:

@@ -10,9 +10,9 @@ from typing import ClassVar
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name
+from chainlens.analyzer.rules.restore.assignment import Outcome
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
 

@@ -11,10 +11,10 @@ from chainlens.analyzer.model.diagnostic import (
     RuleCode,
     Severity,
 )
-from chainlens.analyzer.rules.assignment import Landing, Outcome
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import described, state_info
-from chainlens.analyzer.rules.restores import Restore
+from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
 
 
 class StateMisassigned:

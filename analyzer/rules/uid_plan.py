@@ -35,7 +35,7 @@ from chainlens.analyzer.rules.operators import (
     text_of,
     uid_kind,
 )
-from chainlens.analyzer.rules.restore import RestoreIds, moved, restore_ids
+from chainlens.analyzer.rules.restore.ids import RestoreIds, moved, restore_ids
 from chainlens.analyzer.rules.source_calls import LocatedCall, SourceCalls
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chainlens.analyzer.savepoint_metadata import read_metadata
+from chainlens.analyzer.savepoint.metadata import read_metadata
 
 
 def build_metadata(

@@ -17,7 +17,7 @@ from chainlens.analyzer.api import AnalysisResult, analyze_file
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.flink_versions import NEWEST, FlinkVersion
-from chainlens.analyzer.report import job_to_json
+from chainlens.analyzer.render.graphs import job_to_json
 from tests.oracle.compare import compare_jobs
 
 

@@ -4,7 +4,7 @@ Flink saves each operator's state under the operator ID it generates
 (StreamGraphHasherV2: from the uid when there is one, else from the operator's
 place in the graph), and restores into each operator the state saved under its
 ``set_uid_hash`` when the savepoint holds that ID, else the state saved under
-its generated ID (:mod:`~chainlens.analyzer.rules.assignment`).  Giving an
+its generated ID (:mod:`~chainlens.analyzer.rules.restore.assignment`).  Giving an
 operator a uid changes its generated ID, and through the breadth-first order of
 the hasher and the input hashes mixed into every ID without a uid, it can change
 the IDs of operators elsewhere in the job too.  Which ones is not guessed: the
@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from chainlens.analyzer.model.result import AnalysisResult
-from chainlens.analyzer.rules.assignment import Claimant, claimants
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
+from chainlens.analyzer.rules.restore.assignment import Claimant, claimants
 
 #: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]
@@ -57,7 +57,7 @@ def _misplaced(
     state saved under their ID ``before`` (and, with ``unknown``, those whose ID
     before is not known).
 
-    What :func:`~chainlens.analyzer.rules.assignment.assign` decides, counted
+    What :func:`~chainlens.analyzer.rules.restore.assignment.assign` decides, counted
     directly: an operator gets its state back when it is the only operator
     asking for that ID (by its ``set_uid_hash`` when the savepoint holds it,
     else by its generated ID).

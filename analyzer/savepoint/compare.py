@@ -26,7 +26,18 @@ from chainlens.analyzer.check import (
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.history import (
+from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.flink_versions import FlinkVersion
+from chainlens.analyzer.model.result import AnalysisResult, Problem
+from chainlens.analyzer.model.savepoint import SavepointMetadata
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.operators import keeps_savepoints
+from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.baseline import Baseline
+from chainlens.analyzer.rules.restore.restored_jobs import build_restores
+from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
+from chainlens.analyzer.savepoint.history import (
     Base,
     HistoryError,
     Tree,
@@ -35,18 +46,7 @@ from chainlens.analyzer.history import (
     renames,
     repository_root,
 )
-from chainlens.analyzer.model.diagnostic import Diagnostic
-from chainlens.analyzer.model.flink_versions import FlinkVersion
-from chainlens.analyzer.model.result import AnalysisResult, Problem
-from chainlens.analyzer.model.savepoint import SavepointMetadata
-from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules import run_rules
-from chainlens.analyzer.rules.assignment import Outcome
-from chainlens.analyzer.rules.baseline import Baseline
-from chainlens.analyzer.rules.operators import keeps_savepoints
-from chainlens.analyzer.rules.restores import build_restores
-from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
-from chainlens.analyzer.savepoint_metadata import read_metadata
+from chainlens.analyzer.savepoint.metadata import read_metadata
 
 _FILE_START = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
 
@@ -84,7 +84,7 @@ def compare_with_base(
     base revision describes it), from the repository's root and the base
     tree: a program whose settings changed is compared even when its text
     did not.
-    Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
+    Raises :class:`~chainlens.analyzer.savepoint.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
@@ -385,7 +385,7 @@ def compare_with_savepoint(
     The savepoint holds the state of one job: it is compared with the STREAMING
     job of the programs that claims the most of its operator IDs (the first
     such job when none claims any).  Raises
-    :class:`~chainlens.analyzer.savepoint_metadata.MetadataError` for a file
+    :class:`~chainlens.analyzer.savepoint.metadata.MetadataError` for a file
     that is not readable metadata.
     """
     metadata = read_metadata(savepoint)
@@ -491,7 +491,7 @@ def _restore(
     shown: str,
 ) -> tuple[tuple[SavepointState, ...], str]:
     """Each state's outcome and the verdict, as Flink assigns state
-    (:mod:`chainlens.analyzer.rules.assignment`)."""
+    (:mod:`chainlens.analyzer.rules.restore.assignment`)."""
     restores = build_restores(result, text, None, target)
     restore = restores[0] if restores else None
     landings = (

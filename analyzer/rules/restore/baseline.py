@@ -2,7 +2,7 @@
 
 Flink restores each operator's state by the ID it was saved under: the
 operator's uid hash when it has one, else the operator ID Flink generated (see
-:mod:`chainlens.analyzer.rules.restore`).  For the savepoint rules, the jobs of
+:mod:`chainlens.analyzer.rules.restore.ids`).  For the savepoint rules, the jobs of
 the earlier version (the *base*, e.g. the program at the git base of a change)
 are matched with the jobs of the current text (by job name when both have one
 name once, else by the order they are submitted in), and each stateful operator

@@ -32,8 +32,8 @@ are kept.
 
 Only when asked (``read_metadata(..., states=True)``) are the handles followed:
 each subtask's managed keyed and operator state handle is noted
-(:class:`~chainlens.analyzer.savepoint_state.HandleRef`) and
-:func:`~chainlens.analyzer.savepoint_state.read_operator_states` reads the
+(:class:`~chainlens.analyzer.savepoint.state.HandleRef`) and
+:func:`~chainlens.analyzer.savepoint.state.read_operator_states` reads the
 state meta info and samples of the values it points at (the operator's
 ``saved``); a state file that cannot be read is a problem there, not an error.
 """
@@ -52,7 +52,7 @@ from chainlens.analyzer.model.savepoint import (
     SavepointMetadata,
     SubtaskKinds,
 )
-from chainlens.analyzer.savepoint_state import (
+from chainlens.analyzer.savepoint.state import (
     HandleRef,
     StateLimits,
     StreamRef,
@@ -126,7 +126,7 @@ def read_metadata(
     """Read the metadata of the savepoint directory or ``_metadata`` file ``path``.
 
     With ``states``, also read what each operator's state files say (its
-    ``saved``: :func:`chainlens.analyzer.savepoint_state.read_operator_states`,
+    ``saved``: :func:`chainlens.analyzer.savepoint.state.read_operator_states`,
     within ``limits``); a state file that cannot be read is a problem on that
     operator's entry, never an error of the metadata.
 

@@ -1,6 +1,6 @@
 """Read what a savepoint's state files say about each state, no JVM.
 
-The ``_metadata`` file (:mod:`chainlens.analyzer.savepoint_metadata`) points at
+The ``_metadata`` file (:mod:`chainlens.analyzer.savepoint.metadata`) points at
 each subtask's state: inline bytes (``ByteStreamStateHandle``) or a file
 (``FileStateHandle``, ``RelativeFileStateHandle``: relative to the savepoint
 directory; ``SegmentFileStateHandle``: a part of a file).  Each such stream
@@ -40,7 +40,7 @@ the key group (0xFFFF) follows.  A few values of each state are kept (bounded:
 :class:`StateLimits`): for a PyFlink state (``BeamKeyedStateStore``: a
 ``ListState<byte[]>`` or ``MapState<ByteArrayWrapper, byte[]>`` named
 ``python-state-`` + the Python name) the bytes PyFlink's coder of the declared
-type wrote, which :mod:`chainlens.analyzer.savepoint_values` checks against a
+type wrote, which :mod:`chainlens.analyzer.savepoint.values` checks against a
 declared type.  Broadcast state values (``HeapBroadcastState.write``) are
 sampled too.
 

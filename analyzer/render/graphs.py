@@ -15,8 +15,8 @@ from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, Compil
 from chainlens.analyzer.model.source import SourceRange, path_of
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.values import Symbol
-from chainlens.analyzer.query import shuffle_count
-from chainlens.analyzer.serialize import job_graph_to_json, stream_graph_to_json
+from chainlens.analyzer.operator_facts import shuffle_count
+from chainlens.analyzer.render.serialize import job_graph_to_json, stream_graph_to_json
 
 SCHEMA_VERSION = 1
 

@@ -1,9 +1,9 @@
 """The program's jobs restored from a savepoint: of the git base, or a real one.
 
 For each compared job the savepoint's states (a savepoint of the base job, as
-it would hold them: :func:`~chainlens.analyzer.rules.assignment.saved_by`; or
+it would hold them: :func:`~chainlens.analyzer.rules.restore.assignment.saved_by`; or
 what a real ``_metadata`` holds), where Flink puts each
-(:func:`~chainlens.analyzer.rules.assignment.assign`), the operator each state
+(:func:`~chainlens.analyzer.rules.restore.assignment.assign`), the operator each state
 belongs in (the one that wrote it, found again in the new job), and whether the
 operator it lands in is that one.  The savepoint rules (CL201-CL205) read it;
 it is built once per file (:attr:`RuleContext.restores`).
@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.savepoint import OperatorStateInfo
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.assignment import (
+from chainlens.analyzer.rules.operators import (
+    described,
+    display_name,
+    keeps_savepoints,
+)
+from chainlens.analyzer.rules.restore.assignment import (
     Assignment,
     Landing,
     Outcome,
@@ -25,7 +30,7 @@ from chainlens.analyzer.rules.assignment import (
     claimants,
     saved_by,
 )
-from chainlens.analyzer.rules.baseline import (
+from chainlens.analyzer.rules.restore.baseline import (
     Baseline,
     JobPair,
     LineMap,
@@ -33,12 +38,7 @@ from chainlens.analyzer.rules.baseline import (
     pair_jobs,
     runs_other_code,
 )
-from chainlens.analyzer.rules.operators import (
-    described,
-    display_name,
-    keeps_savepoints,
-)
-from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
+from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ fix pins each operator a state belongs in to the ID the state was saved under
 take a state that is not its own (an operator added before others takes over
 their generated IDs).  A uid moves the generated IDs after it, so the plan is
 made by restoring again, as Flink assigns state
-(:func:`~chainlens.analyzer.rules.assignment.assign`), until every state lands
+(:func:`~chainlens.analyzer.rules.restore.assignment.assign`), until every state lands
 where it belongs: a fix is only offered when that restore shows it; otherwise
 the finding says why there is none.
 """
@@ -19,13 +19,18 @@ from typing import TYPE_CHECKING
 from chainlens.analyzer.model.diagnostic import Fix, TextEdit
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.assignment import Landing, Outcome, assign, claimants
 from chainlens.analyzer.rules.operators import (
     described,
     is_sink_committer,
     returns_its_operator,
 )
-from chainlens.analyzer.rules.restores import Restore, kind_misfit
+from chainlens.analyzer.rules.restore.assignment import (
+    Landing,
+    Outcome,
+    assign,
+    claimants,
+)
+from chainlens.analyzer.rules.restore.restored_jobs import Restore, kind_misfit
 from chainlens.analyzer.rules.uid_plan import quote_of
 
 if TYPE_CHECKING:

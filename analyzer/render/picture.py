@@ -21,7 +21,7 @@ from grandalf.layouts import SugiyamaLayout
 
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
 from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
-from chainlens.analyzer.report import job_summary
+from chainlens.analyzer.render.graphs import job_summary
 
 CHAR: Final = 7.2  # px per character of 12px monospace
 LINE: Final = 16
