@@ -95,6 +95,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "command_line_variants": ("variants", "variants"),
     "render_variants_text": ("variants", "render_variants_text"),
     "variants_to_json": ("variants", "variants_to_json"),
+    "variants_of_file": ("variants", "variants_of_file"),
     "VariantChange": ("variants", "VariantChange"),
     "VariantFacts": ("variants", "VariantFacts"),
     "variant_facts": ("variants", "variant_facts"),
@@ -107,6 +108,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "parse_flink_range": ("model.flink_versions", "parse_range"),
     "parse_flink_version": ("model.flink_versions", "parse_version"),
     "upgrade_of": ("upgrade", "upgrade_of"),
+    "upgrade_of_file": ("upgrade", "upgrade_of_file"),
     "state_compatibility_note": ("upgrade", "state_compatibility_note"),
     "upgrade_from": ("upgrade", "upgrade_from"),
     "FileUpgrade": ("upgrade", "FileUpgrade"),
@@ -215,8 +217,10 @@ __all__ = [
     "suppression_fix",
     "upgrade_from",
     "upgrade_of",
+    "upgrade_of_file",
     "upgrade_to_json",
     "variant_facts",
+    "variants_of_file",
     "variants_to_json",
 ]
 
@@ -348,6 +352,7 @@ if TYPE_CHECKING:
         state_compatibility_note,
         upgrade_from,
         upgrade_of,
+        upgrade_of_file,
         upgrade_to_json,
     )
     from chainlens.analyzer.variants import (
@@ -356,6 +361,7 @@ if TYPE_CHECKING:
         render_variants_text,
         shown_command_line,
         variant_facts,
+        variants_of_file,
         variants_to_json,
     )
     from chainlens.analyzer.variants import (

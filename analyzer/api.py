@@ -1,8 +1,9 @@
 """The analyzer's entry points: source text in, graphs and problems out.
 
-``analyze_source`` never raises: a file that cannot be read, decoded or parsed,
-or that trips the analyzer, yields an :class:`AnalysisResult` whose ``problems``
-say where and why.
+``analyze_source`` never raises: a text that cannot be parsed, or that trips
+the analyzer, yields an :class:`AnalysisResult` whose ``problems`` say where
+and why.  Files and bytes come in through the check engine
+(:mod:`chainlens.analyzer.check`), which reads and decodes them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import libcst as cst
 
@@ -285,52 +285,6 @@ def _analyze_text(
         modules=tuple(program.modules),
         options=tuple(program.options),
     )
-
-
-def analyze_file(path: str | Path, config: Config | None = None) -> AnalysisResult:
-    """Read and analyse one file. Never raises."""
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        result = AnalysisResult(
-            name,
-            problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),),
-        )
-        return with_findings(result, None, config or Config())
-    return analyze_bytes(name, data, config)
-
-
-def analyze_bytes(
-    path: str, data: bytes, config: Config | None = None
-) -> AnalysisResult:
-    """Decode (UTF-8, as Python does by default) and analyse. Never raises."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-        where = SourceRange(
-            SourcePosition(line, column), SourcePosition(line, column + 1)
-        )
-        return with_findings(
-            AnalysisResult(
-                path,
-                problems=(
-                    Problem(
-                        "decode-error",
-                        f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
-                        f"line {line}, column {column + 1})",
-                        where,
-                    ),
-                ),
-            ),
-            None,
-            config or Config(),
-        )
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return analyze_source(path, text, config)
 
 
 #: LibCST's parser slows down steeply with nesting (a chain of 400 calls takes

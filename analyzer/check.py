@@ -3,22 +3,25 @@
 Three functions, each built on the one before (as Fixit's ``fixit_bytes`` ->
 ``fixit_file`` -> ``fixit_paths``):
 
-* :func:`check_bytes` -- one file's contents: the PyFlink pre-check, the size
-  limit, binary and undecodable contents, the byte order mark, the analysis,
-  the rules and suppression comments, and with ``fix`` the safe fixes applied
-  and the file analysed again until nothing more is fixable;
+* :func:`check_bytes` -- one file's contents: the PyFlink pre-check, then
+  :func:`source_of` (the size limit, binary contents, the text as Python
+  decodes it: :func:`~chainlens.analyzer.decoding.decode_source`), the
+  analysis, the rules and suppression comments, and with ``fix`` the safe
+  fixes applied and the file analysed again until nothing more is fixable;
 * :func:`check_file` -- one file on disk: read it (never more than the limit),
-  check its bytes, write the fixed text (never over an edit made meanwhile) or
-  show it as a diff;
+  check its bytes, write the fixed text in the file's own encoding (never over
+  an edit made meanwhile) or show it as a diff;
 * :func:`check_paths` -- files and folders: discovery (exclusions,
   ``.gitignore``), each file's configuration, unknown rule selectors, and the
   files checked in worker processes when there are many.
 
 :func:`check_text` is :func:`check_bytes` for a text already decoded (an
-editor's buffer, with its parse cache).  The command line, the pre-commit hooks,
-the language server and the fleet's Spark executors all call these and only
-convert what they return.  None of them raises for a file: what cannot be
-checked is a located CL000 finding.
+editor's buffer, with its parse cache).  :func:`load_source` is the same read
+and decoding for the commands that analyse a file otherwise (its variants, an
+upgrade).  The command line, the pre-commit hooks, the language server and the
+fleet's Spark executors all call these and only convert what they return.
+None of them raises for a file: what cannot be checked is a located CL000
+finding.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from chainlens.analyzer.config import (
     ConfigResolver,
     Settings,
 )
+from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
@@ -93,8 +97,10 @@ class FileCheck:
     result: AnalysisResult | None = None
     #: how many findings the fixes resolved
     fixed: int = 0
-    #: the fixed file's text (byte order mark kept), when fixes changed it
+    #: the fixed file's text, when fixes changed it
     fixed_text: str | None = None
+    #: the same as the file's bytes (its encoding and byte order mark kept)
+    fixed_bytes: bytes | None = None
     #: the fixes as a unified diff (mode DIFF)
     diff: str = ""
     #: something the user should know about the file (e.g. not written)
@@ -347,11 +353,35 @@ def check_bytes(
     shown = display if display is not None else path
     if pyflink_only and not is_pyflink_source(data):
         return FileCheck(path, shown)
-    problem: Problem | None = None
+    source = source_of(data, config, size=size)
+    if isinstance(source, Problem):
+        return _not_analysed(path, shown, source, config)
+    checked = check_text(
+        path, source.text, config, display=shown, fix=fix, covered=covered
+    )
+    if checked.fixed_text is None:
+        return checked
+    try:
+        return replace(checked, fixed_bytes=source.encode(checked.fixed_text))
+    except UnicodeEncodeError as exc:  # a fix the file's encoding cannot hold
+        unfixed = check_text(path, source.text, config, display=shown, covered=covered)
+        return replace(
+            unfixed,
+            notice=f"{shown}: its fixes were not applied: {source.encoding} (the "
+            f"file's encoding) cannot hold {exc.object[exc.start : exc.end]!r}",
+        )
+
+
+def source_of(
+    data: bytes, config: Config, *, size: int | None = None
+) -> SourceText | Problem:
+    """The text of a file's ``data``, or why it is not analysed: larger than
+    the limit (``size``: the whole file's, when ``data`` is only its start),
+    binary, or not what Python can decode."""
     limit = config.max_file_bytes
     if max(size or 0, len(data)) > limit:
         has = f"has {size:,} bytes" if size else "has more bytes"
-        problem = Problem(
+        return Problem(
             "too-large",
             f"the file {has} than the limit of {limit:,}; it was not analysed"
             if not size
@@ -359,29 +389,42 @@ def check_bytes(
             "analysed",
             _FILE_START,
         )
-    elif b"\0" in data:
-        problem = Problem(
-            "binary", "the file holds NUL bytes (a binary file)", _FILE_START
-        )
-    if problem is not None:
-        return _not_analysed(path, shown, problem, config)
+    if b"\0" in data:
+        problem = "the file holds NUL bytes (a binary file)"
+        return Problem("binary", problem, _FILE_START)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _not_analysed(path, shown, _decode_problem(data, exc), config)
-    bom = ""
-    if text.startswith("\ufeff"):
-        bom, text = "\ufeff", text[1:]
-    result = check_text(path, text, config, display=shown, fix=fix, covered=covered)
-    if result.fixed_text is not None and bom:
-        result = replace(result, fixed_text=bom + result.fixed_text)
-    return result
+        return decode_source(data)
+    except DecodeError as exc:
+        return decode_problem(exc)
+
+
+def decode_problem(exc: DecodeError, side: str = "") -> Problem:
+    """The CL000 problem of bytes that cannot be decoded, where they are
+    (``side``: whose bytes, when not the file's own, e.g. its git base's)."""
+    start = SourcePosition(exc.line, exc.column)
+    where = SourceRange(start, SourcePosition(exc.line, exc.column + 1))
+    return Problem("decode-error", f"{side}{exc.message}", where)
+
+
+def load_source(path: str | Path, config: Config) -> SourceText | Problem:
+    """Read one file (never more than the limit) and decode it as
+    :func:`check_bytes` does; or why it is not analysed."""
+    try:
+        data, size = _read(str(path), config)
+    except OSError as exc:
+        return Problem("read-error", f"cannot read: {exc.strerror or exc}", _FILE_START)
+    return source_of(data, config, size=size)
+
+
+def unanalysed(path: str, problem: Problem, config: Config) -> AnalysisResult:
+    """The result of a file that was not analysed, with its CL000 finding."""
+    return with_findings(AnalysisResult(path, problems=(problem,)), None, config)
 
 
 def _not_analysed(
     path: str, display: str, problem: Problem, config: Config
 ) -> FileCheck:
-    result = with_findings(AnalysisResult(path, problems=(problem,)), None, config)
+    result = unanalysed(path, problem, config)
     return FileCheck(
         path,
         display,
@@ -392,15 +435,11 @@ def _not_analysed(
     )
 
 
-def _decode_problem(data: bytes, exc: UnicodeDecodeError) -> Problem:
-    line = data[: exc.start].count(b"\n") + 1
-    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1)
-    return Problem(
-        "decode-error",
-        f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at line {line}, "
-        f"column {column + 1})",
-        SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1)),
-    )
+def _read(path: str, config: Config) -> tuple[bytes, int]:
+    """A file's bytes (never more than the limit, plus one) and its size."""
+    size = os.stat(path).st_size
+    with open(path, "rb") as handle:
+        return handle.read(config.max_file_bytes + 1), size
 
 
 def check_file(
@@ -417,9 +456,7 @@ def check_file(
     name = str(path)
     shown = display if display is not None else name
     try:
-        size = os.stat(name).st_size
-        with open(name, "rb") as handle:  # never more than the limit, plus one
-            data = handle.read(config.max_file_bytes + 1)
+        data, size = _read(name, config)
     except OSError as exc:
         problem = Problem(
             "read-error", f"cannot read: {exc.strerror or exc}", _FILE_START
@@ -435,10 +472,10 @@ def check_file(
         pyflink_only=pyflink_only,
         covered=covered,
     )
-    if checked.fixed_text is None:
+    if checked.fixed_bytes is None:
         return checked
     if mode is Mode.DIFF:
-        return replace(checked, diff=diff_of(data, checked.fixed_text, shown))
+        return replace(checked, diff=diff_of(data, checked.fixed_bytes, shown))
     if _read_again(name) != data:  # edited meanwhile: never overwrite that
         unfixed = check_bytes(name, data, config, display=shown, covered=covered)
         return replace(
@@ -447,7 +484,7 @@ def check_file(
             "(run --fix again)",
         )
     with open(name, "wb") as handle:
-        handle.write(checked.fixed_text.encode("utf-8"))
+        handle.write(checked.fixed_bytes)
     return checked
 
 
@@ -459,18 +496,18 @@ def _read_again(path: str) -> bytes | None:
         return None
 
 
-def diff_of(data: bytes, fixed_text: str, display: str) -> str:
-    """The fixes to a file's ``data`` as a unified diff."""
-    text = data.decode("utf-8").removeprefix("\ufeff")
+def diff_of(data: bytes, fixed: bytes, display: str) -> str:
+    """The fixes to a file's ``data`` (``fixed``: the fixed file's bytes) as a
+    unified diff of their texts."""
     diff = "".join(
         difflib.unified_diff(
-            text.splitlines(keepends=True),
-            fixed_text.removeprefix("\ufeff").splitlines(keepends=True),
+            decode_source(data).text.splitlines(keepends=True),
+            decode_source(fixed).text.splitlines(keepends=True),
             fromfile=display,
             tofile=display,
         )
     )
-    if diff and not diff.endswith("\n"):
+    if diff and not diff.endswith(("\n", "\r")):  # a lone \r ends a line too
         diff += "\n\\ No newline at end of file\n"
     return diff
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.check import load_source, unanalysed
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.model.flink_versions import (
@@ -34,7 +35,12 @@ from chainlens.analyzer.model.flink_versions import (
     profile,
 )
 from chainlens.analyzer.model.job_graph import JobGraph
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.result import (
+    BLOCKING,
+    AnalysisResult,
+    CompiledJob,
+    Problem,
+)
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.rules.operators import state_info
 
@@ -119,6 +125,22 @@ def upgrade_of(
         path, text, replace(config, flink_version=FlinkVersion(after, source))
     )
     return compare_results(first, second)
+
+
+def upgrade_of_file(path: str, config: Config, before: str, after: str) -> FileUpgrade:
+    """:func:`upgrade_of` the file ``path``, read and decoded as ``chainlens
+    check`` reads it; a file that cannot be is not analysed on either side,
+    and says why."""
+    source = load_source(path, config)
+    if isinstance(source, Problem):
+        sides = (
+            unanalysed(
+                path, source, replace(config, flink_version=FlinkVersion(v, "flag"))
+            )
+            for v in (before, after)
+        )
+        return compare_results(*sides)
+    return upgrade_of(path, source.text, config, before, after)
 
 
 def upgrade_from(
@@ -385,6 +407,11 @@ def render_upgrade_text(upgrades: Sequence[FileUpgrade]) -> str:
     for up in upgrades:
         old, new = up.before.flink_version.version, up.after.flink_version.version
         out.append(f"{up.path}: upgrade from Flink {old} to Flink {new}")
+        not_analysed = _not_analysed(up)
+        for problem in not_analysed:
+            out.append(
+                f"  not analysed: {_where(up.path, problem.range)}: {problem.message}"
+            )
         for change in up.removed_apis:
             out.append(f"  {_where(up.path, change.range)}: {change.message}")
         for job in up.jobs:
@@ -400,9 +427,18 @@ def render_upgrade_text(upgrades: Sequence[FileUpgrade]) -> str:
                 out.append(f"    {_where(up.path, change.range)}: {change.message}")
         if up.state_note is not None:
             out.append(f"  state: {up.state_note}")
-        if not up.changed and up.state_note is None:
+        if not up.changed and up.state_note is None and not not_analysed:
             out.append("  nothing changes")
     return "\n".join(out) + ("\n" if out else "")
+
+
+def _not_analysed(up: FileUpgrade) -> list[Problem]:
+    """Why the program could not be analysed on either side (each reason once)."""
+    seen: dict[tuple[str, str], Problem] = {}
+    for problem in (*up.before.problems, *up.after.problems):
+        if problem.code in BLOCKING:
+            seen.setdefault((problem.code, problem.message), problem)
+    return list(seen.values())
 
 
 def upgrade_to_json(upgrades: Sequence[FileUpgrade]) -> dict[str, object]:

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from chainlens.analyzer.api import analyze_graphs, analyze_source
+from chainlens.analyzer.check import load_source, unanalysed
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.modules import ReadText
-from chainlens.analyzer.model.result import AnalysisResult
+from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.operator_facts import FileFacts, JobFact, OperatorFact
 from chainlens.analyzer.render.graphs import render_text, results_to_json
 
@@ -68,6 +69,16 @@ def variants(path: str, text: str, config: Config) -> list[Variant]:
         else:
             found.append(Variant(argv, result))
     return found
+
+
+def variants_of_file(path: str, config: Config) -> list[Variant]:
+    """The variants of the program in the file ``path``, read and decoded as
+    ``chainlens check`` reads it; a file that cannot be is one variant whose
+    result says why."""
+    source = load_source(path, config)
+    if isinstance(source, Problem):
+        return [Variant((), unanalysed(path, source, config))]
+    return variants(path, source.text, config)
 
 
 def _shown(argv: tuple[str, ...]) -> str:

@@ -52,7 +52,6 @@ from chainlens.analyzer import (
     check_paths,
     check_selectors,
     command_line_layer,
-    command_line_variants,
     compare_upgrade,
     compare_with_base,
     compare_with_savepoint,
@@ -75,8 +74,9 @@ from chainlens.analyzer import (
     results_to_json,
     rule_infos,
     state_compatibility_note,
-    upgrade_of,
+    upgrade_of_file,
     upgrade_to_json,
+    variants_of_file,
     variants_to_json,
 )
 from chainlens.analyzer import finding_sort_key as sort_key
@@ -607,15 +607,8 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
     for given in args.files:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
-            try:
-                text = Path(path).read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                print(f"chainlens: error: {path}: cannot read: {exc}", file=sys.stderr)
-                worst = 1
-                continue
-            up = upgrade_of(
-                str(path), text, resolver.config_for(Path(path)), before, after
-            )
+            config = resolver.config_for(Path(path))
+            up = upgrade_of_file(str(path), config, before, after)
             upgrades.append(up)
             worst = max(worst, _exit_code([up.before, up.after]))
     if args.format == "json":
@@ -637,16 +630,7 @@ def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
     for given in args.files:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
-            try:
-                text = Path(path).read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                result = _graph_of(str(path), resolver)
-                texts.append(render_graph_text([result]))
-                worst = max(worst, _exit_code([result]))
-                continue
-            found = command_line_variants(
-                str(path), text, resolver.config_for(Path(path))
-            )
+            found = variants_of_file(str(path), resolver.config_for(Path(path)))
             texts.append(render_variants_text(str(path), found))
             documents.append(variants_to_json(str(path), found))
             worst = max(worst, _exit_code([v.result for v in found]))
@@ -811,19 +795,9 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
 def _savepoint_diff(files: Sequence[FileCheck], out: TextIO) -> int:
     """``savepoint --diff``: the pins as a unified diff, nothing written; 1 when
     there are any."""
-    changed = 0
     for file in files:
-        if not file.fixed_text:
-            continue
-        try:
-            data = Path(file.path).read_bytes()
-        except OSError as exc:
-            raise RefusedError(f"{file.display}: {exc.strerror or exc}") from None
-        text = diff_of(data, file.fixed_text, file.display)
-        if text:
-            out.write(text)
-            changed += 1
-    return 1 if changed else 0
+        out.write(file.diff)
+    return 1 if any(file.diff for file in files) else 0
 
 
 def _savepoint_upgrade(
@@ -1016,7 +990,7 @@ def _check_stdin(
         fix=mode is not Mode.CHECK,
     )
     if mode is Mode.DIFF:
-        diff = diff_of(data, checked.fixed_text, shown) if checked.fixed_text else ""
+        diff = diff_of(data, checked.fixed_bytes, shown) if checked.fixed_bytes else ""
         out.write(diff)
         return 1 if diff else 0
     summary = CheckSummary(
@@ -1030,8 +1004,8 @@ def _check_stdin(
     findings = sorted(checked.findings, key=sort_key)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
     if mode is Mode.FIX:
-        text = checked.fixed_text
-        sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+        fixed = checked.fixed_bytes
+        sys.stdout.buffer.write(fixed if fixed is not None else data)
         sys.stdout.flush()
         sys.stderr.write(report)
     else:

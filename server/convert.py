@@ -20,6 +20,7 @@ from chainlens.analyzer import (
     SourcePosition,
     SourceRange,
     TextEdit,
+    read_module,
 )
 
 #: Line breaks as both Python's tokenizer and the LSP count them.
@@ -141,10 +142,7 @@ def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
     (its text read for the columns; unreadable: code points as they are)."""
     if where.path is None:
         return types.Location(uri=uri, range=lines.to_lsp_range(where))
-    try:
-        text = Path(where.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
+    text = read_module(Path(where.path)) or ""
     other = TextLines(text, lines.encoding) if text else None
     if other is None:
         start = types.Position(where.start.line - 1, where.start.column)

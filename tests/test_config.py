@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.analyzer.api import analyze_file
+from chainlens.analyzer.check import check_file
 from chainlens.analyzer.config import (
     Config,
     ConfigError,
@@ -245,12 +245,12 @@ def test_explicit_config_file_and_isolated(tmp_path: Path) -> None:
 
 def test_a_flink_key_from_config_changes_the_graph(tmp_path: Path) -> None:
     job = _job(tmp_path)
-    chained = analyze_file(job, find_config(job))
+    chained = check_file(job, find_config(job)).result
     _write(
         tmp_path / "chainlens.toml",
         '[flink]\n"pipeline.operator-chaining.enabled" = false\n',
     )
-    unchained = analyze_file(job, find_config(job))
+    unchained = check_file(job, find_config(job)).result
     vertices = [len(r.jobs[0].job_graph.vertices) for r in (chained, unchained)]  # type: ignore[union-attr]
     assert vertices[1] > vertices[0]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.analyzer.api import analyze_bytes, analyze_file, analyze_source
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.check import check_bytes, check_file
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.rules import (
@@ -317,8 +318,10 @@ def test_syntax_error_is_one_error_finding() -> None:
 
 
 def test_undecodable_file() -> None:
-    result = analyze_bytes("latin1.py", b"x = 1\ny = '\xe9'\n", Config())
-    (finding,) = result.diagnostics
+    checked = check_bytes(
+        "latin1.py", b"x = 1\ny = '\xe9'\n", Config(), pyflink_only=False
+    )
+    (finding,) = checked.diagnostics
     assert finding.code.code == "CL000"
     assert finding.range.start.line == 2
     assert "not valid UTF-8" in finding.message
@@ -327,8 +330,8 @@ def test_undecodable_file() -> None:
 def test_too_large_and_unreadable_files(tmp_path: Path) -> None:
     result = analyze_source("big.py", "x = 1\n" * 100, Config(max_file_bytes=10))
     assert _cl000(result.diagnostics)[0].startswith("File too large:")
-    result = analyze_file(tmp_path / "missing.py", Config())
-    assert _cl000(result.diagnostics)[0].startswith("Cannot read the file:")
+    checked = check_file(tmp_path / "missing.py", Config())
+    assert _cl000(checked.diagnostics)[0].startswith("Cannot read the file:")
 
 
 def test_rejected_job_is_located_at_the_operator_with_the_submission_related() -> None:

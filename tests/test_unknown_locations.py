@@ -87,8 +87,13 @@ def test_without_argv_the_program_runs_with_its_defaults_and_says_so() -> None:
     """As Flink builds the program run without arguments (the recorded graphs)."""
     import json
 
-    from chainlens.analyzer import Config
-    from chainlens.analyzer.api import analyze_file
+    from chainlens.analyzer import AnalysisResult, Config
+    from chainlens.analyzer.check import check_file
+
+    def analyze_file(program: Path, config: Config) -> AnalysisResult:
+        result = check_file(program, config).result
+        assert result is not None
+        return result
 
     program = ARGPARSE / "real_argparse_defaults.py"
     expected = json.loads(

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from chainlens.analyzer.decoding import DecodeError, decode_source
+
 #: Reads a module's text; None when it cannot be read.
 ReadText = Callable[[Path], "str | None"]
 
@@ -36,12 +38,13 @@ MAX_MODULE_BYTES = 2_000_000
 
 
 def read_from_disk(path: Path) -> str | None:
-    """Read ``path`` as UTF-8 (None if it cannot be read or decoded)."""
+    """Read ``path`` and decode it as Python does (None if it cannot be read
+    or decoded)."""
     try:
         if path.stat().st_size > MAX_MODULE_BYTES:
             return None
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return decode_source(path.read_bytes()).text
+    except (OSError, DecodeError):
         return None
 
 

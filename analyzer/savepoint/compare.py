@@ -20,10 +20,13 @@ from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.check import (
     FileCheck,
     check_selectors,
+    decode_problem,
+    diff_of,
     display_path,
     findings_of,
 )
 from chainlens.analyzer.config import Config, ConfigResolver
+from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic
@@ -219,18 +222,27 @@ def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, 
 def _pinned(
     path: Path, data: bytes, checked: FileCheck, *, write: bool = True
 ) -> FileCheck:
-    """Apply the findings' safe fixes (the pins) once and write the file, unless
-    it changed meanwhile; the findings fixed are dropped.  Without ``write``,
-    only the fixed text is kept (``--diff``)."""
-    text = _decoded(data)
-    if text is None or checked.result is None:
+    """Apply the findings' safe fixes (the pins) once and write the file in its
+    own encoding, unless it changed meanwhile; the findings fixed are dropped.
+    Without ``write``, the fixes are kept as a diff (``--diff``)."""
+    source = _decoded(data)
+    if source is None or checked.result is None:
         return checked
     fixable = [f.diagnostic for f in checked.findings if f.fixable]
-    fixed_text, count = apply_fixes(text, fixable)
-    if not count or fixed_text == text:
+    fixed_text, count = apply_fixes(source.text, fixable)
+    if not count or fixed_text == source.text:
         return checked
+    try:
+        fixed = source.encode(fixed_text)
+    except UnicodeEncodeError:
+        return replace(
+            checked,
+            notice=f"{checked.display}: not written: its encoding, "
+            f"{source.encoding}, cannot hold the fixes",
+        )
     if not write:
-        return replace(checked, fixed_text=fixed_text)
+        diff = diff_of(data, fixed, checked.display)
+        return replace(checked, fixed_text=fixed_text, fixed_bytes=fixed, diff=diff)
     try:
         if path.read_bytes() != data:
             return replace(
@@ -238,18 +250,23 @@ def _pinned(
                 notice=f"{checked.display} changed while it was being fixed; left "
                 "as it is now",
             )
-        bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
-        path.write_bytes((bom + fixed_text).encode("utf-8"))
+        path.write_bytes(fixed)
     except OSError as exc:
         return replace(checked, notice=f"{checked.display}: not written: {exc}")
     left = tuple(f for f in checked.findings if not f.fixable)
-    return replace(checked, findings=left, fixed=count, fixed_text=fixed_text)
+    return replace(
+        checked,
+        findings=left,
+        fixed=count,
+        fixed_text=fixed_text,
+        fixed_bytes=fixed,
+    )
 
 
-def _decoded(data: bytes) -> str | None:
+def _decoded(data: bytes) -> SourceText | None:
     try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError:
+        return decode_source(data)
+    except DecodeError:
         return None
 
 
@@ -260,10 +277,10 @@ def _follows_changed(
     modules (then it is compared), else None."""
     if not changed:
         return None
-    text = _decoded(data)
-    if text is None:
+    source = _decoded(data)
+    if source is None:
         return None
-    result = analyze_graphs(str(path), text, config)
+    result = analyze_graphs(str(path), source.text, config)
     for module in result.modules:
         try:
             if Path(module).relative_to(root).as_posix() in changed:
@@ -286,11 +303,14 @@ def _compare(
 ) -> FileCheck:
     """The savepoint findings of one changed file (``old_config``: the base's
     settings when they differ, e.g. another Flink line)."""
-    old_text, new_text = _decoded(before), _decoded(after)
-    if new_text is None or old_text is None:
-        side = "the work tree's" if new_text is None else f"the version at {label}"
-        problem = Problem("decode-error", f"{side} bytes are not UTF-8", _FILE_START)
-        result = AnalysisResult(path, problems=(problem,))
+    try:
+        new_text = decode_source(after).text
+        try:
+            old_text = decode_source(before).text
+        except DecodeError as exc:
+            raise DecodeError(f"the version at {label}: {exc.message}") from None
+    except DecodeError as exc:
+        result = AnalysisResult(path, problems=(decode_problem(exc),))
         diagnostics = run_rules(result, config, None)
         return FileCheck(
             path,
@@ -401,9 +421,10 @@ def compare_with_savepoint(
             data = path.read_bytes()
         except OSError:
             continue
-        text = _decoded(data)
-        if text is None or not is_pyflink_source(data):
+        source = _decoded(data)
+        if source is None or not is_pyflink_source(data):
             continue
+        text = source.text
         config = resolver.config_for(path)
         result = analyze_graphs(str(path), text, config)
         analysed.append((path, data, text, config, result))
@@ -600,11 +621,11 @@ def explain_id(
     found: list[IdMatch] = []
     searched = 0
     for shown, path, data in sorted(sources, key=lambda item: item[0]):
-        text = _decoded(data)
-        if text is None or not is_pyflink_source(data):
+        source = _decoded(data)
+        if source is None or not is_pyflink_source(data):
             continue
         searched += 1
-        result = analyze_graphs(str(path), text, resolver.config_for(path))
+        result = analyze_graphs(str(path), source.text, resolver.config_for(path))
         found.extend(_matches(wanted, shown, result))
     return found, searched
 
@@ -699,7 +720,8 @@ class EditorBaseline:
         key = (rel, tree.commit)
         if key not in self._analysed:
             data = tree.read([rel]).get(rel)
-            text = _decoded(data) if data is not None else None
+            source = _decoded(data) if data is not None else None
+            text = source.text if source is not None else None
             self._analysed[key] = (
                 Baseline(analyze_graphs(str(path), text, config), text, label)
                 if text is not None

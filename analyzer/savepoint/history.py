@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from chainlens.analyzer.decoding import DecodeError, decode_source
+
 
 class HistoryError(Exception):
     """Git cannot answer (not a repository, an unknown revision, a shallow clone
@@ -163,16 +165,17 @@ class Tree:
         return sorted(p for p in self.blobs if p.endswith((".py", ".pyi")))
 
     def text_of(self, path: Path) -> str | None:
-        """The text of ``path`` (a file under the repository) at this revision;
-        None if the revision has no such file or it is not UTF-8."""
+        """The text of ``path`` (a file under the repository) at this revision,
+        decoded as Python decodes it; None if the revision has no such file or
+        Python could not read it."""
         try:
             rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
         except ValueError:
             return None
         data = self.read([rel]).get(rel)
         try:
-            return data.decode("utf-8") if data is not None else None
-        except UnicodeDecodeError:
+            return decode_source(data).text if data is not None else None
+        except DecodeError:
             return None
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes]:

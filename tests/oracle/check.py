@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chainlens.analyzer.api import AnalysisResult, analyze_file
+from chainlens.analyzer.api import AnalysisResult
+from chainlens.analyzer.check import check_file
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.flink_versions import NEWEST, FlinkVersion
@@ -86,7 +87,9 @@ def analyse_like_flink(
         argv=(),
         flink_version=FlinkVersion(flink_version, "flag"),
     )
-    return analyze_file(program, config)
+    result = check_file(program, config, pyflink_only=False).result
+    assert result is not None  # check_file keeps the analysis
+    return result
 
 
 def differences(
