@@ -67,7 +67,8 @@ def run(argv: Sequence[str]) -> str:
             code = main(list(argv))
         except SystemExit as exc:  # pragma: no cover - argparse
             code = exc.code if isinstance(exc.code, int) else 2
-    return f"exit {code}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
+    text = f"exit {code}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
+    return text.replace(str(ROOT), "$ROOT")  # the same in every work tree
 
 
 def programs() -> list[Path]:
