@@ -148,6 +148,7 @@ def saved_in(state: OperatorStateInfo) -> SavedOperator:
         name=state.name,
         uid=state.uid,
         subtasks=state.subtasks_with_state if state.subtasks else 0,
+        states=state.saved.states if state.saved is not None else (),
     )
 
 
