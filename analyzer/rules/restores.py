@@ -98,8 +98,7 @@ class Restore:
         by_states = _declarer(self.job, saved, node)
         if by_states is not None:
             return (
-                f"its states are declared by {_named(by_states)}, not by "
-                f"{_named(node)}"
+                f"its states are declared by {_named(by_states)}, not by {_named(node)}"
             )
         if saved.name is not None and str(node.name) != saved.name and node.is_source:
             return (
@@ -129,9 +128,7 @@ def _declarer(
     if names & {d.name for d in node.state}:
         return None
     others = [
-        n
-        for n in graph.nodes
-        if n.id != node.id and names <= {d.name for d in n.state}
+        n for n in graph.nodes if n.id != node.id and names <= {d.name for d in n.state}
     ]
     return others[0] if len(others) == 1 else None
 
