@@ -883,6 +883,8 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             f"({state.state_bytes} bytes), parallelism {state.parallelism}, max "
             f"parallelism {state.max_parallelism}: {state.outcome}{where}"
         )
+        if state.states:
+            lines.append(f"    states: {', '.join(state.states)}")
     if compared.crossing is not None:
         lines.append(f"  Note: {compared.crossing}")
         print(f"chainlens: warning: {compared.crossing}", file=sys.stderr)
@@ -917,6 +919,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
                     "state_bytes": s.state_bytes,
                     "outcome": s.outcome,
                     "claimed_by": s.claimed_by,
+                    "states": list(s.states_json),
                 }
                 for s in compared.states
             ],

@@ -8,11 +8,14 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name
 from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.savepoint.values import JAVA_KIND, state_fits
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
 
@@ -54,6 +57,13 @@ class StateDescriptorChanged:
     reports a descriptor renamed (one name gone and another of the same kind
     new) and a descriptor whose declared type or kind changed under the same
     name.
+
+    Against a real savepoint (`chainlens savepoint --savepoint DIR`) it reads
+    the states the savepoint's own files hold (their names, Java kinds and a
+    few sampled values, as PyFlink's coders wrote them) and reports a declared
+    type or kind the saved values do not fit (an INT saved, a LONG declared:
+    4 bytes where 8 are read), and a saved state no longer declared beside a
+    declared one the savepoint does not hold (a rename).
 
     ## Why is this bad?
     Flink restores an operator's state by its operator ID, then each state by
@@ -159,6 +169,7 @@ class StateDescriptorChanged:
         whose saved state they get back."""
         for restore in context.restores:
             if restore.pair is None:
+                yield from self._against_savepoint(context, restore)
                 continue
             for landing in restore.assignment.landings:
                 old_node, new_node = landing.saved.writer, landing.node
@@ -179,6 +190,93 @@ class StateDescriptorChanged:
                         descriptor.range or new_node.range,
                         job_index=restore.job.spec.index,
                     )
+
+    def _against_savepoint(
+        self, context: RuleContext, restore: Restore
+    ) -> Iterator[Diagnostic]:
+        """Compare the states a real savepoint's files name with what each
+        operator that gets them declares."""
+        for landing in restore.assignment.landings:
+            node = landing.node
+            if node is None or landing.outcome is not Outcome.RESTORED:
+                continue
+            if not landing.saved.states or restore.foreign(landing) is not None:
+                continue
+            ident = landing.saved.operator_id
+            where = f"{display_name(node)} ({restore.how}, ID {ident})"
+            for descriptor, message in _saved_changes(
+                landing.saved.states, node, where, restore.label
+            ):
+                yield context.report(
+                    self,
+                    message,
+                    (descriptor.range if descriptor else None) or node.range,
+                    job_index=restore.job.spec.index,
+                )
+
+
+#: states PyFlink's own operators name (windows, triggers, assigners): not the
+#: user's descriptors (``pyflink/datastream/data_stream.py``, ``window.py``)
+_PYFLINK_OWN = ("_reduce_state", "window-contents", "fire-time", "merging-window-set")
+
+
+def _saved_changes(
+    saved: tuple[SavedState, ...],
+    node: StreamNode,
+    where: str,
+    label: str,
+) -> Iterator[tuple[StateDescriptor | None, str]]:
+    """The states of a real savepoint that do not fit what ``node`` declares:
+    a declared type or kind the saved values do not fit, and a saved state no
+    longer declared beside a declared one the savepoint does not hold."""
+    declared = _declared(node)
+    if not declared or any(d.name is None for d in declared):
+        return
+    by_name: dict[str, SavedState] = {
+        s.pyflink_name: s for s in saved if s.pyflink_name is not None
+    }
+    for descriptor in declared:
+        state = by_name.get(descriptor.name or "")
+        if state is None:
+            continue
+        fit = state_fits(state, descriptor.kind, descriptor.type)
+        if fit.verdict == "no":
+            yield (
+                descriptor,
+                f"The state '{descriptor.name}' of {where} is declared as "
+                f"{_kind(descriptor)}<{descriptor.type or '?'}>, and what {label} "
+                f"holds under that name does not fit it ({fit.reason}): Flink "
+                "restores it unchecked, and the first read decodes the saved "
+                "bytes with the declared type (it fails, failing the job, or "
+                "misreads them)",
+            )
+    if node.api.startswith("window.") or node.api in ("reduce", "sum", "min", "max"):
+        return  # PyFlink's own states there are not the user's descriptors
+    names = {d.name for d in declared}
+    gone = [
+        s
+        for s in saved
+        if s.pyflink_name is not None
+        and s.pyflink_name not in names
+        and not s.pyflink_name.startswith(_PYFLINK_OWN)
+    ]
+    added = [d for d in declared if d.name not in by_name]
+    for state in gone:
+        wanted = [d for d in added if JAVA_KIND.get(d.kind) == state.kind]
+        if not wanted:
+            continue
+        after = wanted[0]
+        added.remove(after)
+        yield (
+            after,
+            f"{label[:1].upper()}{label[1:]} holds the state '{state.pyflink_name}' "
+            f"of {where}, which it "
+            f"no longer declares, and it declares '{after.name}', which the "
+            f"savepoint does not hold: if '{after.name}' is '{state.pyflink_name}' "
+            "renamed, Flink restores nothing into it (it restores state by name), "
+            f"'{after.name}' starts empty and '{state.pyflink_name}' stays "
+            "unreachable",
+        )
 
 
 def _changes(

@@ -32,7 +32,7 @@ from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
-from chainlens.analyzer.model.savepoint import SavepointMetadata
+from chainlens.analyzer.model.savepoint import SavedState, SavepointMetadata
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.operators import keeps_savepoints
@@ -368,6 +368,10 @@ class SavepointState:
     outcome: str
     #: the operator that claims it: "path:line: name", or None
     claimed_by: str | None
+    #: the states its files name (``name: KIND``; a PyFlink state by its Python
+    #: name), and each as JSON; empty when not read
+    states: tuple[str, ...] = ()
+    states_json: tuple[dict[str, object], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +412,7 @@ def compare_with_savepoint(
     :class:`~chainlens.analyzer.savepoint.metadata.MetadataError` for a file
     that is not readable metadata.
     """
-    metadata = read_metadata(savepoint)
+    metadata = read_metadata(savepoint, states=True)
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     given = [Path(p) for p in paths] or [here]
     files = discover(given, resolver)
@@ -551,12 +555,25 @@ def _restore(
                 state.has_state,
                 outcome,
                 by,
+                tuple(sorted(_state_label(x) for x in state.saved.states))
+                if state.saved is not None
+                else (),
+                tuple(x.to_json() for x in state.saved.states)
+                if state.saved is not None
+                else (),
             )
         )
     verdict = restore.assignment.verdict if restore is not None else "unknown"
     if verdict.startswith("restores") and misplaced:
         verdict = "restores, state in the wrong operator"
     return tuple(states), verdict
+
+
+def _state_label(state: SavedState) -> str:
+    """``count: VALUE`` (a PyFlink state by its Python name), ``timers`` ..."""
+    name = state.pyflink_name or state.name
+    kind = state.kind or state.backend
+    return f"{name}: {kind}"
 
 
 #: How the states table says each outcome.

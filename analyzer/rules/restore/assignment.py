@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from chainlens.analyzer.compile.hashing import traverse_stream_graph_and_generate_hashes
 from chainlens.analyzer.model.job_graph import JobGraphError, JobVertex
 from chainlens.analyzer.model.result import CompiledJob
+from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
@@ -59,6 +60,9 @@ class SavedOperator:
     #: subtask states with state (0 when not known): Flink checks the parallelism
     #: against the max parallelism only for a state with subtask state
     subtasks: int = 0
+    #: the states a real savepoint's state files name (names, kinds, sampled
+    #: values); empty when not read
+    states: tuple[SavedState, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

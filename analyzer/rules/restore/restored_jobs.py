@@ -95,6 +95,11 @@ class Restore:
             if runs_other_code(writer, node):
                 return f"{display_name(node)} runs other code"
             return None
+        by_states = _declarer(self.job, saved, node)
+        if by_states is not None:
+            return (
+                f"its states are declared by {_named(by_states)}, not by {_named(node)}"
+            )
         if saved.name is not None and str(node.name) != saved.name and node.is_source:
             return (
                 f"it was saved by the source '{saved.name}', and the source "
@@ -105,6 +110,27 @@ class Restore:
 
 def _named(node: StreamNode) -> str:
     return described(node)
+
+
+def _declarer(
+    job: CompiledJob, saved: SavedOperator, node: StreamNode
+) -> StreamNode | None:
+    """Another operator of ``job`` that declares every PyFlink state a real
+    savepoint holds for ``saved``, where ``node`` declares none of them."""
+    names = {
+        s.pyflink_name
+        for s in saved.states
+        if s.pyflink_name is not None and not s.pyflink_name.startswith("_")
+    }
+    graph = job.stream_graph
+    if not names or graph is None:
+        return None
+    if names & {d.name for d in node.state}:
+        return None
+    others = [
+        n for n in graph.nodes if n.id != node.id and names <= {d.name for d in n.state}
+    ]
+    return others[0] if len(others) == 1 else None
 
 
 def kind_misfit(saved: SavedOperator, node: StreamNode) -> str | None:
@@ -148,6 +174,7 @@ def saved_in(state: OperatorStateInfo) -> SavedOperator:
         name=state.name,
         uid=state.uid,
         subtasks=state.subtasks_with_state if state.subtasks else 0,
+        states=state.saved.states if state.saved is not None else (),
     )
 
 
