@@ -26,16 +26,16 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
-    "Comparison": ("savepoint.compare", "Comparison"),
-    "compare_with_base": ("savepoint.compare", "compare_with_base"),
-    "compare_upgrade": ("savepoint.compare", "compare_upgrade"),
-    "explain_id": ("savepoint.compare", "explain_id"),
-    "SavepointComparison": ("savepoint.compare", "SavepointComparison"),
-    "compare_with_savepoint": ("savepoint.compare", "compare_with_savepoint"),
+    "Comparison": ("gate.compare", "Comparison"),
+    "compare_with_base": ("gate.compare", "compare_with_base"),
+    "compare_upgrade": ("gate.compare", "compare_upgrade"),
+    "explain_id": ("gate.compare", "explain_id"),
+    "SavepointComparison": ("gate.compare", "SavepointComparison"),
+    "compare_with_savepoint": ("gate.compare", "compare_with_savepoint"),
     "MetadataError": ("savepoint.metadata", "MetadataError"),
     "read_metadata": ("savepoint.metadata", "read_metadata"),
-    "EditorBaseline": ("savepoint.compare", "EditorBaseline"),
-    "HistoryError": ("savepoint.history", "HistoryError"),
+    "EditorBaseline": ("gate.compare", "EditorBaseline"),
+    "HistoryError": ("gate.history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
     # deployments
@@ -287,6 +287,16 @@ if TYPE_CHECKING:
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
+    from chainlens.analyzer.gate.compare import (
+        Comparison,
+        EditorBaseline,
+        SavepointComparison,
+        compare_upgrade,
+        compare_with_base,
+        compare_with_savepoint,
+        explain_id,
+    )
+    from chainlens.analyzer.gate.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,
@@ -334,16 +344,6 @@ if TYPE_CHECKING:
     from chainlens.analyzer.render.picture import render_svg
     from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
     from chainlens.analyzer.rules.operators import state_info
-    from chainlens.analyzer.savepoint.compare import (
-        Comparison,
-        EditorBaseline,
-        SavepointComparison,
-        compare_upgrade,
-        compare_with_base,
-        compare_with_savepoint,
-        explain_id,
-    )
-    from chainlens.analyzer.savepoint.history import HistoryError
     from chainlens.analyzer.savepoint.metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.upgrade import (

@@ -23,8 +23,8 @@ from chainlens.analyzer.deploy.discover import (
     discover_deployments,
     select,
 )
+from chainlens.analyzer.gate.history import Tree
 from chainlens.analyzer.model.deployment import STATELESS, Deployment
-from chainlens.analyzer.savepoint.history import Tree
 
 
 def project_root(start: Path) -> Path:

@@ -29,6 +29,15 @@ from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.gate.history import (
+    Base,
+    HistoryError,
+    Tree,
+    base_for,
+    changed_files,
+    renames,
+    repository_root,
+)
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
@@ -40,15 +49,6 @@ from chainlens.analyzer.rules.restore.assignment import Outcome
 from chainlens.analyzer.rules.restore.baseline import Baseline
 from chainlens.analyzer.rules.restore.restored_jobs import build_restores
 from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
-from chainlens.analyzer.savepoint.history import (
-    Base,
-    HistoryError,
-    Tree,
-    base_for,
-    changed_files,
-    renames,
-    repository_root,
-)
 from chainlens.analyzer.savepoint.metadata import read_metadata
 
 _FILE_START = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
@@ -87,7 +87,7 @@ def compare_with_base(
     base revision describes it), from the repository's root and the base
     tree: a program whose settings changed is compared even when its text
     did not.
-    Raises :class:`~chainlens.analyzer.savepoint.history.HistoryError` when git cannot
+    Raises :class:`~chainlens.analyzer.gate.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
