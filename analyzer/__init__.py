@@ -93,14 +93,24 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "summary_text": ("render.graphs", "summary_text"),
     "render_svg": ("render.picture", "render_svg"),
     "command_line_variants": ("variants", "variants"),
-    "render_variants_text": ("variants", "render_variants_text"),
-    "variants_to_json": ("variants", "variants_to_json"),
+    "render_variants_text": ("render.variants", "render_variants_text"),
+    "render_variants_json": ("render.variants", "render_variants_json"),
     "variants_of_file": ("variants", "variants_of_file"),
     "VariantChange": ("variants", "VariantChange"),
     "VariantFacts": ("variants", "VariantFacts"),
     "variant_facts": ("variants", "variant_facts"),
     "shown_command_line": ("variants", "shown_command_line"),
     "CheckSummary": ("render.findings", "CheckSummary"),
+    "Section": ("render.findings", "Section"),
+    "check_summary": ("render.findings", "check_summary"),
+    "render_report": ("render.findings", "render_report"),
+    "base_section": ("render.gate", "base_section"),
+    "savepoint_section": ("render.gate", "savepoint_section"),
+    "upgrade_section": ("render.gate", "upgrade_section"),
+    "render_graph_json": ("render.graphs", "render_graph_json"),
+    "render_rule": ("rules.docs", "render_rule"),
+    "render_rule_table": ("rules.docs", "render_rule_table"),
+    "one_line": ("errors", "one_line"),
     "count_versions": ("render.findings", "count_versions"),
     # Flink versions
     "FlinkVersion": ("model.flink_versions", "FlinkVersion"),
@@ -112,8 +122,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "state_compatibility_note": ("upgrade", "state_compatibility_note"),
     "upgrade_from": ("upgrade", "upgrade_from"),
     "FileUpgrade": ("upgrade", "FileUpgrade"),
-    "render_upgrade_text": ("upgrade", "render_upgrade_text"),
-    "upgrade_to_json": ("upgrade", "upgrade_to_json"),
+    "render_upgrade_text": ("render.upgrade", "render_upgrade_text"),
+    "render_upgrade_json": ("render.upgrade", "render_upgrade_json"),
     "render_findings_text": ("render.findings", "render_text"),
     "render_github": ("render.findings", "render_github"),
     "render_json": ("render.findings", "render_json"),
@@ -158,6 +168,7 @@ __all__ = [
     "RuleCode",
     "RuleInfo",
     "SavepointComparison",
+    "Section",
     "Severity",
     "SourcePosition",
     "SourceRange",
@@ -167,10 +178,12 @@ __all__ = [
     "VersionError",
     "apply_deployment",
     "apply_fixes",
+    "base_section",
     "check_bytes",
     "check_file",
     "check_paths",
     "check_selectors",
+    "check_summary",
     "check_text",
     "choose_deployments",
     "command_line_layer",
@@ -190,6 +203,7 @@ __all__ = [
     "explain_id",
     "finding_sort_key",
     "materialize",
+    "one_line",
     "parse_flink_range",
     "parse_flink_version",
     "project_deployments",
@@ -198,17 +212,24 @@ __all__ = [
     "render_dot",
     "render_findings_text",
     "render_github",
+    "render_graph_json",
     "render_graph_text",
     "render_json",
+    "render_report",
+    "render_rule",
+    "render_rule_table",
     "render_rules_markdown",
     "render_sarif",
     "render_statistics",
     "render_svg",
+    "render_upgrade_json",
     "render_upgrade_text",
+    "render_variants_json",
     "render_variants_text",
     "restore_verdict",
     "results_to_json",
     "rule_infos",
+    "savepoint_section",
     "shown_command_line",
     "shuffle_count",
     "state_compatibility_note",
@@ -218,10 +239,9 @@ __all__ = [
     "upgrade_from",
     "upgrade_of",
     "upgrade_of_file",
-    "upgrade_to_json",
+    "upgrade_section",
     "variant_facts",
     "variants_of_file",
-    "variants_to_json",
 ]
 
 
@@ -284,6 +304,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.deploy.targets import describe as describe_deployment
     from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.errors import one_line
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
@@ -327,43 +348,59 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.render.findings import (
         CheckSummary,
+        Section,
+        check_summary,
         count_versions,
         render_github,
         render_json,
+        render_report,
         render_sarif,
         render_statistics,
     )
     from chainlens.analyzer.render.findings import render_text as render_findings_text
     from chainlens.analyzer.render.findings import sort_key as finding_sort_key
+    from chainlens.analyzer.render.gate import (
+        base_section,
+        savepoint_section,
+        upgrade_section,
+    )
     from chainlens.analyzer.render.graphs import (
         render_dot,
+        render_graph_json,
         results_to_json,
         summary_text,
     )
     from chainlens.analyzer.render.graphs import render_text as render_graph_text
     from chainlens.analyzer.render.picture import render_svg
-    from chainlens.analyzer.rules.docs import render_rules_markdown, rule_infos
+    from chainlens.analyzer.render.upgrade import (
+        render_upgrade_json,
+        render_upgrade_text,
+    )
+    from chainlens.analyzer.render.variants import (
+        render_variants_json,
+        render_variants_text,
+    )
+    from chainlens.analyzer.rules.docs import (
+        render_rule,
+        render_rule_table,
+        render_rules_markdown,
+        rule_infos,
+    )
     from chainlens.analyzer.rules.operators import state_info
     from chainlens.analyzer.savepoint.metadata import MetadataError, read_metadata
     from chainlens.analyzer.suppression import suppression_fix
     from chainlens.analyzer.upgrade import (
         FileUpgrade,
-        render_upgrade_text,
         state_compatibility_note,
         upgrade_from,
         upgrade_of,
         upgrade_of_file,
-        upgrade_to_json,
     )
     from chainlens.analyzer.variants import (
         VariantChange,
         VariantFacts,
-        render_variants_text,
         shown_command_line,
         variant_facts,
         variants_of_file,
-        variants_to_json,
     )
-    from chainlens.analyzer.variants import (
-        variants as command_line_variants,
-    )
+    from chainlens.analyzer.variants import variants as command_line_variants

@@ -20,7 +20,6 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.operator_facts import FileFacts, JobFact, OperatorFact
-from chainlens.analyzer.render.graphs import render_text, results_to_json
 
 #: At most this many command lines are analysed per program.
 MAX_VARIANTS = 16
@@ -83,37 +82,6 @@ def variants_of_file(path: str, config: Config) -> list[Variant]:
 
 def _shown(argv: tuple[str, ...]) -> str:
     return " ".join(argv) if argv else "no arguments (the program's defaults)"
-
-
-def render_variants_text(path: str, found: list[Variant]) -> str:
-    """The graphs of each variant, headed by its command line."""
-    out: list[str] = []
-    if found:
-        out.append(f"{path}: {found[0].result.flink_version.describe()}\n")
-    for variant in found:
-        same = "; ".join(_shown(a) for a in variant.same_as)
-        out.append(
-            f"{path}: variant: {_shown(variant.argv)}"
-            + (f" (the same jobs with: {same})" if same else "")
-            + "\n"
-        )
-        out.append(render_text([variant.result], with_version=False))
-    return "".join(out)
-
-
-def variants_to_json(path: str, found: list[Variant]) -> dict[str, object]:
-    """The variants in JSON: each command line with its jobs."""
-    return {
-        "path": path,
-        "variants": [
-            {
-                "argv": list(v.argv),
-                "same_as": [list(a) for a in v.same_as],
-                "result": results_to_json([v.result]),
-            }
-            for v in found
-        ],
-    }
 
 
 # ------------------------------------------------------------ for the editor

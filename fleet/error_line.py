@@ -1,10 +1,13 @@
-"""An unexpected error in one line, as the command line prints it.
+"""An unexpected error of the fleet in one line, with what Py4J relays from Java.
 
-Here, not in the analyzer, because it knows how Py4J words a Java exception;
-the fleet's driver and the ``chainlens`` command line both print with it.
+The analyzer's :func:`~chainlens.analyzer.one_line` with one addition that is
+the fleet's business: Py4J words a Java exception "An error occurred while
+calling ..." and puts what went wrong on the next line.
 """
 
 from __future__ import annotations
+
+from chainlens.analyzer import one_line as _one_line
 
 
 def one_line(exc: BaseException) -> str:
@@ -15,6 +18,4 @@ def one_line(exc: BaseException) -> str:
     if first.startswith("An error occurred while calling") and lines[1:]:
         # Py4J's: the Java exception that says what went wrong is next
         first = lines[1].removeprefix(":").strip()
-    if len(first) > 300:
-        first = first[:300] + " ..."
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return _one_line(exc, first)

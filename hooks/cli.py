@@ -21,7 +21,6 @@ import argparse
 import concurrent.futures
 import contextlib
 import io
-import json
 import os
 import shlex
 import sys
@@ -45,42 +44,43 @@ from chainlens.analyzer import (
     HistoryError,
     MetadataError,
     Mode,
+    Section,
     Severity,
     VersionError,
+    base_section,
     check_bytes,
     check_file,
     check_paths,
     check_selectors,
+    check_summary,
     command_line_layer,
     compare_upgrade,
     compare_with_base,
     compare_with_savepoint,
-    count_versions,
     default_jobs,
     deployment_base_settings,
     diff_of,
     discover,
     display_path,
     explain_id,
+    one_line,
     parse_flink_range,
     render_dot,
-    render_github,
+    render_graph_json,
     render_graph_text,
-    render_json,
-    render_sarif,
-    render_statistics,
+    render_report,
+    render_rule,
+    render_rule_table,
+    render_upgrade_json,
     render_upgrade_text,
+    render_variants_json,
     render_variants_text,
-    results_to_json,
     rule_infos,
-    state_compatibility_note,
+    savepoint_section,
     upgrade_of_file,
-    upgrade_to_json,
+    upgrade_section,
     variants_of_file,
-    variants_to_json,
 )
-from chainlens.analyzer import finding_sort_key as sort_key
-from chainlens.analyzer import render_findings_text as render_text
 from chainlens.hooks.deploy_cli import (
     add_deployment_arguments,
     run_for_deployments,
@@ -580,7 +580,7 @@ def run_graph(args: argparse.Namespace) -> int:
         else:
             results.append(_graph_of(given, resolver))
     if args.format == "json":
-        text = json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"
+        text = render_graph_json(results)
     elif args.format == "dot":
         text = render_dot(results)
     else:
@@ -612,8 +612,7 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
             upgrades.append(up)
             worst = max(worst, _exit_code([up.before, up.after]))
     if args.format == "json":
-        doc = upgrade_to_json(upgrades)
-        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(render_upgrade_json(upgrades))
     else:
         sys.stdout.write(render_upgrade_text(upgrades))
     return worst
@@ -624,21 +623,18 @@ def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
         raise UsageError("--all-variants: the formats are text and json")
     if args.argv is not None:
         raise UsageError("--all-variants chooses the command lines: no --argv")
-    texts: list[str] = []
-    documents: list[dict[str, object]] = []
+    files = []
     worst = 0
     for given in args.files:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
             found = variants_of_file(str(path), resolver.config_for(Path(path)))
-            texts.append(render_variants_text(str(path), found))
-            documents.append(variants_to_json(str(path), found))
+            files.append((str(path), found))
             worst = max(worst, _exit_code([v.result for v in found]))
     if args.format == "json":
-        doc = {"files": documents}
-        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(render_variants_json(files))
     else:
-        sys.stdout.write("".join(texts))
+        sys.stdout.write("".join(render_variants_text(p, f) for p, f in files))
     return worst
 
 
@@ -668,8 +664,8 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
     analysed = [c for c in checked if c.analysed]
-    findings = sorted((f for c in analysed for f in c.findings), key=sort_key)
-    summary = _summary(analysed)
+    findings = [f for c in analysed for f in c.findings]
+    summary = check_summary(analysed)
     if mode is Mode.DIFF:
         return _report_diff(analysed, summary, out)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
@@ -682,16 +678,6 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 #: What ``chainlens savepoint`` reports unless --select says otherwise.
 SAVEPOINT_RULES: Final = ("CL000", "CL108", "CL2")
-
-
-def _summary(files: Sequence[FileCheck]) -> CheckSummary:
-    """The closing counts of the files checked (and the Flink lines used)."""
-    return CheckSummary(
-        files_checked=len(files),
-        fixed=sum(c.fixed for c in files),
-        files_fixed=sum(1 for c in files if c.fixed),
-        flink_versions=count_versions(c.flink_version for c in files),
-    )
 
 
 def _exit_status(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
@@ -752,42 +738,26 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     )
     if args.diff:
         return _savepoint_diff(compared.files, out)
-    base = compared.base
-    heading = (
-        f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
-        + (f" on Flink {upgrade[0]}, the work tree on {upgrade[1]}" if upgrade else "")
-        + f"; {_plural(compared.compared, 'changed PyFlink file')} compared, "
-        f"{compared.unchanged} unchanged"
-        + (
-            f", {len(compared.new)} new (no savepoint to restore from)"
-            if compared.new
-            else ""
-        )
-        + (f", {len(compared.gone)} gone" if compared.gone else "")
-    )
-    for file in compared.files:
+    return _savepoint_report(args, out, compared.files, base_section(compared, upgrade))
+
+
+def _savepoint_report(
+    args: argparse.Namespace,
+    out: TextIO,
+    files: Sequence[FileCheck],
+    section: Section,
+) -> int:
+    """The gate's findings with its section; beside a SARIF or GitHub report,
+    the section's heading goes to standard error."""
+    for file in files:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
-    findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
-    summary = _summary(compared.files)
-    report = _render(args, findings, summary, fixing=args.fix)
-    report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
-    if args.format == "json":
-        document = json.loads(report)
-        document["base"] = {
-            "ref": base.ref,
-            "commit": base.commit,
-            "how": base.how,
-            "compared": compared.compared,
-            "unchanged": compared.unchanged,
-            "new": list(compared.new),
-            "gone": list(compared.gone),
-        }
-        report = json.dumps(document, indent=2) + "\n"
-    elif args.format == "text":
-        report = heading + "\n" + report
-    else:
-        print(heading, file=sys.stderr)
+    findings = [f for c in files for f in c.findings]
+    report = _render(
+        args, findings, check_summary(files), fixing=args.fix, section=section
+    )
+    if args.format not in ("text", "json"):
+        print(section.heading, file=sys.stderr)
     _write_report(args, out, report)
     return _exit_status(args, findings)
 
@@ -813,28 +783,11 @@ def _savepoint_upgrade(
         raise UsageError("--flink-version A..B compares one text: nothing to --fix")
     before, after = upgrade
     files = compare_upgrade(args.paths, resolver, before, after, select=select)
-    findings = sorted((f for c in files for f in c.findings), key=sort_key)
-    summary = _summary(files)
-    report = _render(args, findings, summary, fixing=False)
-    if args.format == "json":
-        document = json.loads(report)
-        document["upgrade"] = {"from": before, "to": after, "state": None}
-        report = json.dumps(document, indent=2) + "\n"
-    elif args.format == "text":
-        report = (
-            f"Upgrade: each program on Flink {before} is the base of the same "
-            f"program on Flink {after}; {_plural(len(files), 'PyFlink file')} "
-            "compared\n" + report
-        )
-    note = state_compatibility_note(before, after)
+    section = upgrade_section(before, after, len(files))
+    note = section.document["state"]
     if note is not None:
-        if args.format == "json":
-            document = json.loads(report)
-            document["upgrade"]["state"] = note
-            report = json.dumps(document, indent=2) + "\n"
         print(f"chainlens: warning: {note}", file=sys.stderr)
-    _write_report(args, out, report)
-    return _exit_status(args, findings)
+    return _savepoint_report(args, out, files, section)
 
 
 def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
@@ -853,97 +806,12 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
     )
     if args.diff:
         return _savepoint_diff(compared.files, out)
-    meta = compared.metadata
-    with_state = [s for s in compared.states if s.has_state]
-    heading = (
-        f"Savepoint: {meta.path} (checkpoint {meta.checkpoint_id}, metadata format "
-        f"{meta.version}): {_plural(len(meta.operators), 'operator state')}, "
-        f"{len(with_state)} with state; "
-        + (
-            f"compared with job {compared.how} in {compared.job_file}; "
-            if compared.job_file
-            else "no STREAMING job found under the paths; "
-        )
-        + f"Flink {_VERDICTS[compared.verdict]}"
-    )
-    lines = [heading]
-    for state in compared.states:
-        named = ", ".join(
-            part
-            for part in (
-                f"'{state.name}'" if state.name else "",
-                f"uid '{state.uid}'" if state.uid else "",
-            )
-            if part
-        )
-        held = ", ".join(state.kinds) if state.has_state else "no state"
-        where = f" -> {state.claimed_by}" if state.claimed_by else ""
-        lines.append(
-            f"  {state.operator_id}{' ' + named if named else ''}: {held} "
-            f"({state.state_bytes} bytes), parallelism {state.parallelism}, max "
-            f"parallelism {state.max_parallelism}: {state.outcome}{where}"
-        )
-        if state.states:
-            lines.append(f"    states: {', '.join(state.states)}")
     if compared.crossing is not None:
-        lines.append(f"  Note: {compared.crossing}")
         print(f"chainlens: warning: {compared.crossing}", file=sys.stderr)
-    for file in compared.files:
-        if file.notice is not None:
-            print(f"chainlens: warning: {file.notice}", file=sys.stderr)
-    findings = sorted((f for c in compared.files for f in c.findings), key=sort_key)
-    summary = _summary(compared.files)
-    report = _render(args, findings, summary, fixing=args.fix)
-    report = report.replace("`chainlens check --fix`", "`chainlens savepoint --fix`")
-    if args.format == "json":
-        document = json.loads(report)
-        document["savepoint"] = {
-            "path": meta.path,
-            "checkpoint_id": meta.checkpoint_id,
-            "format_version": meta.version,
-            "job_file": compared.job_file,
-            "job": compared.job_name,
-            "matched": compared.how,
-            "verdict": compared.verdict,
-            "crossing": compared.crossing,
-            "allow_non_restored_state": args.allow_non_restored_state,
-            "operators": [
-                {
-                    "operator_id": s.operator_id,
-                    "name": s.name,
-                    "uid": s.uid,
-                    "parallelism": s.parallelism,
-                    "max_parallelism": s.max_parallelism,
-                    "has_state": s.has_state,
-                    "kinds": list(s.kinds),
-                    "state_bytes": s.state_bytes,
-                    "outcome": s.outcome,
-                    "claimed_by": s.claimed_by,
-                    "states": list(s.states_json),
-                }
-                for s in compared.states
-            ],
-        }
-        report = json.dumps(document, indent=2) + "\n"
-    elif args.format == "text":
-        report = "\n".join(lines) + "\n" + report
-    else:
-        print("\n".join(lines), file=sys.stderr)
-    _write_report(args, out, report)
-    return _exit_status(args, findings)
-
-
-#: How the heading says the verdict.
-_VERDICTS: Final = {
-    "restores": "restores the job from it",
-    "restores, dropping state": "restores the job from it and drops the state no "
-    "operator claims (allowNonRestoredState)",
-    "restores, state in the wrong operator": "restores the job from it, with "
-    "saved state in operators that did not write it (see the findings)",
-    "refused": "refuses to restore the job from it",
-    "unknown": "may or may not restore the job: operator IDs chainlens cannot "
-    "know (see the findings)",
-}
+    section = savepoint_section(
+        compared, allow_non_restored=args.allow_non_restored_state
+    )
+    return _savepoint_report(args, out, compared.files, section)
 
 
 def run_explain_id(args: argparse.Namespace) -> int:
@@ -996,16 +864,8 @@ def _check_stdin(
         diff = diff_of(data, checked.fixed_bytes, shown) if checked.fixed_bytes else ""
         out.write(diff)
         return 1 if diff else 0
-    summary = CheckSummary(
-        files_checked=int(checked.analysed),
-        fixed=checked.fixed,
-        files_fixed=int(bool(checked.fixed)),
-        flink_versions=count_versions(
-            [checked.flink_version] if checked.analysed else []
-        ),
-    )
-    findings = sorted(checked.findings, key=sort_key)
-    report = _render(args, findings, summary, fixing=mode is Mode.FIX)
+    findings = list(checked.findings)
+    report = _render(args, findings, check_summary([checked]), fixing=mode is Mode.FIX)
     if mode is Mode.FIX:
         fixed = checked.fixed_bytes
         sys.stdout.buffer.write(fixed if fixed is not None else data)
@@ -1039,49 +899,29 @@ def _render(
     summary: CheckSummary,
     *,
     fixing: bool,
+    section: Section | None = None,
 ) -> str:
-    if args.statistics:
-        return render_statistics(findings, as_json=args.format == "json")
-    if args.format == "json":
-        return render_json(findings, summary, version=_version())
-    if args.format == "sarif":
-        return render_sarif(
-            findings,
-            rule_infos(),
-            version=_version(),
-            working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
-            flink_versions=summary.flink_versions,
-        )
-    if args.format == "github":
-        return render_github(findings)
-    return render_text(findings, summary, fixing=fixing, with_summary=not args.quiet)
+    return render_report(
+        findings,
+        summary,
+        format=args.format,
+        version=_version(),
+        fixing=fixing,
+        quiet=args.quiet,
+        statistics=args.statistics,
+        command=getattr(args, "command", "check"),
+        section=section,
+        rules=rule_infos() if args.format == "sarif" else (),
+        working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
+    )
 
 
 def run_rule(args: argparse.Namespace) -> int:
     """Run ``chainlens rule CODE`` / ``chainlens rule --all``."""
     infos = rule_infos()
+    as_json = args.format == "json"
     if args.all:
-        if args.format == "json":
-            rows = [
-                {
-                    "code": i.code,
-                    "name": i.name,
-                    "severity": i.severity.value,
-                    "enabled_by_default": i.enabled_by_default,
-                    "summary": i.summary,
-                }
-                for i in infos
-            ]
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-            return 0
-        width = max(len(i.name) for i in infos)
-        sys.stdout.write(f"{'code':<6}  {'name':<{width}}  {'severity':<8}  default\n")
-        for info in infos:
-            enabled = "enabled" if info.enabled_by_default else "disabled"
-            sys.stdout.write(
-                f"{info.code:<6}  {info.name:<{width}}  "
-                f"{info.severity.value:<8}  {enabled}\n"
-            )
+        sys.stdout.write(render_rule_table(infos, as_json=as_json))
         return 0
     if not args.code:
         raise UsageError("give a rule code (e.g. chainlens rule CL101) or --all")
@@ -1093,24 +933,7 @@ def run_rule(args: argparse.Namespace) -> int:
         raise UsageError(
             f"unknown rule {args.code!r}; `chainlens rule --all` lists the rules"
         )
-    if args.format == "json":
-        sys.stdout.write(
-            json.dumps(
-                {
-                    "code": wanted.code,
-                    "name": wanted.name,
-                    "severity": wanted.severity.value,
-                    "enabled_by_default": wanted.enabled_by_default,
-                    "summary": wanted.summary,
-                    "doc": wanted.doc,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
-        return 0
-    doc = wanted.doc.rstrip() or f"{wanted.code} {wanted.name}\n\n{wanted.summary}"
-    sys.stdout.write(doc + "\n")
+    sys.stdout.write(render_rule(wanted, as_json=as_json))
     return 0
 
 
@@ -1186,8 +1009,6 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         return 2
     except Exception as exc:
-        from chainlens.fleet.error_line import one_line
-
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2
     parser.print_usage(sys.stderr)

@@ -59,3 +59,21 @@ def test_analyzer_is_pure_and_layered() -> None:
                 assert not name.startswith(
                     ("chainlens.analyzer.extract", "chainlens.analyzer.compile")
                 ), (path, name)
+
+
+def test_the_command_line_renders_nothing_itself() -> None:
+    """The command line parses arguments, calls the engine and prints what it
+    returns: it neither builds nor re-reads a JSON document, and formats no
+    error through the fleet."""
+    for path, names in _imports("hooks").items():
+        assert "chainlens.fleet.error_line" not in names, path
+    names = _imports("hooks")["hooks/cli.py"]
+    assert "json" not in names
+    tree = ast.parse((ROOT / "hooks" / "cli.py").read_text(encoding="utf-8"))
+    calls = [
+        node.func.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+    assert "loads" not in calls
+    assert "dumps" not in calls

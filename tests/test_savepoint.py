@@ -162,6 +162,29 @@ def test_a_renamed_uid_is_an_error_with_a_pin_that_clears_it(
     assert _run(capsys)[0] == 0
 
 
+def test_every_format_of_the_gate_names_its_own_fix_and_keeps_the_rule_docs(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "jobs" / "totals.py").write_text(
+        WITH_UIDS.replace('uid("totals")', 'uid("totals-v2")'), encoding="utf-8"
+    )
+    base = ["savepoint", "--default-parallelism", "2"]
+    main(base)
+    text = capsys.readouterr().out
+    assert text.startswith("Base: main (")
+    assert "fixable with `chainlens savepoint --fix`" in text
+    main([*base, "--format", "sarif"])
+    captured = capsys.readouterr()
+    assert captured.err.startswith("Base: main (")  # beside the SARIF log
+    rules = json.loads(captured.out)["runs"][0]["tool"]["driver"]["rules"]
+    (unused,) = [r for r in rules if r["id"] == "CL901"]
+    # the rule's own documentation, not reworded for the gate
+    assert "`chainlens check --fix` removes" in unused["help"]["text"]
+    assert main([*base, "--statistics", "--format", "json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert {row["code"] for row in rows} >= {"CL201"}
+
+
 def test_a_new_stateful_operator_is_information(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

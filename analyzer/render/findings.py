@@ -1,6 +1,9 @@
 """Render ``chainlens check`` findings: text, JSON, SARIF 2.1.0, GitHub annotations.
 
 Pure functions from findings to text; the command line decides where it goes.
+:func:`render_report` is what ``check`` and ``savepoint`` print: the findings
+in the format asked for, with a command's :class:`Section` (the savepoint
+gate's base, savepoint or upgrade) over the text and in the JSON document.
 Positions inside chainlens are 1-based lines and 0-based code-point columns;
 every format here shows 1-based columns (as ruff, editors and SARIF do).
 """
@@ -15,6 +18,7 @@ from pathlib import PurePosixPath
 from typing import Final
 from urllib.parse import quote
 
+from chainlens.analyzer.check import FileCheck
 from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.source import SourceRange, path_of
@@ -53,6 +57,76 @@ class CheckSummary:
     files_fixed: int = 0
     #: the Flink versions the files were analysed for, with how many files each
     flink_versions: tuple[tuple[FlinkVersion, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """What a command adds to the findings' report: a heading over the text
+    (what is said on standard error beside a SARIF or GitHub report) and one
+    key of the JSON document."""
+
+    heading: str
+    key: str
+    document: Mapping[str, object]
+
+
+def check_summary(files: Sequence[FileCheck]) -> CheckSummary:
+    """The closing counts of the files checked (and the Flink lines used)."""
+    analysed = [f for f in files if f.analysed]
+    return CheckSummary(
+        files_checked=len(analysed),
+        fixed=sum(f.fixed for f in analysed),
+        files_fixed=sum(1 for f in analysed if f.fixed),
+        flink_versions=count_versions(f.flink_version for f in analysed),
+    )
+
+
+def render_report(
+    findings: Sequence[Finding],
+    summary: CheckSummary,
+    *,
+    format: str = "text",
+    version: str,
+    fixing: bool = False,
+    quiet: bool = False,
+    statistics: bool = False,
+    command: str = "check",
+    section: Section | None = None,
+    rules: Sequence[RuleInfo] = (),
+    working_directory_uri: str | None = None,
+) -> str:
+    """The report of a ``check`` (or ``savepoint``: ``command``, whose
+    ``--fix`` the text names) in ``format``: text, json, sarif or github;
+    with ``statistics`` the findings per rule instead.  ``section`` heads the
+    text and is a key of the JSON document."""
+    if statistics:
+        report = render_statistics(findings, as_json=format == "json")
+    elif format == "json":
+        document = json_document(findings, summary, version=version)
+        if section is not None:
+            document[section.key] = dict(section.document)
+        return _dumps(document)
+    elif format == "sarif":
+        report = render_sarif(
+            findings,
+            rules,
+            version=version,
+            working_directory_uri=working_directory_uri,
+            flink_versions=summary.flink_versions,
+        )
+    elif format == "github":
+        report = render_github(findings)
+    else:
+        report = render_text(
+            findings, summary, fixing=fixing, with_summary=not quiet, command=command
+        )
+    if section is not None and format == "text":
+        return f"{section.heading}\n{report}"
+    return report
+
+
+def _dumps(document: object) -> str:
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def count_versions(
@@ -106,8 +180,10 @@ def render_text(
     *,
     fixing: bool = False,
     with_summary: bool = True,
+    command: str = "check",
 ) -> str:
-    """Return ruff-style lines and a summary.
+    """Return ruff-style lines and a summary (which names ``command``'s
+    ``--fix``).
 
     Each finding is ``path:line:col: CODE [*] severity: message`` (``[*]`` when
     ``--fix`` resolves it), followed by its related locations, indented.
@@ -125,7 +201,7 @@ def render_text(
                 f"    {_where(finding.path, related.range)}: note: {related.message}"
             )
     if with_summary:
-        out.append(summary_line(findings, summary, fixing=fixing))
+        out.append(summary_line(findings, summary, fixing=fixing, command=command))
         versions = versions_line(summary)
         if versions is not None:
             out.append(versions)
@@ -133,7 +209,11 @@ def render_text(
 
 
 def summary_line(
-    findings: Sequence[Finding], summary: CheckSummary, *, fixing: bool = False
+    findings: Sequence[Finding],
+    summary: CheckSummary,
+    *,
+    fixing: bool = False,
+    command: str = "check",
 ) -> str:
     """Return the closing line of the text report."""
     files = _plural(summary.files_checked, "PyFlink file")
@@ -160,7 +240,7 @@ def summary_line(
     fixable = sum(1 for f in findings if f.fixable)
     unsafe = sum(1 for f in findings if f.unsafe_fixable)
     if fixable:
-        line += f"\n[*] {fixable} fixable with `chainlens check --fix`."
+        line += f"\n[*] {fixable} fixable with `chainlens {command} --fix`."
     if unsafe:
         line += (
             f"\n{_plural(unsafe, 'more fix')} "
@@ -218,6 +298,13 @@ def render_json(
     findings: Sequence[Finding], summary: CheckSummary, *, version: str
 ) -> str:
     """Return the JSON document of a check run (``schema_version`` 1)."""
+    return _dumps(json_document(findings, summary, version=version))
+
+
+def json_document(
+    findings: Sequence[Finding], summary: CheckSummary, *, version: str
+) -> dict[str, object]:
+    """The JSON document of a check run (``schema_version`` 1), as data."""
     ordered = sorted(findings, key=sort_key)
     counts = Counter(f.diagnostic.severity.value for f in ordered)
     doc = {
@@ -236,7 +323,7 @@ def render_json(
         },
         "findings": [finding_to_json(f) for f in ordered],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return doc
 
 
 # ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ docs/json-schema.md.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
@@ -273,3 +274,8 @@ def render_dot(results: Sequence[AnalysisResult]) -> str:
             out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def render_graph_json(results: Sequence[AnalysisResult]) -> str:
+    """``graph --format json``: :func:`results_to_json` as a document."""
+    return json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"

@@ -1,14 +1,18 @@
 """Rule documentation in Markdown, rendered from the rules' docstrings.
 
-``render_rule_doc`` is what ``chainlens rule CODE`` prints; ``render_rules_markdown``
-is ``docs/rules.md`` (a test keeps the file equal to it).  Regenerate with::
+``render_rule`` is what ``chainlens rule CODE`` prints (the rule's documentation,
+or its facts in JSON), ``render_rule_table`` what ``chainlens rule --all`` prints;
+``render_rules_markdown`` is ``docs/rules.md`` (a test keeps the file equal to
+it).  Regenerate with::
 
     python -m chainlens.analyzer.rules.docs > docs/rules.md
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 
 from chainlens.analyzer.model.diagnostic import RuleInfo
 from chainlens.analyzer.rules import ALL_RULES
@@ -60,6 +64,39 @@ def rule_infos() -> list[RuleInfo]:
         )
         for rule in sorted(ALL_RULES, key=lambda rule: rule.code.code)
     ]
+
+
+def _info_to_json(info: RuleInfo) -> dict[str, object]:
+    return {
+        "code": info.code,
+        "name": info.name,
+        "severity": info.severity.value,
+        "enabled_by_default": info.enabled_by_default,
+        "summary": info.summary,
+    }
+
+
+def render_rule_table(infos: Sequence[RuleInfo], *, as_json: bool = False) -> str:
+    """``chainlens rule --all``: code, name, default severity, enabled by default
+    (one line per rule, or a JSON list)."""
+    if as_json:
+        return json.dumps([_info_to_json(i) for i in infos], indent=2) + "\n"
+    width = max(len(i.name) for i in infos)
+    lines = [f"{'code':<6}  {'name':<{width}}  {'severity':<8}  default"]
+    for info in infos:
+        enabled = "enabled" if info.enabled_by_default else "disabled"
+        lines.append(
+            f"{info.code:<6}  {info.name:<{width}}  {info.severity.value:<8}  {enabled}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_rule(info: RuleInfo, *, as_json: bool = False) -> str:
+    """``chainlens rule CODE``: the rule's documentation (or, in JSON, its facts
+    and documentation)."""
+    if as_json:
+        return json.dumps({**_info_to_json(info), "doc": info.doc}, indent=2) + "\n"
+    return (info.doc.rstrip() or f"{info.code} {info.name}\n\n{info.summary}") + "\n"
 
 
 def render_rules_markdown() -> str:
