@@ -24,9 +24,10 @@ from chainlens.analyzer.rules.restore.assignment import (
 )
 from chainlens.analyzer.rules.restore.baseline import why_moved
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
-class StateNotRestored:
+class StateNotRestored(RestoreRule):
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and reports each stateful operator of the earlier version whose
@@ -102,35 +103,36 @@ class StateNotRestored:
 
     code: ClassVar[RuleCode] = RuleCode("CL201", "state-not-restored")
     severity: ClassVar[Severity] = Severity.ERROR
-    enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = True
-    #: compares the program with an earlier version (chainlens savepoint)
-    needs_baseline: ClassVar[bool] = True
+    with_state: ClassVar[bool] = True
 
-    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each saved state with state that no operator gets."""
-        for restore in context.restores:
-            if restore.pair is not None:
-                for node in unknown_writers(restore.pair.base):
-                    yield self._unknown_writer(context, restore, node)
-            for landing in restore.assignment.landings:
-                if not landing.saved.has_state:
-                    continue
-                if landing.outcome is Outcome.REFUSED:
-                    yield self._lost(context, restore, landing)
-                elif landing.outcome is Outcome.DROPPED:
-                    # restored with --allowNonRestoredState: Flink starts the
-                    # job and drops the state; a warning naming what is lost
-                    lost = self._lost(context, restore, landing)
-                    if lost.severity is Severity.ERROR:
-                        lost = replace(lost, severity=Severity.WARNING)
-                    yield lost
-                elif landing.outcome is Outcome.SHADOWED:
-                    yield self._shadowed(context, restore, landing)
-                elif landing.outcome is Outcome.CONTESTED:
-                    yield self._contested(context, restore, landing)
-                elif landing.outcome is Outcome.UNKNOWN:
-                    yield self._unknown(context, restore, landing)
+    def check_restore(
+        self, context: RuleContext, restore: Restore
+    ) -> Iterator[Diagnostic]:
+        """Report each stateful operator of the base whose ID is not known."""
+        if restore.pair is not None:
+            for node in unknown_writers(restore.pair.base):
+                yield self._unknown_writer(context, restore, node)
+
+    def check_landing(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Iterator[Diagnostic]:
+        """Report a saved state with state that no operator gets."""
+        if landing.outcome is Outcome.REFUSED:
+            yield self._lost(context, restore, landing)
+        elif landing.outcome is Outcome.DROPPED:
+            # restored with --allowNonRestoredState: Flink starts the job and
+            # drops the state; a warning naming what is lost
+            lost = self._lost(context, restore, landing)
+            if lost.severity is Severity.ERROR:
+                lost = replace(lost, severity=Severity.WARNING)
+            yield lost
+        elif landing.outcome is Outcome.SHADOWED:
+            yield self._shadowed(context, restore, landing)
+        elif landing.outcome is Outcome.CONTESTED:
+            yield self._contested(context, restore, landing)
+        elif landing.outcome is Outcome.UNKNOWN:
+            yield self._unknown(context, restore, landing)
 
     # ----------------------------------------------------------------- wording
 

@@ -9,9 +9,11 @@ from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name, state_info
 from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
-class NewState:
+class NewState(RestoreRule):
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and reports each stateful operator whose state a savepoint of
@@ -66,55 +68,53 @@ class NewState:
 
     code: ClassVar[RuleCode] = RuleCode("CL202", "new-state")
     severity: ClassVar[Severity] = Severity.INFO
-    enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
-    #: compares the program with an earlier version (chainlens savepoint)
-    needs_baseline: ClassVar[bool] = True
 
-    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
+    def check_restore(
+        self, context: RuleContext, restore: Restore
+    ) -> Iterator[Diagnostic]:
         """Report each stateful operator no saved state lands in."""
-        for restore in context.restores:
-            graph, job_graph = restore.job.stream_graph, restore.job.job_graph
-            if graph is None or job_graph is None:
+        graph, job_graph = restore.job.stream_graph, restore.job.job_graph
+        if graph is None or job_graph is None:
+            return
+        # an operator a saved state belongs in that does not get it: CL201
+        # or CL205 reports it
+        owners = {
+            owner.id
+            for landing in restore.assignment.landings
+            if landing.saved.has_state
+            and landing.outcome is not Outcome.EMPTY
+            and (owner := restore.owner(landing.saved)) is not None
+        }
+        # one that claims a state Flink refuses (its max parallelism): CL203
+        owners |= {
+            landing.node.id
+            for landing in restore.assignment.landings
+            if landing.node is not None
+        }
+        unsure = {n.id for n in restore.assignment.unsure}
+        for node in graph.nodes:
+            info = state_info(node)
+            if info is None or node.hidden or node.id in owners:
                 continue
-            # an operator a saved state belongs in that does not get it: CL201
-            # or CL205 reports it
-            owners = {
-                owner.id
-                for landing in restore.assignment.landings
-                if landing.saved.has_state
-                and landing.outcome is not Outcome.EMPTY
-                and (owner := restore.owner(landing.saved)) is not None
-            }
-            # one that claims a state Flink refuses (its max parallelism): CL203
-            owners |= {
-                landing.node.id
-                for landing in restore.assignment.landings
-                if landing.node is not None
-            }
-            unsure = {n.id for n in restore.assignment.unsure}
-            for node in graph.nodes:
-                info = state_info(node)
-                if info is None or node.hidden or node.id in owners:
-                    continue
-                if node.id in unsure:
-                    continue  # its ID is not known: CL201 says so when it matters
-                got = restore.assignment.received.get(node.id)
-                if got is not None and got.saved.has_state:
-                    continue
-                ident = job_graph.operator_ids.get(node.id)
-                if restore.pair is not None:
-                    text = (
-                        f"{display_name(node)} ({info.what}, {restore.how}) is new: a "
-                        f"savepoint of {restore.label} holds no state for it (ID "
-                        f"{ident}), so it starts empty when the job is restored"
-                    )
-                else:
-                    text = (
-                        f"{display_name(node)} ({info.what}, {restore.how}) has no "
-                        f"state in {restore.label} (ID {ident}): it starts empty "
-                        "when the job is restored from it"
-                    )
-                yield context.report(
-                    self, text, node.range, job_index=restore.job.spec.index
+            if node.id in unsure:
+                continue  # its ID is not known: CL201 says so when it matters
+            got = restore.assignment.received.get(node.id)
+            if got is not None and got.saved.has_state:
+                continue
+            ident = job_graph.operator_ids.get(node.id)
+            if restore.pair is not None:
+                text = (
+                    f"{display_name(node)} ({info.what}, {restore.how}) is new: a "
+                    f"savepoint of {restore.label} holds no state for it (ID "
+                    f"{ident}), so it starts empty when the job is restored"
                 )
+            else:
+                text = (
+                    f"{display_name(node)} ({info.what}, {restore.how}) has no "
+                    f"state in {restore.label} (ID {ident}): it starts empty "
+                    "when the job is restored from it"
+                )
+            yield context.report(
+                self, text, node.range, job_index=restore.job.spec.index
+            )

@@ -8,10 +8,12 @@ from typing import ClassVar
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name
-from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
-class MaxParallelismChanged:
+class MaxParallelismChanged(RestoreRule):
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and reports a stateful operator whose state still maps by ID
@@ -73,31 +75,23 @@ class MaxParallelismChanged:
 
     code: ClassVar[RuleCode] = RuleCode("CL203", "max-parallelism-changed")
     severity: ClassVar[Severity] = Severity.ERROR
-    enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
-    #: compares the program with an earlier version (chainlens savepoint)
-    needs_baseline: ClassVar[bool] = True
+    outcomes: ClassVar[frozenset[Outcome]] = frozenset({Outcome.MAX_PARALLELISM})
 
-    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each saved state whose max parallelism Flink refuses."""
-        for restore in context.restores:
-            for landing in restore.assignment.landings:
-                if landing.outcome is not Outcome.MAX_PARALLELISM:
-                    continue
-                node = landing.node
-                assert node is not None
-                writer = landing.saved.writer
-                what = (
-                    f"The state of {display_name(writer)}"
-                    if writer is not None
-                    else "The state"
-                )
-                yield context.report(
-                    self,
-                    f"{what} ({restore.how}, ID {landing.saved.operator_id}) in "
-                    f"{'a savepoint of ' if restore.pair is not None else ''}"
-                    f"{restore.label} cannot be restored into {display_name(node)}: "
-                    f"{landing.reason}",
-                    node.range,
-                    job_index=restore.job.spec.index,
-                )
+    def check_landing(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Iterator[Diagnostic]:
+        """Report a saved state whose max parallelism Flink refuses."""
+        node = landing.node
+        assert node is not None
+        writer = landing.saved.writer
+        what = f"The state of {display_name(writer)}" if writer else "The state"
+        yield context.report(
+            self,
+            f"{what} ({restore.how}, ID {landing.saved.operator_id}) in "
+            f"{'a savepoint of ' if restore.pair is not None else ''}"
+            f"{restore.label} cannot be restored into {display_name(node)}: "
+            f"{landing.reason}",
+            node.range,
+            job_index=restore.job.spec.index,
+        )

@@ -13,8 +13,9 @@ from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name
-from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.rule import RestoreRule
 from chainlens.analyzer.savepoint.values import JAVA_KIND, state_fits
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
@@ -47,7 +48,7 @@ def _kind(descriptor: StateDescriptor) -> str:
     return descriptor.kind.removesuffix("StateDescriptor")
 
 
-class StateDescriptorChanged:
+class StateDescriptorChanged(RestoreRule):
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) and, for each operator whose state still maps by operator ID,
@@ -159,60 +160,33 @@ class StateDescriptorChanged:
 
     code: ClassVar[RuleCode] = RuleCode("CL204", "state-descriptor-changed")
     severity: ClassVar[Severity] = Severity.ERROR
-    enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = False
-    #: compares the program with an earlier version (chainlens savepoint)
-    needs_baseline: ClassVar[bool] = True
+    outcomes: ClassVar[frozenset[Outcome]] = frozenset({Outcome.RESTORED})
 
-    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report renamed descriptors and changed declared types of operators
-        whose saved state they get back."""
-        for restore in context.restores:
-            if restore.pair is None:
-                yield from self._against_savepoint(context, restore)
-                continue
-            for landing in restore.assignment.landings:
-                old_node, new_node = landing.saved.writer, landing.node
-                if old_node is None or new_node is None:
-                    continue
-                if landing.outcome is not Outcome.RESTORED:
-                    continue
-                if restore.foreign(landing) is not None:
-                    continue  # CL205 reports state restored into another operator
-                ident = landing.saved.operator_id
-                where = f"{display_name(new_node)} ({restore.how}, ID {ident})"
-                for descriptor, message in _changes(
-                    _declared(old_node), _declared(new_node), where, restore.label
-                ):
-                    yield context.report(
-                        self,
-                        message,
-                        descriptor.range or new_node.range,
-                        job_index=restore.job.spec.index,
-                    )
-
-    def _against_savepoint(
-        self, context: RuleContext, restore: Restore
+    def check_landing(
+        self, context: RuleContext, restore: Restore, landing: Landing
     ) -> Iterator[Diagnostic]:
-        """Compare the states a real savepoint's files name with what each
-        operator that gets them declares."""
-        for landing in restore.assignment.landings:
-            node = landing.node
-            if node is None or landing.outcome is not Outcome.RESTORED:
-                continue
-            if not landing.saved.states or restore.foreign(landing) is not None:
-                continue
-            ident = landing.saved.operator_id
-            where = f"{display_name(node)} ({restore.how}, ID {ident})"
-            for descriptor, message in _saved_changes(
-                landing.saved.states, node, where, restore.label
-            ):
-                yield context.report(
-                    self,
-                    message,
-                    (descriptor.range if descriptor else None) or node.range,
-                    job_index=restore.job.spec.index,
-                )
+        """Report the renamed descriptors and changed declared types of the
+        operator that gets a saved state back: against the base's declarations,
+        or against what a real savepoint's files name."""
+        node = landing.node
+        if node is None or restore.foreign(landing) is not None:
+            return  # CL205 reports state restored into another operator
+        where = f"{display_name(node)} ({restore.how}, ID {landing.saved.operator_id})"
+        if restore.pair is None:
+            changes = _saved_changes(landing.saved.states, node, where, restore.label)
+        elif landing.saved.writer is not None:
+            old = _declared(landing.saved.writer)
+            changes = _changes(old, _declared(node), where, restore.label)
+        else:
+            return
+        for descriptor, message in changes:
+            yield context.report(
+                self,
+                message,
+                (descriptor.range if descriptor else None) or node.range,
+                job_index=restore.job.spec.index,
+            )
 
 
 #: states PyFlink's own operators name (windows, triggers, assigners): not the

@@ -15,9 +15,10 @@ from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import described, state_info
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
-class StateMisassigned:
+class StateMisassigned(RestoreRule):
     """## What it does
     Compares the program with an earlier version of it (`chainlens savepoint
     --base REF`) or with a real savepoint (`chainlens savepoint --savepoint
@@ -85,22 +86,17 @@ class StateMisassigned:
 
     code: ClassVar[RuleCode] = RuleCode("CL205", "state-misassigned")
     severity: ClassVar[Severity] = Severity.ERROR
-    enabled_by_default: ClassVar[bool] = True
     fixable: ClassVar[bool] = True
-    #: compares the program with an earlier version (chainlens savepoint)
-    needs_baseline: ClassVar[bool] = True
+    outcomes: ClassVar[frozenset[Outcome]] = frozenset({Outcome.RESTORED})
+    with_state: ClassVar[bool] = True
 
-    def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each saved state restored into an operator that did not write it."""
-        for restore in context.restores:
-            for landing in restore.assignment.landings:
-                if landing.outcome is not Outcome.RESTORED:
-                    continue
-                if not landing.saved.has_state:
-                    continue
-                why = restore.foreign(landing)
-                if why is not None:
-                    yield self._report(context, restore, landing, why)
+    def check_landing(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Iterator[Diagnostic]:
+        """Report a saved state restored into an operator that did not write it."""
+        why = restore.foreign(landing)
+        if why is not None:
+            yield self._report(context, restore, landing, why)
 
     def _report(
         self, context: RuleContext, restore: Restore, landing: Landing, why: str
