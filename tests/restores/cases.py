@@ -109,16 +109,22 @@ BASES: dict[str, Base] = {
     )
 }
 
-COUNTER_LINE = 'counts = keyed.process(CountByOne("counter"), output_type=Types.INT())'
-THOUSANDS_LINE = (
-    'thousands = keyed.process(CountByThousand("thousands"), output_type=Types.LONG())'
+COUNTER_LINE = (
+    'counts = keyed.process(CountByOne("counter"), output_type=Types.INT())'
+    '.name("counter")'
 )
+THOUSANDS_LINE = (
+    'thousands = keyed.process(CountByThousand("thousands"), '
+    'output_type=Types.LONG()).name("thousands")'
+)
+COUNTER_SINK = "counts.filter(lambda v: False).print()"
+THOUSANDS_SINK = "thousands.filter(lambda v: False).print()"
 SECOND_SOURCE = (
     "second = env.from_source(\n"
-    "    NumberSequenceSource(10**16, 2 * 10**16), "
+    "    NumberSequenceSource(10**16, 2 * 10**16 - 1), "
     'WatermarkStrategy.no_watermarks(), "second"\n'
     ")\n"
-    'second.map(Position("second", 10**16, 2 * 10**16), '
+    'second.map(Position("second", 10**16, 2 * 10**16 - 1), '
     "output_type=Types.LONG()).filter(lambda v: False).print()\n"
 )
 FIRST_SOURCE = "first = env.from_source("
@@ -330,7 +336,8 @@ CASES: list[Case] = [
     Case(
         "branches-swapped",
         "unnamed-longs",
-        "the two unnamed counters (both LONG, +1 and +1000) created in the other order",
+        "the two unnamed counters (both LONG, +1 and +1000) created in the "
+        "other order, their sinks kept in order",
         (
             (COUNTER_LINE, "@@"),
             (THOUSANDS_LINE, COUNTER_LINE),
@@ -339,14 +346,41 @@ CASES: list[Case] = [
         group="generated IDs",
     ),
     Case(
-        "branches-swapped-types",
-        "unnamed",
-        "the two unnamed counters ('counter' INT, 'thousands' LONG) created in "
-        "the other order",
+        "sinks-swapped",
+        "unnamed-longs",
+        "the sinks of the two unnamed counters (both LONG) declared in the "
+        "other order, the counters kept in order",
+        (
+            (COUNTER_SINK, "@@"),
+            (THOUSANDS_SINK, COUNTER_SINK),
+            ("@@", THOUSANDS_SINK),
+        ),
+        group="generated IDs",
+    ),
+    Case(
+        "branches-and-sinks-swapped",
+        "unnamed-longs",
+        "the two unnamed counters (both LONG) and their sinks declared in the "
+        "other order",
         (
             (COUNTER_LINE, "@@"),
             (THOUSANDS_LINE, COUNTER_LINE),
             ("@@", THOUSANDS_LINE),
+            (COUNTER_SINK, "@@"),
+            (THOUSANDS_SINK, COUNTER_SINK),
+            ("@@", THOUSANDS_SINK),
+        ),
+        group="generated IDs",
+    ),
+    Case(
+        "sinks-swapped-types",
+        "unnamed",
+        "the sinks of the two unnamed counters ('counter' INT, 'thousands' "
+        "LONG) declared in the other order",
+        (
+            (COUNTER_SINK, "@@"),
+            (THOUSANDS_SINK, COUNTER_SINK),
+            ("@@", THOUSANDS_SINK),
         ),
         group="generated IDs",
     ),

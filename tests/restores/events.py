@@ -10,6 +10,8 @@ is processed after it); a restore is classified per label and key:
 * ``intact``: it read the value it held at the savepoint;
 * ``empty``: it read nothing (``None``: a fresh start);
 * ``foreign``: it read a value another label held at the savepoint (``from``);
+* ``moved``: it read a value its own label held under another key (a new
+  subtask given a copy of broadcast state);
 * ``misread``: it read a value no label held;
 * ``not seen``: the label wrote nothing after the restore (its operator did not
   run, or a timer did not fire);
@@ -119,7 +121,8 @@ def classify(
                 if origin is None:
                     entry["outcome"] = "misread"
                 else:
-                    entry["outcome"] = "foreign"
+                    same = origin.split(" ", 1)[0] == op
+                    entry["outcome"] = "moved" if same else "foreign"
                     entry["from"] = origin
             keys[key] = entry
         outcomes = sorted({e["outcome"] for e in keys.values()})

@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -119,10 +120,9 @@ def _metadata_version(savepoint: str) -> int | None:
 
 
 def _hex_in(message: str) -> str | None:
-    for marker in ("for operator ", "Cannot map operator "):
-        if marker in message:
-            return message.split(marker, 1)[1].split()[0].strip(".,")
-    return None
+    """The operator ID Flink's refusal names."""
+    found = re.search(r"\b[0-9a-f]{32}\b", message)
+    return found.group(0) if found else None
 
 
 class Observer:

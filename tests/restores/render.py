@@ -38,6 +38,8 @@ outcome, per key:
 * **foreign**: it read a value *another* label held at the savepoint (the
   counters count by 1 and by 1000, the sources read disjoint ranges, so whose
   value it is shows);
+* **moved**: it read a value its own label held under another key (a new
+  subtask given a copy of another's broadcast state);
 * **misread**: it read a value no label held;
 * **not seen**: it read nothing within the wait (a timer that did not fire);
 * **failed**: the job failed before it read anything (the Python error shown).
@@ -87,7 +89,7 @@ def outcome_text(record: dict[str, Any]) -> str:
     for op, probe in sorted(record["probes"].items()):
         outcome = probe["outcome"]
         text = f"{op} {outcome}"
-        if "foreign" in outcome:
+        if "foreign" in outcome or "moved" in outcome:
             origins = sorted({o.split(" ")[0] for o in probe.get("from", [])})
             text += f" (from {', '.join(origins)})"
         if outcome != "intact":

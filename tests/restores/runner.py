@@ -163,9 +163,11 @@ def _events(folder: str) -> list[tuple[str, str, str]]:
     return found
 
 
-def _failure(client: Any, status: str) -> dict[str, Any]:
+def _failure(result: Any, status: str) -> dict[str, Any]:
+    """Why the job ended, from its execution result (which outlives the
+    MiniCluster the job ran on)."""
     try:
-        client.get_job_execution_result().result()
+        result.result()
         return {"failed": True, "error": f"the job is {status}"}
     except Exception as exc:
         text = str(exc)
@@ -176,7 +178,9 @@ def _failure(client: Any, status: str) -> dict[str, Any]:
         }
 
 
-def _wait(client: Any, run: dict[str, Any], started: float) -> dict[str, Any]:
+def _wait(
+    client: Any, result: Any, run: dict[str, Any], started: float
+) -> dict[str, Any]:
     """Wait for the lines ``run`` expects (or quiet), or for the job to fail."""
     folder = run["folder"]
     expect = run.get("expect")
@@ -189,12 +193,14 @@ def _wait(client: Any, run: dict[str, Any], started: float) -> dict[str, Any]:
     known: set[tuple[str, str, str]] = set()
     while True:
         now = time.monotonic()
+        if result.done():  # it ended: failed
+            return _failure(result, "ended")
         try:
             status = _status(client)
-        except Exception as exc:  # the job failed and its MiniCluster is gone
-            return {"failed": True, "error": _first_cause(exc)}
+        except Exception:  # the job failed and its MiniCluster is gone
+            return _failure(result, "gone")
         if status in ("FAILED", "RESTARTING", "CANCELED", "FINISHED"):
-            return _failure(client, status)
+            return _failure(result, status)
         seen = set(_events(folder))
         restored = {e for e in seen if e[0] == "restored"}
         if restored - known:
@@ -296,17 +302,18 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
             outcome["error"] = _first_cause(exc)
             raise _Done from None
         outcome["submitted"] = True
+        result = client.get_job_execution_result()
         started = time.monotonic()
         while True:
             try:
                 status = _status(client)
-            except Exception as exc:
-                outcome.update(failed=True, error=_first_cause(exc))
+            except Exception:
+                outcome.update(_failure(result, "gone"))
                 raise _Done from None
             if status == "RUNNING":
                 break
             if status in ("FAILED", "CANCELED", "FINISHED"):
-                outcome.update(_failure(client, status))
+                outcome.update(_failure(result, status))
                 raise _Done
             if time.monotonic() - started > START_SECONDS:
                 outcome.update(failed=True, error="the job did not start running")
@@ -314,7 +321,7 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
                 raise _Done
             time.sleep(0.3)
         outcome["running_after"] = round(time.monotonic() - begun, 1)
-        outcome.update(_wait(client, run, started))
+        outcome.update(_wait(client, result, run, started))
         outcome["waited_until"] = round(time.monotonic() - begun, 1)
         if outcome.get("failed"):
             _cancel(client)
@@ -323,11 +330,10 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
             savepoint = _stop_with_savepoint(client, gateway, run["savepoint"])
             outcome["savepoint"] = savepoint.removeprefix("file:")
             outcome["state"] = _state_of(gateway, savepoint)
+        elif result.done():  # it failed in the meantime
+            outcome.update(_failure(result, "ended"))
         else:
-            try:
-                client.cancel().result()
-            except Exception as exc:  # it failed in the meantime
-                outcome.update(failed=True, error=_first_cause(exc))
+            _cancel(client)
         raise _Done
 
     StreamExecutionEnvironment.get_execution_environment = staticmethod(  # type: ignore[method-assign]

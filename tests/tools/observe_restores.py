@@ -40,6 +40,14 @@ from tests.restores.observe import Observer, outcome_of, selected  # noqa: E402
 from tests.restores.render import DOC, render  # noqa: E402
 
 
+def _stale(case: cs.Case, line: str) -> bool:
+    path = cs.observed_path(case, line)
+    if not path.exists():
+        return True
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    return bool(recorded.get("fingerprint") != cs.fingerprint(case))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="observe_restores.py")
     parser.add_argument(
@@ -48,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", default=[])
     parser.add_argument("--work", help="keep run folders and savepoints here")
     parser.add_argument("--render", action="store_true", help="only render the docs")
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="only the cases without a record or whose sources changed since",
+    )
     args = parser.parse_args(argv)
     if args.render:
         DOC.write_text(render(), encoding="utf-8")
@@ -61,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         todo = selected(args.case, lines)
+        if args.stale:
+            todo = [(case, line) for case, line in todo if _stale(case, line)]
         for number, (case, line) in enumerate(todo, 1):
             record = observer.observe(case, line)
             path = cs.observed_path(case, line)
