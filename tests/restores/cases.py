@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +48,13 @@ class Case:
     #: ``[kind, op, key]`` lines to wait for besides the base's first lines
     expect_more: tuple[tuple[str, str, str], ...] = ()
     max_wait: float = 60.0
+    #: how long no new line may come before the wait for ``expect`` gives up
+    #: (three times this)
+    quiet: float = 4.0
     #: lines the case runs on ("2.3", "1.20", "1.20->2.3")
     lines: tuple[str, ...] = LINES
-    note: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: settings of the restored job (the savepoint is taken without them)
+    config: tuple[tuple[str, str], ...] = ()
 
 
 def _uids_removed(text: str) -> str:
@@ -192,7 +195,7 @@ CASES: list[Case] = [
     Case(
         "uid-renamed-allow",
         "counters",
-        "uid 'counter' renamed, --allowNonRestoredState",
+        "uid 'counter' renamed 'counter-v2'",
         (('.uid("counter")', '.uid("counter-v2")'),),
         allow_non_restored=True,
         group="uids",
@@ -399,7 +402,7 @@ CASES: list[Case] = [
     Case(
         "chain-broken-allow",
         "unnamed",
-        "the same, --allowNonRestoredState",
+        "the probe map after the source at parallelism 1",
         (
             (
                 "output_type=Types.LONG())\nkeyed",
@@ -631,10 +634,15 @@ CASES: list[Case] = [
     Case(
         "timers-unchanged",
         "timers",
-        "nothing (a processing-time timer pending at the savepoint)",
+        "nothing (a processing-time and an event-time timer pending at the savepoint)",
         group="PyFlink operators",
-        expect_more=tuple(("restored", "timer-fired", str(k)) for k in range(4)),
-        max_wait=60.0,
+        expect_more=tuple(
+            ("restored", label, str(k))
+            for label in ("timer-fired", "event-timer-fired")
+            for k in range(4)
+        ),
+        max_wait=150.0,
+        quiet=50.0,
     ),
     Case(
         "broadcast-unchanged",
@@ -666,6 +674,117 @@ CASES: list[Case] = [
             ),
         ),
         group="PyFlink operators",
+    ),
+    # -- more ----------------------------------------------------------------
+    Case(
+        "key-selector-changed",
+        "counters",
+        "the key selector n % 4 -> n % 8 (same key type)",
+        (("key_by(lambda n: n % 4,", "key_by(lambda n: n % 8,"),),
+        group="more",
+    ),
+    Case(
+        "key-type-changed",
+        "counters",
+        "the key n % 4 as a STRING instead of a LONG",
+        (
+            (
+                "key_by(lambda n: n % 4, key_type=Types.LONG())",
+                "key_by(lambda n: str(n % 4), key_type=Types.STRING())",
+            ),
+        ),
+        group="more",
+    ),
+    Case(
+        "source-rescaled",
+        "counters",
+        "the source 'numbers' (uid) at parallelism 3",
+        (('.uid("numbers")', '.uid("numbers").set_parallelism(3)'),),
+        group="more",
+    ),
+    Case(
+        "fused-map-with-uid",
+        "counters",
+        "a map with its own uid after 'counter' (PyFlink fuses the two)",
+        (("counts.filter(", 'counts.map(lambda v: v).uid("after").filter('),),
+        group="more",
+    ),
+    Case(
+        "python-chaining-off",
+        "unnamed",
+        "nothing in the program; restored with python.operator-chaining.enabled "
+        "false (no Python operator fusion)",
+        config=(("python.operator-chaining.enabled", "false"),),
+        group="more",
+    ),
+    Case(
+        "rocksdb",
+        "counters",
+        "nothing in the program; restored with the RocksDB state backend",
+        config=(("state.backend.type", "rocksdb"),),
+        group="more",
+    ),
+    Case(
+        "rocksdb-shapes",
+        "shapes",
+        "nothing in the program; Value, List (TTL), Map state restored with RocksDB",
+        config=(("state.backend.type", "rocksdb"),),
+        group="more",
+    ),
+    Case(
+        "rocksdb-ttl-added",
+        "shapes",
+        "a TTL on ValueState 'count', restored with RocksDB",
+        (
+            (
+                "        self.count = runtime_context.get_state(count_state)",
+                "        count_state.enable_time_to_live(TTL)\n"
+                "        self.count = runtime_context.get_state(count_state)",
+            ),
+        ),
+        config=(("state.backend.type", "rocksdb"),),
+        group="more",
+    ),
+    Case(
+        "rocksdb-int-to-long",
+        "counters",
+        "'counter''s ValueState INT -> LONG, restored with RocksDB",
+        (
+            (
+                'ValueStateDescriptor("count", Types.INT())',
+                'ValueStateDescriptor("count", Types.LONG())',
+            ),
+        ),
+        config=(("state.backend.type", "rocksdb"),),
+        group="more",
+    ),
+    Case(
+        "process-mode-int-to-long",
+        "counters",
+        "'counter''s ValueState INT -> LONG, restored with the Python functions "
+        "in worker processes (PyFlink's process mode)",
+        (
+            (
+                'ValueStateDescriptor("count", Types.INT())',
+                'ValueStateDescriptor("count", Types.LONG())',
+            ),
+        ),
+        config=(("env._python_worker_execution_mode", "process"),),
+        group="more",
+    ),
+    Case(
+        "process-mode-reduce-sum",
+        "aggregates",
+        "nothing in the program; restored in PyFlink's process mode",
+        config=(("env._python_worker_execution_mode", "process"),),
+        group="more",
+    ),
+    Case(
+        "process-mode-unchanged",
+        "counters",
+        "nothing in the program; restored in PyFlink's process mode",
+        config=(("env._python_worker_execution_mode", "process"),),
+        group="more",
     ),
     # -- Flink versions ------------------------------------------------------
     Case(
@@ -730,18 +849,23 @@ def base_text(base: Base) -> str:
     return apply_edits(text, base.edits, {})
 
 
-def fingerprint(case: Case) -> str:
+def fingerprint(case: Case, program: str | None = None) -> str:
     """sha256 of what a case is made of (the base program, its edits and the
     case's own), known without running anything: a recorded observation whose
-    fingerprint differs is stale."""
+    fingerprint differs is stale.  ``program``: the program's text as it was
+    read for the run (default: as it is now)."""
     base = BASES[case.base]
+    if program is None:
+        program = (PROGRAMS / base.program).read_text(encoding="utf-8")
     parts = {
-        "program": (PROGRAMS / base.program).read_text(encoding="utf-8"),
+        "program": program,
         "base_edits": base.edits,
         "edits": case.edits,
         "allow_non_restored": case.allow_non_restored,
         "expect_more": case.expect_more,
     }
+    if case.config:
+        parts["config"] = case.config
     blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
 

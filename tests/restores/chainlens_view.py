@@ -3,7 +3,8 @@
 ``chainlens_says(record)`` builds a git repository in a temporary folder with
 the case's base program committed (``jobs/job.py``) and the changed program in
 the work tree, and runs ``chainlens savepoint --base HEAD`` on it (or, given a
-savepoint folder, ``chainlens savepoint jobs/job.py --savepoint DIR``).  It
+savepoint folder, ``chainlens savepoint jobs/job.py --savepoint DIR``), with
+the case's Flink settings (``--flink``) and line (``--flink-version``).  It
 returns chainlens's exit code and its JSON output; it asserts nothing about
 them.  A real savepoint for ``--savepoint`` comes from ``take_savepoint``
 (Flink runs; the generator's savepoints are not kept).
@@ -77,6 +78,9 @@ def chainlens_says(
             if record["options"]["allow_non_restored_state"]:
                 command.append("--allow-non-restored-state")
         line = record["line"].split("->")[-1]
+        for key, value in cs.CASES_BY_NAME[record["case"]].config:
+            if not key.startswith("env."):  # the restored job's settings
+                command += ["--flink", f"{key}={value}"]
         command += [
             "--default-parallelism",
             "2",

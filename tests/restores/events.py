@@ -23,6 +23,7 @@ Nothing here runs Flink.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +63,28 @@ def last_written(events: Events) -> dict[str, dict[str, Any]]:
 
 
 def first_restored(events: Events) -> dict[str, dict[str, Any]]:
-    """label -> key -> the first value read after the start."""
-    found: dict[str, dict[str, Any]] = {}
+    """label -> key -> the value read after the start.
+
+    A keyed state's key is read by one subtask; a source's split may reach
+    several subtasks of its probe (a source not chained to it): then the
+    lowest position read is where the split resumed, and any fresh start
+    (None) wins."""
+    seen: dict[str, dict[str, list[Any]]] = {}
     for kind, op, key, value in events:
         if kind == "restored":
-            found.setdefault(op, {}).setdefault(key, value)
+            seen.setdefault(op, {}).setdefault(key, []).append(value)
+    found: dict[str, dict[str, Any]] = {}
+    for op, keys in seen.items():
+        for key, values in keys.items():
+            if len(values) == 1:
+                chosen = values[0]
+            elif any(v is None for v in values):
+                chosen = None
+            elif all(isinstance(v, int) for v in values):
+                chosen = min(values)
+            else:
+                chosen = values[0]
+            found.setdefault(op, {})[key] = chosen
     return found
 
 
@@ -147,6 +165,26 @@ def _origin(
         return None
     _same, _moved, other, other_key = min(candidates)
     return f"{other} key={other_key}"
+
+
+def error_kind(failed: dict[str, Any]) -> str:
+    """The class of the error a failed job ended with: the Python exception's,
+    or the Java exception's a Python ``RuntimeError`` carries, or Flink's."""
+    python_error = failed.get("python_error") or ""
+    if python_error:
+        kind, _, message = python_error.partition(":")
+        if kind == "RuntimeError" and message.strip().startswith("org.apache."):
+            return message.strip().split(":", 1)[0].split(".")[-1]
+        return kind
+    return str(failed.get("error", "")).split(":", 1)[0].split(".")[-1] or "failed"
+
+
+def error_text(failed: dict[str, Any]) -> str:
+    """The error, without what differs from run to run (object hashes, bytes)."""
+    text = failed.get("python_error") or str(failed.get("error", ""))
+    text = re.sub(r"@[0-9a-f]+", "", text)
+    text = re.sub(r"byte 0x[0-9a-f]+ in position \d+", "byte 0x.. in position ..", text)
+    return text
 
 
 def summary(probes: dict[str, dict[str, Any]]) -> str:

@@ -149,7 +149,8 @@ class Observer:
         folder = self.work / version / "bases" / base_name
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        text = cs.base_text(base)
+        program = (cs.PROGRAMS / base.program).read_text(encoding="utf-8")
+        text = cs.apply_edits(program, base.edits, {})
         (folder / "job.py").write_text(text, encoding="utf-8")
         result = self.runner(version).run(
             {
@@ -163,6 +164,7 @@ class Observer:
         )
         taken_events = ev.read(folder)
         result["text"] = text
+        result["program"] = program
         result["events"] = taken_events
         if "savepoint" not in result:
             raise RuntimeError(f"no savepoint of {base_name} on {version}: {result}")
@@ -193,8 +195,10 @@ class Observer:
                 "folder": str(folder),
                 "savepoint": taken["savepoint"],
                 "allow_non_restored": case.allow_non_restored,
+                "config": dict(case.config),
                 "expect": [list(e) for e in expect],
                 "max_wait": case.max_wait,
+                "quiet": case.quiet,
             }
         )
         return self._record(case, line, base, taken, variant, result, folder)
@@ -240,13 +244,14 @@ class Observer:
             "group": case.group,
             "change": case.change,
             "line": line,
-            "fingerprint": cs.fingerprint(case),
+            "fingerprint": cs.fingerprint(case, taken["program"]),
             "flink": {"take": taken.get("flink"), "restore": result.get("flink")},
             "options": {
                 "allow_non_restored_state": case.allow_non_restored,
                 "parallelism.default": 2,
                 "python.fn-execution.bundle.size": 200,
                 "taskmanager.numberOfTaskSlots": 8,
+                **dict(case.config),
             },
             "base": {
                 "name": base.name,
@@ -282,8 +287,7 @@ def outcome_of(record: dict[str, Any]) -> dict[str, Any]:
     if "refused" in restore:
         found["refused_operator"] = restore["refused"]["operator"]
     if "failed" in restore:
-        python_error = restore["failed"].get("python_error") or ""
-        found["failed"] = python_error.split(":", 1)[0] or "failed"
+        found["failed"] = ev.error_kind(restore["failed"])
     found["probes"] = {op: p["outcome"] for op, p in record["probes"].items()}
     return found
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.restores import cases as cs
+from tests.restores import events as ev
 
 DOC = cs.ROOT / "docs" / "savepoints.md"
 
@@ -18,13 +19,23 @@ INTRO = """\
 # What real Flink does with state on a restore
 
 Observed, not computed: every row below is a restore run on Flink's local
-MiniCluster (PyFlink, process parallelism 2, Java 17) by
+MiniCluster (PyFlink 2.3.0 and 1.20.5, Java 17, default parallelism 2, the
+HashMap state backend unless a row says otherwise) by
 `tests/tools/observe_restores.py`, which takes one savepoint per base program
 (`tests/fixtures/restores/programs`, stop-with-savepoint, canonical format),
-restores each changed program from it and records what happened in
-`tests/fixtures/restores/observed/<line>/<case>.json`. This page is rendered
-from those files (`python tests/tools/observe_restores.py --render`);
-`tests/test_restores_observed.py` checks that it is.
+restores each changed program from it (`execution.state-recovery.path`) and
+records what happened in `tests/fixtures/restores/observed/<line>/<case>.json`
+(the programs, the operator IDs Flink's own hasher gave both, the savepoint's
+operator states as Flink's `Checkpoints.loadCheckpointMetadata` reads them, and
+what each function read back). "1.20->2.3" is a savepoint Flink 1.20.5 took,
+restored by 2.3.0. This page is rendered from those files
+(`python tests/tools/observe_restores.py --render`);
+`tests/test_restores_observed.py` checks that it is, and re-runs cases live.
+
+The Python functions ran where PyFlink runs them on a local MiniCluster: in the
+client's process ("loopback" mode); the `process-mode-*` rows run them in
+worker processes the JVM starts, as on a cluster. Either way the state lives in
+Flink's Java state backend and is read and written through Beam's state API.
 
 **How the state is read back.** Each stateful function of the programs writes,
 on the first record per key (per split for a source, per subtask for broadcast
@@ -49,8 +60,9 @@ message). Labels: `numbers`, `first`, `second`, `rules` are source positions;
 `counter` (INT, +1) and `thousands` (LONG, +1000) are ValueStates of keyed
 process functions; `shapes.*` are the states of one function; `reduce`, `sum`,
 `count-*`, `time-reduce` are PyFlink's own aggregations and windows (their
-state is PyFlink's); `timer-fired` is a processing-time timer pending at the
-savepoint; `rules-state` is broadcast state.
+state is PyFlink's); `timer-fired` and `event-timer-fired` are a
+processing-time and an event-time timer pending at the savepoint (intact: it
+fired after the restore, at its time); `rules-state` is broadcast state.
 """
 
 
@@ -77,34 +89,95 @@ def outcome_text(record: dict[str, Any]) -> str:
             reason = "state of"
         else:
             reason = refused["message"][:80]
-        return (
-            f"**refused** ({reason} `{operator[:8]}`)"
-            if operator
-            else (f"**refused** ({reason})")
-        )
+        if not operator:
+            return f"**refused** ({reason})"
+        names = [
+            o.get("uid") or o["name"]
+            for o in record["base_operators"]
+            if o["id"] == operator
+        ]
+        named = f" '{names[0]}'" if names else ""
+        return f"**refused** ({reason}{named} `{operator[:8]}`)"
     parts = []
     if "failed" in restore:
-        error = restore["failed"].get("python_error") or restore["failed"]["error"]
-        parts.append(f"**failed**: {error[:70]}")
+        kind = ev.error_kind(restore["failed"])
+        text = ev.error_text(restore["failed"])
+        text = text.split(kind + ": ", 1)[-1] if kind in text else text
+        parts.append(f"**failed**: {kind}: {text[:110]}")
     for op, probe in sorted(record["probes"].items()):
         outcome = probe["outcome"]
-        text = f"{op} {outcome}"
+        held = any(k.get("saved") is not None for k in probe["keys"].values())
+        text = f"{op} {outcome}" if held else f"{op} (new) {outcome}"
         if "foreign" in outcome or "moved" in outcome:
             origins = sorted({o.split(" ")[0] for o in probe.get("from", [])})
             text += f" (from {', '.join(origins)})"
-        if outcome != "intact":
+        if outcome != "intact" and held:
             text = f"*{text}*"
         parts.append(text)
     return "; ".join(parts) or "ran"
+
+
+def silent_losses(record: dict[str, Any]) -> list[str]:
+    """Labels that held state at the savepoint and did not read it back,
+    in a restore Flink accepted and that did not fail."""
+    restore = record["restore"]
+    if not restore["submitted"] or "failed" in restore:
+        return []
+    found = []
+    for op, probe in sorted(record["probes"].items()):
+        # a new key starts empty, a new subtask given a copy of broadcast
+        # state loses nothing: only what a key held counts
+        lost = [
+            k
+            for k in probe["keys"].values()
+            if k.get("saved") is not None and k["outcome"] not in ("intact", "moved")
+        ]
+        if lost:
+            text = f"{op} {probe['outcome']}"
+            if probe.get("from"):
+                origins = sorted({o.split(" ")[0] for o in probe["from"]})
+                text += f" (from {', '.join(origins)})"
+            found.append(text)
+    return found
 
 
 def render() -> str:
     found = records()
     lines_seen = sorted({line for _, line in found}, key=_line_order)
     out = [INTRO]
+    out.append(
+        "\n## Restores Flink accepted that lost or mixed up state\n\n"
+        "No refusal, no failure, and yet a label that held state at the "
+        "savepoint did not read it back:\n"
+    )
+    for case in cs.CASES:
+        by_text: dict[str, list[str]] = {}
+        for line in lines_seen:
+            record = found.get((case.name, line))
+            lost = silent_losses(record) if record else []
+            if lost:
+                by_text.setdefault("; ".join(lost), []).append(line)
+        allowed = " (allowNonRestoredState)" if case.allow_non_restored else ""
+        for text, lines in by_text.items():
+            out.append(f"* `{case.name}`{allowed} (Flink {', '.join(lines)}): {text}")
     groups: dict[str, list[cs.Case]] = {}
     for case in cs.CASES:
         groups.setdefault(case.group, []).append(case)
+    differ = []
+    for case in cs.CASES:
+        texts = {
+            line: outcome_text(found[(case.name, line)])
+            for line in cs.LINES
+            if (case.name, line) in found
+        }
+        if len(set(texts.values())) > 1:
+            differ.append(case.name)
+    out.append(
+        "\n## Version-dependent\n\nCases whose outcome differs between "
+        f"Flink {' and '.join(cs.LINES)}: "
+        + (", ".join(f"`{name}`" for name in differ) or "none")
+        + ".\n"
+    )
     for group, members in groups.items():
         out.append(f"\n## {group}\n")
         header = "| case | change | " + " | ".join(
@@ -116,6 +189,8 @@ def render() -> str:
             change = case.change.replace("|", "\\|")
             if case.allow_non_restored:
                 change += " (allowNonRestoredState)"
+            for key, value in case.config:
+                change += f" (`{key}: {value}`)"
             cells = []
             for line in lines_seen:
                 record = found.get((case.name, line))

@@ -16,6 +16,11 @@ own).  Each run is a dict:
 * ``savepoint``: the savepoint to restore (``restore``), or the folder to write
   it in (``take``);
 * ``allow_non_restored``: ``execution.state-recovery.ignore-unclaimed-state``;
+* ``config``: more settings for the environment (e.g. the state backend);
+  ``env.NAME`` sets the environment variable NAME for the run instead (PyFlink
+  reads ``_python_worker_execution_mode`` there: ``process`` runs the Python
+  functions in worker processes the JVM starts, as on a cluster, instead of
+  PyFlink's default on a local MiniCluster, in this process);
 * ``expect``: ``[kind, op, key]`` lines of ``events.log`` to wait for after the
   job runs (``null``: wait until no new ``restored`` line came for ``quiet``
   seconds); ``max_wait`` bounds the wait; ``min_wait`` is the least time the job
@@ -279,6 +284,9 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
         # slots for every slot sharing group and parallelism a case sets (the
         # local MiniCluster otherwise has as many as the highest parallelism)
         config.set_string("taskmanager.numberOfTaskSlots", "8")
+        for key, value in run.get("config", {}).items():
+            if not key.startswith("env."):
+                config.set_string(key, value)
         if mode == "restore":
             config.set_string("execution.state-recovery.path", run["savepoint"])
             config.set_string(
@@ -341,6 +349,10 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
     )
     StreamExecutionEnvironment.execute = execute  # type: ignore[method-assign]
     saved_path = list(sys.path)
+    saved_environ = dict(os.environ)
+    for key, value in run.get("config", {}).items():
+        if key.startswith("env."):  # read by PyFlink when the environment is made
+            os.environ[key[len("env.") :]] = value
     sys.path.insert(0, folder)
     sys.argv = [program]
     begun = time.monotonic()
@@ -355,6 +367,8 @@ def run_one(run: dict[str, Any]) -> dict[str, Any]:
         StreamExecutionEnvironment.get_execution_environment = original_get
         StreamExecutionEnvironment.execute = original_execute  # type: ignore[method-assign]
         sys.path[:] = saved_path
+        os.environ.clear()
+        os.environ.update(saved_environ)
     outcome["seconds"] = round(time.monotonic() - begun, 1)
     return outcome
 
