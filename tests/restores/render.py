@@ -20,7 +20,8 @@ INTRO = """\
 
 Observed, not computed: every row below is a restore run on Flink's local
 MiniCluster (PyFlink 2.3.0 and 1.20.5, Java 17, default parallelism 2, the
-HashMap state backend unless a row says otherwise) by
+HashMap state backend unless a row says otherwise, 8 task slots, Python
+bundles of at most 200 records so that a savepoint waits for little) by
 `tests/tools/observe_restores.py`, which takes one savepoint per base program
 (`tests/fixtures/restores/programs`, stop-with-savepoint, canonical format),
 restores each changed program from it (`execution.state-recovery.path`) and
@@ -51,9 +52,12 @@ outcome, per key:
   value it is shows);
 * **moved**: it read a value its own label held under another key (a new
   subtask given a copy of another's broadcast state);
-* **misread**: it read a value no label held;
+* **misread**: it read a value no label held (here: an INT read from a small
+  LONG's bytes reads 0, its high half; a LONG read from an INT's bytes reads
+  about the value times 2^32, the INT then whatever bytes follow);
 * **not seen**: it read nothing within the wait (a timer that did not fire);
-* **failed**: the job failed before it read anything (the Python error shown).
+* **failed**: the job failed before it read anything (Python's or Flink's
+  error shown).
 
 *refused*: Flink did not start the job (the operator ID is the one in Flink's
 message). Labels: `numbers`, `first`, `second`, `rules` are source positions;
