@@ -26,7 +26,7 @@ import pytest
 
 from tests.restores import cases as cs
 from tests.restores import events as ev
-from tests.restores.chainlens_view import chainlens_says, record_of
+from tests.restores.chainlens_view import chainlens_says, record_of, take_savepoint
 from tests.restores.observe import Observer, outcome_of, python_of
 from tests.restores.render import DOC, records, render
 
@@ -137,6 +137,22 @@ def test_chainlens_can_be_asked_about_a_case() -> None:
     assert said.output is not None, said.stderr[-2000:]
     assert said.exit_code in (0, 1)
     assert isinstance(said.output["findings"], list)
+
+
+@pytest.mark.slow
+@pytest.mark.oracle
+@pytest.mark.skipif(shutil.which("java") is None, reason="needs Java")
+def test_chainlens_can_be_asked_about_a_case_against_a_real_savepoint(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("pyflink")
+    savepoint = take_savepoint("uid-renamed", tmp_path)
+    said = chainlens_says(record_of("uid-renamed"), savepoint=savepoint)
+    assert said.output is not None, said.stderr[-2000:]
+    # the savepoint chainlens read holds the operator IDs the record's did
+    recorded = record_of("uid-renamed")["savepoint"]["operators"]
+    read = {o["operator_id"] for o in said.output["savepoint"]["operators"]}
+    assert read == set(recorded)
 
 
 # -- live: real Flink against the records ---------------------------------------

@@ -786,6 +786,20 @@ CASES: list[Case] = [
         config=(("env._python_worker_execution_mode", "process"),),
         group="more",
     ),
+    Case(
+        "keyed-print-shifted",
+        "keyed-print",
+        "a rebalance() before the filter of key_by().print() (the hidden values "
+        "operator's generated ID moves; it holds keyed state though no record "
+        "reaches it)",
+        (
+            (
+                "positions.filter(lambda n: n < 0)",
+                "positions.rebalance().filter(lambda n: n < 0)",
+            ),
+        ),
+        group="PyFlink operators",
+    ),
     # -- Flink versions ------------------------------------------------------
     Case(
         "from-1.20",
