@@ -621,7 +621,7 @@ CASES: list[Case] = [
     Case(
         "reduce-sum-unchanged",
         "aggregates",
-        "nothing (key_by().reduce(), key_by().sum(1))",
+        "nothing (key_by() and reduce(), sum(1), min(1), max_by(1))",
         group="PyFlink operators",
     ),
     Case(
