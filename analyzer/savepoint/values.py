@@ -5,7 +5,7 @@ of bytes (``BeamKeyedStateStore``): the declared type is not in any
 serializer, it is in the bytes, written by the coder of the declared type
 (``pyflink.fn_execution.coders.from_type_info`` and ``coder_impl_slow`` /
 ``coder_impl_fast``).  The formats read here, each confirmed on real
-savepoints of PyFlink 2.3 and 1.20 (``tests/test_savepoint_states_real.py``):
+savepoints of PyFlink 2.3 and 1.20 (``tests/savepoints/test_savepoint_states_real.py``):
 
 * ``BYTE``, ``BOOLEAN`` 1 byte (``BOOLEAN``: 0 or 1), ``SHORT`` 2, ``INT`` 4,
   ``LONG`` 8 (``BIG_INT`` too), ``FLOAT`` 4, ``DOUBLE`` 8, big-endian;

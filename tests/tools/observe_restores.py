@@ -8,13 +8,13 @@
 
 For each Flink line (``tests/tools/flink_venvs.py`` finds its venv; 2.3 is the
 project's own), one savepoint per base program is taken and every case of that
-base is restored from it (``tests/restores/runner.py``: one Python process, one
-JVM, for many runs).  Per case and line, one JSON file is written under
+base is restored from it (``tests/savepoints/restores/runner.py``: one Python
+process, one JVM, for many runs).  Per case and line, one JSON file is written under
 ``tests/fixtures/restores/observed/<line>/``: the base and changed program, the
 options, the Flink releases, the savepoint's operator states (read by Flink's
 ``Checkpoints.loadCheckpointMetadata``), the operator IDs Flink's hasher gave
 both programs, whether Flink refused the restore (and for which operator) or
-the job failed, and per probe label what it read back (``tests/restores/
+the job failed, and per probe label what it read back (``tests/savepoints/restores/
 events.py``).  Then ``docs/savepoints.md`` is rendered from all recorded files.
 These files come only from here, from real Flink.
 
@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.restores import cases as cs  # noqa: E402
-from tests.restores.observe import Observer, outcome_of, selected  # noqa: E402
-from tests.restores.render import DOC, render  # noqa: E402
+from tests.savepoints.restores import cases as cs  # noqa: E402
+from tests.savepoints.restores.observe import Observer, outcome_of, selected  # noqa: E402
+from tests.savepoints.restores.render import DOC, render  # noqa: E402
 
 
 def _stale(case: cs.Case, line: str) -> bool:

@@ -3,9 +3,10 @@
 
 Analyses every fixture program for each Flink line whose expected files are
 stored (2.3: next to the programs; the others: ``tests/fixtures/expected/``)
-and compares with what that line's real PyFlink built, as ``tests/test_oracle.py``
-and ``tests/test_oracle_flink_lines.py`` do.  Prints a Markdown table, one row
-per line: programs, exact, and the ones that are not, by name and why::
+and compares with what that line's real PyFlink built, as
+``tests/oracle/test_oracle.py`` and ``tests/versions/test_oracle_flink_lines.py``
+do.  Prints a Markdown table, one row per line: programs, exact, and the ones
+that are not, by name and why::
 
     python tests/tools/versions_matrix.py           # the table
     python tests/tools/versions_matrix.py --verbose # and every difference

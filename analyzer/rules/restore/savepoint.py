@@ -23,7 +23,7 @@ These are Flink 2.3's rules, read in its classes; the same checks (the skip of
 empty unclaimed state, the max parallelism check, ``canRescaleMaxParallelism``
 in ``checkParallelismPreconditions``) are in the classes of 1.19, 1.20, 2.0, 2.1
 and 2.2 too (looked for, not read line by line).  The unclaimed-state rules are
-proved by restores on 2.3's MiniCluster (``tests/test_savepoint_real.py``).
+proved by restores on 2.3's MiniCluster (``tests/savepoints/test_savepoint_real.py``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,135 @@
+"""Piece-wise LibCST parsing (an editor's re-analysis) equals parsing the whole text."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.render.graphs import result_to_json
+from tests.support import ROOT
+
+CORPUS = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
+SOURCES = sorted((ROOT / "analyzer").rglob("*.py"))
+
+TRICKY = {
+    "two-space indent after imports": "import a\n\n\ndef f():\n  return 1\n\n\ndef g():\n  if a:\n    return 2\n",
+    "indented comment after a block": "def f():\n    x = 1\n\n\n # odd comment\n\ndef g():\n    pass\n",
+    "comment after a one-line suite": "if a: pass\n    # x = 1\nb = 2\n",
+    "semicolons": "a = 1; b = 2\nc = 3\n",
+    "decorators and comments": "# head\n\n@dec\n# between\n@dec2(1)\ndef f():\n    pass\n# tail\n",
+    "CRLF": "import a\r\n\r\ndef f():\r\n    return 1\r\nx = f()\r\n",
+    "no final newline": "import a\nx = 1",
+    "trailing comments only": "x = 1\n\n# end\n# more\n",
+    "tabs": "def f():\n\treturn 1\n\ndef g():\n\treturn 2\n",
+    "mixed indentation per function": "def f():\n  return 1\n\ndef g():\n    return 2\n",
+    "backslash continuation": "x = 1 + \\\n    2\ny = 3\n",
+    "multi-line string": 's = """\n  text\n"""\nt = 1\n',
+}
+
+
+def assert_same(text: str, cache: ModuleCache) -> None:
+    pieces = cache.parse_module(text, ast.parse(text))
+    whole = cst.parse_module(text)
+    assert pieces.code == text
+    assert pieces.deep_equals(whole)
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_tricky_texts(name: str) -> None:
+    cache = ModuleCache()
+    assert_same(TRICKY[name], cache)
+    assert_same(TRICKY[name], cache)  # again, from the cache
+
+
+def test_corpus_and_own_sources() -> None:
+    cache = ModuleCache()
+    for path in [*CORPUS, *SOURCES]:
+        assert_same(path.read_text(encoding="utf-8"), cache)
+
+
+def test_an_edit_reparses_only_its_statement() -> None:
+    text = (ROOT / "tests" / "fixtures" / "pipelines" / "example_orders.py").read_text(
+        encoding="utf-8"
+    )
+    cache = ModuleCache()
+    cache.parse_module(text, ast.parse(text))
+    before = cache.misses
+    edited = text.replace('.name(f"parse {name}")', '.name(f"parsed {name}")')
+    assert edited != text
+    assert_same(edited, cache)
+    assert cache.misses - before == 1
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_analysis_with_the_cache_equals_analysis_without(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache()
+    plain = result_to_json(analyze_source(str(path), text))
+    assert result_to_json(analyze_source(str(path), text, cache=cache)) == plain
+    assert result_to_json(analyze_source(str(path), text, cache=cache)) == plain
+
+
+def _edits(text: str) -> list[str]:
+    """Versions an editor would send: typing, deleting, joining, breaking."""
+    lines = text.split("\n")
+    middle = len(lines) // 2
+    versions = [
+        "\n".join([*lines[:middle], "x_new = 1", *lines[middle:]]),
+        "\n".join([*lines[:middle], "x_new = (", *lines[middle:]]),  # a syntax error
+        "\n".join(
+            [
+                *lines[:middle],
+                "if x_new:",
+                "    pass",
+                "else:",
+                "    pass",
+                *lines[middle:],
+            ]
+        ),
+        "\n".join([*lines[:middle], "    # an indented comment", *lines[middle:]]),
+        "\n".join(lines[: middle - 1] + lines[middle + 1 :]),
+        "\n".join([*lines, "# the end"]),
+        "# a new first line\n" + text,
+        text,
+    ]
+    return versions
+
+
+@pytest.mark.parametrize("path", CORPUS[::7], ids=lambda p: p.stem)
+def test_reparse_after_edits_equals_parsing_the_whole_text(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache()
+    cache.parse_module(text, ast.parse(text))
+    for version in _edits(text):
+        try:
+            whole = cst.parse_module(version)
+            ast.parse(version)
+        except (SyntaxError, cst.ParserSyntaxError):
+            assert cache.reparse(version) is None
+            continue
+        module = cache.reparse(version) or cache.parse_module(
+            version, ast.parse(version)
+        )
+        assert module.code == version
+        assert module.deep_equals(whole)
+
+
+def test_reparse_refuses_what_does_not_parse_alone() -> None:
+    text = "def f():\n    return 1\n\n\nx = f()\n\n\ny = 2\n"
+    cache = ModuleCache()
+    cache.parse_module(text, ast.parse(text))
+    assert cache.reparse(text.replace("x = f()", "x = f(")) is None
+
+
+@pytest.mark.parametrize("path", CORPUS[::5], ids=lambda p: p.stem)
+def test_analysis_over_edits_with_the_cache_equals_analysis_without(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache()
+    for version in [text, *_edits(text)]:
+        plain = result_to_json(analyze_source(str(path), version))
+        assert result_to_json(analyze_source(str(path), version, cache=cache)) == plain

@@ -1,0 +1,55 @@
+"""Editor settings as a client sends them: each value read, each bad one named."""
+
+from __future__ import annotations
+
+import pytest
+
+from chainlens.server.settings import ClientSettings
+from tests.support import FIXTURES
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", ""), ("main", "main"), ("off", "off"), (None, "")],
+)
+def test_savepoint_base_accepts_its_documented_values(
+    value: str | None, expected: str
+) -> None:
+    # the VS Code default is "": the merge-base with the default branch
+    settings = ClientSettings.from_json({"savepointBase": value})
+    assert settings.savepoint_base == expected
+    assert settings.problems == ()
+
+
+def test_a_bad_value_is_named_and_the_default_kept() -> None:
+    settings = ClientSettings.from_json({"savepointBase": 3, "docsUrl": ""})
+    assert settings.savepoint_base == ""
+    assert settings.docs_url is None
+    assert settings.problems == (
+        "setting chainlens.docsUrl: '' is empty",
+        "setting chainlens.savepointBase: 3 is not a string",
+    )
+
+
+def test_deployment_setting_analyses_the_program_as_deployed() -> None:
+
+    from chainlens.server.session import Session
+
+    fixture = FIXTURES / "deployments"
+    program = fixture / "k8s_python" / "jobs" / "orders.py"
+    settings = ClientSettings.from_json({"deployment": "orders-prod"})
+    assert settings.deployment == "orders-prod"
+    session = Session(lambda uri: None, lambda analysis: None, lambda: "utf-16")
+    config, problems = session._config(program.as_uri(), settings)
+    assert problems == ()
+    assert config.deployment is not None
+    assert config.default_parallelism == 4
+    assert config.argv == ("--enrich",)
+    assert config.flink_version.describe().startswith(
+        "Flink 1.20 (deployment orders-prod (spec.flinkVersion at "
+    )
+    unknown = ClientSettings.from_json({"deployment": "nope"})
+    config, problems = session._config(program.as_uri(), unknown)
+    assert config.deployment is None
+    (problem,) = problems
+    assert "no deployment named 'nope'" in problem.message

@@ -1,0 +1,139 @@
+"""A seeded mutation fuzzer over the fixture programs.
+
+Each case takes a fixture program, applies a few random mutations (a line
+deleted, duplicated or moved; a token replaced by another from the program or
+by a hostile literal; random characters inserted; an integer made huge) and
+analyses the result in-process.  A case fails when the analysis raises, reports
+an internal error, or takes longer than the time limit.
+
+Every CI run executes a bounded number of cases (``tests/analyzer/test_fuzz.py``); a
+longer run::
+
+    .venv/bin/python tests/tools/fuzz.py --cases 20000 --seed 7
+
+prints each failing case's seed and mutated program; a failure found is kept
+as a regression case in ``tests/analyzer/test_budgets.py`` or a fixture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
+#: tokens a mutation may put in place of another
+HOSTILE = (
+    "10**10**6",
+    "'\\ud800'",
+    "[0] * 10**8",
+    "range(10**18)",
+    "None",
+    "env",
+    "lambda x: x",
+    "(",
+    ")",
+    "\\x0c",
+    "'é€𝄞'",
+    "f'{x!r:>{10**6}}'",
+    "sys.argv[1]",
+    "Types.INT()",
+    "-1",
+    "0",
+    "2**31",
+)
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|'[^'\n]*'|\"[^\"\n]*\"|\S")
+
+
+@dataclass
+class Outcome:
+    """One analysed case."""
+
+    seed: int
+    source: str
+    seconds: float
+    error: str | None
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    """Apply one to three random mutations to ``text``."""
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.randrange(6)
+        if not lines:
+            break
+        i = rng.randrange(len(lines))
+        if kind == 0:
+            del lines[i]
+        elif kind == 1:
+            lines.insert(i, lines[rng.randrange(len(lines))])
+        elif kind == 2:
+            lines.insert(rng.randrange(len(lines) + 1), lines.pop(i))
+        elif kind == 3:
+            tokens = list(_TOKEN.finditer(lines[i]))
+            if tokens:
+                token = rng.choice(tokens)
+                pool = [m.group() for m in _TOKEN.finditer(text)]
+                new = rng.choice(HOSTILE) if rng.random() < 0.5 else rng.choice(pool)
+                line = lines[i]
+                lines[i] = line[: token.start()] + new + line[token.end() :]
+        elif kind == 4:
+            position = rng.randrange(len(lines[i]) + 1)
+            noise = "".join(rng.choice("()[]{}:.,'\"\\#=*\t ") for _ in range(3))
+            lines[i] = lines[i][:position] + noise + lines[i][position:]
+        else:
+            lines[i] = re.sub(r"\d+", lambda _: str(10 ** rng.randint(6, 30)), lines[i])
+    return "\n".join(lines)
+
+
+def run_case(seed: int, limit: float) -> Outcome:
+    """Mutate the program chosen by ``seed`` and analyse it."""
+    from chainlens.analyzer.api import analyze_source
+
+    rng = random.Random(seed)
+    program = CORPUS[rng.randrange(len(CORPUS))]
+    source = mutate(program.read_text(encoding="utf-8"), rng)
+    started = time.perf_counter()
+    try:
+        result = analyze_source(f"fuzz_{seed}.py", source)
+    except BaseException as exc:  # what the API must never let out
+        return Outcome(seed, source, time.perf_counter() - started, repr(exc))
+    seconds = time.perf_counter() - started
+    internal = [p for p in result.problems if p.code == "internal-error"]
+    if internal:
+        return Outcome(seed, source, seconds, internal[0].message)
+    if seconds > limit:
+        return Outcome(seed, source, seconds, f"took {seconds:.1f} s")
+    return Outcome(seed, source, seconds, None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
+    parser.add_argument("--limit", type=float, default=5.0, help="seconds per case")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    failures = 0
+    slowest = Outcome(0, "", 0.0, None)
+    for seed in range(args.seed, args.seed + args.cases):
+        outcome = run_case(seed, args.limit)
+        if outcome.seconds > slowest.seconds:
+            slowest = outcome
+        if outcome.error is not None:
+            failures += 1
+            print(f"seed {seed}: {outcome.error}\n{outcome.source}\n{'-' * 60}")
+    print(
+        f"{args.cases} cases, {failures} failures; slowest seed {slowest.seed}: "
+        f"{slowest.seconds:.2f} s"
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
