@@ -63,7 +63,7 @@ def test_rule_fixture(path: Path) -> None:
 def test_every_rule_has_fixtures_with_findings() -> None:
     savepoint_tests = "".join(
         p.read_text(encoding="utf-8")
-        for p in (ROOT / "tests").glob("test_savepoint*.py")
+        for p in (ROOT / "tests" / "savepoints").glob("test_savepoint*.py")
     )
     for rule in ALL_RULES:
         if getattr(rule, "needs_baseline", False):

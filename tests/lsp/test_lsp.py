@@ -336,7 +336,7 @@ async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
 async def test_hover_names_the_command_lines_that_change_an_operator_or_a_job(
     lsp: Session,
 ) -> None:
-    text = (FIXTURES / "pipelines" / "real_argparse_defaults.py").read_text(
+    text = (support.FIXTURES / "pipelines" / "real_argparse_defaults.py").read_text(
         encoding="utf-8"
     )
     uri = lsp.open("wordcount.py", text)
