@@ -32,6 +32,7 @@ def test_random_programs_are_analysed_quickly_without_internal_errors() -> None:
         assert result.jobs or result.problems, seed
 
 
+@pytest.mark.oracle
 @pytest.mark.skipif(
     shutil.which("java") is None or importlib.util.find_spec("pyflink") is None,
     reason="needs Java and apache-flink (installed by .ci/run)",

@@ -30,10 +30,14 @@ from tests.support import ROOT
 
 GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("java") is None or importlib.util.find_spec("pyflink") is None,
-    reason="needs Java and apache-flink (installed by .ci/run)",
-)
+pytestmark = [
+    # real Flink runs here: not part of the everyday run (-m "not oracle")
+    pytest.mark.oracle,
+    pytest.mark.skipif(
+        shutil.which("java") is None or importlib.util.find_spec("pyflink") is None,
+        reason="needs Java and apache-flink (installed by .ci/run)",
+    ),
+]
 
 
 def _wheel_examples() -> list[Path]:
