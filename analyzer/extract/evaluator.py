@@ -20,19 +20,21 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
 import libcst as cst
 
-from chainlens.analyzer.extract.arguments import (
-    add_argument,
-    defaults,
-    parse_arguments,
-    switches,
+from chainlens.analyzer.extract.builtin_calls import BuiltinCalls
+from chainlens.analyzer.extract.class_calls import ClassCalls, foreign_base
+from chainlens.analyzer.extract.flow import (
+    BreakError,
+    ChainScope,
+    Context,
+    ContinueError,
+    Guard,
+    ReturnError,
+    StopError,
 )
 from chainlens.analyzer.extract.interface import (
     UNRESOLVED,
@@ -43,10 +45,6 @@ from chainlens.analyzer.extract.interface import (
     Resolver,
 )
 from chainlens.analyzer.extract.modules import (
-    MAX_MODULE_BYTES,
-    MAX_MODULES,
-    PARSED,
-    FoundModule,
     ModuleFinder,
     ReadText,
     read_from_disk,
@@ -56,17 +54,23 @@ from chainlens.analyzer.extract.operations import (
     BINOPS,
     COMPARE,
     LITERAL_TYPES,
-    MAX_VALUE_SIZE,
     SEQ_OR_LITERAL,
     comparable,
     derived,
     hashable,
     iterate,
-    range_size,
     too_large,
     truth,
 )
+from chainlens.analyzer.extract.own_modules import OwnModules
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
+from chainlens.analyzer.extract.syntax import (
+    body_of,
+    code_of,
+    decorated,
+    dotted,
+    ends_program,
+)
 from chainlens.analyzer.extract.values import (
     ArgParser,
     BoundMethod,
@@ -89,52 +93,16 @@ MAX_LOOP_ITERATIONS = 1000
 #: program's functions are not followed (each said as an unknown, once).
 MAX_STEPS = 50_000
 
-# Sources of values that cannot be known without running the program.
-_DYNAMIC_ORIGINS = {
-    "sys.argv": "command-line arguments (sys.argv)",
-    "os.environ": "an environment variable",
-    "os.getenv": "an environment variable",
-    "os.environ.get": "an environment variable",
-    "builtins.input": "user input",
-    "builtins.open": "a file's content",
-    "argparse.ArgumentParser": "command-line arguments (argparse)",
-}
 
-
-class _ReturnError(Exception):
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-
-class _BreakError(Exception):
-    pass
-
-
-class _ContinueError(Exception):
-    pass
-
-
-class _StopError(Exception):
-    """The program stops here (``raise``, ``sys.exit()``)."""
-
-
-#: Checks a module's text and trees before LibCST parses it (raises to refuse).
-Guard = Callable[[str, Sequence[ast.stmt]], None]
-
-
-@dataclass(eq=False, slots=True)
-class _Context:
-    """The module whose code runs: the program (``path`` None) or one of its
-    own modules."""
-
-    locator: CallLocator
-    path: str | None = None
-    found: FoundModule | None = None
-
-
-class Evaluator:
+class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     """Replay one module, asking ``resolver`` about the library's objects and
-    writing what cannot be known to ``record``."""
+    writing what cannot be known to ``record``.
+
+    Statements, expressions and the program's functions are here; the program's
+    own modules (:class:`OwnModules`), calls of builtins and of names outside
+    the program (:class:`BuiltinCalls`) and its classes and the methods of
+    values (:class:`ClassCalls`) are parts of it in modules of their own.
+    """
 
     def __init__(
         self,
@@ -153,7 +121,7 @@ class Evaluator:
         self.argv = list(argv) if argv is not None else None
         self.record = record
         self.resolver = resolver
-        self.context = _Context(CallLocator(module, text, tree, known))
+        self.context = Context(CallLocator(module, text, tree, known))
         self.globals: dict[str, object] = {"__name__": "__main__"}
         self.depth = 0
         self.top = 0  # the top-level statement whose code is being executed
@@ -173,9 +141,7 @@ class Evaluator:
         self.guarded = 0
         #: the statement being executed, with its module context (where a
         #: failure is reported)
-        self.current: tuple[cst.CSTNode, _Context, int, SourceRange | None] | None = (
-            None
-        )
+        self.current: tuple[cst.CSTNode, Context, int, SourceRange | None] | None = None
 
     # ------------------------------------------------------------------ driver
 
@@ -185,7 +151,7 @@ class Evaluator:
             for index, stmt in enumerate(self.module.body):
                 self.top = index
                 self.exec_statement(stmt, self.globals)
-        except (_StopError, _ReturnError, _BreakError, _ContinueError):
+        except (StopError, ReturnError, BreakError, ContinueError):
             pass
         except ProgramStopError as stop:
             self.record.problem("flink-error", stop.message, stop.where)
@@ -256,7 +222,7 @@ class Evaluator:
                 value = self.eval(item.item, scope)
                 if item.asname is not None:
                     self.assign(item.asname.name, value, scope)
-            self.exec_block(_body(stmt.body), scope)
+            self.exec_block(body_of(stmt.body), scope)
         elif isinstance(stmt, cst.Match):
             self.note_unknown("match statement", "branches are not followed", stmt)
         elif isinstance(stmt, cst.BaseSmallStatement):
@@ -280,18 +246,18 @@ class Evaluator:
             binop = AUGMENTED.get(type(stmt.operator))
             self.assign(stmt.target, self.arith(binop, current, right, stmt), scope)
         elif isinstance(stmt, cst.Return):
-            raise _ReturnError(
+            raise ReturnError(
                 self.eval(stmt.value, scope) if stmt.value is not None else None
             )
         elif isinstance(stmt, cst.Import):
             for alias in stmt.names:
-                dotted = _dotted(alias.name)
-                own = self.load_module(dotted, stmt)
+                name = dotted(alias.name)
+                own = self.load_module(name, stmt)
                 if alias.asname is not None:
-                    bound: object = own if own is not None else QualifiedRef(dotted)
+                    bound: object = own if own is not None else QualifiedRef(name)
                     self.assign(alias.asname.name, bound, scope)
                 else:
-                    top = dotted.split(".", 1)[0]
+                    top = name.split(".", 1)[0]
                     if own is not None:
                         scope[top] = self.modules.get(top) or QualifiedRef(top)
                     else:
@@ -299,11 +265,11 @@ class Evaluator:
         elif isinstance(stmt, cst.ImportFrom):
             self.exec_import_from(stmt, scope)
         elif isinstance(stmt, cst.Raise):
-            raise _StopError()
+            raise StopError()
         elif isinstance(stmt, cst.Break):
-            raise _BreakError()
+            raise BreakError()
         elif isinstance(stmt, cst.Continue):
-            raise _ContinueError()
+            raise ContinueError()
         elif isinstance(
             stmt, cst.Global | cst.Nonlocal | cst.Pass | cst.Assert | cst.Del
         ):
@@ -312,28 +278,28 @@ class Evaluator:
     def exec_if(self, stmt: cst.If, scope: dict[str, object]) -> None:
         test = self.eval(stmt.test, scope)
         holds = truth(test)
-        if holds is None and _ends_program(stmt.body):
+        if holds is None and ends_program(stmt.body):
             holds = False  # a guard: the program goes on only when it is false
         elif (
             holds is None
             and isinstance(stmt.orelse, cst.Else)
-            and _ends_program(stmt.orelse.body)
+            and ends_program(stmt.orelse.body)
         ):
             holds = True
         elif holds is None:
             self.note_unknown(
                 "branch",
-                f"the condition `{_code(stmt.test)}` is not known statically; "
+                f"the condition `{code_of(stmt.test)}` is not known statically; "
                 "the first branch is analysed",
                 stmt.test,
             )
             holds = True
         if holds:
-            self.exec_block(_body(stmt.body), scope)
+            self.exec_block(body_of(stmt.body), scope)
         elif isinstance(stmt.orelse, cst.If):
             self.exec_if(stmt.orelse, scope)
         elif isinstance(stmt.orelse, cst.Else):
-            self.exec_block(_body(stmt.orelse.body), scope)
+            self.exec_block(body_of(stmt.orelse.body), scope)
 
     def exec_for(self, stmt: cst.For, scope: dict[str, object]) -> None:
         iterable = self.eval(stmt.iter, scope)
@@ -341,7 +307,7 @@ class Evaluator:
         if items is None:
             self.note_unknown(
                 "loop",
-                f"`{_code(stmt.iter)}` is not known statically; "
+                f"`{code_of(stmt.iter)}` is not known statically; "
                 "the loop body is analysed once",
                 stmt.iter,
             )
@@ -357,13 +323,13 @@ class Evaluator:
                     break
                 self.assign(stmt.target, item, scope)
                 try:
-                    self.exec_block(_body(stmt.body), scope)
-                except _ContinueError:
+                    self.exec_block(body_of(stmt.body), scope)
+                except ContinueError:
                     continue
             else:
                 if stmt.orelse is not None:
-                    self.exec_block(_body(stmt.orelse.body), scope)
-        except _BreakError:
+                    self.exec_block(body_of(stmt.orelse.body), scope)
+        except BreakError:
             pass
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
@@ -372,8 +338,8 @@ class Evaluator:
             "a while loop's iterations are not followed; its body is analysed once",
             stmt.test,
         )
-        with contextlib.suppress(_BreakError, _ContinueError):
-            self.exec_block(_body(stmt.body), scope)
+        with contextlib.suppress(BreakError, ContinueError):
+            self.exec_block(body_of(stmt.body), scope)
 
     def assign(
         self,
@@ -492,7 +458,7 @@ class Evaluator:
                     continue
                 formatted = _format(value, part, self, scope)
                 if formatted is None:
-                    return Symbol(f"f-string {_code(node)}", "not known statically")
+                    return Symbol(f"f-string {code_of(node)}", "not known statically")
                 parts.append(formatted)
             else:
                 parts.append(str(value))
@@ -670,11 +636,11 @@ class Evaluator:
                 return body
             self.note_unknown(
                 "conditional expression",
-                f"the condition `{_code(node.test)}` is not known statically",
+                f"the condition `{code_of(node.test)}` is not known statically",
                 node.test,
             )
             return Symbol(
-                f"`{_code(node)}`", "depends on a condition not known statically"
+                f"`{code_of(node)}`", "depends on a condition not known statically"
             )
         return self.eval(node.body if holds else node.orelse, scope)
 
@@ -702,16 +668,16 @@ class Evaluator:
             if found is None and owner.cls.lookup("__getattr__") is not None:
                 where = Call(Args([name], {}), self.where(node))
                 return self.call_bound(owner.cls, owner, "__getattr__", where, node)
-            if found is None and _foreign_base(owner.cls) is None:
+            if found is None and foreign_base(owner.cls) is None:
                 return Opaque(f"attribute {name}")
             return BoundMethod(owner, name)
         if isinstance(owner, SuperRef):
             return BoundMethod(owner, name)
         if isinstance(owner, ClassDef):
             found = owner.lookup(name)
-            if isinstance(found, FunctionDef) and _decorated(found, "classmethod"):
+            if isinstance(found, FunctionDef) and decorated(found, "classmethod"):
                 return BoundMethod(Instance(owner), name)
-            foreign = _foreign_base(owner)
+            foreign = foreign_base(owner)
             if found is None and foreign is not None and foreign.startswith("pyflink."):
                 return QualifiedRef(f"{foreign}.{name}")  # a PyFlink classmethod
             return found if found is not None else Opaque(f"attribute {name}")
@@ -788,7 +754,7 @@ class Evaluator:
         if result is not UNRESOLVED:
             return result
         self.resolver.unseen(
-            call, f"{_code(node.func)}() (a function chainlens cannot see)"
+            call, f"{code_of(node.func)}() (a function chainlens cannot see)"
         )
         if isinstance(func, Symbol):
             return func
@@ -849,20 +815,20 @@ class Evaluator:
             local[params.star_kwarg.name.value] = {
                 k: v for k, v in call.args.keywords.items() if k not in local
             }
-        scope = _ChainScope(local, func.closure)
+        scope = ChainScope(local, func.closure)
         self.depth += 1
         caller_top, self.top = self.top, func.top
         caller_context, caller_via = self.context, self.via
-        if isinstance(func.context, _Context):
+        if isinstance(func.context, Context):
             if self.context.path is None and func.context.path is not None:
                 self.via = call.where  # the program calls into its module
             self.context = func.context
         try:
             body = func.node.body
-            self.exec_block(_body(body), scope)
-        except _ReturnError as ret:
+            self.exec_block(body_of(body), scope)
+        except ReturnError as ret:
             return ret.value
-        except (_BreakError, _ContinueError):
+        except (BreakError, ContinueError):
             return None
         finally:
             self.depth -= 1
@@ -870,353 +836,7 @@ class Evaluator:
             self.context, self.via = caller_context, caller_via
         return None
 
-    def define_class(self, stmt: cst.ClassDef, scope: dict[str, object]) -> ClassDef:
-        """Run a class body: its methods and class attributes."""
-        parents: list[ClassDef] = []
-        foreign: str | None = None
-        for base in stmt.bases:
-            if base.keyword is not None:
-                continue  # metaclass=...
-            value = self.eval(base.value, scope)
-            if isinstance(value, ClassDef):
-                parents.append(value)
-            elif not (
-                isinstance(value, QualifiedRef) and value.qualname == "builtins.object"
-            ):
-                foreign = foreign or (
-                    value.qualname
-                    if isinstance(value, QualifiedRef)
-                    else _code(base.value)
-                )
-        bases = tuple(_code(b.value) for b in stmt.bases if b.keyword is None)
-        body = _ChainScope({}, scope)
-        with contextlib.suppress(_StopError, _ReturnError, _BreakError, _ContinueError):
-            self.exec_block(_body(stmt.body), body)
-        return ClassDef(stmt.name.value, bases, dict(body), tuple(parents), foreign)
-
-    def instantiate(self, cls: ClassDef, call: Call, node: cst.Call) -> Instance:
-        """``Cls(...)``: an instance, its ``__init__`` followed."""
-        foreign = _foreign_base(cls)
-        if foreign is not None and not self.resolver.follows_subclass(foreign):
-            self.resolver.unseen(
-                call,
-                f"{cls.name}() (a class based on {foreign}, which chainlens "
-                "does not follow)",
-            )
-        instance = Instance(cls)
-        init = self.call_bound(cls, instance, "__init__", call, node)
-        if init is _NOT_FOUND and foreign is not None:
-            self.init_foreign(instance, foreign, call)  # the PyFlink class's own
-        return instance
-
-    def init_foreign(self, instance: object, base: str, call: Call) -> None:
-        """``base.__init__`` (``base`` not the program's) run for ``instance``:
-        an instance of a PyFlink class chainlens models becomes that object."""
-        found = self.resolver.subclass_init(base, call)
-        if isinstance(instance, Instance) and found is not UNRESOLVED:
-            instance.delegate = found
-
-    def inherited(self, instance: Instance, delegate: object, name: str) -> object:
-        """``instance.name`` for a method the PyFlink class defines; a method
-        that returns the PyFlink object itself returns ``instance`` (PyFlink
-        returns ``self``, whose own methods stay callable)."""
-        found = self.resolver.attribute(delegate, name)
-        if isinstance(found, BoundMethod) and found.receiver is delegate:
-            return BoundMethod(_Inherited(instance, delegate), name)
-        return Opaque(f"attribute {name}") if found is UNRESOLVED else found
-
-    def call_bound(
-        self,
-        cls: ClassDef,
-        receiver: object,
-        name: str,
-        call: Call,
-        node: cst.CSTNode,
-        *,
-        parents_only: bool = False,
-    ) -> object:
-        """Call method ``name`` of ``cls`` (or only of its parents, for
-        ``super()``) on ``receiver``; ``_NOT_FOUND`` if no class of the
-        program defines it."""
-        found = (
-            next(
-                (f for p in cls.parents if (f := p.find(name)) is not None),
-                None,
-            )
-            if parents_only
-            else cls.find(name)
-        )
-        if found is None:
-            return _NOT_FOUND
-        method, owner = found
-        if not isinstance(method, FunctionDef):
-            return _NOT_FOUND
-        if _decorated(method, "staticmethod"):
-            bound = call
-        elif _decorated(method, "classmethod"):
-            bound = _with_receiver(call, owner)
-        else:
-            bound = _with_receiver(call, receiver)
-        self.methods.append((owner, receiver))
-        try:
-            return self.call_function(method, bound, node)
-        finally:
-            self.methods.pop()
-
-    def call_method(self, method: BoundMethod, call: Call, node: cst.Call) -> object:
-        receiver, name = method.receiver, method.name
-        if isinstance(receiver, Instance):
-            result = self.call_bound(receiver.cls, receiver, name, call, node)
-            if result is not _NOT_FOUND:
-                return result
-            foreign = _foreign_base(receiver.cls)
-            if foreign is not None and foreign.startswith("pyflink."):
-                what = (
-                    f"{receiver.cls.name}.{name}() (inherited from {foreign}, on an "
-                    "instance built on no PyFlink object chainlens knows)"
-                )
-                self.resolver.unseen(call, what)
-                self.record.unknown(
-                    "call", f"{what}: what it does is not shown", call.where
-                )
-                return Opaque(f"{name}()")
-        if isinstance(receiver, SuperRef):
-            result = self.call_bound(
-                receiver.cls, receiver.receiver, name, call, node, parents_only=True
-            )
-            if result is not _NOT_FOUND:
-                return result
-            if _foreign_base(receiver.cls) is None:
-                return None  # object's method (object.__init__)
-            foreign = _foreign_base(receiver.cls)
-            if name == "__init__" and foreign is not None:
-                self.init_foreign(receiver.receiver, foreign, call)
-                return None
-            inner = receiver.receiver
-            if isinstance(inner, Instance) and inner.delegate is not None:
-                receiver = _Inherited(inner, inner.delegate)
-        if isinstance(receiver, _Inherited):
-            result = self.resolver.call_method(
-                receiver.delegate, name, call, guarded=bool(self.guarded)
-            )
-            if result is receiver.delegate:
-                return receiver.instance
-            if result is not UNRESOLVED:
-                return result
-        if isinstance(receiver, ArgParser):
-            return self.argparse_method(receiver, name, call)
-        if isinstance(receiver, list) and name in ("append", "extend"):
-            if name == "append" and call.args.positional:
-                receiver.append(call.args.positional[0])
-            elif name == "extend" and call.args.positional:
-                items = iterate(call.args.positional[0])
-                if items is not None:
-                    receiver.extend(items)
-            return None
-        if isinstance(receiver, dict) and name == "get":
-            key = call.args.get(0, "key")
-            if hashable(key) and key in receiver:
-                return receiver[key]
-            return call.args.get(1, "default")
-        if isinstance(receiver, dict) and name in ("items", "keys", "values"):
-            return list(getattr(receiver, name)())
-        if not isinstance(receiver, (str, list, dict, tuple)):
-            result = self.resolver.call_method(
-                receiver, name, call, guarded=bool(self.guarded)
-            )
-            if result is not UNRESOLVED:
-                return result
-            self.resolver.unseen(call, f"{name}() of a value chainlens does not know")
-        if isinstance(receiver, str) and name in (
-            "upper",
-            "lower",
-            "strip",
-            "title",
-            "capitalize",
-            "replace",
-            "format",
-            "join",
-        ):
-            try:
-                return getattr(receiver, name)(
-                    *call.args.positional, **call.args.keywords
-                )
-            except Exception:  # the program itself would fail here
-                return Opaque("string")
-        return Opaque(f"{name}()")
-
-    def argparse_method(self, parser: ArgParser, name: str, call: Call) -> object:
-        """Follow ``add_argument`` and ``parse_args``/``parse_known_args``."""
-        if name == "add_argument":
-            add_argument(parser, call.args)
-            return Opaque("argument")
-        if name in ("parse_args", "parse_known_args"):
-            self.record.options = switches(parser)
-            given = call.args.get(0, "args")
-            args = iterate(given) if given is not None else self.argv
-            if given is None and self.argv is None:
-                namespace = self.default_arguments(parser, call)
-            elif args is None or not all(isinstance(a, str) for a in args):
-                return Symbol("command-line arguments", "not known statically")
-            else:
-                namespace = parse_arguments(parser, [str(a) for a in args])
-            return (namespace, []) if name == "parse_known_args" else namespace
-        return Opaque(f"{name}()")
-
-    def default_arguments(self, parser: ArgParser, call: Call) -> Namespace:
-        """No command line given to chainlens: the program as run without
-        arguments (its defaults), said as an unknown; a required argument
-        stays unknown."""
-        namespace, required = defaults(parser, call.where)
-        self.record.unknown(
-            "command-line arguments",
-            "none given to chainlens: the program is analysed as run without "
-            "arguments, with its defaults"
-            + (f" ({', '.join(required)} required, not known)" if required else "")
-            + "; --argv analyses it with others",
-            call.where,
-        )
-        return namespace
-
-    def call_qualified(self, ref: QualifiedRef, call: Call, node: cst.Call) -> object:
-        qual = ref.qualname
-        parts = qual.split(".")
-        if qual == "argparse.ArgumentParser":
-            return ArgParser()
-        if qual in _DYNAMIC_ORIGINS:
-            return self.dynamic(qual, node)
-        if parts[0] == "builtins":
-            return self.call_builtin(parts[-1], call, node)
-        if qual in ("sys.exit", "os._exit"):
-            raise _StopError()
-        result = self.resolver.call_name(ref, call, guarded=bool(self.guarded))
-        if result is UNRESOLVED:
-            self.resolver.unseen(call, f"{qual}()")
-            return Opaque(f"{qual}()")
-        return result
-
-    def call_builtin(self, name: str, call: Call, node: cst.Call) -> object:
-        args = call.args.positional
-        first = args[0] if args else None
-        if any(isinstance(a, Symbol) for a in args) and name in (
-            "int",
-            "str",
-            "float",
-            "bool",
-            "abs",
-            "round",
-            "max",
-            "min",
-        ):
-            return next(a for a in args if isinstance(a, Symbol))
-        try:
-            if name == "int" and isinstance(first, str | int | float):
-                return int(first, *args[1:2]) if isinstance(first, str) else int(first)
-            if name == "str" and isinstance(first, LITERAL_TYPES):
-                return str(first)
-            if name == "float" and isinstance(first, str | int | float):
-                return float(first)
-            if name == "bool" and isinstance(first, LITERAL_TYPES):
-                return bool(first)
-            if name == "len" and isinstance(first, list | tuple | str | dict):
-                return len(first)
-            if name == "range":
-                numbers = [a for a in args if isinstance(a, int)]
-                if len(numbers) == len(args):
-                    span = range(*numbers)
-                    size = range_size(span)
-                    if size > MAX_VALUE_SIZE:
-                        reason = (
-                            f"range of {size:,} numbers, more than chainlens "
-                            f"follows ({MAX_VALUE_SIZE:,})"
-                        )
-                        self.note_unknown("value", reason, node)
-                        return Symbol(f"`{_code(node)}`", reason, call.where)
-                    return list(span)
-            if (
-                name in ("max", "min", "abs", "round", "sum", "sorted", "reversed")
-                and args
-            ):
-                items = args if len(args) > 1 else iterate(first)
-                if items is not None and all(
-                    isinstance(i, int | float | str) for i in items
-                ):
-                    # ints, floats and strs: a mix raises TypeError, as in Python
-                    functions: dict[str, Callable[[list[Any]], object]] = {
-                        "max": max,
-                        "min": min,
-                        "sum": sum,
-                        "sorted": sorted,
-                        "reversed": lambda x: list(reversed(x)),
-                        "abs": lambda x: abs(x[0]),
-                        "round": lambda x: round(x[0]),
-                    }
-                    return functions[name](list(items))
-            if name in ("list", "tuple"):
-                items = iterate(first) if args else []
-                if items is not None:
-                    return list(items) if name == "list" else tuple(items)
-            if name == "enumerate":
-                items = iterate(first)
-                if items is not None:
-                    return list(enumerate(items))
-            if name == "zip":
-                lists = [iterate(a) for a in args]
-                if all(item is not None for item in lists):
-                    return list(zip(*lists, strict=False))
-            if name == "dict" and not args:
-                return dict(call.args.keywords)
-        except (TypeError, ValueError):
-            return Opaque(f"{name}()")
-        if name in ("input", "open"):
-            return self.dynamic(f"builtins.{name}", node)
-        if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
-            return self.get_attribute(first, args[1], node)
-        if name == "getattr" and len(args) == 2 and isinstance(args[1], Symbol):
-            # an attribute named at run time (a Java class by an environment
-            # variable, ...): what it is, and whether it exists, is not known
-            attribute = args[1]
-            self.note_unknown(
-                f"`{_code(node)}`",
-                f"the attribute's name {attribute} {attribute.reason or 'is not known'}"
-                ": what it is, and whether it exists, is not known",
-                node,
-            )
-            return Symbol(
-                f"`{_code(node)}`", f"getattr() by {attribute}", self.where(node)
-            )
-        if name == "super" and len(args) == 2 and isinstance(first, ClassDef):
-            return SuperRef(first, args[1])  # super(Cls, self)
-        if name == "super" and not call.args.positional and self.methods:
-            return SuperRef(*self.methods[-1])
-        if name in (
-            "print",
-            "isinstance",
-            "hasattr",
-            "repr",
-            "iter",
-            "next",
-            "super",
-            "set",
-            "frozenset",
-            "type",
-            "id",
-            "hash",
-            "callable",
-            "getattr",
-        ):
-            return Opaque(f"{name}()")
-        return Opaque(f"{name}()")
-
     # ----------------------------------------------------------------- helpers
-
-    def dynamic(self, origin: str, node: cst.CSTNode) -> Symbol:
-        reason = _DYNAMIC_ORIGINS.get(
-            origin, "a value known only when the program runs"
-        )
-        where = self.where(node)
-        label = f"`{_code(node)}`"
-        return Symbol(label, f"comes from {reason}", where)
 
     def where(self, node: cst.CSTNode) -> SourceRange | None:
         """The range of ``node`` in the module whose code runs (in another
@@ -1230,186 +850,8 @@ class Evaluator:
 
     # ------------------------------------------------------------ own modules
 
-    def exec_import_from(self, stmt: cst.ImportFrom, scope: dict[str, object]) -> None:
-        """``from M import a, b as c``: from one of the program's own modules,
-        the values it defines; otherwise names chainlens resolves itself."""
-        level = len(stmt.relative)
-        name = _dotted(stmt.module) if stmt.module is not None else ""
-        if level:
-            absolute = self.finder().resolve_relative(self.context.found, level, name)
-            if absolute is None:
-                self.note_unknown(
-                    "import",
-                    "a relative import chainlens cannot resolve (the program "
-                    "runs as a script, or the import goes above its package): "
-                    "what it imports is not followed",
-                    stmt,
-                )
-                if not isinstance(stmt.names, cst.ImportStar):
-                    for alias in stmt.names:
-                        local = _alias_name(alias)
-                        scope[local] = Symbol(
-                            f"`{local}`", "imported by an unresolved relative import"
-                        )
-                return
-            name = absolute
-        own = self.load_module(name, stmt) if name else None
-        if isinstance(stmt.names, cst.ImportStar):
-            if own is not None:
-                scope.update(
-                    {k: v for k, v in own.namespace.items() if not k.startswith("_")}
-                )
-            return
-        for alias in stmt.names:
-            attr = _dotted(alias.name)
-            local = _alias_name(alias)
-            if (
-                own is None
-                and not self.guarded
-                and (missing := self.resolver.missing_name(name, attr)) is not None
-            ):
-                raise ProgramStopError(missing, self.where(stmt))
-            if own is None:
-                scope[local] = QualifiedRef(f"{name}.{attr}")
-            elif attr in own.namespace:
-                scope[local] = own.namespace[attr]
-            else:
-                sub = self.load_module(f"{name}.{attr}", stmt)
-                scope[local] = (
-                    sub if sub is not None else Opaque(f"{name}.{attr} (not defined)")
-                )
-
-    def finder(self) -> ModuleFinder:
-        if self._finder is None:
-            self._finder = ModuleFinder(Path(self.path or "__main__.py"))
-        return self._finder
-
-    def load_module(self, name: str, stmt: cst.CSTNode) -> ModuleValue | None:
-        """Execute the program's own module ``name`` (once; its packages first)
-        and return it; None for a module that is not the program's."""
-        if name in self.modules:
-            return self.modules[name]
-        head = name.split(".", 1)[0]
-        if (
-            self.path is None
-            or head in sys.stdlib_module_names
-            or self.resolver.owns_module(name)
-        ):
-            return None
-        parent: ModuleValue | None = None
-        if "." in name:
-            parent = self.load_module(name.rsplit(".", 1)[0], stmt)
-            if parent is None:
-                self.modules[name] = None
-                return None
-        found = self.finder().find(name)
-        if found is None:
-            self.modules[name] = None
-            return None
-        followed = sum(1 for m in self.modules.values() if m is not None)
-        if followed >= MAX_MODULES:
-            self.note_unknown(
-                "module",
-                f"module {name} is not followed: the program has more than "
-                f"{MAX_MODULES} modules of its own",
-                stmt,
-            )
-            self.modules[name] = None
-            return None
-        if found.path.is_dir():  # a namespace package: nothing to run
-            value = ModuleValue(name, {"__name__": name})
-            self.modules[name] = value
-            if parent is not None:
-                parent.namespace.setdefault(name.rsplit(".", 1)[1], value)
-            return value
-        text = self.read(found.path)
-        parsed = None
-        if text is not None and len(text) <= MAX_MODULE_BYTES:
-            try:
-                if self.guard is not None:
-                    self.guard(text, ast.parse(text).body)
-                parsed = PARSED.parse(found.path, text)
-            except Exception:  # a syntax error, a hostile text
-                parsed = None
-        if parsed is None:
-            self.note_unknown(
-                "module",
-                f"module {name} ({found.path}) cannot be read or parsed: what it "
-                "defines is not followed",
-                stmt,
-            )
-            self.modules[name] = None
-            return None
-        value = ModuleValue(name, {"__name__": name})
-        self.modules[name] = value  # before it runs: an import cycle sees it
-        if parent is not None:
-            parent.namespace.setdefault(name.rsplit(".", 1)[1], value)
-        self.record.modules.append(str(found.path))
-        context = _Context(
-            CallLocator(parsed.module, parsed.text, parsed.tree),
-            str(found.path),
-            found,
-        )
-        caller = (self.context, self.top, self.via)
-        if self.context.path is None:
-            self.via = self.where(stmt)  # the program's import
-        self.context = context
-        try:
-            for index, statement in enumerate(parsed.module.body):
-                self.top = index
-                self.exec_statement(statement, value.namespace)
-        except (_StopError, _ReturnError, _BreakError, _ContinueError):
-            pass
-        finally:
-            self.context, self.top, self.via = caller
-        return value
-
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.record.unknown(subject, reason, self.where(node))
-
-
-@dataclass(eq=False, slots=True)
-class _Inherited:
-    """The receiver of a method a program's class inherits from PyFlink: the
-    instance and the PyFlink object it is."""
-
-    instance: Instance
-    delegate: object
-
-
-#: What ``call_bound`` returns when no class of the program defines the method.
-_NOT_FOUND = Opaque("no such method")
-
-
-def _foreign_base(cls: ClassDef) -> str | None:
-    """The first base class of ``cls`` (or of its parents) the program does
-    not define, if any."""
-    if cls.foreign_base is not None:
-        return cls.foreign_base
-    for parent in cls.parents:
-        found = _foreign_base(parent)
-        if found is not None:
-            return found
-    return None
-
-
-def _with_receiver(call: Call, receiver: object) -> Call:
-    """``call`` with ``receiver`` as the first argument (``self``, ``cls``)."""
-    args = Args([receiver, *call.args.positional], dict(call.args.keywords))
-    return Call(args, call.where)
-
-
-def _decorated(func: FunctionDef, name: str) -> bool:
-    return any(
-        isinstance(d.decorator, cst.Name) and d.decorator.value == name
-        for d in func.node.decorators
-    )
-
-
-def _alias_name(alias: cst.ImportAlias) -> str:
-    if alias.asname is not None:
-        return alias.asname.name.value  # type: ignore[union-attr]
-    return _dotted(alias.name)
 
 
 def _eval_opaque(
@@ -1421,67 +863,6 @@ def _eval_opaque(
 _EVALUATORS: dict[
     type, Callable[[Evaluator, cst.CSTNode, dict[str, object]], object]
 ] = {}
-
-
-class _ChainScope(dict[str, object]):
-    """A function's locals, falling back to the defining scope for reads."""
-
-    def __init__(self, local: dict[str, object], outer: dict[str, object]) -> None:
-        super().__init__(local)
-        self.outer = outer
-
-    def __missing__(self, key: str) -> object:
-        return self.outer[key]
-
-    def __contains__(self, key: object) -> bool:
-        return super().__contains__(key) or key in self.outer
-
-
-def _body(
-    body: cst.BaseSuite,
-) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
-    if isinstance(body, cst.IndentedBlock):
-        return body.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        return body.body
-    return ()
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return "?"
-
-
-#: Calls that end the program (``parser.error`` exits too, as argparse does).
-_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "parser.error"})
-
-
-def _ends_program(block: cst.BaseSuite) -> bool:
-    """Tell whether ``block`` always ends in a raise or an exit (a guard's body)."""
-    statements = _body(block)
-    if not statements:
-        return False
-    small: object = statements[-1]
-    if isinstance(small, cst.SimpleStatementLine):
-        small = small.body[-1] if small.body else None
-    if isinstance(small, cst.Raise):
-        return True
-    return (
-        isinstance(small, cst.Expr)
-        and isinstance(small.value, cst.Call)
-        and _code(small.value.func) in _EXITS
-    )
-
-
-_EMPTY_MODULE = cst.Module(body=())
-
-
-def _code(node: cst.CSTNode) -> str:
-    text = _EMPTY_MODULE.code_for_node(node).strip()
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _format(

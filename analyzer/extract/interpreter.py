@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from chainlens.analyzer.extract.evaluator import Evaluator, Guard
+from chainlens.analyzer.extract.evaluator import Evaluator
+from chainlens.analyzer.extract.flow import Guard
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program

@@ -1,6 +1,6 @@
 """The program being rebuilt: environments, transformations, submitted jobs.
 
-This is PyFlink's side of the story (P0 in flink-semantics.md): each API call
+This is PyFlink's side of the story (P0 in docs/flink-model.md): each API call
 the replay meets creates transformations here, with ids drawn from one
 counter exactly as Flink's JVM-wide ``Transformation.getNewNodeId()`` does.
 """

@@ -2,7 +2,7 @@
 
 Every function here mirrors one PyFlink 2.3 method (``pyflink/datastream``):
 which transformations it creates, hidden ones included, with which name,
-operator, parallelism and output type.  See flink-semantics.md §2.
+operator, parallelism and output type.  See docs/flink-model.md §2.
 """
 
 from __future__ import annotations

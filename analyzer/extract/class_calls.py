@@ -1,0 +1,277 @@
+"""The program's classes and the methods of values: class bodies run,
+instances built (``__init__`` followed), methods called on the program's
+instances, through ``super()``, on PyFlink objects a program's class is based
+on, and the methods of lists, dicts and strings that chainlens evaluates.
+A part of the :class:`~chainlens.analyzer.extract.evaluator.Evaluator`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from chainlens.analyzer.extract.flow import (
+    BreakError,
+    ChainScope,
+    ContinueError,
+    ReturnError,
+    StopError,
+)
+from chainlens.analyzer.extract.interface import (
+    UNRESOLVED,
+    Args,
+    Call,
+    Record,
+    Resolver,
+)
+from chainlens.analyzer.extract.operations import hashable, iterate
+from chainlens.analyzer.extract.syntax import body_of, code_of, decorated
+from chainlens.analyzer.extract.values import (
+    ArgParser,
+    BoundMethod,
+    ClassDef,
+    FunctionDef,
+    Instance,
+    Opaque,
+    QualifiedRef,
+    SuperRef,
+)
+
+
+@dataclass(eq=False, slots=True)
+class Inherited:
+    """The receiver of a method a program's class inherits from PyFlink: the
+    instance and the PyFlink object it is."""
+
+    instance: Instance
+    delegate: object
+
+
+#: What ``call_bound`` returns when no class of the program defines the method.
+NOT_FOUND = Opaque("no such method")
+
+
+def foreign_base(cls: ClassDef) -> str | None:
+    """The first base class of ``cls`` (or of its parents) the program does
+    not define, if any."""
+    if cls.foreign_base is not None:
+        return cls.foreign_base
+    for parent in cls.parents:
+        found = foreign_base(parent)
+        if found is not None:
+            return found
+    return None
+
+
+def with_receiver(call: Call, receiver: object) -> Call:
+    """``call`` with ``receiver`` as the first argument (``self``, ``cls``)."""
+    args = Args([receiver, *call.args.positional], dict(call.args.keywords))
+    return Call(args, call.where)
+
+
+class ClassCalls:
+    """The program's classes, their instances and methods, and the methods
+    of known values (a part of the Evaluator)."""
+
+    if TYPE_CHECKING:  # what the Evaluator provides
+        record: Record
+        resolver: Resolver
+        guarded: int
+        methods: list[tuple[ClassDef, object]]
+
+        def eval(
+            self, node: cst.BaseExpression, scope: dict[str, object]
+        ) -> object: ...
+
+        def exec_block(
+            self,
+            body: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+            scope: dict[str, object],
+        ) -> None: ...
+
+        def call_function(
+            self, func: FunctionDef, call: Call, node: cst.CSTNode
+        ) -> object: ...
+
+        def argparse_method(
+            self, parser: ArgParser, name: str, call: Call
+        ) -> object: ...
+
+    def define_class(self, stmt: cst.ClassDef, scope: dict[str, object]) -> ClassDef:
+        """Run a class body: its methods and class attributes."""
+        parents: list[ClassDef] = []
+        foreign: str | None = None
+        for base in stmt.bases:
+            if base.keyword is not None:
+                continue  # metaclass=...
+            value = self.eval(base.value, scope)
+            if isinstance(value, ClassDef):
+                parents.append(value)
+            elif not (
+                isinstance(value, QualifiedRef) and value.qualname == "builtins.object"
+            ):
+                foreign = foreign or (
+                    value.qualname
+                    if isinstance(value, QualifiedRef)
+                    else code_of(base.value)
+                )
+        bases = tuple(code_of(b.value) for b in stmt.bases if b.keyword is None)
+        body = ChainScope({}, scope)
+        with contextlib.suppress(StopError, ReturnError, BreakError, ContinueError):
+            self.exec_block(body_of(stmt.body), body)
+        return ClassDef(stmt.name.value, bases, dict(body), tuple(parents), foreign)
+
+    def instantiate(self, cls: ClassDef, call: Call, node: cst.Call) -> Instance:
+        """``Cls(...)``: an instance, its ``__init__`` followed."""
+        foreign = foreign_base(cls)
+        if foreign is not None and not self.resolver.follows_subclass(foreign):
+            self.resolver.unseen(
+                call,
+                f"{cls.name}() (a class based on {foreign}, which chainlens "
+                "does not follow)",
+            )
+        instance = Instance(cls)
+        init = self.call_bound(cls, instance, "__init__", call, node)
+        if init is NOT_FOUND and foreign is not None:
+            self.init_foreign(instance, foreign, call)  # the PyFlink class's own
+        return instance
+
+    def init_foreign(self, instance: object, base: str, call: Call) -> None:
+        """``base.__init__`` (``base`` not the program's) run for ``instance``:
+        an instance of a PyFlink class chainlens models becomes that object."""
+        found = self.resolver.subclass_init(base, call)
+        if isinstance(instance, Instance) and found is not UNRESOLVED:
+            instance.delegate = found
+
+    def inherited(self, instance: Instance, delegate: object, name: str) -> object:
+        """``instance.name`` for a method the PyFlink class defines; a method
+        that returns the PyFlink object itself returns ``instance`` (PyFlink
+        returns ``self``, whose own methods stay callable)."""
+        found = self.resolver.attribute(delegate, name)
+        if isinstance(found, BoundMethod) and found.receiver is delegate:
+            return BoundMethod(Inherited(instance, delegate), name)
+        return Opaque(f"attribute {name}") if found is UNRESOLVED else found
+
+    def call_bound(
+        self,
+        cls: ClassDef,
+        receiver: object,
+        name: str,
+        call: Call,
+        node: cst.CSTNode,
+        *,
+        parents_only: bool = False,
+    ) -> object:
+        """Call method ``name`` of ``cls`` (or only of its parents, for
+        ``super()``) on ``receiver``; ``NOT_FOUND`` if no class of the
+        program defines it."""
+        found = (
+            next(
+                (f for p in cls.parents if (f := p.find(name)) is not None),
+                None,
+            )
+            if parents_only
+            else cls.find(name)
+        )
+        if found is None:
+            return NOT_FOUND
+        method, owner = found
+        if not isinstance(method, FunctionDef):
+            return NOT_FOUND
+        if decorated(method, "staticmethod"):
+            bound = call
+        elif decorated(method, "classmethod"):
+            bound = with_receiver(call, owner)
+        else:
+            bound = with_receiver(call, receiver)
+        self.methods.append((owner, receiver))
+        try:
+            return self.call_function(method, bound, node)
+        finally:
+            self.methods.pop()
+
+    def call_method(self, method: BoundMethod, call: Call, node: cst.Call) -> object:
+        receiver, name = method.receiver, method.name
+        if isinstance(receiver, Instance):
+            result = self.call_bound(receiver.cls, receiver, name, call, node)
+            if result is not NOT_FOUND:
+                return result
+            foreign = foreign_base(receiver.cls)
+            if foreign is not None and foreign.startswith("pyflink."):
+                what = (
+                    f"{receiver.cls.name}.{name}() (inherited from {foreign}, on an "
+                    "instance built on no PyFlink object chainlens knows)"
+                )
+                self.resolver.unseen(call, what)
+                self.record.unknown(
+                    "call", f"{what}: what it does is not shown", call.where
+                )
+                return Opaque(f"{name}()")
+        if isinstance(receiver, SuperRef):
+            result = self.call_bound(
+                receiver.cls, receiver.receiver, name, call, node, parents_only=True
+            )
+            if result is not NOT_FOUND:
+                return result
+            if foreign_base(receiver.cls) is None:
+                return None  # object's method (object.__init__)
+            foreign = foreign_base(receiver.cls)
+            if name == "__init__" and foreign is not None:
+                self.init_foreign(receiver.receiver, foreign, call)
+                return None
+            inner = receiver.receiver
+            if isinstance(inner, Instance) and inner.delegate is not None:
+                receiver = Inherited(inner, inner.delegate)
+        if isinstance(receiver, Inherited):
+            result = self.resolver.call_method(
+                receiver.delegate, name, call, guarded=bool(self.guarded)
+            )
+            if result is receiver.delegate:
+                return receiver.instance
+            if result is not UNRESOLVED:
+                return result
+        if isinstance(receiver, ArgParser):
+            return self.argparse_method(receiver, name, call)
+        if isinstance(receiver, list) and name in ("append", "extend"):
+            if name == "append" and call.args.positional:
+                receiver.append(call.args.positional[0])
+            elif name == "extend" and call.args.positional:
+                items = iterate(call.args.positional[0])
+                if items is not None:
+                    receiver.extend(items)
+            return None
+        if isinstance(receiver, dict) and name == "get":
+            key = call.args.get(0, "key")
+            if hashable(key) and key in receiver:
+                return receiver[key]
+            return call.args.get(1, "default")
+        if isinstance(receiver, dict) and name in ("items", "keys", "values"):
+            return list(getattr(receiver, name)())
+        if not isinstance(receiver, (str, list, dict, tuple)):
+            result = self.resolver.call_method(
+                receiver, name, call, guarded=bool(self.guarded)
+            )
+            if result is not UNRESOLVED:
+                return result
+            self.resolver.unseen(call, f"{name}() of a value chainlens does not know")
+        if isinstance(receiver, str) and name in (
+            "upper",
+            "lower",
+            "strip",
+            "title",
+            "capitalize",
+            "replace",
+            "format",
+            "join",
+        ):
+            try:
+                return getattr(receiver, name)(
+                    *call.args.positional, **call.args.keywords
+                )
+            except Exception:  # the program itself would fail here
+                return Opaque("string")
+        return Opaque(f"{name}()")
