@@ -8,7 +8,7 @@ in the PyFlink programs under PATHS, ruff-style; ``--fix`` applies the safe fixe
 ``chainlens rule CODE`` prints a rule's documentation; ``chainlens rule --all``
 lists the rules.
 
-``chainlens graph FILE... [--format text|json|dot] [--default-parallelism N]``
+``chainlens graph FILE... [--format text|json|dot|svg] [--default-parallelism N]``
 prints what Flink (1.18 to 2.3) will build from each PyFlink program.  Exit
 codes: 0 when every file was analysed, 1 when a file could not be analysed
 (syntax error, undecodable bytes, an API chainlens does not know) or a job is
@@ -71,6 +71,7 @@ from chainlens.analyzer import (
     render_report,
     render_rule,
     render_rule_table,
+    render_svg,
     render_upgrade_json,
     render_upgrade_text,
     render_variants_json,
@@ -413,9 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     graph.add_argument(
         "--format",
-        choices=("text", "json", "dot"),
+        choices=("text", "json", "dot", "svg"),
         default="text",
-        help="output format",
+        help="output format (svg: a picture of one program's jobs)",
     )
     graph.add_argument(
         "--all-variants",
@@ -583,6 +584,10 @@ def run_graph(args: argparse.Namespace) -> int:
         text = render_graph_json(results)
     elif args.format == "dot":
         text = render_dot(results)
+    elif args.format == "svg":
+        if len(results) != 1:
+            raise UsageError("--format svg pictures one program: give one file")
+        text = render_svg(results[0]) + "\n"
     else:
         text = render_graph_text(results)
     sys.stdout.write(text)
@@ -595,7 +600,7 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
         before, after = parse_flink_range(args.flink_version)
     except VersionError as exc:
         raise UsageError(f"--flink-version: {exc}") from None
-    if args.format == "dot" or args.all_variants:
+    if args.format in ("dot", "svg") or args.all_variants:
         raise UsageError(
             "--flink-version A..B: the formats are text and json, without "
             "--all-variants"
@@ -619,7 +624,7 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
 
 
 def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
-    if args.format == "dot":
+    if args.format in ("dot", "svg"):
         raise UsageError("--all-variants: the formats are text and json")
     if args.argv is not None:
         raise UsageError("--all-variants chooses the command lines: no --argv")

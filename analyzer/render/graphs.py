@@ -2,8 +2,8 @@
 
 The JSON form is versioned (``schema_version``); its ``job_graph`` and
 ``stream_graph`` objects use the same keys as Flink's own graphs dumped by the
-project's oracle generator, so the two can be compared mechanically.  See
-docs/json-schema.md.
+project's oracle generator, so the two can be compared mechanically.  The
+document is described in docs/commands.md ("JSON output").
 """
 
 from __future__ import annotations

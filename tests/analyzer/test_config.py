@@ -485,7 +485,7 @@ def test_default_exclusions_do_not_apply_above_the_project(tmp_path: Path) -> No
 
 
 def test_the_documented_example_config_is_valid(tmp_path: Path) -> None:
-    section = (FIXTURES.parents[2] / "README.md").read_text(encoding="utf-8")
+    section = (support.ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     example = section.split("```toml\n", 1)[1].split("```", 1)[0]
     _write(tmp_path / "pyproject.toml", example)
     batch = find_config(_job(tmp_path / "batch"))
