@@ -9,6 +9,7 @@ from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name, state_info
+from chainlens.analyzer.rules.restores import Restore, key_of
 
 
 class NewState:
@@ -72,8 +73,10 @@ class NewState:
     needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each stateful operator no saved state lands in."""
+        """Report each stateful operator no saved state lands in, and each whose
+        key selector changed (new keys start empty)."""
         for restore in context.restores:
+            yield from self._keys_changed(context, restore)
             graph, job_graph = restore.job.stream_graph, restore.job.job_graph
             if graph is None or job_graph is None:
                 continue
@@ -118,3 +121,35 @@ class NewState:
                 yield context.report(
                     self, text, node.range, job_index=restore.job.spec.index
                 )
+
+    def _keys_changed(
+        self, context: RuleContext, restore: Restore
+    ) -> Iterator[Diagnostic]:
+        """Keyed operators that get their state back under another key selector:
+        the state stays under the old keys, records of new keys start empty
+        (observed on Flink 2.3 and 1.20)."""
+        if restore.pair is None:
+            return
+        old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
+        if old_graph is None or new_graph is None:
+            return
+        for landing in restore.assignment.landings:
+            writer, node = landing.saved.writer, landing.node
+            if writer is None or node is None or not landing.saved.has_state:
+                continue
+            if landing.outcome is not Outcome.RESTORED or restore.foreign(landing):
+                continue
+            before, after = key_of(old_graph, writer), key_of(new_graph, node)
+            if before is None or after is None or None in (before[0], after[0]):
+                continue
+            if before[0] == after[0] or before[1] != after[1]:
+                continue  # unchanged, or a new key type (CL204)
+            yield context.report(
+                self,
+                f"The key of {display_name(node)} ({restore.how}) is now "
+                f"`{after[0]}`, and {restore.label} saved its state by "
+                f"`{before[0]}`: the state stays under the old keys; records whose "
+                "key is new start empty",
+                node.range,
+                job_index=restore.job.spec.index,
+            )
