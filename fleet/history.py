@@ -47,6 +47,14 @@ SHALLOW = (
 )
 
 
+#: Spark Connect has no RDDs (the tasks write their own parts and hand back
+#: counters and states); a DataFrame engine for it is not written yet.
+_NO_CONNECT = (
+    "fleet history runs on classic Spark (local, standalone, YARN, Kubernetes); "
+    "Spark Connect (--remote) is not supported yet"
+)
+
+
 @dataclass(slots=True)
 class HistoryOptions:
     """What ``chainlens fleet history`` was asked to do."""
@@ -101,6 +109,8 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
         _Timings,
     )
 
+    if options.remote:
+        raise ScanError(_NO_CONNECT)
     for root in options.roots:
         if not Path(root).is_dir():
             raise ScanError(f"{root}: no such directory")
@@ -136,10 +146,7 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
                 raise
             timings.since_start("start_s")
             if not cluster.classic:
-                raise ScanError(
-                    "fleet history runs on classic Spark (local, standalone, YARN, "
-                    "Kubernetes); Spark Connect (--remote) is not supported yet"
-                )
+                raise ScanError(_NO_CONNECT)
             shipped = _ship_package(cluster, staging)
             with timings.phase("analyse_s"):
                 outputs = analyse(cluster.context, plans, staging, options.partitions)
@@ -304,14 +311,17 @@ def finish(
     write_part(staging, "commits", "part-driver", rows)
     kept = 0
     if had_state:
-        dropped = [
+        # repositories walked again from their start (rewritten, or with
+        # other options), failing ones, and those no longer under the roots
+        # leave their old rows behind
+        kept_repos = [
             p.history.repo
             for p in plans
-            if p.history.rewritten or p.history.problem is not None
+            if p.continued and not p.history.rewritten and p.history.problem is None
         ]
         redone = [(p.history.repo, path) for p in plans for path in p.touched_paths]
         heads = {p.history.repo: p.history.head for p in plans if p.history.head}
-        kept = keep_previous(out, staging, dropped, redone, heads)
+        kept = keep_previous(out, staging, kept_repos, redone, heads)
     complete(staging)
     repos: dict[str, Any] = {}
     for plan in plans:

@@ -55,6 +55,8 @@ class RepoPlan:
     untouched: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: paths whose exposure rows this run makes again
     touched_paths: set[str] = field(default_factory=set)
+    #: the walk went on from where the earlier run stopped (its rows are kept)
+    continued: bool = False
 
 
 def plan_repository(
@@ -78,7 +80,7 @@ def plan_repository(
     history = walk(name, folder, branch, since, after)
     if history.rewritten or history.problem is not None:
         carried = {}
-    plan = RepoPlan(history)
+    plan = RepoPlan(history, continued=after is not None and not history.rewritten)
     # path now -> (lineage key, the lineage made in this run or None)
     live: dict[str, str] = {state["path"]: key for key, state in carried.items()}
     made: dict[str, Lineage] = {}
@@ -94,6 +96,7 @@ def plan_repository(
             lineage.head = head
             lineage.head_time = history.commits[-1].time if history.commits else 0
         plan.touched_paths.update(v.path for v in lineage.versions)
+        plan.touched_paths.update(v.old_path for v in lineage.versions if v.old_path)
     return plan
 
 

@@ -90,15 +90,15 @@ def read_rows(directory: Path, name: str) -> list[dict[str, Any]]:
 def keep_previous(
     out: Path,
     staging: Path,
-    dropped_repos: Iterable[str],
+    kept_repos: Iterable[str],
     exposure_redone: Iterable[tuple[str, str]],
     heads: dict[str, str],
 ) -> int:
-    """Copy the earlier run's rows into ``staging``: all but those of
-    ``dropped_repos`` (walked again from their start) and, of ``exposure``,
-    those of files whose exposure this run makes again (``(repo, path)``); the
-    exposure kept names each repository's head now.  Returns the rows kept."""
-    dropped = pa.array(sorted(set(dropped_repos)), type=pa.string())
+    """Copy the earlier run's rows of ``kept_repos`` (those this run goes on
+    from) into ``staging``, less, of ``exposure``, those of files whose
+    exposure this run makes again (``(repo, path)``); the exposure kept names
+    each repository's head now.  Returns the rows kept."""
+    keep = pa.array(sorted(set(kept_repos)), type=pa.string())
     redone = pa.array(sorted(f"{r}\0{p}" for r, p in exposure_redone), type=pa.string())
     kept_rows = 0
     for name in HISTORY_TABLES:
@@ -106,7 +106,7 @@ def keep_previous(
         if not folder.is_dir():
             continue
         table = pq.read_table(str(folder), schema=ARROW_SCHEMAS[name])
-        mask = pc.invert(pc.is_in(table.column("repo"), value_set=dropped))
+        mask = pc.is_in(table.column("repo"), value_set=keep)
         if name == "exposure":
             key = pc.binary_join_element_wise(
                 table.column("repo"), table.column("path"), "\0"
