@@ -106,8 +106,11 @@ class _Analysis:
 class Analyses:
     """Each blob analysed once: results kept until their last use in the task."""
 
-    def __init__(self, uses: Counter[str]) -> None:
+    def __init__(self, uses: Counter[str], dedup: bool = True) -> None:
         self._uses = uses
+        #: False: every use analyses again (what running the gate at each
+        #: commit costs; the benchmark's measure of what de-duplication saves)
+        self._dedup = dedup
         self._cache: dict[tuple[str, ...], _Analysis] = {}
         self._data: dict[str, bytes | str] = {}
         self.analysed = 0
@@ -125,7 +128,7 @@ class Analyses:
     ) -> _Analysis:
         """The analysis of ``blob`` as the file ``rel`` at ``commit``."""
         key = (blob, config_key)
-        found = self._cache.get(key)
+        found = self._cache.get(key) if self._dedup else None
         if found is not None and found.result is not None and found.result.modules:
             found = self._cache.get((*key, root, rel, commit))
         path = os.path.join(root, rel)
@@ -156,6 +159,8 @@ class Analyses:
                 )
                 analysis = _Analysis(result, data, time.perf_counter() - started)
                 self.analysed += 1
+        if not self._dedup:
+            return analysis
         if analysis.result is not None and analysis.result.modules:
             self._cache[(*key, root, rel, commit)] = analysis
             self._cache.setdefault(key, analysis)
@@ -216,8 +221,11 @@ class TaskOutput:
     seconds: float = 0.0
 
 
-def run_lineages(lineages: Iterable[Lineage]) -> Iterator[tuple[str, Row]]:
-    """The tagged rows of a task's lineages; last, ``("output", TaskOutput)``."""
+def run_lineages(
+    lineages: Iterable[Lineage], dedup: bool = True
+) -> Iterator[tuple[str, Row]]:
+    """The tagged rows of a task's lineages; last, ``("output", TaskOutput)``
+    (``dedup``: each blob analysed once; without, at each use)."""
     lineages = list(lineages)
     uses: Counter[str] = Counter()
     for lineage in lineages:
@@ -225,7 +233,7 @@ def run_lineages(lineages: Iterable[Lineage]) -> Iterator[tuple[str, Row]]:
             for blob in (version.blob, version.old_blob):
                 if blob:
                     uses[blob] += 1
-    analyses = Analyses(uses)
+    analyses = Analyses(uses, dedup)
     output = TaskOutput()
     readers: dict[str, Blobs] = {}
     try:
