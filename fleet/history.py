@@ -148,7 +148,12 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
             if not cluster.classic:
                 raise ScanError(_NO_CONNECT)
             shipped = _ship_package(cluster, staging)
-            with timings.phase("analyse_s"):
+            from chainlens.fleet.spark import Progress
+
+            progress = options.progress
+            if progress is None:
+                progress = sys.stderr.isatty()
+            with timings.phase("analyse_s"), Progress(cluster.context, progress):
                 outputs = analyse(cluster.context, plans, staging, options.partitions)
         with timings.phase("write_s"):
             facts = finish(plans, outputs, out, staging, state is not None)

@@ -112,6 +112,8 @@ class Analyses:
         #: commit costs; the benchmark's measure of what de-duplication saves)
         self._dedup = dedup
         self._cache: dict[tuple[str, ...], _Analysis] = {}
+        #: blob -> its keys in the cache
+        self._keys: dict[str, set[tuple[str, ...]]] = {}
         self._data: dict[str, bytes | str] = {}
         self.analysed = 0
         self.reused = 0
@@ -161,11 +163,14 @@ class Analyses:
                 self.analysed += 1
         if not self._dedup:
             return analysis
+        keys = self._keys.setdefault(blob, set())
         if analysis.result is not None and analysis.result.modules:
             self._cache[(*key, root, rel, commit)] = analysis
             self._cache.setdefault(key, analysis)
+            keys.update({(*key, root, rel, commit), key})
         else:
             self._cache[key] = analysis
+            keys.add(key)
         return analysis
 
     def used(self, blob: str) -> None:
@@ -173,8 +178,8 @@ class Analyses:
         self._uses[blob] -= 1
         if self._uses[blob] <= 0:
             self._data.pop(blob, None)
-            for key in [k for k in self._cache if k[0] == blob]:
-                del self._cache[key]
+            for key in self._keys.pop(blob, ()):
+                self._cache.pop(key, None)
 
 
 def _reader(blobs: Blobs, root: str, commit: str) -> Any:

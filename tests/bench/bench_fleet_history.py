@@ -28,6 +28,7 @@ every commit costs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -292,10 +293,16 @@ def main() -> None:
                         this[name] = run_pool([work / "repos"], out)
                     else:
                         this[name] = run_spark([work / "repos"], out, work / "cache")
+                    phases = json.loads((out / "summary.json").read_text())["timings"]
+                    shown = ", ".join(
+                        f"{k} {phases[k]:.1f}"
+                        for k in ("walk_s", "start_s", "analyse_s", "write_s")
+                        if k in phases
+                    )
                     print(
                         f"  round {round_ + 1} {name}: {this[name]:.1f} s "
-                        f"({versions / this[name]:.0f} versions/s; load before "
-                        f"{before}, after {load()})",
+                        f"({versions / this[name]:.0f} versions/s; {shown}; load "
+                        f"before {before}, after {load()})",
                         flush=True,
                     )
                     seconds[name].append(this[name])
