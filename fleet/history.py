@@ -3,8 +3,9 @@
 The run as phases: while Spark starts, the driver walks each repository's
 first-parent history with git and plans the lineages of its files
 (:mod:`chainlens.fleet.history_plan`); one Spark job analyses them on the
-executors, each task writing its own Parquet parts
-(:func:`chainlens.fleet.history_rows.run_lineages`); the driver then writes the
+executors (:func:`chainlens.fleet.history_rows.run_lineages`), each task
+writing its own Parquet parts (over Spark Connect, a Python UDF whose rows
+Spark writes); the driver then writes the
 ``commits`` table, keeps the earlier run's rows (``--out`` holding one), and
 writes the state file, ``summary.json`` and ``report.html``.  As with ``fleet
 scan``, everything goes into a folder beside ``--out`` that takes its place at
@@ -44,14 +45,6 @@ WAVES = 4
 SHALLOW = (
     "the boundary of a shallow clone: its parent is not in the clone, so what it "
     "changed cannot be compared (git fetch --unshallow for the whole history)"
-)
-
-
-#: Spark Connect has no RDDs (the tasks write their own parts and hand back
-#: counters and states); a DataFrame engine for it is not written yet.
-_NO_CONNECT = (
-    "fleet history runs on classic Spark (local, standalone, YARN, Kubernetes); "
-    "Spark Connect (--remote) is not supported yet"
 )
 
 
@@ -102,6 +95,7 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
     from chainlens.fleet.history_tables import read_state
     from chainlens.fleet.output import check_output, write_manifest
     from chainlens.fleet.spark import (
+        Progress,
         _join,
         _new_staging,
         _replace,
@@ -109,8 +103,6 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
         _Timings,
     )
 
-    if options.remote:
-        raise ScanError(_NO_CONNECT)
     for root in options.roots:
         if not Path(root).is_dir():
             raise ScanError(f"{root}: no such directory")
@@ -145,16 +137,19 @@ def run_history(options: HistoryOptions) -> dict[str, Any]:
                 starting.abandon()
                 raise
             timings.since_start("start_s")
-            if not cluster.classic:
-                raise ScanError(_NO_CONNECT)
             shipped = _ship_package(cluster, staging)
-            from chainlens.fleet.spark import Progress
-
             progress = options.progress
             if progress is None:
                 progress = sys.stderr.isatty()
             with timings.phase("analyse_s"), Progress(cluster.context, progress):
-                outputs = analyse(cluster.context, plans, staging, options.partitions)
+                if cluster.classic:
+                    outputs = analyse(
+                        cluster.context, plans, staging, options.partitions
+                    )
+                else:
+                    outputs = analyse_connect(
+                        cluster.session, plans, staging, options.partitions
+                    )
         with timings.phase("write_s"):
             facts = finish(plans, outputs, out, staging, state is not None)
             summary = build_summary(staging, facts)
@@ -193,6 +188,66 @@ def analyse(
         .collect()
     )
     return results
+
+
+def analyse_connect(
+    spark: Any, plans: Sequence[RepoPlan], staging: Path, partitions: int | None
+) -> list[TaskOutput]:
+    """Spark Connect (no RDDs): the same tasks in a Python UDF, one row per
+    task; Spark writes the rows, the driver collects the tasks' outputs."""
+    import json
+    import pickle
+
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from chainlens.fleet.history_schema import HISTORY_SCHEMAS
+
+    lineages = [lineage for plan in plans for lineage in plan.lineages]
+    chunks = balanced(components(lineages), partitions or 2, WAVES)
+    if not chunks:
+        return []
+    columns = {name: [c for c, _ in cols] for name, cols in HISTORY_SCHEMAS.items()}
+
+    @F.udf(returnType="array<struct<table:string,row:string>>", useArrow=False)
+    def run(chunk: bytes) -> list[tuple[str, str]]:
+        import json
+        import pickle
+
+        from chainlens.fleet.history_rows import run_lineages
+
+        tagged = []
+        for table, row in run_lineages(pickle.loads(chunk)):
+            if table == "output":
+                tagged.append((table, json.dumps(row[0].to_json())))  # type: ignore[attr-defined]
+            else:
+                named = dict(zip(columns[table], row, strict=True))
+                tagged.append((table, json.dumps(named)))
+        return tagged
+
+    frame = spark.createDataFrame(
+        [(index, pickle.dumps(chunk)) for index, chunk in enumerate(chunks)],
+        "task int, chunk binary",
+    ).repartition(len(chunks))
+    tagged = frame.select(F.explode(run("chunk")).alias("t"))
+    tagged = tagged.select("t.table", "t.row").persist()
+    try:
+        outputs = [
+            TaskOutput.from_json(json.loads(row["row"]))
+            for row in tagged.filter(F.col("table") == "output").collect()
+        ]
+        for name in ("versions", "id_changes", "exposure"):
+            schema = ", ".join(f"`{c}` {kind}" for c, kind in HISTORY_SCHEMAS[name])
+            (
+                tagged.filter(F.col("table") == name)
+                .select(F.from_json("row", schema).alias("r"))
+                .select("r.*")
+                .coalesce(1)
+                .write.mode("overwrite")
+                .parquet(str(staging / name))
+            )
+    finally:
+        tagged.unpersist()
+    return outputs
 
 
 def analyse_locally(

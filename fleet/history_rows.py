@@ -225,6 +225,29 @@ class TaskOutput:
     compared: int = 0
     seconds: float = 0.0
 
+    def to_json(self) -> dict[str, Any]:
+        """As JSON (what a Spark Connect UDF hands back)."""
+        return {
+            "commits": [[r, c, dict(n)] for (r, c), n in self.commits.items()],
+            "states": [[r, k, v] for (r, k), v in self.states.items()],
+            "counts": [self.analysed, self.reused, self.versions, self.compared],
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskOutput:
+        """Back from :meth:`to_json`."""
+        analysed, reused, versions, compared = data["counts"]
+        return cls(
+            {(r, c): Counter(n) for r, c, n in data["commits"]},
+            {(r, k): v for r, k, v in data["states"]},
+            analysed,
+            reused,
+            versions,
+            compared,
+            data["seconds"],
+        )
+
 
 def run_lineages(
     lineages: Iterable[Lineage], dedup: bool = True

@@ -431,16 +431,3 @@ def test_on_spark_every_row_is_the_gates(
             "analysed_blobs"
         ]
     )
-
-
-def test_spark_connect_is_refused_with_a_message(tmp_path: Path) -> None:
-    root = tmp_path / "repos"
-    (root / "empty").mkdir(parents=True)
-    done = history_command(
-        [root], tmp_path / "out", "--remote", "sc://127.0.0.1:1", cache=tmp_path
-    )
-    assert done.returncode == 2
-    assert done.stderr == (
-        "chainlens: error: fleet history runs on classic Spark (local, standalone, "
-        "YARN, Kubernetes); Spark Connect (--remote) is not supported yet\n"
-    )
