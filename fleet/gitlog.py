@@ -144,12 +144,11 @@ def walk(
     if out.strip() == "true":
         history.shallow = True
         _, shallow_file, _ = _git(root, "rev-parse", "--git-path", "shallow")
+        listed = Path(shallow_file.strip())
+        if not listed.is_absolute():
+            listed = Path(root) / listed
         try:
-            boundary = set(
-                (Path(root) / shallow_file.strip()).read_text().split()
-                if not os.path.isabs(shallow_file.strip())
-                else Path(shallow_file.strip()).read_text().split()
-            )
+            boundary = set(listed.read_text().split())
         except OSError:
             boundary = set()
     revisions = [history.head]

@@ -64,7 +64,6 @@ class HistoryOptions:
     #: no Spark: the tasks run in this many processes (the benchmark's
     #: baseline and the tests of what the driver does; not a command option)
     processes: int | None = None
-    log: Any = lambda message: print(message, file=sys.stderr)
 
 
 def deployed(plan: RepoPlan) -> RepoPlan:
@@ -395,8 +394,8 @@ def finish(
         repos[history.repo] = {
             "head": history.head,
             "branch": history.branch,
-            "branch_asked": plan_branch(plan) or "",
-            "since": plan_since(plan),
+            "branch_asked": history.asked_branch or "",
+            "since": history.since,
             "lineages": {
                 k: v for k, v in lineages.items() if v.get("blob") is not None
             },
@@ -411,13 +410,3 @@ def finish(
         "repositories": len(plans),
         "incremental": had_state,
     }
-
-
-def plan_branch(plan: RepoPlan) -> str | None:
-    """The ``--branch`` the repository was walked with (None: the checked-out one)."""
-    return plan.history.asked_branch
-
-
-def plan_since(plan: RepoPlan) -> str | None:
-    """The ``--since`` the repository was walked with."""
-    return plan.history.since

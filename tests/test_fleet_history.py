@@ -32,7 +32,7 @@ from chainlens.fleet.history_rows import label_of
 from chainlens.fleet.history_schema import HISTORY_SCHEMAS, HISTORY_TABLES
 from chainlens.fleet.output import MARKER, OutputError
 from chainlens.hooks.cli import main as cli_main
-from tests.fleet.history_repos import git, make_fleet
+from tests.fleet.history_repos import VERSION_1, VERSION_3, git, make_fleet
 from tests.test_fleet_spark import standalone  # noqa: F401 - the cluster fixture
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
@@ -301,6 +301,36 @@ def test_each_distinct_blob_is_analysed_once(
     # PyFlink programs that parse or not, each analysed once
     assert summary["run"]["analysed_blobs"] == len(analysable)
     assert len(rows(out, "versions")) > 3 * len(analysable)
+
+
+def test_a_merge_is_compared_with_its_first_parent(tmp_path: Path) -> None:
+    """First-parent history: a feature branch's own commits are not walked, its
+    merge is compared with the main line's commit before it (as ``--base
+    MERGE^``)."""
+    repo = tmp_path / "repos" / "merged"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "job.py").write_text(VERSION_1, encoding="utf-8")
+    git(repo, "add", "job.py")
+    git(repo, "commit", "-q", "-m", "the job")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "job.py").write_text(VERSION_3, encoding="utf-8")
+    git(repo, "commit", "-q", "-am", "rename the uid on a branch")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("docs\n", encoding="utf-8")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "docs")
+    git(repo, "merge", "-q", "--no-ff", "feature", "-m", "merge the feature")
+    merge = git(repo, "rev-parse", "HEAD").strip()
+    out = tmp_path / "out"
+    run_history(HistoryOptions([str(tmp_path / "repos")], out, processes=1))
+    subjects = [r["subject"] for r in rows(out, "commits", repo="merged")]
+    assert sorted(subjects) == ["docs", "merge the feature", "the job"]
+    (row,) = rows(out, "commits", repo="merged", commit=merge)
+    assert (row["compared"], row["state_breaking"]) == (1, 2)
+    assert_rows_are_the_gates(
+        out, {("merged", merge): gate_at(repo, merge, tmp_path / "checkouts")}
+    )
 
 
 def _full_tables(out: Path) -> dict[str, Counter[tuple[object, ...]]]:
