@@ -243,7 +243,7 @@ td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} \
 td:first-child,th:first-child{{text-align:left}} td.text{{text-align:left}}
 .drill{{margin:2px 0 2px 8px}} .drill .drill{{margin-left:20px}}
 .drill:not(:target)>:not(.head){{display:none}} .drill:target{{background:#fff8c5}}
-.drill:target .drill>:not(.head){{display:none}} .drill .drill:target>*{{display:block}}
+.drill:has(.drill:target)>:not(.head){{display:block}}
 .drill .head::before{{content:"▸ "}} .drill:target>.head::before{{content:"▾ "}}
 </style></head><body>
 <h1>chainlens fleet history</h1>
