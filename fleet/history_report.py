@@ -186,8 +186,8 @@ def render_html(summary: dict[str, Any]) -> str:
                 f"<td class=text>{_esc(c['operator'])}</td>"
                 f"<td><code>{_esc(c['old_id'])}</code></td>"
                 f"<td><code>{_esc(c['new_id'] or '—')}</code></td>"
-                f"<td>{_esc(c['outcome'])}</td><td>{_esc(c['rule'])}</td>"
-                f"<td class=text>{_esc(c['reason'])}</td></tr>"
+                f"<td>{_esc(c['outcome'])}</td><td>{_esc(c['rule'])}</td></tr>"
+                f"<tr><td colspan=7 class='text why'>{_esc(c['reason'])}</td></tr>"
                 for c in entry["changes"]
             )
             items.append(
@@ -197,7 +197,7 @@ def render_html(summary: dict[str, Any]) -> str:
                 f"{entry['state_breaking']} state-breaking</a>"
                 "<table><tr><th>path</th><th>line</th><th>operator</th>"
                 "<th>old ID</th><th>new ID</th><th>outcome</th><th>rule</th>"
-                f"<th>reason</th></tr>{lines}</table></div>"
+                f"</tr>{lines}</table></div>"
             )
         reasons = "".join(f"<li>{_esc(r)}</li>" for r in repo["reasons"])
         drills.append(
@@ -241,6 +241,7 @@ svg a.bar:hover text{{fill:#0969da;text-decoration:underline}}
 section{{margin:18px 0}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:right}} \
 td:first-child,th:first-child{{text-align:left}} td.text{{text-align:left}}
+td.why{{color:#57606a;border-top:none;max-width:1000px}}
 .drill{{margin:2px 0 2px 8px}} .drill .drill{{margin-left:20px}}
 .drill:not(:target)>:not(.head){{display:none}} .drill:target{{background:#fff8c5}}
 .drill:has(.drill:target)>:not(.head){{display:block}}
