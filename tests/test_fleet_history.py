@@ -333,6 +333,25 @@ def test_a_merge_is_compared_with_its_first_parent(tmp_path: Path) -> None:
     )
 
 
+def test_since_walks_only_later_commits_and_compares_the_first_with_its_parent(
+    fleet: tuple[Path, dict[str, Any]],
+    gate: dict[tuple[str, str], list[dict[str, Any]]],
+    tmp_path: Path,
+) -> None:
+    root, commits = fleet
+    out = tmp_path / "out"
+    # the commits are dated 2026-01-01 to -09 at noon: from the 5th on
+    run_history(
+        HistoryOptions(
+            [str(root / "payments")], out, since="2026-01-05T00:00:00", processes=1
+        )
+    )
+    walked = [r["commit"] for r in rows(out, "commits")]
+    assert sorted(walked) == sorted(commits["payments"][4:])
+    # the map before the window (the 5th) is compared with the 4th, not walked
+    assert_rows_are_the_gates(out, {k: v for k, v in gate.items() if k[1] in walked})
+
+
 def _full_tables(out: Path) -> dict[str, Counter[tuple[object, ...]]]:
     return {name: table(out, name) for name in HISTORY_TABLES}
 
