@@ -29,6 +29,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "compare_upgrade": ("compare", "compare_upgrade"),
+    "compare_versions": ("compare", "compare_versions"),
+    "SAVEPOINT_RULES": ("compare", "SAVEPOINT_RULES"),
+    "StateFact": ("compare", "StateFact"),
+    "VersionComparison": ("compare", "VersionComparison"),
+    "analyze_graphs": ("api", "analyze_graphs"),
+    "is_pyflink_source": ("discovery", "is_pyflink_source"),
     "explain_id": ("compare", "explain_id"),
     "SavepointComparison": ("compare", "SavepointComparison"),
     "compare_with_savepoint": ("compare", "compare_with_savepoint"),
@@ -126,6 +132,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
+    "SAVEPOINT_RULES",
     "AnalysisResult",
     "CheckSummary",
     "Comparison",
@@ -159,10 +166,13 @@ __all__ = [
     "Severity",
     "SourcePosition",
     "SourceRange",
+    "StateFact",
     "TextEdit",
     "VariantChange",
     "VariantFacts",
+    "VersionComparison",
     "VersionError",
+    "analyze_graphs",
     "apply_deployment",
     "apply_fixes",
     "check_bytes",
@@ -174,6 +184,7 @@ __all__ = [
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
+    "compare_versions",
     "compare_with_base",
     "compare_with_savepoint",
     "count_versions",
@@ -187,6 +198,7 @@ __all__ = [
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "is_pyflink_source",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
@@ -236,6 +248,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from chainlens.analyzer.api import analyze_graphs
     from chainlens.analyzer.check import (
         PARALLEL_THRESHOLD,
         FileCheck,
@@ -260,10 +273,14 @@ if TYPE_CHECKING:
     from chainlens.analyzer.check_report import render_text as render_findings_text
     from chainlens.analyzer.check_report import sort_key as finding_sort_key
     from chainlens.analyzer.compare import (
+        SAVEPOINT_RULES,
         Comparison,
         EditorBaseline,
         SavepointComparison,
+        StateFact,
+        VersionComparison,
         compare_upgrade,
+        compare_versions,
         compare_with_base,
         compare_with_savepoint,
         explain_id,
@@ -298,7 +315,7 @@ if TYPE_CHECKING:
         restore_verdict,
     )
     from chainlens.analyzer.deploy.targets import describe as describe_deployment
-    from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.discovery import discover, is_pyflink_source
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
