@@ -29,6 +29,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("gate.compare", "Comparison"),
     "compare_with_base": ("gate.compare", "compare_with_base"),
     "compare_upgrade": ("gate.compare", "compare_upgrade"),
+    "compare_versions": ("gate.compare", "compare_versions"),
+    "SAVEPOINT_RULES": ("gate.compare", "SAVEPOINT_RULES"),
+    "StateFact": ("gate.compare", "StateFact"),
+    "VersionComparison": ("gate.compare", "VersionComparison"),
+    "analyze_graphs": ("api", "analyze_graphs"),
+    "is_pyflink_source": ("discovery", "is_pyflink_source"),
     "explain_id": ("gate.compare", "explain_id"),
     "SavepointComparison": ("gate.compare", "SavepointComparison"),
     "compare_with_savepoint": ("gate.compare", "compare_with_savepoint"),
@@ -138,6 +144,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
+    "SAVEPOINT_RULES",
     "AnalysisResult",
     "CheckSummary",
     "Comparison",
@@ -172,10 +179,13 @@ __all__ = [
     "Severity",
     "SourcePosition",
     "SourceRange",
+    "StateFact",
     "TextEdit",
     "VariantChange",
     "VariantFacts",
+    "VersionComparison",
     "VersionError",
+    "analyze_graphs",
     "apply_deployment",
     "apply_fixes",
     "base_section",
@@ -189,6 +199,7 @@ __all__ = [
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
+    "compare_versions",
     "compare_with_base",
     "compare_with_savepoint",
     "count_versions",
@@ -202,6 +213,7 @@ __all__ = [
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "is_pyflink_source",
     "materialize",
     "one_line",
     "parse_flink_range",
@@ -260,6 +272,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from chainlens.analyzer.api import analyze_graphs
     from chainlens.analyzer.check import (
         PARALLEL_THRESHOLD,
         FileCheck,
@@ -303,16 +316,20 @@ if TYPE_CHECKING:
         restore_verdict,
     )
     from chainlens.analyzer.deploy.targets import describe as describe_deployment
-    from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.discovery import discover, is_pyflink_source
     from chainlens.analyzer.errors import one_line
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.gate.compare import (
+        SAVEPOINT_RULES,
         Comparison,
         EditorBaseline,
         SavepointComparison,
+        StateFact,
+        VersionComparison,
         compare_upgrade,
+        compare_versions,
         compare_with_base,
         compare_with_savepoint,
         explain_id,

@@ -31,6 +31,7 @@ from typing import Final, TextIO
 from chainlens.analyzer import (
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
+    SAVEPOINT_RULES,
     AnalysisResult,
     CheckSummary,
     ConfigError,
@@ -679,10 +680,6 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     else:
         out.write(report)
     return _exit_status(args, findings)
-
-
-#: What ``chainlens savepoint`` reports unless --select says otherwise.
-SAVEPOINT_RULES: Final = ("CL000", "CL108", "CL2")
 
 
 def _exit_status(args: argparse.Namespace, findings: Sequence[Finding]) -> int:

@@ -424,6 +424,11 @@ def ds_key_by(call: Call, s: Stream) -> Stream:
     if s.kind == "KeyedStream" and s.origin is not None:
         return ds_key_by(call, s.origin)
     key_map = py_proc(call, s, KEY_BY_MAP, PP, OutputType.ROW, "key_by", hidden=True)
+    # what keys the state: the key selector (its functions) and the key type,
+    # whose serializer a savepoint's keyed state is written with
+    key_type = call.args.get(1, "key_type")
+    typed = key_type.text if isinstance(key_type, TypeInfo) else None
+    key_map = _with_key_type(call, key_map, typed)
     part = partition(call, key_map, Partitioner.HASH, "key_by")
     return Stream(
         "KeyedStream",
@@ -433,6 +438,19 @@ def ds_key_by(call: Call, s: Stream) -> Stream:
         origin=s,
         original_type=s.output_type,
     )
+
+
+#: how a key_by node names its key type among its functions
+KEY_TYPE = "key_type "
+
+
+def _with_key_type(call: Call, stream: Stream, typed: str | None) -> Stream:
+    """Record the key type on the key_by map (``key_type Types.LONG()``, or
+    ``key_type pickled`` when none is given: PyFlink's default)."""
+    t = call.program.transformations[stream.tid]
+    text = KEY_TYPE + (typed if typed is not None else "pickled")
+    call.program.update(stream.tid, functions=(*t.functions, text))
+    return stream
 
 
 def values_of(call: Call, s: Stream) -> Stream:

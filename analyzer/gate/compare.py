@@ -12,7 +12,7 @@ deployed any more.  Both are listed, not reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from chainlens.analyzer.check import (
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.gate.history import (
     Base,
@@ -38,16 +39,25 @@ from chainlens.analyzer.gate.history import (
     renames,
     repository_root,
 )
-from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.diagnostic import Diagnostic, Severity
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.savepoint import SavedState, SavepointMetadata
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules import run_rules
-from chainlens.analyzer.rules.operators import keeps_savepoints
-from chainlens.analyzer.rules.restore.assignment import Outcome
+from chainlens.analyzer.rules.operators import (
+    described,
+    keeps_savepoints,
+    state_info,
+)
+from chainlens.analyzer.rules.restore.assignment import (
+    Landing,
+    Outcome,
+    unknown_writers,
+)
 from chainlens.analyzer.rules.restore.baseline import Baseline
-from chainlens.analyzer.rules.restore.restored_jobs import build_restores
+from chainlens.analyzer.rules.restore.restored_jobs import Restore, build_restores
 from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 from chainlens.analyzer.savepoint.metadata import read_metadata
 
@@ -303,16 +313,147 @@ def _compare(
 ) -> FileCheck:
     """The savepoint findings of one changed file (``old_config``: the base's
     settings when they differ, e.g. another Flink line)."""
+    return compare_versions(
+        path,
+        before,
+        after,
+        config,
+        label,
+        shown=shown,
+        read_before=tree.text_of if tree is not None else None,
+        current=current,
+        old_config=old_config,
+        facts=False,
+    ).check
+
+
+#: What the savepoint gate (``chainlens savepoint``) runs unless told otherwise:
+#: the analysis errors, PyFlink's reduce that never restores (CL108) and the
+#: comparison's rules (CL2xx).
+SAVEPOINT_RULES = ("CL000", "CL108", "CL2")
+
+
+@dataclass(frozen=True, slots=True)
+class StateFact:
+    """One operator of the base restored into the new version, as the gate sees it.
+
+    One per entry of the predicted savepoint of each compared job (every
+    operator of the base job, stateful or not), one per stateful operator of the
+    new version that gets no saved state (``outcome`` "new"), and one per
+    stateful operator of the base whose ID is not known ("unknown")."""
+
+    #: how the findings name the job ("job 'totals'", "job 2 of the file ...")
+    job: str
+    #: the job's index in the new version (its order of submission)
+    job_index: int
+    #: the operator as findings name it, with its line
+    operator: str
+    #: its line in the new version (the operator it became), else in the base
+    line: int
+    #: its line in the base (None: new)
+    old_line: int | None
+    #: the ID a savepoint of the base holds its state under (None: new, or not known)
+    old_id: str | None
+    #: the operator ID it has now (the operator it became; None: gone, or not known)
+    new_id: str | None
+    #: it keeps state in savepoints
+    stateful: bool
+    #: "restored", "misassigned" (into another operator than the one that
+    #: wrote it), "refused", "dropped silently", "contested", "max parallelism",
+    #: "empty" (an operator without state whose entry no operator takes),
+    #: "new" (stateful, no saved state for it), "unknown"
+    outcome: str
+    #: the gate's finding about it (its message), if any
+    reason: str | None = None
+    #: that finding's rule and severity
+    rule: str | None = None
+    severity: str | None = None
+    #: the operator's stream node ids in the base and in the new version
+    #: (None: none); with ``job_index``, what ties one version's operator to
+    #: the next
+    old_node: int | None = None
+    new_node: int | None = None
+    old_job_index: int | None = None
+
+    @property
+    def id_changed(self) -> bool:
+        """The operator's ID moved (or it is gone, or new)."""
+        return self.old_id != self.new_id
+
+    @property
+    def breaking(self) -> bool:
+        """Saved state this change loses, refuses, misplaces or cannot vouch for."""
+        if self.severity == Severity.ERROR.value:
+            return True
+        return self.stateful and self.outcome in _BREAKING
+
+
+_BREAKING = frozenset(
+    {
+        "refused",
+        "misassigned",
+        "dropped",
+        "dropped silently",
+        "contested",
+        "max parallelism",
+        "unknown",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionComparison:
+    """Two versions of one file compared as the savepoint gate compares them."""
+
+    #: the gate's findings (what ``chainlens savepoint --base`` reports)
+    check: FileCheck
+    #: per saved state, where it lands (empty when ``facts`` was not asked for,
+    #: or a side could not be analysed)
+    facts: tuple[StateFact, ...]
+    #: the analyses of the base and of the new version (None: not decodable)
+    base: AnalysisResult | None
+    result: AnalysisResult | None
+
+
+def compare_versions(
+    path: str,
+    before: bytes | str,
+    after: bytes | str,
+    config: Config,
+    label: str,
+    *,
+    shown: str | None = None,
+    read_before: ReadText | None = None,
+    read_after: ReadText | None = None,
+    base: AnalysisResult | None = None,
+    current: AnalysisResult | None = None,
+    old_config: Config | None = None,
+    facts: bool = True,
+) -> VersionComparison:
+    """Compare two versions of the file ``path`` as the savepoint gate does.
+
+    ``before`` is the base (its savepoint is restored), ``after`` the new
+    version; ``label`` names the base in the findings ("main (3f2c1a9)").
+    ``read_before``/``read_after`` read the program's own modules as they are in
+    each version (the disk by default); ``base``/``current`` are analyses of
+    the two texts already made (with the same settings; the work is not done
+    twice); ``old_config`` the base's settings when they differ (another Flink
+    line).  The findings are the rules ``config`` selects (pass
+    ``select=SAVEPOINT_RULES`` for the gate's own).  With ``facts``, each saved
+    state's landing too (:class:`StateFact`), from the same restore the rules
+    judge (:func:`~chainlens.analyzer.rules.restore.restored_jobs.build_restores`).
+    """
+    shown = path if shown is None else shown
     try:
-        new_text = decode_source(after).text
+        new_text = _as_text(after)
         try:
-            old_text = decode_source(before).text
+            old_text = _as_text(before)
         except DecodeError as exc:
             raise DecodeError(f"the version at {label}: {exc.message}") from None
     except DecodeError as exc:
         result = AnalysisResult(path, problems=(decode_problem(exc),))
         diagnostics = run_rules(result, config, None)
-        return FileCheck(
+        check = FileCheck(
             path,
             shown,
             True,
@@ -320,26 +461,30 @@ def _compare(
             replace(result, diagnostics=diagnostics),
             flink_version=config.flink_version,
         )
-    # the base version's own modules are read at the base revision too
-    read = tree.text_of if tree is not None else None
+        return VersionComparison(check, (), None, None)
+    old_result = base or analyze_graphs(
+        path, old_text, old_config or config, read_before
+    )
     deployment = config.deployment
     baseline = Baseline(
-        analyze_graphs(path, old_text, old_config or config, read),
+        old_result,
         old_text,
         label,
         allow_non_restored=deployment is not None and deployment.allows_non_restored,
     )
-    result = current or analyze_graphs(path, new_text, config)
+    result = current or analyze_graphs(path, new_text, config, read_after)
     try:
         diagnostics = run_rules(result, config, new_text, baseline=baseline)
+        found = _facts(result, new_text, baseline, diagnostics) if facts else ()
     except Exception as exc:  # the per-file boundary
         problem = Problem(
             "internal-error", f"comparing with {label} failed: {exc!r}", _FILE_START
         )
         result = replace(result, problems=(*result.problems, problem))
         diagnostics = run_rules(result, config, None)
+        found = ()
     result = replace(result, diagnostics=diagnostics)
-    return FileCheck(
+    check = FileCheck(
         path,
         shown,
         True,
@@ -347,6 +492,168 @@ def _compare(
         result,
         flink_version=config.flink_version,
     )
+    return VersionComparison(check, found, old_result, result)
+
+
+def _as_text(data: bytes | str) -> str:
+    """A version's text: decoded as Python decodes a source (raises
+    :class:`~chainlens.analyzer.decoding.DecodeError`), or a text as it is
+    (without a byte order mark)."""
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff")
+    return decode_source(data).text
+
+
+#: the rules whose findings are about one saved state (naming its ID)
+_STATE_RULES = ("CL201", "CL203", "CL204", "CL205")
+_SEVERITY_ORDER = {s.value: i for i, s in enumerate(Severity)}
+
+
+def _facts(
+    result: AnalysisResult,
+    text: str,
+    baseline: Baseline,
+    diagnostics: Sequence[Diagnostic],
+) -> tuple[StateFact, ...]:
+    """Each saved state's landing, with the gate's finding about it."""
+    facts: list[StateFact] = []
+    for restore in build_restores(result, text, baseline, None):
+        job_graph = restore.job.job_graph
+        index = restore.job.spec.index
+        mine = [d for d in diagnostics if d.job_index == index]
+        base_index = restore.pair.base.spec.index if restore.pair else None
+        owners: set[int] = set()
+        for landing in restore.assignment.landings:
+            saved = landing.saved
+            writer = saved.writer
+            owner = restore.owner(saved)
+            if owner is not None and saved.has_state:
+                owners.add(owner.id)
+            new_id = None
+            if (
+                owner is not None
+                and job_graph is not None
+                and owner.id not in job_graph.uncertain_nodes
+            ):
+                new_id = job_graph.operator_ids.get(owner.id)
+            outcome = _fact_outcome(restore, landing)
+            finding = _worst(
+                d
+                for d in mine
+                if d.code.code in _STATE_RULES and saved.operator_id in d.message
+            )
+            shown_node = owner or writer
+            facts.append(
+                StateFact(
+                    restore.how,
+                    index,
+                    _operator(shown_node, saved.name),
+                    _line_of(owner) or _line_of(writer) or 0,
+                    _line_of(writer),
+                    saved.operator_id,
+                    new_id,
+                    saved.has_state,
+                    outcome,
+                    finding.message if finding else None,
+                    finding.code.code if finding else None,
+                    finding.severity.value if finding else None,
+                    writer.id if writer is not None else None,
+                    owner.id if owner is not None else None,
+                    base_index,
+                )
+            )
+        if restore.pair is not None:
+            for node in unknown_writers(restore.pair.base):
+                line = _line_of(node)
+                finding = _worst(
+                    d
+                    for d in mine
+                    if d.code.code == "CL201"
+                    and d.message.startswith("chainlens cannot tell whether the state")
+                    and f"(line {line} at " in d.message
+                )
+                facts.append(
+                    StateFact(
+                        restore.how,
+                        index,
+                        _operator(node, None),
+                        line or 0,
+                        line,
+                        None,
+                        None,
+                        True,
+                        "unknown",
+                        finding.message if finding else None,
+                        finding.code.code if finding else None,
+                        finding.severity.value if finding else None,
+                        node.id,
+                        None,
+                        base_index,
+                    )
+                )
+        graph = restore.job.stream_graph
+        if graph is None or job_graph is None:
+            continue
+        unsure = {n.id for n in restore.assignment.unsure}
+        for node in graph.nodes:
+            if node.hidden or node.id in owners or node.id in unsure:
+                continue
+            if state_info(node) is None:
+                continue
+            got = restore.assignment.received.get(node.id)
+            if got is not None and got.saved.has_state:
+                continue
+            ident = job_graph.operator_ids.get(node.id)
+            finding = _worst(
+                d
+                for d in mine
+                if d.code.code == "CL202" and ident is not None and ident in d.message
+            )
+            facts.append(
+                StateFact(
+                    restore.how,
+                    index,
+                    _operator(node, None),
+                    _line_of(node) or 0,
+                    None,
+                    None,
+                    ident,
+                    True,
+                    "new",
+                    finding.message if finding else None,
+                    finding.code.code if finding else None,
+                    finding.severity.value if finding else None,
+                    None,
+                    node.id,
+                    base_index,
+                )
+            )
+    return tuple(facts)
+
+
+def _fact_outcome(restore: Restore, landing: Landing) -> str:
+    if landing.outcome is Outcome.RESTORED:
+        return "misassigned" if restore.foreign(landing) is not None else "restored"
+    if landing.outcome is Outcome.MAX_PARALLELISM:
+        return "max parallelism"
+    return _OUTCOMES[landing.outcome]
+
+
+def _worst(found: Iterable[Diagnostic]) -> Diagnostic | None:
+    ranked = sorted(found, key=lambda d: _SEVERITY_ORDER.get(d.severity.value, 9))
+    return ranked[0] if ranked else None
+
+
+def _line_of(node: StreamNode | None) -> int | None:
+    if node is None or node.range is None or node.range.path is not None:
+        return None
+    return node.range.start.line
+
+
+def _operator(node: StreamNode | None, name: str | None) -> str:
+    if node is None:
+        return f"'{name}'" if name else "(unknown)"
+    return described(node, line=False)
 
 
 @dataclass(frozen=True, slots=True)

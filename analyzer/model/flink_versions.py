@@ -179,6 +179,15 @@ _SINK_CONFIGURED = (
     "expected files of 1.18.1 (True: always configured; False: as the sink)"
 )
 
+_TTL_CHANGE = (
+    "what a restore does with a state whose TTL was enabled or disabled since "
+    "the savepoint: 'fails' (StateMigrationException; observed on 1.20.5 with "
+    "the heap and RocksDB backends), 'restores' (observed on 2.3.0; Flink's "
+    "TTL state migration, FLINK-35780, FLINK-37294, documented as complete in "
+    "2.2), 'unknown' (2.0 and 2.1: the migration landed per backend in that "
+    "span)"
+)
+
 #: Every fact that differs between supported versions.  A fact has one entry
 #: per range; together the ranges of one name cover every supported version.
 FACTS: Final[tuple[Fact, ...]] = (
@@ -231,6 +240,14 @@ FACTS: Final[tuple[Fact, ...]] = (
         "(pyflink/datastream/data_stream.py of 1.18.1, 1.19.3, 1.20.3, 2.0.1, "
         "2.1.1, 2.2.0 and 2.3.0; restores observed on 2.3.0 and 1.20.5)",
     ),
+    Fact(
+        "state.ttl-change",
+        VersionRange("1.18", "1.20"),
+        "fails",
+        _TTL_CHANGE,
+    ),
+    Fact("state.ttl-change", VersionRange("2.0", "2.1"), "unknown", _TTL_CHANGE),
+    Fact("state.ttl-change", VersionRange("2.2", "2.3"), "restores", _TTL_CHANGE),
     Fact(
         "state.compatible-with",
         VersionRange("1.18", "1.20"),

@@ -8,8 +8,8 @@ from typing import ClassVar
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name, state_info
-from chainlens.analyzer.rules.restore.assignment import Outcome
-from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
+from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
 from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
@@ -69,6 +69,8 @@ class NewState(RestoreRule):
     code: ClassVar[RuleCode] = RuleCode("CL202", "new-state")
     severity: ClassVar[Severity] = Severity.INFO
     fixable: ClassVar[bool] = False
+    outcomes: ClassVar[frozenset[Outcome]] = frozenset({Outcome.RESTORED})
+    with_state: ClassVar[bool] = True
 
     def check_restore(
         self, context: RuleContext, restore: Restore
@@ -118,3 +120,32 @@ class NewState(RestoreRule):
             yield context.report(
                 self, text, node.range, job_index=restore.job.spec.index
             )
+
+    def check_landing(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Iterator[Diagnostic]:
+        """A keyed operator that gets its state back under another key selector:
+        the state stays under the old keys, records of new keys start empty
+        (observed on Flink 2.3 and 1.20)."""
+        writer, node = landing.saved.writer, landing.node
+        if restore.pair is None or writer is None or node is None:
+            return
+        if restore.foreign(landing):
+            return
+        old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
+        if old_graph is None or new_graph is None:
+            return
+        before, after = key_of(old_graph, writer), key_of(new_graph, node)
+        if before is None or after is None or None in (before[0], after[0]):
+            return
+        if before[0] == after[0] or before[1] != after[1]:
+            return  # unchanged, or a new key type (CL204)
+        yield context.report(
+            self,
+            f"The key of {display_name(node)} ({restore.how}) is now "
+            f"`{after[0]}`, and {restore.label} saved its state by "
+            f"`{before[0]}`: the state stays under the old keys; records whose "
+            "key is new start empty",
+            node.range,
+            job_index=restore.job.spec.index,
+        )

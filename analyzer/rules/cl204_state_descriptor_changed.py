@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.flink_versions import NEWEST, profile
 from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
-from chainlens.analyzer.rules.restore.restored_jobs import Restore
+from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
 from chainlens.analyzer.rules.restore.rule import RestoreRule
 from chainlens.analyzer.savepoint.values import JAVA_KIND, state_fits
 
@@ -166,27 +167,33 @@ class StateDescriptorChanged(RestoreRule):
     def check_landing(
         self, context: RuleContext, restore: Restore, landing: Landing
     ) -> Iterator[Diagnostic]:
-        """Report the renamed descriptors and changed declared types of the
-        operator that gets a saved state back: against the base's declarations,
-        or against what a real savepoint's files name."""
+        """Report the renamed descriptors and changed declared types (and key
+        type) of the operator that gets a saved state back: against the base's
+        declarations, or against what a real savepoint's files name."""
         node = landing.node
         if node is None or restore.foreign(landing) is not None:
             return  # CL205 reports state restored into another operator
         where = f"{display_name(node)} ({restore.how}, ID {landing.saved.operator_id})"
+        job = restore.job.spec.index
         if restore.pair is None:
-            changes = _saved_changes(landing.saved.states, node, where, restore.label)
-        elif landing.saved.writer is not None:
-            old = _declared(landing.saved.writer)
-            changes = _changes(old, _declared(node), where, restore.label)
-        else:
+            states = landing.saved.states
+            for found, message in _saved_changes(states, node, where, restore.label):
+                at = (found.range if found else None) or node.range
+                yield context.report(self, message, at, job_index=job)
             return
-        for descriptor, message in changes:
+        writer = landing.saved.writer
+        if writer is None:
+            return
+        version = context.result.flink_version.version
+        for descriptor, message in _changes(
+            _declared(writer), _declared(node), where, restore.label, version
+        ):
             yield context.report(
-                self,
-                message,
-                (descriptor.range if descriptor else None) or node.range,
-                job_index=restore.job.spec.index,
+                self, message, descriptor.range or node.range, job_index=job
             )
+        keyed = _key_type_changed(restore, writer, node, where)
+        if keyed is not None:
+            yield context.report(self, keyed, node.range, job_index=job)
 
 
 #: states PyFlink's own operators name (windows, triggers, assigners): not the
@@ -253,11 +260,61 @@ def _saved_changes(
         )
 
 
+def _ttl_changed(
+    before: StateDescriptor,
+    after: StateDescriptor,
+    where: str,
+    label: str,
+    version: str,
+) -> str | None:
+    """What Flink ``version`` does with a state whose TTL was enabled or
+    disabled (the ``state.ttl-change`` fact), when it is not a restore."""
+    if (before.ttl is None) == (after.ttl is None):
+        return None
+    what = "enabled" if after.ttl is not None else "disabled"
+    outcome = profile(version).value("state.ttl-change")
+    if outcome == "restores":
+        return None
+    if outcome == "fails":
+        return (
+            f"The state '{after.name}' of {where} has its TTL {what} since {label}: "
+            f"Flink {version} fails the restore (StateMigrationException: the "
+            "state's serializer changes with TTL; observed on Flink 1.20)"
+        )
+    return (
+        f"The state '{after.name}' of {where} has its TTL {what} since {label}: "
+        f"whether Flink {version} restores it depends on its state backend (TTL "
+        "state migration came between 2.0 and 2.2; 1.20 fails, 2.3 restores): "
+        "restore a savepoint in a test before deploying"
+    )
+
+
+def _key_type_changed(
+    restore: Restore, old_node: StreamNode, new_node: StreamNode, where: str
+) -> str | None:
+    """Why the key type of a keyed operator changed, or None."""
+    assert restore.pair is not None
+    old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
+    if old_graph is None or new_graph is None:
+        return None
+    before, after = key_of(old_graph, old_node), key_of(new_graph, new_node)
+    if before is None or after is None or before[1] == after[1]:
+        return None
+    return (
+        f"The key type of {where} changed from {before[1]} to {after[1]} "
+        f"(key_by's key_type): {restore.label} saved its keyed state with the "
+        "old key's serializer, and Flink fails the restore "
+        "(StateMigrationException: the key serializer is incompatible; observed "
+        "on Flink 2.3 and 1.20)"
+    )
+
+
 def _changes(
     old: tuple[StateDescriptor, ...],
     new: tuple[StateDescriptor, ...],
     where: str,
     label: str,
+    version: str = NEWEST,
 ) -> Iterator[tuple[StateDescriptor, str]]:
     """The renamed and retyped descriptors of one operator, each with its message."""
     if any(d.name is None for d in (*old, *new)):
@@ -271,7 +328,11 @@ def _changes(
         after = new_by_name.get(before.name)
         if after is None:
             continue
-        if _kind(before) != _kind(after):
+        if (_kind(before), _kind(after)) == ("Value", "List"):
+            # observed on Flink 2.3 and 1.20: a value read back as a one-element
+            # list (PyFlink keeps both as a Java list)
+            pass
+        elif _kind(before) != _kind(after):
             yield (
                 after,
                 f"The state '{after.name}' of {where} is now a {_kind(after)} "
@@ -281,6 +342,9 @@ def _changes(
                 "here; restore a savepoint in a test before deploying",
             )
             continue
+        ttl = _ttl_changed(before, after, where, label, version)
+        if ttl is not None:
+            yield after, ttl
         if before.type is None or after.type is None:
             continue
         old_type, new_type = normal_type(before.type), normal_type(after.type)

@@ -321,6 +321,16 @@ def max_parallelism_conflict(vertex: JobVertex, saved: SavedOperator) -> str | N
             '("The maximum parallelism ... of the restored state is lower than the '
             'configured parallelism")'
         )
+    derived = saved_max_parallelism(vertex)
+    if "keyed" in saved.kinds and derived is not None and derived != saved_max:
+        return (
+            f"the savepoint saved its keyed state with max parallelism {saved_max} "
+            f"and its task '{vertex.name}' now derives {derived}: Flink accepts the "
+            "restore (a derived max parallelism takes the savepoint's), and the "
+            "job then fails restoring the keyed state (observed on Flink 2.3 and "
+            "1.20 when an explicit max parallelism was removed: "
+            '"The key group must belong to the backend")'
+        )
     return None
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chainlens.analyzer.model.enums import Partitioner
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.savepoint import OperatorStateInfo
-from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import (
     described,
     display_name,
@@ -68,6 +69,25 @@ class Restore:
             return counterpart(self.pair, saved.writer, self.lines)
         return owner_in(self.job, saved)
 
+    def _swapped(self, writer: StreamNode | None, node: StreamNode) -> str | None:
+        """Why ``node``, the writer's operator by its uid, now runs the code of
+        another operator of the base (uids swapped between two operators), or
+        None."""
+        if writer is None or self.pair is None or not runs_other_code(writer, node):
+            return None
+        base_graph, graph = self.pair.base.stream_graph, self.job.stream_graph
+        if base_graph is None or graph is None:
+            return None
+        was = [n for n in base_graph.nodes if n.functions == node.functions]
+        now = [n for n in graph.nodes if n.functions == writer.functions]
+        if len(was) != 1 or len(now) != 1 or was[0].id == writer.id:
+            return None
+        return (
+            f"{_named(node)} now runs the code of {display_name(was[0])} at the "
+            f"base, and the code that wrote the state runs in {_named(now[0])} "
+            "(their uids were swapped)"
+        )
+
     def foreign(self, landing: Landing) -> str | None:
         """Why the operator ``landing`` restores into is not the one that wrote
         the state (None: it is, or nothing says otherwise)."""
@@ -80,15 +100,17 @@ class Restore:
             return misfit
         if landing.by == "uid hash":
             return None  # pinned on purpose with set_uid_hash
+        writer = saved.writer
+        if writer is not None and writer.hidden and str(writer.name) == _VALUES:
+            return None  # PyFlink's values operator holds no state of its own
         owner = self.owner(saved)
         if owner is not None:
             if owner.id == node.id:
-                return None
+                return self._swapped(writer, node)
             return (
                 f"it belongs to {_named(owner)}, and {_named(node)} now has the "
                 "operator ID it was saved under"
             )
-        writer = saved.writer
         if writer is not None:
             if writer.api != node.api:
                 return f"{display_name(node)} is another kind of operator"
@@ -108,8 +130,34 @@ class Restore:
         return None
 
 
+#: the keyed operator PyFlink adds to take the values of a keyed stream:
+#: keyed, but no state of its own (observed: moved onto a keyed map, nothing lost)
+_VALUES = "_keyed_stream_values_operator"
+
+
 def _named(node: StreamNode) -> str:
     return described(node)
+
+
+#: how a key_by node names its key type among its functions (pyflink_api)
+_KEY_TYPE = "key_type "
+
+
+def key_of(graph: StreamGraph, node: StreamNode) -> tuple[str | None, str] | None:
+    """The key of a keyed operator: its key selector's text (None: not known)
+    and its key type (``pickled``: none given), from the key_by feeding it;
+    None when it is not fed by a key_by."""
+    for edge in graph.in_edges(node.id):
+        if edge.partitioner is not Partitioner.HASH:
+            continue
+        functions = graph.node(edge.source_id).functions
+        for index, text in enumerate(functions):
+            if text.startswith(_KEY_TYPE):
+                selector = functions[index - 1] if index else None
+                if selector is not None and selector.startswith(_KEY_TYPE):
+                    selector = None
+                return selector, text.removeprefix(_KEY_TYPE)
+    return None
 
 
 def _declarer(
