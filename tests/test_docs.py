@@ -126,9 +126,13 @@ def test_every_documented_command_is_valid(
     try:
         parser.parse_args(argv)
     except SystemExit as exc:
+        error = capsys.readouterr().err
         if exc.code == 0:  # --help
             return
-        pytest.fail(f"{command!r} does not parse: {capsys.readouterr().err}")
+        named = not any(a.startswith("-") for a in argv)
+        if named and "the following arguments are required" in error:
+            return  # a (sub)command named in prose: `chainlens fleet history`
+        pytest.fail(f"{command!r} does not parse: {error}")
     files = [a for a in argv[1:] if not a.startswith("-") and ("/" in a or "." in a)]
     runnable = (
         argv[0] in READING

@@ -21,12 +21,12 @@ import pytest
 
 from chainlens.fleet.history import HistoryOptions, run_history
 from tests.fleet.history_repos import make_fleet
-from tests.test_fleet_connect import (  # noqa: F401 - the fixtures
+from tests.fleet.test_fleet_connect import (  # noqa: F401 - the fixtures
     client,
     connect_server,
     executor_python,
 )
-from tests.test_fleet_history import _full_tables, rows
+from tests.fleet.test_fleet_history import _full_tables, rows
 
 pytest.importorskip("pyspark")
 pytestmark = [

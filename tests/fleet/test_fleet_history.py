@@ -33,7 +33,7 @@ from chainlens.fleet.history_schema import HISTORY_SCHEMAS, HISTORY_TABLES
 from chainlens.fleet.output import MARKER, OutputError
 from chainlens.hooks.cli import main as cli_main
 from tests.fleet.history_repos import VERSION_1, VERSION_3, git, make_fleet
-from tests.test_fleet_spark import standalone  # noqa: F401 - the cluster fixture
+from tests.fleet.test_fleet_spark import standalone  # noqa: F401 - the cluster fixture
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
 

@@ -34,9 +34,10 @@ from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.baseline import Baseline
-from tests.restores import cases as cs
+from tests.savepoints.restores import cases as cs
+from tests.support import FIXTURES
 
-OBSERVED = Path(__file__).resolve().parent / "fixtures" / "restores" / "observed"
+OBSERVED = FIXTURES / "restores" / "observed"
 RECORDS = sorted(OBSERVED.glob("*/*.json"))
 GATE = ("CL000", "CL108", "CL2")
 #: PyFlink's own aggregations: their value never comes back (CL108)
