@@ -23,6 +23,7 @@ from chainlens.analyzer.extract.interface import (
     ProgramStopError,
 )
 from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -133,7 +134,7 @@ class PyFlinkResolver:
         given = call.args.get(0, "j_stream_execution_environment")
         if isinstance(given, JavaEnvRef):
             return EnvRef(given.state)
-        fresh = api.Call(self.program, Args([], {}), call.where)  # no configuration
+        fresh = ApiCall(self.program, Args([], {}), call.where)  # no configuration
         env = api.new_environment(fresh, self.program)
         env.state.escape(
             "StreamExecutionEnvironment.__init__() with a Java environment "
@@ -347,9 +348,9 @@ class PyFlinkResolver:
             elif isinstance(value, dict):
                 pending.extend(list(value.values())[:100])
 
-    def _api(self, call: Call) -> api.Call:
+    def _api(self, call: Call) -> ApiCall:
         """``call`` as ``pyflink_api``'s functions take it."""
-        return api.Call(self.program, call.args, call.where)
+        return ApiCall(self.program, call.args, call.where)
 
 
 def _from_table_api(value: object) -> bool:

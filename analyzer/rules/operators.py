@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from chainlens.analyzer.extract.pyflink_api import SETTERS
+from chainlens.analyzer.extract.pyflink_datastream import SETTERS
 from chainlens.analyzer.model.enums import JobType, OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import CompiledJob
