@@ -1,4 +1,4 @@
-"""The chainlens language server: document lifecycle, settings, and the features.
+"""The chainlens language server: the pygls server, its documents and its session.
 
 ``chainlens lsp`` (or ``python -P -m chainlens.server``) runs it on stdio; ``--tcp``
 listens on a socket for debugging.  The server converts; every fact comes from
@@ -8,39 +8,18 @@ listens on a socket for debugging.  The server converts; every fact comes from
 from __future__ import annotations
 
 import logging
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
-from chainlens.server import features
+from chainlens.server import routes, version
 from chainlens.server.convert import apply_content_change
-from chainlens.server.features import diagnostics
-from chainlens.server.session import (
-    Analysis,
-    Session,
-    Snapshot,
-    folder_path,
-    uri_to_path,
-)
-from chainlens.server.settings import ClientSettings
+from chainlens.server.handlers import diagnostic
+from chainlens.server.session import Analysis, Session, Snapshot
 
 log = logging.getLogger(__name__)
-
-SETTINGS_SECTION = "chainlens"
-CONFIG_GLOBS = ("**/pyproject.toml", "**/chainlens.toml", "**/.chainlens.toml")
-#: Python files: a program's own modules, changed on disk (a git checkout)
-MODULE_GLOBS = ("**/*.py",)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("chainlens")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 class ChainlensProtocol(LanguageServerProtocol):
@@ -67,7 +46,7 @@ class ChainlensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
             "chainlens",
-            _version(),
+            version(),
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=ChainlensProtocol,
         )
@@ -106,7 +85,7 @@ class ChainlensServer(LanguageServer):
     def on_analysis(self, analysis: Analysis) -> None:
         """Publish a fresh analysis (push mode) — never an outdated one."""
         if not self.pull_diagnostics:
-            diagnostics.publish(self, analysis)
+            diagnostic.publish(self, analysis)
 
     def client_supports(self, path: str) -> bool:
         """Tell whether a client capability (dotted attribute path) is set and true."""
@@ -119,172 +98,10 @@ class ChainlensServer(LanguageServer):
 
 
 def create_server() -> ChainlensServer:
-    """Build a server with every feature registered."""
+    """Build a server with every handler of the routing table registered."""
     server = ChainlensServer()
-    _register_lifecycle(server)
-    features.register_all(server)
+    routes.register(server)
     return server
-
-
-def _register_lifecycle(server: ChainlensServer) -> None:
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: ChainlensServer, params: types.InitializeParams) -> None:
-        ls.session.global_settings = ClientSettings.from_json(
-            params.initialization_options
-        )
-        ls.pull_diagnostics = ls.client_supports("text_document.diagnostic")
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: ChainlensServer, params: types.InitializedParams) -> None:
-        if ls.client_supports(
-            "workspace.did_change_watched_files.dynamic_registration"
-        ):
-            watchers = [
-                types.FileSystemWatcher(glob_pattern=glob)
-                for glob in (*CONFIG_GLOBS, *MODULE_GLOBS)
-            ]
-            await _register(
-                ls,
-                types.RegistrationParams(
-                    registrations=[
-                        types.Registration(
-                            id="chainlens-config-files",
-                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                                watchers=watchers
-                            ),
-                        )
-                    ]
-                ),
-            )
-        await _pull_settings(ls)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: ChainlensServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.opened(params.text_document)
-        ls.session.changed(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(
-        ls: ChainlensServer, params: types.DidChangeTextDocumentParams
-    ) -> None:
-        ls.edited(params)
-        ls.session.changed(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: ChainlensServer, params: types.DidSaveTextDocumentParams) -> None:
-        # a saved config file changes other documents' settings; a saved program
-        # is already analysed (its text did not change on save)
-        if Path(params.text_document.uri).name in {
-            "pyproject.toml",
-            "chainlens.toml",
-            ".chainlens.toml",
-        }:
-            _settings_changed(ls)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(
-        ls: ChainlensServer, params: types.DidCloseTextDocumentParams
-    ) -> None:
-        uri = params.text_document.uri
-        ls.documents.pop(uri, None)
-        ls.session.closed(uri)
-        if not ls.pull_diagnostics:
-            ls.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
-            )
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: ChainlensServer, params: types.DidChangeConfigurationParams
-    ) -> None:
-        pushed = params.settings
-        if isinstance(pushed, dict) and isinstance(pushed.get(SETTINGS_SECTION), dict):
-            ls.session.global_settings = ClientSettings.from_json(
-                pushed[SETTINGS_SECTION]
-            )
-        await _pull_settings(ls)
-        _settings_changed(ls)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    def did_change_watched_files(
-        ls: ChainlensServer, params: types.DidChangeWatchedFilesParams
-    ) -> None:
-        names = [Path(change.uri).name for change in params.changes]
-        if any(not name.endswith(".py") for name in names):
-            _settings_changed(ls)  # a configuration file: everything again
-            return
-        modules = False
-        for change in params.changes:
-            path = uri_to_path(change.uri)
-            if path is not None and change.uri not in ls.documents:
-                modules |= ls.session.module_changed(path)
-        if modules:
-            _refresh(ls)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def did_change_folders(
-        ls: ChainlensServer, params: types.DidChangeWorkspaceFoldersParams
-    ) -> None:
-        await _pull_settings(ls)
-        _settings_changed(ls)
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: ChainlensServer, params: None) -> None:
-        ls.session.shutdown()
-
-
-async def _register(ls: ChainlensServer, params: types.RegistrationParams) -> None:
-    try:
-        await ls.client_register_capability_async(params)
-    except Exception:  # a client that refuses keeps working without the watcher
-        log.warning("the client refused client/registerCapability", exc_info=True)
-
-
-async def _pull_settings(ls: ChainlensServer) -> None:
-    """Ask the client for the global and per-folder settings (when it can answer)."""
-    if not ls.client_supports("workspace.configuration"):
-        return
-    folders = list(ls.workspace.folders.values())
-    items = [types.ConfigurationItem(section=SETTINGS_SECTION)] + [
-        types.ConfigurationItem(scope_uri=f.uri, section=SETTINGS_SECTION)
-        for f in folders
-    ]
-    try:
-        answers = await ls.workspace_configuration_async(
-            types.ConfigurationParams(items=items)
-        )
-    except Exception:  # a client that cannot answer keeps the old settings
-        log.exception("workspace/configuration failed")
-        return
-    if not answers:
-        return
-    if isinstance(answers[0], dict):
-        ls.session.global_settings = ClientSettings.from_json(answers[0])
-    per_folder = {}
-    for folder, answer in zip(folders, answers[1:], strict=False):
-        path = folder_path(folder.uri)
-        if path is not None and isinstance(answer, dict):
-            per_folder[path] = ClientSettings.from_json(answer)
-    ls.session.folder_settings = per_folder
-
-
-def _settings_changed(ls: ChainlensServer) -> None:
-    """Re-analyse everything and ask the client to refresh pulled views."""
-    ls.session.reanalyse_all()
-    _refresh(ls)
-
-
-def _refresh(ls: ChainlensServer) -> None:
-    """Ask the client to pull what it shows again (analyses changed)."""
-    if ls.pull_diagnostics and ls.client_supports(
-        "workspace.diagnostics.refresh_support"
-    ):
-        ls.workspace_diagnostic_refresh(None)
-    if ls.client_supports("workspace.code_lens.refresh_support"):
-        ls.workspace_code_lens_refresh(None)
-    if ls.client_supports("workspace.inlay_hint.refresh_support"):
-        ls.workspace_inlay_hint_refresh(None)
 
 
 def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> int:

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
@@ -48,7 +48,7 @@ from chainlens.analyzer import (
     SourceRange,
     VariantFacts,
     apply_deployment,
-    check_text,
+    check_document,
     choose_deployments,
     materialize,
     project_deployments,
@@ -439,21 +439,22 @@ class Session:
                     cache = self._parsed[snapshot.uri] = ModuleCache(
                         keep_current_only=True
                     )
-                checked = check_text(
-                    name, snapshot.text, config, cache=cache, read=self._read_module
-                )
-                assert checked.result is not None  # check_text keeps it
-                result = checked.result
+                base = None
                 if path is not None and settings.savepoint_base != "off":
                     base = self._baselines.setdefault(
                         settings.savepoint_base,
                         EditorBaseline(settings.savepoint_base or None),
                     )
-                    extra = base.findings(path, snapshot.text, result, config)
-                    if extra:
-                        result = replace(
-                            result, diagnostics=(*result.diagnostics, *extra)
-                        )
+                checked = check_document(
+                    name,
+                    snapshot.text,
+                    config,
+                    cache=cache,
+                    read=self._read_module,
+                    baseline=base,
+                )
+                assert checked.result is not None  # check_document keeps it
+                result = checked.result
                 to = settings.upgrade_to
                 if to is not None and to != result.flink_version.version:
                     upgrade = upgrade_from(

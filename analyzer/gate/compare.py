@@ -20,6 +20,7 @@ from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.check import (
     FileCheck,
     check_selectors,
+    check_text,
     decode_problem,
     diff_of,
     display_path,
@@ -29,6 +30,7 @@ from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText
+from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.gate.history import (
     Base,
@@ -1052,3 +1054,27 @@ class EditorBaseline:
                 else None
             )
         return self._analysed[key]
+
+
+def check_document(
+    path: str,
+    text: str,
+    config: Config,
+    *,
+    cache: ModuleCache | None = None,
+    read: ReadText | None = None,
+    baseline: EditorBaseline | None = None,
+) -> FileCheck:
+    """An editor's document checked (:func:`~chainlens.analyzer.check.check_text`
+    with its parse cache and unsaved modules), and with ``baseline`` the
+    savepoint rules against its git base, joined into the one result the
+    editor shows."""
+    checked = check_text(path, text, config, cache=cache, read=read)
+    if baseline is None or checked.result is None:
+        return checked
+    extra = baseline.findings(Path(path), text, checked.result, config)
+    if not extra:
+        return checked
+    result = replace(checked.result, diagnostics=(*checked.result.diagnostics, *extra))
+    findings = findings_of(checked.display, result.diagnostics, text)
+    return replace(checked, findings=findings, result=result)

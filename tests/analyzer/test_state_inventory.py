@@ -174,7 +174,7 @@ env.execute("job")
 
 def test_hover_lists_the_state_of_the_operator() -> None:
     from chainlens.analyzer import FileFacts
-    from chainlens.server.features.hover import render_hover
+    from chainlens.server.handlers.hover import render_hover
 
     source = (
         HEADER

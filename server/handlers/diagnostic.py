@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from lsprotocol import types
 
@@ -25,10 +25,10 @@ def default_docs_url() -> str | None:
     that produced the finding.
     """
     from chainlens.analyzer import render_rules_markdown
-    from chainlens.server.app import _version
+    from chainlens.server import version
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    target = Path(base) / "chainlens" / _version() / "rules.md"
+    target = Path(base) / "chainlens" / version() / "rules.md"
     try:
         text = render_rules_markdown()
         if not target.exists() or target.read_text(encoding="utf-8") != text:
@@ -59,20 +59,19 @@ def publish(ls: ChainlensServer, analysis: Analysis) -> None:
     )
 
 
-def register(server: ChainlensServer) -> None:
-    """Serve ``textDocument/diagnostic`` (pull) for clients that ask."""
+OPTIONS: Final = types.DiagnosticOptions(
+    identifier="chainlens",
+    inter_file_dependencies=False,
+    workspace_diagnostics=False,
+)
 
-    @server.feature(
-        types.TEXT_DOCUMENT_DIAGNOSTIC,
-        types.DiagnosticOptions(
-            identifier="chainlens",
-            inter_file_dependencies=False,
-            workspace_diagnostics=False,
-        ),
-    )
-    async def pull(
-        ls: ChainlensServer, params: types.DocumentDiagnosticParams
-    ) -> types.DocumentDiagnosticReport:
-        analysis = await ls.session.current(params.text_document.uri)
-        items = lsp_diagnostics(analysis) if analysis is not None else []
-        return types.RelatedFullDocumentDiagnosticReport(items=items)
+
+def diagnostic(
+    ls: ChainlensServer, analysis: Analysis, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
+    """``textDocument/diagnostic``: the findings, for clients that pull them."""
+    return types.RelatedFullDocumentDiagnosticReport(items=lsp_diagnostics(analysis))
+
+
+#: what a document that is not open has to say
+NONE: Final = types.RelatedFullDocumentDiagnosticReport(items=[])

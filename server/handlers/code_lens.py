@@ -10,6 +10,7 @@ from chainlens.analyzer import FileUpgrade, JobFact, summary_text
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
+    from chainlens.server.session import Analysis
 
 #: A client-side command: the editors show the job graph (VS Code, Neovim).
 SHOW_JOB_GRAPH: Final = "chainlens.showJobGraph"
@@ -50,43 +51,41 @@ def upgrade_title(upgrade: FileUpgrade, index: int) -> str:
     return title
 
 
-def register(server: ChainlensServer) -> None:
-    """Serve ``textDocument/codeLens``."""
+OPTIONS: Final = types.CodeLensOptions(resolve_provider=False)
 
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False)
-    )
-    async def code_lens(
-        ls: ChainlensServer, params: types.CodeLensParams
-    ) -> list[types.CodeLens] | None:
-        analysis = await ls.session.current(params.text_document.uri)
-        if analysis is None or not analysis.settings.code_lens:
-            return None
-        lenses = []
-        upgrade = analysis.upgrade
-        for job in analysis.facts.jobs:
-            if job.range is None:
-                continue
-            start = analysis.lines.to_lsp_position(job.range.start)
-            if upgrade is not None:
-                lenses.append(
-                    types.CodeLens(
-                        range=types.Range(start=start, end=start),
-                        command=types.Command(
-                            title=upgrade_title(upgrade, job.index),
-                            command=SHOW_JOB_GRAPH,
-                            arguments=[analysis.uri, job.index],
-                        ),
-                    )
-                )
+
+def code_lens(
+    ls: ChainlensServer, analysis: Analysis, params: types.CodeLensParams
+) -> list[types.CodeLens] | None:
+    """``textDocument/codeLens``: above each job's ``execute()``, its summary
+    (and what an upgrade changes, with the upgradeTo setting)."""
+    if not analysis.settings.code_lens:
+        return None
+    lenses = []
+    upgrade = analysis.upgrade
+    for job in analysis.facts.jobs:
+        if job.range is None:
+            continue
+        start = analysis.lines.to_lsp_position(job.range.start)
+        if upgrade is not None:
             lenses.append(
                 types.CodeLens(
                     range=types.Range(start=start, end=start),
                     command=types.Command(
-                        title=lens_title(job, analysis.facts.flink_version.version),
+                        title=upgrade_title(upgrade, job.index),
                         command=SHOW_JOB_GRAPH,
                         arguments=[analysis.uri, job.index],
                     ),
                 )
             )
-        return lenses
+        lenses.append(
+            types.CodeLens(
+                range=types.Range(start=start, end=start),
+                command=types.Command(
+                    title=lens_title(job, analysis.facts.flink_version.version),
+                    command=SHOW_JOB_GRAPH,
+                    arguments=[analysis.uri, job.index],
+                ),
+            )
+        )
+    return lenses

@@ -73,22 +73,19 @@ async def _answer(
     return job_graph(analysis, fmt, str(theme))
 
 
-def register(server: ChainlensServer) -> None:
-    """Serve ``chainlens/jobGraph`` and the ``chainlens.server.jobGraph`` command."""
+async def request(ls: ChainlensServer, params: Any) -> object:
+    """``chainlens/jobGraph``: the job graph of an open document as SVG, text
+    or DOT (``{textDocument: {uri}, format, theme}``)."""
+    document = _get(params, "textDocument") or _get(params, "text_document")
+    return await _answer(
+        ls, _get(document, "uri"), _get(params, "format"), _get(params, "theme")
+    )
 
-    @server.feature(JOB_GRAPH_REQUEST)
-    async def request(ls: ChainlensServer, params: Any) -> object:
-        document = _get(params, "textDocument") or _get(params, "text_document")
-        return await _answer(
-            ls, _get(document, "uri"), _get(params, "format"), _get(params, "theme")
-        )
 
-    @server.command(JOB_GRAPH_COMMAND)
-    async def command(ls: Any, *args: Any) -> object:
-        values = (
-            list(args[0])
-            if len(args) == 1 and isinstance(args[0], list)
-            else list(args)
-        )
-        values += [None] * (3 - len(values))
-        return await _answer(ls, values[0], values[1], values[2])
+async def command(ls: Any, *args: Any) -> object:
+    """The ``chainlens.server.jobGraph`` command: ``[uri, format, theme]``."""
+    values = (
+        list(args[0]) if len(args) == 1 and isinstance(args[0], list) else list(args)
+    )
+    values += [None] * (3 - len(values))
+    return await _answer(ls, values[0], values[1], values[2])

@@ -130,29 +130,22 @@ def _offset_position(analysis: Analysis, offset: int) -> types.Position:
     )
 
 
-def register(server: ChainlensServer) -> None:
-    """Serve ``textDocument/codeAction``."""
+OPTIONS: Final = types.CodeActionOptions(
+    code_action_kinds=KINDS, resolve_provider=False
+)
 
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=False),
-    )
-    async def code_action(
-        ls: ChainlensServer, params: types.CodeActionParams
-    ) -> list[types.CodeAction] | None:
-        analysis = await ls.session.current(params.text_document.uri)
-        if analysis is None:
-            return None
-        only = params.context.only
-        actions: list[types.CodeAction] = []
-        if not only or any(
-            types.CodeActionKind.QuickFix.value.startswith(k) for k in only
-        ):
-            actions.extend(
-                quick_fixes(analysis, params.context.diagnostics, params.range)
-            )
-        if not only or any(FIX_ALL.startswith(k) for k in only):
-            action = fix_all(analysis)
-            if action is not None:
-                actions.append(action)
-        return actions
+
+def code_action(
+    ls: ChainlensServer, analysis: Analysis, params: types.CodeActionParams
+) -> list[types.CodeAction] | None:
+    """``textDocument/codeAction``: the quick fixes of the findings in the
+    range, and the fix of everything in the file."""
+    only = params.context.only
+    actions: list[types.CodeAction] = []
+    if not only or any(types.CodeActionKind.QuickFix.value.startswith(k) for k in only):
+        actions.extend(quick_fixes(analysis, params.context.diagnostics, params.range))
+    if not only or any(FIX_ALL.startswith(k) for k in only):
+        action = fix_all(analysis)
+        if action is not None:
+            actions.append(action)
+    return actions

@@ -17,6 +17,7 @@ from chainlens.analyzer import (
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
+    from chainlens.server.session import Analysis
 
 #: A call inside a helper run many times has one fact per run; show this many.
 MAX_SHOWN: Final = 4
@@ -150,50 +151,43 @@ def _job_at(jobs: tuple[JobFact, ...], position: SourcePosition) -> JobFact | No
     return None
 
 
-def register(server: ChainlensServer) -> None:
-    """Serve ``textDocument/hover``."""
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def hover(
-        ls: ChainlensServer, params: types.HoverParams
-    ) -> types.Hover | None:
-        analysis = await ls.session.current(params.text_document.uri)
-        if analysis is None:
-            return None
-        position = analysis.lines.from_lsp_position(params.position)
-        facts = analysis.facts.at(position)
-        job = None if facts else _job_at(analysis.facts.jobs, position)
-        if facts:
-            text, where = render_hover(facts), facts[0].range
-        elif job is not None and job.range is not None:
-            text, where = "\n".join(render_job(job)), job.range
-        else:
-            return None
-        markdown = ls.client_supports("text_document.hover.content_format") and (
-            types.MarkupKind.Markdown
-            in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
+async def hover(
+    ls: ChainlensServer, analysis: Analysis, params: types.HoverParams
+) -> types.Hover | None:
+    """``textDocument/hover``: on an operator call, its task, chain, IDs and
+    edges; on ``execute()``, its job; what other command lines change."""
+    position = analysis.lines.from_lsp_position(params.position)
+    facts = analysis.facts.at(position)
+    job = None if facts else _job_at(analysis.facts.jobs, position)
+    if facts:
+        text, where = render_hover(facts), facts[0].range
+    elif job is not None and job.range is not None:
+        text, where = "\n".join(render_job(job)), job.range
+    else:
+        return None
+    markdown = ls.client_supports("text_document.hover.content_format") and (
+        types.MarkupKind.Markdown
+        in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
+    )
+    variants = await ls.session.variants(analysis)
+    if variants is not None:
+        changes = (
+            variants.for_job(job)
+            if job is not None
+            else variants.for_operator(facts[0])
         )
-        variants = await ls.session.variants(analysis)
-        if variants is not None:
-            changes = (
-                variants.for_job(job)
-                if job is not None
-                else variants.for_operator(facts[0])
-            )
-            text += "\n" + "\n".join(render_variants(variants.current, changes))
-        version = analysis.facts.flink_version
-        said = (
-            f"Flink {version.version} (the chainlens.flinkVersion setting)"
-            if version.source == "flag"
-            else version.describe()
-        )
-        text += f"\n\n---\n\n*as built by {said}*"
-        return types.Hover(
-            contents=types.MarkupContent(
-                kind=types.MarkupKind.Markdown
-                if markdown
-                else types.MarkupKind.PlainText,
-                value=text,
-            ),
-            range=analysis.lines.to_lsp_range(where),
-        )
+        text += "\n" + "\n".join(render_variants(variants.current, changes))
+    version = analysis.facts.flink_version
+    said = (
+        f"Flink {version.version} (the chainlens.flinkVersion setting)"
+        if version.source == "flag"
+        else version.describe()
+    )
+    text += f"\n\n---\n\n*as built by {said}*"
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
+            value=text,
+        ),
+        range=analysis.lines.to_lsp_range(where),
+    )
