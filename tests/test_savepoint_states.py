@@ -33,8 +33,8 @@ from chainlens.analyzer.savepoint_state import StateLimits
 from chainlens.analyzer.savepoint_values import samples_fit, state_fits
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "savepoints" / "real"
-#: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20
-LINES = ["2.3", "2.3-snappy", "1.20"]
+#: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20, 1.18
+LINES = ["2.3", "2.3-snappy", "1.20", "1.18"]
 #: the Python states typed_states.py declares, with their descriptor and type
 DECLARED = {
     "as_int": ("ValueStateDescriptor", "Types.INT()"),
