@@ -51,6 +51,11 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "discover_deployments": ("deploy.discover", "discover_deployments"),
     "project_deployments": ("deploy.targets", "project_deployments"),
     "restore_verdict": ("deploy.targets", "restore_verdict"),
+    # savepoints where teams keep them (object stores), the running cluster
+    "StoreError": ("deploy.object_store", "StoreError"),
+    "StoreLimits": ("deploy.object_store", "StoreLimits"),
+    "load_savepoint": ("deploy.savepoints", "load_savepoint"),
+    "deployment_savepoint": ("deploy.savepoints", "deployment_savepoint"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -159,6 +164,8 @@ __all__ = [
     "Severity",
     "SourcePosition",
     "SourceRange",
+    "StoreError",
+    "StoreLimits",
     "TextEdit",
     "VariantChange",
     "VariantFacts",
@@ -180,6 +187,7 @@ __all__ = [
     "default_jobs",
     "deployment_at",
     "deployment_base_settings",
+    "deployment_savepoint",
     "describe_deployment",
     "diff_of",
     "discover",
@@ -187,6 +195,7 @@ __all__ = [
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "load_savepoint",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
@@ -287,6 +296,11 @@ if TYPE_CHECKING:
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
+    )
+    from chainlens.analyzer.deploy.object_store import StoreError, StoreLimits
+    from chainlens.analyzer.deploy.savepoints import (
+        deployment_savepoint,
+        load_savepoint,
     )
     from chainlens.analyzer.deploy.targets import (
         base_settings as deployment_base_settings,

@@ -46,6 +46,8 @@ from chainlens.analyzer import (
     MetadataError,
     Mode,
     Severity,
+    StoreError,
+    StoreLimits,
     VersionError,
     check_bytes,
     check_file,
@@ -63,6 +65,7 @@ from chainlens.analyzer import (
     discover,
     display_path,
     explain_id,
+    load_savepoint,
     parse_flink_range,
     render_dot,
     render_github,
@@ -83,6 +86,7 @@ from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
 from chainlens.hooks.deploy_cli import (
     add_deployment_arguments,
+    add_timeout_argument,
     run_for_deployments,
     wants_deployments,
 )
@@ -453,8 +457,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--savepoint",
         metavar="DIR_OR_METADATA",
         help="compare with a real savepoint or retained checkpoint instead of a git "
-        "revision: its directory or its _metadata file (Flink 1.11 to 2.3)",
+        "revision: its directory or its _metadata file (Flink 1.11 to 2.3), local "
+        "or in an object store (s3://, gs://, abfs://: pip install "
+        "'chainlens[cloud]'; credentials as the cloud SDK finds them); with "
+        "--deployment, default: the savepoint the deployment names "
+        "(initialSavepointPath, flink run -s)",
     )
+    add_timeout_argument(savepoint)
     savepoint.add_argument(
         "--allow-non-restored-state",
         action="store_true",
@@ -867,10 +876,14 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
     """``chainlens savepoint PATH... --savepoint DIR``: the programs against a
     real savepoint's ``_metadata``."""
     resolver = _resolver(args)
+    location, metadata = load_savepoint(
+        args.savepoint, StoreLimits(timeout=args.timeout)
+    )
     compared = compare_with_savepoint(
         args.paths,
         resolver,
-        args.savepoint,
+        location,
+        metadata=metadata,
         select=None if args.select is not None else SAVEPOINT_RULES,
         allow_non_restored=args.allow_non_restored_state
         or _deployment_allows_non_restored(args),
@@ -1194,6 +1207,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         HistoryError,
         DeploymentError,
         DeploymentNotFoundError,
+        StoreError,
     ) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2

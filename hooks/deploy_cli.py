@@ -19,6 +19,7 @@ from pathlib import Path
 from chainlens.analyzer import (
     Deployment,
     choose_deployments,
+    deployment_savepoint,
     describe_deployment,
     project_deployments,
     restore_verdict,
@@ -41,6 +42,28 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="once per deployment found in the project",
     )
+
+
+def add_timeout_argument(parser: argparse.ArgumentParser) -> None:
+    """``--timeout SECONDS`` of what is read over the network."""
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the longest wait for an object store or a Flink cluster to answer "
+        "(default: 30)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("between 0 and 3600 seconds")
+    return value
 
 
 def wants_deployments(args: argparse.Namespace) -> bool:
@@ -81,6 +104,19 @@ def run_for_deployments(
                 continue
         one = copy.copy(args)
         one.deployment_target = deployment
+        named = deployment_savepoint(deployment)
+        if (
+            args.command == "savepoint"
+            and named is not None
+            and args.savepoint is None
+            and args.base is None
+        ):
+            # the gate compares with the savepoint the deployment restores from
+            one.savepoint = named.value
+            heading += (
+                f"  compared with the savepoint it restores from: {named.value} "
+                f"({named.origin.describe()})\n"
+            )
         if hasattr(one, "paths"):
             one.paths = [deployment.program_path]
         if hasattr(one, "files"):
