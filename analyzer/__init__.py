@@ -55,7 +55,15 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "StoreError": ("deploy.object_store", "StoreError"),
     "StoreLimits": ("deploy.object_store", "StoreLimits"),
     "load_savepoint": ("deploy.savepoints", "load_savepoint"),
+    "FlinkRest": ("deploy.flink_rest", "FlinkRest"),
+    "RestError": ("deploy.flink_rest", "RestError"),
+    "RestLimits": ("deploy.flink_rest", "RestLimits"),
+    "ClusterDiff": ("deploy.cluster", "ClusterDiff"),
+    "diff_running_job": ("deploy.cluster", "diff_running_job"),
+    "cluster_diff_text": ("deploy.cluster", "diff_text"),
+    "SavepointMetadata": ("model.savepoint", "SavepointMetadata"),
     "deployment_savepoint": ("deploy.savepoints", "deployment_savepoint"),
+    "deployment_findings": ("deploy.findings", "deployment_findings"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -133,6 +141,7 @@ __all__ = [
     "PARALLEL_THRESHOLD",
     "AnalysisResult",
     "CheckSummary",
+    "ClusterDiff",
     "Comparison",
     "CompiledJob",
     "Config",
@@ -150,6 +159,7 @@ __all__ = [
     "FileFacts",
     "FileUpgrade",
     "Finding",
+    "FlinkRest",
     "FlinkVersion",
     "HistoryError",
     "JobFact",
@@ -158,9 +168,12 @@ __all__ = [
     "ModuleCache",
     "OperatorFact",
     "Problem",
+    "RestError",
+    "RestLimits",
     "RuleCode",
     "RuleInfo",
     "SavepointComparison",
+    "SavepointMetadata",
     "Severity",
     "SourcePosition",
     "SourceRange",
@@ -178,6 +191,7 @@ __all__ = [
     "check_selectors",
     "check_text",
     "choose_deployments",
+    "cluster_diff_text",
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
@@ -187,9 +201,11 @@ __all__ = [
     "default_jobs",
     "deployment_at",
     "deployment_base_settings",
+    "deployment_findings",
     "deployment_savepoint",
     "describe_deployment",
     "diff_of",
+    "diff_running_job",
     "discover",
     "discover_deployments",
     "display_path",
@@ -293,10 +309,14 @@ if TYPE_CHECKING:
         DeploymentResolver,
         apply_deployment,
     )
+    from chainlens.analyzer.deploy.cluster import ClusterDiff, diff_running_job
+    from chainlens.analyzer.deploy.cluster import diff_text as cluster_diff_text
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
     )
+    from chainlens.analyzer.deploy.findings import deployment_findings
+    from chainlens.analyzer.deploy.flink_rest import FlinkRest, RestError, RestLimits
     from chainlens.analyzer.deploy.object_store import StoreError, StoreLimits
     from chainlens.analyzer.deploy.savepoints import (
         deployment_savepoint,
@@ -337,6 +357,7 @@ if TYPE_CHECKING:
         CompiledJob,
         Problem,
     )
+    from chainlens.analyzer.model.savepoint import SavepointMetadata
     from chainlens.analyzer.model.source import SourcePosition, SourceRange
     from chainlens.analyzer.picture import render_svg
     from chainlens.analyzer.query import (

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from chainlens.analyzer import (
     Deployment,
+    Finding,
     choose_deployments,
+    deployment_findings,
     deployment_savepoint,
     describe_deployment,
     project_deployments,
@@ -77,9 +79,16 @@ def run_for_deployments(
     args: argparse.Namespace,
     resolver_of: Callable[[argparse.Namespace], object],
     run: Callable[[argparse.Namespace, io.StringIO], int],
+    report: Callable[[argparse.Namespace, list[Finding]], tuple[str, int]]
+    | None = None,
 ) -> int:
     """Run ``run`` once per chosen deployment; 1 when a deployment names a
-    program the repository does not have (or any run says 1)."""
+    program the repository does not have (or any run says 1).
+
+    A deployment whose program is missing is not run: its descriptor's
+    findings (CL301, at the descriptor's line) are reported by ``report``
+    (the command's renderer and exit status) where the command reports
+    findings."""
     paths = getattr(args, "paths", None) or getattr(args, "files", None) or ["."]
     start = Path(paths[0] if paths and paths[0] != "-" else ".")
     resolver = resolver_of(args)
@@ -92,8 +101,22 @@ def run_for_deployments(
         heading = "\n".join(describe_deployment(deployment)) + "\n"
         failed = any(p.code == "program-missing" for p in deployment.problems)
         if deployment.program_path is None or failed:
-            worst = max(worst, 1)
-            _emit(fmt, heading, deployment, None, documents)
+            descriptor = discovered.root / deployment.origin.path
+            findings = list(
+                deployment_findings(
+                    deployment,
+                    discovered.root,
+                    resolver.config_for(descriptor),  # type: ignore[attr-defined]
+                )
+            )
+            output = None
+            if report is not None and args.command in ("check", "savepoint"):
+                # the exit status of its findings (CL301 can be ignored)
+                output, code = report(args, findings)
+                worst = max(worst, code if failed else 1)
+            else:
+                worst = max(worst, 1)
+            _emit(fmt, heading, deployment, output, documents)
             continue
         if args.command == "savepoint":
             verdict = restore_verdict(deployment)
