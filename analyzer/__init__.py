@@ -64,6 +64,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "SavepointMetadata": ("model.savepoint", "SavepointMetadata"),
     "deployment_savepoint": ("deploy.savepoints", "deployment_savepoint"),
     "deployment_findings": ("deploy.findings", "deployment_findings"),
+    "deployment_values": ("deploy.editor", "deployment_values"),
+    "descriptor_diagnostics": ("deploy.editor", "descriptor_diagnostics"),
+    "is_descriptor_name": ("deploy.editor", "is_descriptor_name"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -203,7 +206,9 @@ __all__ = [
     "deployment_base_settings",
     "deployment_findings",
     "deployment_savepoint",
+    "deployment_values",
     "describe_deployment",
+    "descriptor_diagnostics",
     "diff_of",
     "diff_running_job",
     "discover",
@@ -211,6 +216,7 @@ __all__ = [
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "is_descriptor_name",
     "load_savepoint",
     "materialize",
     "parse_flink_range",
@@ -314,6 +320,11 @@ if TYPE_CHECKING:
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
+    )
+    from chainlens.analyzer.deploy.editor import (
+        deployment_values,
+        descriptor_diagnostics,
+        is_descriptor_name,
     )
     from chainlens.analyzer.deploy.findings import deployment_findings
     from chainlens.analyzer.deploy.flink_rest import FlinkRest, RestError, RestLimits
