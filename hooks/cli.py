@@ -774,8 +774,9 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.paths == ["-"]:
         raise UsageError("savepoint does not take '-' (standard input)")
-    if args.cluster is not None or args.job is not None:
-        if args.cluster is None or args.job is None:
+    cluster, job = getattr(args, "cluster", None), getattr(args, "job", None)
+    if cluster is not None or job is not None:
+        if cluster is None or job is None:
             raise UsageError("--cluster and --job go together")
         if args.savepoint is not None or args.base is not None:
             raise UsageError("give one of --base, --savepoint and --cluster")
@@ -914,7 +915,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
     real savepoint's ``_metadata``."""
     resolver = _resolver(args)
     location, metadata = load_savepoint(
-        args.savepoint, StoreLimits(timeout=args.timeout)
+        args.savepoint, StoreLimits(timeout=getattr(args, "timeout", 30.0))
     )
     compared = compare_with_savepoint(
         args.paths,
