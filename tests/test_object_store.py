@@ -201,6 +201,22 @@ def test_state_files_are_fetched_bounded(aws: dict[str, str], tmp_path: Path) ->
     assert list((tmp_path / "few").iterdir()) == []
 
 
+def test_a_savepoint_is_fetched_whole_when_asked(
+    aws: dict[str, str], tmp_path: Path
+) -> None:
+    from chainlens.analyzer import load_savepoint
+
+    shown, metadata = load_savepoint(
+        "s3://points/prod/savepoint-1", fetch_into=tmp_path
+    )
+    assert shown == "s3://points/prod/savepoint-1"
+    assert metadata.path == "s3://points/prod/savepoint-1/_metadata"
+    assert metadata.operators == read_metadata(SAVEPOINT).operators
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in SAVEPOINT.iterdir()
+    )
+
+
 def test_a_metadata_larger_than_the_bound_is_refused(aws: dict[str, str]) -> None:
     with pytest.raises(StoreError, match="larger than 100 bytes"):
         read_remote_metadata(
