@@ -133,6 +133,7 @@ def run_for_deployments(
             and named is not None
             and args.savepoint is None
             and args.base is None
+            and getattr(args, "cluster", None) is None
         ):
             # the gate compares with the savepoint the deployment restores from
             one.savepoint = named.value
