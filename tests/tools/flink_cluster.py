@@ -351,6 +351,7 @@ def main(argv: list[str]) -> int:
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
