@@ -98,7 +98,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         }
     finally:
         flink.stop()
-        assert flink.alive() == [], "a JVM of the test cluster is still running"
+        assert flink.alive() == [], "a process of the test cluster is still running"
 
 
 def _diff(

@@ -15,8 +15,10 @@ every port free on 127.0.0.1 (REST, RPC, blob, data), the logs and the pid
 files there too (never ``/tmp/flink-*.pid`` another run shares), the Python
 executable of this interpreter for the client and the workers (as
 ``tests/savepoints/runner.py`` sets it).  It is stopped by the process IDs
-its pid files name (SIGTERM, then SIGKILL), and the test asserts no JVM of it
-is left.  Jobs are submitted with the wheel's ``bin/flink run -d -py``.
+its pid files name (SIGTERM, then SIGKILL), then the processes those JVMs
+started (the jobs' Python workers, which outlive a killed TaskManager), and
+the test asserts none of them is left.  Jobs are submitted with the wheel's
+``bin/flink run -d -py``.
 
 Run it by hand to look at what a Flink REST API answers::
 
@@ -25,6 +27,7 @@ Run it by hand to look at what a Flink REST API answers::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -67,6 +70,28 @@ def _java_opts(home: Path) -> str:
     text = (home / "conf" / "config.yaml").read_text(encoding="utf-8")
     match = re.search(r"^\s+all:\s*(.+)$", text, re.MULTILINE)
     return match.group(1).strip() if match else ""
+
+
+def _descendants(roots: list[int]) -> set[int]:
+    """The processes started (directly or not) by ``roots``, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = set(roots)
+    while frontier:
+        children = {p for p, parent in parents.items() if parent in frontier}
+        frontier = children - found
+        found |= children
+    return found
 
 
 class FlinkCluster:
@@ -180,8 +205,11 @@ class FlinkCluster:
         return out
 
     def stop(self) -> None:
-        """SIGTERM each of the cluster's processes, SIGKILL what is left."""
+        """SIGTERM each of the cluster's processes, SIGKILL what is left; then
+        the processes they started (the jobs' Python workers), which a
+        TaskManager killed may leave behind."""
         self.pids = sorted(set(self.pids) | set(self._pid_files()))
+        children = _descendants(self.pids)
         for pid in self.alive():
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 30
@@ -192,6 +220,11 @@ class FlinkCluster:
         deadline = time.monotonic() + 10
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.2)
+        children |= _descendants(self.pids)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.pids = sorted(set(self.pids) | children)
 
     def __enter__(self) -> FlinkCluster:
         try:
