@@ -17,6 +17,7 @@ from lsprotocol import types
 from chainlens.server.handlers import (
     code_action,
     code_lens,
+    deployments,
     diagnostic,
     did_change,
     did_change_configuration,
@@ -97,7 +98,11 @@ ROUTES: Final = (
 )
 
 #: ``workspace/executeCommand`` commands
-COMMANDS: Final = ((job_graph.JOB_GRAPH_COMMAND, job_graph.command),)
+COMMANDS: Final = (
+    (job_graph.JOB_GRAPH_COMMAND, job_graph.command),
+    (deployments.LIST_COMMAND, deployments.list_deployments),
+    (deployments.CHOOSE_COMMAND, deployments.choose_deployment),
+)
 
 
 def register(server: ChainlensServer) -> None:

@@ -10,6 +10,7 @@ README's picture is what ``chainlens graph --format svg`` draws today.
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 import subprocess
@@ -22,8 +23,6 @@ from tests.support import ROOT, chainlens
 
 #: the commands that only read (run for real when their files exist)
 READING = {"graph", "check", "rule", "explain-id"}
-#: every command of the command line
-COMMAND_NAMES = ("check", "rule", "graph", "savepoint", "explain-id", "lsp", "fleet")
 #: options that make a command write files
 WRITING = {"--fix", "-o", "--output-file"}
 
@@ -120,8 +119,12 @@ def test_every_documented_command_is_valid(
     argv = shlex.split(command)
     parser = build_parser()
     if len(argv) == 1:  # a command named in prose: `chainlens explain-id`
-        assert f"{{{','.join(COMMAND_NAMES)}}}" in parser.format_usage()
-        assert argv[0] in COMMAND_NAMES
+        commands = next(
+            a.choices
+            for a in parser._actions
+            if isinstance(a, argparse._SubParsersAction)
+        )
+        assert argv[0] in commands
         return
     try:
         parser.parse_args(argv)

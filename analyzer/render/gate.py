@@ -79,10 +79,14 @@ def upgrade_section(before: str, after: str, files: int) -> Section:
 
 
 def savepoint_section(
-    compared: SavepointComparison, *, allow_non_restored: bool
+    compared: SavepointComparison,
+    *,
+    allow_non_restored: bool,
+    found_by: str | None = None,
 ) -> Section:
     """The savepoint, the job it was compared with, Flink's verdict and each
-    operator state's outcome."""
+    operator state's outcome (``found_by``: how the savepoint was found, e.g.
+    the running job's latest checkpoint)."""
     meta = compared.metadata
     with_state = [s for s in compared.states if s.has_state]
     lines = [
@@ -95,6 +99,7 @@ def savepoint_section(
             else "no STREAMING job found under the paths; "
         )
         + f"Flink {VERDICTS[compared.verdict]}"
+        + (f"\n  (the savepoint: {found_by})" if found_by is not None else "")
     ]
     for state in compared.states:
         named = ", ".join(
@@ -129,6 +134,7 @@ def savepoint_section(
             "verdict": compared.verdict,
             "crossing": compared.crossing,
             "allow_non_restored_state": allow_non_restored,
+            "found_by": found_by,
             "operators": [
                 {
                     "operator_id": s.operator_id,

@@ -184,6 +184,8 @@ async def hover(
         else version.describe()
     )
     text += f"\n\n---\n\n*as built by {said}*"
+    if analysis.deployment:
+        text += "\n\n" + "\n".join(f"- {line}" for line in analysis.deployment)
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,

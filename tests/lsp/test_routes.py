@@ -15,7 +15,8 @@ def test_each_method_is_routed_once_to_a_handler_of_its_own_module() -> None:
         for path in (ROOT / "server" / "handlers").glob("*.py")
         if path.stem not in ("__init__", "kinds")
     }
-    used = {route.handler.__module__.rsplit(".", 1)[1] for route in routes.ROUTES}
+    handled = [r.handler for r in routes.ROUTES] + [h for _, h in routes.COMMANDS]
+    used = {handler.__module__.rsplit(".", 1)[1] for handler in handled}
     assert used == handlers  # no handler module left out, none shared
 
 

@@ -88,7 +88,7 @@ def make(line: str, *, compressed: bool = False) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    every = ["2.3", "2.3-snappy", "1.20"]
+    every = ["2.3", "2.3-snappy", "1.20", "1.18"]
     chosen = [argv[argv.index("--only") + 1]] if "--only" in argv else every
     for name in chosen:
         line = name.removesuffix("-snappy")

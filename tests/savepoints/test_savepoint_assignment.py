@@ -289,7 +289,7 @@ def test_a_reduce_is_a_warning_of_the_gate_that_does_not_fail_it(
 TYPED = FIXTURES / "savepoints"
 
 
-@pytest.mark.parametrize("line", ["2.3", "1.20"])
+@pytest.mark.parametrize("line", ["2.3", "1.20", "1.18"])
 def test_a_real_savepoints_states_are_compared_with_the_declared_ones(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -297,10 +297,10 @@ def test_a_real_savepoints_states_are_compared_with_the_declared_ones(
     line: str,
 ) -> None:
     """The savepoint's own states (real savepoints of typed_states.py taken by
-    Flink 2.3 and 1.20, tests/savepoints/make_state_fixtures.py) against what
-    the program declares: unchanged, nothing; INT read as LONG and STRING read
-    as INT (Flink misread or failed on such restores), and a renamed list state
-    (restored empty), each a CL204 naming why."""
+    Flink 2.3, 1.20 and 1.18, tests/savepoints/make_state_fixtures.py) against
+    what the program declares: unchanged, nothing; INT read as LONG and STRING
+    read as INT (Flink misread or failed on such restores), and a renamed list
+    state (restored empty), each a CL204 naming why."""
     savepoint = TYPED / "real" / f"typed_states-{line}"
     program = (TYPED / "typed_states.py").read_text(encoding="utf-8")
     job = tmp_path / "job.py"

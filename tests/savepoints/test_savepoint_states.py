@@ -34,8 +34,8 @@ from chainlens.analyzer.savepoint.values import samples_fit, state_fits
 from tests.support import FIXTURES
 
 REAL = FIXTURES / "savepoints" / "real"
-#: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20
-LINES = ["2.3", "2.3-snappy", "1.20"]
+#: the fixtures: Flink 2.3, 2.3 with snapshot compression (snappy), 1.20, 1.18
+LINES = ["2.3", "2.3-snappy", "1.20", "1.18"]
 #: the Python states typed_states.py declares, with their descriptor and type
 DECLARED = {
     "as_int": ("ValueStateDescriptor", "Types.INT()"),

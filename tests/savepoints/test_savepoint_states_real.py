@@ -484,3 +484,15 @@ def test_formats_not_read_are_skipped_to_what_follows(
 
 def _walk(snapshot: SerializerSnapshot) -> list[SerializerSnapshot]:
     return [snapshot, *(s for n in snapshot.nested for s in _walk(n))]
+
+
+def test_a_flink_118_savepoint_reads_as_flink_118_reads_it(tmp_path: Path) -> None:
+    """The committed 1.18.1 savepoint (make_state_fixtures.py) read by chainlens
+    and by Flink 1.18.1's own classes, in its venv: the same states and values."""
+    python = VENVS.find_python("1.18")
+    if python is None:
+        pytest.skip("no venv of Flink 1.18: python tests/tools/flink_venvs.py 1.18")
+    path = tmp_path / "savepoint"
+    shutil.copytree(FIXTURES / "real" / "typed_states-1.18", path)
+    assert read_metadata(path).version == 4  # what Flink 1.18 writes
+    assert ours(path) == flinks(str(python), path)
