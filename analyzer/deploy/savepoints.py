@@ -52,11 +52,12 @@ def load_savepoint(
     if is_remote(location):
         if fetch_into is not None:
             fetch_savepoint_files(location, fetch_into, limits)
-            metadata = read_metadata(fetch_into)
+            metadata = read_metadata(fetch_into, states=True)
             return location, replace(metadata, path=metadata_url(location))
         return location, read_remote_metadata(location, limits)
     path = local_path(location)
-    return path, read_metadata(path)
+    # the state files too (what the states are: names, kinds, sampled values)
+    return path, read_metadata(path, states=True)
 
 
 def deployment_savepoint(deployment: Deployment) -> Setting | None:

@@ -211,7 +211,9 @@ def test_a_savepoint_is_fetched_whole_when_asked(
     )
     assert shown == "s3://points/prod/savepoint-1"
     assert metadata.path == "s3://points/prod/savepoint-1/_metadata"
-    assert metadata.operators == read_metadata(SAVEPOINT).operators
+    # its state files fetched too: what the states are is read from them
+    assert metadata.operators == read_metadata(SAVEPOINT, states=True).operators
+    assert any(o.saved is not None and o.saved.states for o in metadata.operators)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         p.name for p in SAVEPOINT.iterdir()
     )
