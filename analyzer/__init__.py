@@ -58,6 +58,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "discover_deployments": ("deploy.discover", "discover_deployments"),
     "project_deployments": ("deploy.targets", "project_deployments"),
     "restore_verdict": ("deploy.targets", "restore_verdict"),
+    "deployment_run_document": ("deploy.targets", "run_document"),
+    "render_deployment_runs_json": ("deploy.targets", "render_runs_json"),
+    "Document": ("model.document", "Document"),
     # savepoints where teams keep them (object stores), the running cluster
     "StoreError": ("deploy.object_store", "StoreError"),
     "StoreLimits": ("deploy.object_store", "StoreLimits"),
@@ -68,6 +71,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ClusterDiff": ("deploy.cluster", "ClusterDiff"),
     "diff_running_job": ("deploy.cluster", "diff_running_job"),
     "cluster_diff_text": ("deploy.cluster", "diff_text"),
+    "render_cluster_diff": ("deploy.cluster", "render_diff"),
     "SavepointMetadata": ("model.savepoint", "SavepointMetadata"),
     "deployment_savepoint": ("deploy.savepoints", "deployment_savepoint"),
     "deployment_findings": ("deploy.findings", "deployment_findings"),
@@ -176,6 +180,7 @@ __all__ = [
     "DeploymentNotFoundError",
     "DeploymentResolver",
     "Diagnostic",
+    "Document",
     "EdgeFact",
     "EditorBaseline",
     "FileCheck",
@@ -233,6 +238,7 @@ __all__ = [
     "deployment_at",
     "deployment_base_settings",
     "deployment_findings",
+    "deployment_run_document",
     "deployment_savepoint",
     "deployment_values",
     "describe_deployment",
@@ -254,6 +260,8 @@ __all__ = [
     "project_deployments",
     "read_metadata",
     "read_module",
+    "render_cluster_diff",
+    "render_deployment_runs_json",
     "render_dot",
     "render_findings_text",
     "render_github",
@@ -337,6 +345,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.deploy.cluster import ClusterDiff, diff_running_job
     from chainlens.analyzer.deploy.cluster import diff_text as cluster_diff_text
+    from chainlens.analyzer.deploy.cluster import render_diff as render_cluster_diff
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
@@ -363,6 +372,12 @@ if TYPE_CHECKING:
         restore_verdict,
     )
     from chainlens.analyzer.deploy.targets import describe as describe_deployment
+    from chainlens.analyzer.deploy.targets import (
+        render_runs_json as render_deployment_runs_json,
+    )
+    from chainlens.analyzer.deploy.targets import (
+        run_document as deployment_run_document,
+    )
     from chainlens.analyzer.discovery import discover, is_pyflink_source
     from chainlens.analyzer.errors import one_line
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
@@ -392,6 +407,7 @@ if TYPE_CHECKING:
         Severity,
         TextEdit,
     )
+    from chainlens.analyzer.model.document import Document
     from chainlens.analyzer.model.flink_versions import FlinkVersion, VersionError
     from chainlens.analyzer.model.flink_versions import parse_range as parse_flink_range
     from chainlens.analyzer.model.flink_versions import (

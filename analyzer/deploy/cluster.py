@@ -20,6 +20,7 @@ operators found on one side only are the code's changes.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -30,6 +31,7 @@ from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.model.deployment import RunningJob
+from chainlens.analyzer.model.document import Document
 from chainlens.analyzer.model.flink_versions import (
     FlinkVersion,
     VersionError,
@@ -580,3 +582,18 @@ def diff_text(diff: ClusterDiff) -> list[str]:
                 "above are on one side only."
             )
     return lines
+
+
+def render_diff(
+    diff: ClusterDiff, *, format: str = "text", note: str | None = None
+) -> str:
+    """``chainlens cluster diff``'s report as text or JSON (``note``: why the
+    running job's latest snapshot could not be read, when it could not)."""
+    if format == "json":
+        document = diff.to_json()
+        document["snapshot_error"] = note
+        return Document(json.dumps(document, indent=2) + "\n", document)
+    lines = diff_text(diff)
+    if note is not None:
+        lines.insert(3, f"  Note: {note}")
+    return "\n".join(lines) + "\n"

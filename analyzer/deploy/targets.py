@@ -10,6 +10,7 @@ upgrade mode means for the savepoint gate.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from chainlens.analyzer.deploy.discover import (
 )
 from chainlens.analyzer.gate.history import Tree
 from chainlens.analyzer.model.deployment import STATELESS, Deployment
+from chainlens.analyzer.model.document import Document
 
 
 def project_root(start: Path) -> Path:
@@ -169,3 +171,24 @@ def base_settings(
         )
 
     return at_base
+
+
+def run_document(
+    deployment: Deployment, *, verdict: str | None = None, result: object = None
+) -> dict[str, object]:
+    """One deployment's part of a command's JSON document: the deployment, the
+    gate's verdict when it decided without comparing, and the command's own
+    document for it (``result``: a :class:`Document`'s data)."""
+    document: dict[str, object] = {"deployment": deployment.to_json()}
+    if verdict is not None:
+        document["verdict"] = verdict
+    if result is not None:
+        document["result"] = result
+    return document
+
+
+def render_runs_json(documents: list[dict[str, object]]) -> Document:
+    """``--deployment``/``--all-deployments`` with ``--format json``: one
+    document, a part per deployment."""
+    document = {"deployments": documents}
+    return Document(json.dumps(document, indent=2) + "\n", document)

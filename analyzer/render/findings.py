@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from chainlens.analyzer.check import FileCheck
 from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
+from chainlens.analyzer.model.document import Document
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.source import SourceRange, path_of
 
@@ -105,7 +106,7 @@ def render_report(
         document = json_document(findings, summary, version=version)
         if section is not None:
             document[section.key] = dict(section.document)
-        return _dumps(document)
+        return Document(_dumps(document), document)
     elif format == "sarif":
         report = render_sarif(
             findings,
@@ -298,7 +299,8 @@ def render_json(
     findings: Sequence[Finding], summary: CheckSummary, *, version: str
 ) -> str:
     """Return the JSON document of a check run (``schema_version`` 1)."""
-    return _dumps(json_document(findings, summary, version=version))
+    document = json_document(findings, summary, version=version)
+    return Document(_dumps(document), document)
 
 
 def json_document(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from chainlens.analyzer.model.document import Document, sorted_keys
 from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
 from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourceRange, path_of
@@ -278,4 +279,5 @@ def render_dot(results: Sequence[AnalysisResult]) -> str:
 
 def render_graph_json(results: Sequence[AnalysisResult]) -> str:
     """``graph --format json``: :func:`results_to_json` as a document."""
-    return json.dumps(results_to_json(results), indent=2, sort_keys=True) + "\n"
+    document = sorted_keys(results_to_json(results))
+    return Document(json.dumps(document, indent=2) + "\n", document)

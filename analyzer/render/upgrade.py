@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from chainlens.analyzer.model.document import Document, sorted_keys
 from chainlens.analyzer.model.result import BLOCKING, Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.upgrade import FileUpgrade
@@ -92,4 +93,5 @@ def upgrade_to_json(upgrades: Sequence[FileUpgrade]) -> dict[str, object]:
 
 def render_upgrade_json(upgrades: Sequence[FileUpgrade]) -> str:
     """``graph --flink-version A..B --format json``."""
-    return json.dumps(upgrade_to_json(upgrades), indent=2, sort_keys=True) + "\n"
+    document = sorted_keys(upgrade_to_json(upgrades))
+    return Document(json.dumps(document, indent=2) + "\n", document)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from chainlens.analyzer.model.document import Document, sorted_keys
 from chainlens.analyzer.render.graphs import render_text, results_to_json
 from chainlens.analyzer.variants import Variant, shown_command_line
 
@@ -42,5 +43,7 @@ def variants_to_json(path: str, found: list[Variant]) -> dict[str, object]:
 
 def render_variants_json(files: Sequence[tuple[str, list[Variant]]]) -> str:
     """``graph --all-variants --format json``: each file's variants."""
-    document = {"files": [variants_to_json(path, found) for path, found in files]}
-    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+    document = sorted_keys(
+        {"files": [variants_to_json(path, found) for path, found in files]}
+    )
+    return Document(json.dumps(document, indent=2) + "\n", document)
