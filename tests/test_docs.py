@@ -150,7 +150,10 @@ def test_every_documented_command_is_valid(
         assert "internal error" not in err
 
 
-def test_the_readme_picture_is_what_chainlens_draws() -> None:
+def test_the_readme_picture_is_what_chainlens_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)  # the README's command runs in the repository
     program = "tests/fixtures/pipelines/example_orders.py"
     command = f"graph {program} --default-parallelism 4 --format svg"
     assert f"`chainlens {command}`" in (ROOT / "README.md").read_text("utf-8")
