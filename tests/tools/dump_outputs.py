@@ -12,7 +12,10 @@ check,lsp,deployments,deployments_gate}``) goes through ``graph`` (json, text,
 dot, ``--all-variants``, ``--flink-version 1.20..2.3``), ``check`` (json, text)
 and ``check --diff --unsafe-fixes``; the savepoint gate runs on a git repository
 whose base is the pipelines and whose work tree has every uid renamed, and
-``savepoint --savepoint`` on the real savepoints of ``tests/fixtures/savepoints``.  Each
+``savepoint --savepoint`` on the real savepoints of ``tests/fixtures/savepoints``;
+``graph``, ``check`` and ``savepoint --base HEAD`` run once per deployment
+(``--all-deployments``, json and text, check as SARIF too) in each deployment
+project of the fixtures, committed to a repository of its own.  Each
 invocation runs in this process (``chainlens.hooks.entry.main``); its exit
 code, standard output and standard error are one file of the dump.
 """
@@ -55,6 +58,31 @@ COMMANDS: dict[str, list[str]] = {
 }
 #: the savepoint gate's repository (a fixed place: its path is in the output)
 GATE_REPO = Path("/tmp/chainlens-dump-gate")
+#: the deployment projects' repositories (a fixed place: their paths are in
+#: the output)
+DEPLOY_REPOS = Path("/tmp/chainlens-dump-deployments")
+#: the projects whose deployments are run, and each invocation of them
+DEPLOY_PROJECTS = (
+    "deployments/k8s_python",
+    "deployments/more_kinds",
+    "deployments_gate",
+)
+DEPLOY_COMMANDS: dict[str, list[str]] = {
+    "graph.json": ["graph", "--all-deployments", "--format", "json"],
+    "graph.txt": ["graph", "--all-deployments"],
+    "check.json": ["check", "--all-deployments", "--format", "json"],
+    "check.txt": ["check", "--all-deployments"],
+    "check.sarif": ["check", "--all-deployments", "--format", "sarif"],
+    "savepoint.json": [
+        "savepoint",
+        "--all-deployments",
+        "--base",
+        "HEAD",
+        "--format",
+        "json",
+    ],
+    "savepoint.txt": ["savepoint", "--all-deployments", "--base", "HEAD"],
+}
 
 
 def run(argv: Sequence[str]) -> str:
@@ -75,10 +103,10 @@ def programs() -> list[Path]:
     return sorted(p for folder in FOLDERS for p in (FIXTURES / folder).rglob("*.py"))
 
 
-def _git(*args: str) -> None:
+def _git(*args: str, cwd: Path = GATE_REPO) -> None:
     subprocess.run(
         ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
-        cwd=GATE_REPO,
+        cwd=cwd,
         check=True,
         capture_output=True,
         # a fixed date: the base's commit ID is in the output
@@ -147,6 +175,35 @@ def real_savepoints(out: Path) -> int:
     return count
 
 
+def deployments(out: Path) -> int:
+    """graph, check and savepoint once per deployment of each deployment
+    project (its own repository: its root is where deployments are found)."""
+    shutil.rmtree(DEPLOY_REPOS, ignore_errors=True)
+    cwd = Path.cwd()
+    count = 0
+    try:
+        for project in DEPLOY_PROJECTS:
+            repo = DEPLOY_REPOS / project.replace("/", "_")
+            shutil.copytree(FIXTURES / project, repo, ignore=_no_expected)
+            _git("init", "-q", "-b", "main", cwd=repo)
+            _git("add", "-A", cwd=repo)
+            _git("commit", "-qm", "base", cwd=repo)
+            os.chdir(repo)
+            for name, argv in DEPLOY_COMMANDS.items():
+                target = out / "_deployments" / f"{repo.name}.{name}"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(run(argv), encoding="utf-8")
+                count += 1
+    finally:
+        os.chdir(cwd)
+    return count
+
+
+def _no_expected(folder: str, names: list[str]) -> list[str]:
+    """The oracle's expected graphs are no part of the project."""
+    return [name for name in names if name == "expected"]
+
+
 def dump(out: Path, only: str | None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     count = 0
@@ -161,7 +218,7 @@ def dump(out: Path, only: str | None) -> None:
             target.write_text(run([*argv, str(rel_to_root(program))]), "utf-8")
             count += 1
     if not only:
-        count += gate(out) + real_savepoints(out)
+        count += gate(out) + real_savepoints(out) + deployments(out)
     print(f"{count} outputs of {len(programs())} programs written to {out}")
 
 
