@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from chainlens.analyzer import ConfigResolver, project_deployments
-from chainlens.hooks.cli import add_check_arguments, dispatch
+from chainlens.hooks.cli import dispatch
 from chainlens.hooks.entry import isolate_python_children
+from chainlens.hooks.options import add_check_arguments
 
 
 def build_parser() -> argparse.ArgumentParser:

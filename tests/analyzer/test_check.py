@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from chainlens.analyzer import rules
-from chainlens.hooks.cli import PARALLEL_THRESHOLD, main
+from chainlens.analyzer import PARALLEL_THRESHOLD, rules
+from chainlens.hooks.cli import main
 from tests import support
 
 FIXTURES = support.FIXTURES / "check"

@@ -11,19 +11,21 @@ from __future__ import annotations
 import argparse
 import copy
 import io
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from chainlens.analyzer import (
     Deployment,
+    Document,
     Finding,
     choose_deployments,
     deployment_findings,
+    deployment_run_document,
     deployment_savepoint,
     describe_deployment,
     project_deployments,
+    render_deployment_runs_json,
     restore_verdict,
 )
 
@@ -78,7 +80,7 @@ def wants_deployments(args: argparse.Namespace) -> bool:
 def run_for_deployments(
     args: argparse.Namespace,
     resolver_of: Callable[[argparse.Namespace], object],
-    run: Callable[[argparse.Namespace, io.StringIO], int],
+    run: Callable[[argparse.Namespace, Captured], int],
     report: Callable[[argparse.Namespace, list[Finding]], tuple[str, int]]
     | None = None,
 ) -> int:
@@ -145,13 +147,32 @@ def run_for_deployments(
             one.paths = [deployment.program_path]
         if hasattr(one, "files"):
             one.files = [deployment.program_path]
-        out = io.StringIO()
+        out = Captured()
         code = run(one, out)
         worst = max(worst, code)
-        _emit(fmt, heading, deployment, out.getvalue(), documents)
+        _emit(fmt, heading, deployment, out.report(), documents)
     if fmt == "json":
-        sys.stdout.write(json.dumps({"deployments": documents}, indent=2) + "\n")
+        sys.stdout.write(render_deployment_runs_json(documents))
     return worst
+
+
+class Captured(io.StringIO):
+    """What one run printed, as written: a JSON report stays the engine's
+    :class:`~chainlens.analyzer.Document`, whose data is nested as it is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return super().write(text)
+
+    def report(self) -> str:
+        """The report: the one document written, else all the text."""
+        if len(self.parts) == 1 and isinstance(self.parts[0], Document):
+            return self.parts[0]
+        return self.getvalue()
 
 
 def _emit(
@@ -163,12 +184,10 @@ def _emit(
     verdict: str | None = None,
 ) -> None:
     if fmt == "json":
-        document: dict[str, object] = {"deployment": deployment.to_json()}
-        if verdict is not None:
-            document["verdict"] = verdict
-        if output:
-            document["result"] = json.loads(output)
-        documents.append(document)
+        result = output.data if isinstance(output, Document) else None
+        documents.append(
+            deployment_run_document(deployment, verdict=verdict, result=result)
+        )
         return
     if fmt == "text":
         sys.stdout.write(heading)

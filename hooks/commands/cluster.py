@@ -9,7 +9,6 @@ or an object store); what they compute is the analyzer's.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TextIO
 
@@ -20,10 +19,18 @@ from chainlens.analyzer import (
     SavepointMetadata,
     StoreError,
     StoreLimits,
-    cluster_diff_text,
     diff_running_job,
     load_savepoint,
+    render_cluster_diff,
 )
+from chainlens.hooks.deployments import (
+    Captured,
+    add_deployment_arguments,
+    add_timeout_argument,
+    run_for_deployments,
+    wants_deployments,
+)
+from chainlens.hooks.options import UsageError, add_analysis_arguments, resolver_of
 
 
 def add_cluster_arguments(
@@ -42,6 +49,34 @@ def add_cluster_arguments(
         required=required,
         help="the running job, by name or ID (with --cluster)",
     )
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``chainlens cluster diff``."""
+    cluster = sub.add_parser(
+        "cluster",
+        help="compare the job a Flink cluster runs with the job this code builds",
+        description="Read a running job through the cluster's REST API and tell "
+        "whether it is the job the code builds: task by task (ID, name, "
+        "parallelism, max parallelism, chained operators, inputs) and, with the "
+        "job's latest checkpoint or savepoint, operator ID by operator ID; each "
+        "difference explained (the Flink version, the parallelism, the code).",
+    )
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", metavar="COMMAND")
+    cluster_diff = cluster_sub.add_parser(
+        "diff",
+        help="is the running job the one this code builds?",
+        description="Exit code 0: the running job is the job the code builds; 1: it "
+        "is not, or runs with other settings; 2: an error.",
+    )
+    cluster_diff.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    add_cluster_arguments(cluster_diff, required=True)
+    cluster_diff.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format"
+    )
+    add_timeout_argument(cluster_diff)
+    add_analysis_arguments(cluster_diff)
+    add_deployment_arguments(cluster_diff)
 
 
 def running_snapshot(args: argparse.Namespace) -> tuple[str, str]:
@@ -63,6 +98,19 @@ def running_snapshot(args: argparse.Namespace) -> tuple[str, str]:
     )
 
 
+def run_cluster_command(args: argparse.Namespace) -> int:
+    """``chainlens cluster COMMAND``: ``diff``, once or once per deployment."""
+    if args.cluster_command != "diff":
+        raise UsageError("give a cluster command: diff")
+    if wants_deployments(args):
+        return run_for_deployments(args, resolver_of, _run_for_deployment)
+    return run_cluster(args, resolver_of(args))
+
+
+def _run_for_deployment(args: argparse.Namespace, out: Captured) -> int:
+    return run_cluster(args, resolver_of(args), out)
+
+
 def run_cluster(
     args: argparse.Namespace, resolver: object, out: TextIO | None = None
 ) -> int:
@@ -81,13 +129,5 @@ def run_cluster(
         except (MetadataError, StoreError) as exc:
             note = f"the latest snapshot could not be read: {exc}"
     diff = diff_running_job(args.paths, resolver, running, saved)  # type: ignore[arg-type]
-    if args.format == "json":
-        document = diff.to_json()
-        document["snapshot_error"] = note
-        out.write(json.dumps(document, indent=2) + "\n")
-    else:
-        lines = cluster_diff_text(diff)
-        if note is not None:
-            lines.insert(3, f"  Note: {note}")
-        out.write("\n".join(lines) + "\n")
+    out.write(render_cluster_diff(diff, format=args.format, note=note))
     return 0 if diff.verdict == "same" else 1

@@ -1,0 +1,201 @@
+"""``chainlens check``: findings in PyFlink programs, ruff-style; fixes and diffs.
+
+Exit codes: 0 no finding at ``--fail-on`` severity or worse, 1 such findings
+(or, with ``--diff``, fixes to apply), 2 usage, configuration or internal
+error.  What ``check`` and ``savepoint`` print is rendered by the engine
+(:func:`~chainlens.analyzer.render_report`); this module says where it goes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, TextIO
+
+from chainlens.analyzer import (
+    CheckSummary,
+    ConfigResolver,
+    FileCheck,
+    Finding,
+    Mode,
+    Section,
+    Severity,
+    check_bytes,
+    check_paths,
+    check_selectors,
+    check_summary,
+    default_jobs,
+    diff_of,
+    discover,
+    display_path,
+    render_report,
+    rule_infos,
+)
+from chainlens.hooks.deployments import add_deployment_arguments
+from chainlens.hooks.options import (
+    UsageError,
+    add_check_arguments,
+    check_output_file,
+    resolver_of,
+    version,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``chainlens check``."""
+    check = sub.add_parser(
+        "check",
+        help="report findings in PyFlink programs (missing uids, broken chains, ...)",
+        description="Analyse the PyFlink programs under PATHS and report findings as "
+        "path:line:col: CODE severity: message.  Settings come from "
+        "[tool.chainlens] in pyproject.toml, chainlens.toml or .chainlens.toml "
+        "(nearest wins); flags override.",
+    )
+    add_check_arguments(check, default_paths=["."])
+    add_deployment_arguments(check)
+
+
+SEVERITY_RANK: Final = {
+    Severity.ERROR: 0,
+    Severity.WARNING: 1,
+    Severity.INFO: 2,
+    Severity.HINT: 3,
+}
+
+
+def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``chainlens check`` with parsed ``args``; return the exit code."""
+    out = out or sys.stdout
+    resolver = resolver_of(args)
+    mode = Mode.FIX if args.fix else Mode.DIFF if args.diff else Mode.CHECK
+    if args.paths == ["-"]:
+        return _check_stdin(args, resolver, mode, out)
+    if "-" in args.paths:
+        raise UsageError("'-' (standard input) must be the only PATH")
+    if args.output_file:
+        check_output_file(args.output_file, discover(args.paths, resolver))
+    checked = check_paths(
+        args.paths,
+        resolver,
+        mode=mode,
+        force_exclude=args.force_exclude,
+        jobs=args.jobs or default_jobs(),
+    )
+    for file in checked:
+        if file.notice is not None:
+            print(f"chainlens: warning: {file.notice}", file=sys.stderr)
+    analysed = [c for c in checked if c.analysed]
+    findings = [f for c in analysed for f in c.findings]
+    summary = check_summary(analysed)
+    if mode is Mode.DIFF:
+        return _report_diff(analysed, summary, out)
+    report = render(args, findings, summary, fixing=mode is Mode.FIX)
+    if args.output_file:
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+    return exit_status(args, findings)
+
+
+def _check_stdin(
+    args: argparse.Namespace, resolver: ConfigResolver, mode: Mode, out: TextIO
+) -> int:
+    """``chainlens check -``: the program on standard input, configured as the
+    file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
+    standard output and the findings to standard error (as ruff does)."""
+    data = sys.stdin.buffer.read()
+    name = args.stdin_filename or "-"
+    where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
+    check_selectors(resolver.layers_for(where))
+    shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    checked = check_bytes(
+        str(where),
+        data,
+        resolver.config_for(where),
+        display=shown,
+        fix=mode is not Mode.CHECK,
+    )
+    if mode is Mode.DIFF:
+        diff = diff_of(data, checked.fixed_bytes, shown) if checked.fixed_bytes else ""
+        out.write(diff)
+        return 1 if diff else 0
+    findings = list(checked.findings)
+    report = render(args, findings, check_summary([checked]), fixing=mode is Mode.FIX)
+    if mode is Mode.FIX:
+        fixed = checked.fixed_bytes
+        sys.stdout.buffer.write(fixed if fixed is not None else data)
+        sys.stdout.flush()
+        sys.stderr.write(report)
+    else:
+        out.write(report)
+    return exit_status(args, findings)
+
+
+def _report_diff(
+    analysed: Sequence[FileCheck], summary: CheckSummary, out: TextIO
+) -> int:
+    for outcome in sorted(analysed, key=lambda o: o.display):
+        out.write(outcome.diff)
+    changed = sum(1 for o in analysed if o.diff)
+    if changed:
+        print(
+            f"Would fix {summary.fixed} finding{'s' if summary.fixed != 1 else ''} "
+            f"in {changed} file{'s' if changed != 1 else ''}.",
+            file=sys.stderr,
+        )
+        return 1
+    print("No fixes to apply.", file=sys.stderr)
+    return 0
+
+
+def render(
+    args: argparse.Namespace,
+    findings: list[Finding],
+    summary: CheckSummary,
+    *,
+    fixing: bool,
+    section: Section | None = None,
+) -> str:
+    return render_report(
+        findings,
+        summary,
+        format=args.format,
+        version=version(),
+        fixing=fixing,
+        quiet=args.quiet,
+        statistics=args.statistics,
+        command=getattr(args, "command", "check"),
+        section=section,
+        rules=rule_infos() if args.format == "sarif" else (),
+        working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
+    )
+
+
+def exit_status(args: argparse.Namespace, findings: Sequence[Finding]) -> int:
+    """0, or 1 when a finding is at ``--fail-on`` severity or worse."""
+    if args.exit_zero:
+        return 0
+    threshold = SEVERITY_RANK[Severity(args.fail_on)]
+    failing = any(SEVERITY_RANK[f.diagnostic.severity] <= threshold for f in findings)
+    return 1 if failing else 0
+
+
+def write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
+    """The report to ``-o FILE`` (checked: never onto what it must not
+    overwrite) or to ``out``."""
+    if args.output_file:
+        check_output_file(args.output_file, [])
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        out.write(report)
+
+
+def report_findings(
+    args: argparse.Namespace, findings: list[Finding]
+) -> tuple[str, int]:
+    """Findings outside Python files (a descriptor's), as the command reports
+    findings, with its exit status."""
+    report = render(args, findings, CheckSummary(files_checked=0), fixing=False)
+    return report, exit_status(args, findings)

@@ -1,0 +1,343 @@
+"""What the commands share of the command line: option types, the options of
+analysis and of ``check``, and the configuration the flags make.
+
+``resolver_of`` turns the parsed flags into the analyzer's configuration
+resolver (a mistake in a flag is a :class:`UsageError`, exit code 2);
+:func:`check_output_file` refuses a report that would overwrite what
+chainlens did not write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from chainlens.analyzer import (
+    MAX_PARALLELISM,
+    PARALLEL_THRESHOLD,
+    ConfigError,
+    ConfigLayer,
+    ConfigResolver,
+    DeploymentResolver,
+    Severity,
+    check_selectors,
+    command_line_layer,
+)
+
+
+class UsageError(Exception):
+    """A command-line mistake argparse cannot see (exit code 2)."""
+
+
+class RefusedError(Exception):
+    """A command that would overwrite what chainlens did not write (exit code 2)."""
+
+
+def check_output_file(name: str, inputs: Sequence[Path]) -> None:
+    """Raise :class:`RefusedError` unless the report may be written to *name*:
+    never onto a folder, a Python source or a file being checked, never into a
+    folder that does not exist."""
+    target = Path(name)
+    if target.is_dir():
+        raise RefusedError(f"-o {name}: is a folder; name the report's file")
+    if not target.parent.is_dir():
+        raise RefusedError(
+            f"-o {name}: the folder {target.parent} does not exist; create it first"
+        )
+    if target.suffix in {".py", ".pyi"} or (
+        target.exists() and any(_same_file(target, path) for path in inputs)
+    ):
+        raise RefusedError(
+            f"-o {name}: is a Python source, which the report would overwrite; "
+            "name another file (e.g. chainlens.sarif)"
+        )
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.samefile(other)
+    except OSError:
+        return False
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def parallelism(text: str) -> int:
+    value = positive(text)
+    if value > MAX_PARALLELISM:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_PARALLELISM} (Flink's largest max parallelism)"
+        )
+    return value
+
+
+def port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"a TCP port is 1 to 65535, not {value}")
+    return value
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("chainlens")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def codes(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def flink_setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options that change what the analysis assumes (check and graph)."""
+    parser.add_argument(
+        "--default-parallelism",
+        type=parallelism,
+        default=None,
+        metavar="N",
+        help="the environment's default parallelism (Flink's local default is the "
+        "number of CPU cores); without it, results hold for any value",
+    )
+    parser.add_argument(
+        "--argv",
+        default=None,
+        metavar="ARGS",
+        help="analyse as if the program ran with these command-line arguments "
+        "(one string, split like a shell does; '' for none); without it, values "
+        "read from the command line are reported as unknown",
+    )
+    parser.add_argument(
+        "--flink",
+        action="append",
+        type=flink_setting,
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Flink configuration key the program does not set itself, e.g. "
+        "python.operator-chaining.enabled=false (repeatable)",
+    )
+    parser.add_argument(
+        "--flink-version",
+        default=None,
+        metavar="X.Y",
+        help="the Flink version to analyse for (1.18 to 2.3); without it, "
+        "flink-version of the config, else the project's pin of apache-flink "
+        "(requirements, pyproject, setup.cfg, Pipfile, lock files), else the newest; "
+        "A..B on graph and savepoint: an upgrade from A to B",
+    )
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="use this config file (pyproject.toml, chainlens.toml) for every file "
+        "instead of discovering one per file",
+    )
+    parser.add_argument(
+        "--isolated", action="store_true", help="ignore every config file"
+    )
+
+
+def add_check_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    default_paths: Sequence[str],
+    fail_on: Severity = Severity.WARNING,
+) -> None:
+    """Add the options of ``chainlens check`` (shared with the pre-commit entry)."""
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        default=list(default_paths),
+        metavar="PATH",
+        help="files or directories to check"
+        + (" (default: the current directory)" if default_paths else ""),
+    )
+    parser.add_argument(
+        "--format",
+        "--output-format",
+        dest="format",
+        choices=("text", "json", "sarif", "github"),
+        default="text",
+        help="output format: text (path:line:col: CODE severity: message), json, "
+        "sarif (SARIF 2.1.0, for GitHub code scanning), github (workflow annotations)",
+    )
+    parser.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="with PATH '-' (the program on standard input): the file it stands "
+        "for, whose configuration applies and whose name the findings carry",
+    )
+    parser.add_argument(
+        "-o",
+        "--output-file",
+        default=None,
+        metavar="FILE",
+        help="write the report to FILE",
+    )
+    parser.add_argument(
+        "--statistics", action="store_true", help="show the number of findings per rule"
+    )
+    parser.add_argument(
+        "--select",
+        type=codes,
+        default=None,
+        metavar="CODES",
+        help="comma-separated rule codes or prefixes to enable (replaces the config's)",
+    )
+    parser.add_argument(
+        "--extend-select",
+        type=codes,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="rule codes or prefixes to enable in addition",
+    )
+    parser.add_argument(
+        "--ignore",
+        type=codes,
+        action="extend",
+        default=[],
+        metavar="CODES",
+        help="rule codes or prefixes to disable",
+    )
+    add_analysis_arguments(parser)
+    parser.add_argument(
+        "--exclude",
+        type=codes,
+        default=None,
+        metavar="GLOBS",
+        help="comma-separated globs of files and directories to skip "
+        "(replaces the defaults)",
+    )
+    parser.add_argument(
+        "--extend-exclude",
+        type=codes,
+        action="extend",
+        default=[],
+        metavar="GLOBS",
+        help="globs to skip in addition to the defaults",
+    )
+    parser.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply the exclusions to files named on the command line too (pre-commit)",
+    )
+    parser.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        default=None,
+        help="also check files that .gitignore excludes",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--fix",
+        action="store_true",
+        help="apply the safe fixes and report what remains",
+    )
+    mode.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes as a unified diff without writing; "
+        "exit 1 if there are any",
+    )
+    parser.add_argument(
+        "--unsafe-fixes",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --fix or --diff, also apply unsafe fixes: ones that change what "
+        "the job does when it runs, such as a plain uid that moves the operator ID "
+        "savepoint state is restored by (for a job never deployed); config key "
+        "unsafe-fixes",
+    )
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when there are findings"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=[s.value for s in Severity],
+        default=fail_on.value,
+        help=f"exit 1 for findings of this severity or worse (default: {fail_on.value}"
+        "; findings below it are reported without failing)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="worker processes (default: the number of CPUs; one process below "
+        f"{PARALLEL_THRESHOLD + 1} files)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print findings only, no summary line",
+    )
+
+
+def cli_layer(args: argparse.Namespace) -> ConfigLayer:
+    try:
+        argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
+    except ValueError as exc:  # an unbalanced quote
+        raise UsageError(f"--argv: {exc} in {args.argv!r}") from None
+    return command_line_layer(
+        select=getattr(args, "select", None),
+        extend_select=getattr(args, "extend_select", ()),
+        ignore=getattr(args, "ignore", ()),
+        default_parallelism=args.default_parallelism,
+        argv=argv,
+        flink=dict(args.flink) if args.flink else None,
+        exclude=getattr(args, "exclude", None),
+        extend_exclude=getattr(args, "extend_exclude", ()),
+        respect_gitignore=getattr(args, "respect_gitignore", None),
+        unsafe_fixes=getattr(args, "unsafe_fixes", None),
+        flink_version=getattr(args, "flink_version", None),
+    )
+
+
+def resolver_of(args: argparse.Namespace) -> ConfigResolver:
+    try:
+        layer = cli_layer(args)
+    except ConfigError as exc:
+        key = (exc.key or "").replace("-", "_")
+        flag = (
+            "--" + key.split(".")[0].split("[")[0].replace("_", "-")
+            if key
+            else "a flag"
+        )
+        raise UsageError(f"{flag}: {exc.message}") from None
+    try:
+        check_selectors([layer])
+    except ConfigError as exc:
+        flag = "--" + (exc.key or "select").split(".")[0]
+        raise UsageError(f"{flag}: {exc.message}") from None
+    deployment = getattr(args, "deployment_target", None)
+    if deployment is not None:
+        return DeploymentResolver(
+            deployment, layer, config_file=args.config, isolated=args.isolated
+        )
+    return ConfigResolver(layer, config_file=args.config, isolated=args.isolated)
