@@ -72,7 +72,9 @@ def test_every_rule_has_fixtures_with_findings() -> None:
             continue
         if getattr(rule, "descriptor_rule", False):
             # about deployment descriptors: its cases are projects of them
-            cases = (ROOT / "tests" / "test_deployment_findings.py").read_text()
+            cases = (
+                ROOT / "tests" / "deployments" / "test_deployment_findings.py"
+            ).read_text()
             assert rule.code.code in cases, rule.code
             continue
         folder = FIXTURES / rule.code.code
