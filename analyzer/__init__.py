@@ -26,6 +26,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
+    # reading and writing files
+    "AtomicFile": ("files", "AtomicFile"),
+    "UnreadableError": ("files", "UnreadableError"),
+    "WriteError": ("files", "WriteError"),
+    "atomic_writer": ("files", "atomic_writer"),
+    "read_bounded": ("files", "read_bounded"),
+    "read_head": ("files", "read_head"),
+    "write_atomic": ("files", "write_atomic"),
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "compare_upgrade": ("compare", "compare_upgrade"),
@@ -114,6 +122,7 @@ __all__ = [
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
     "AnalysisResult",
+    "AtomicFile",
     "CheckSummary",
     "Comparison",
     "CompiledJob",
@@ -143,10 +152,13 @@ __all__ = [
     "SourcePosition",
     "SourceRange",
     "TextEdit",
+    "UnreadableError",
     "VariantChange",
     "VariantFacts",
     "VersionError",
+    "WriteError",
     "apply_fixes",
+    "atomic_writer",
     "check_bytes",
     "check_file",
     "check_paths",
@@ -167,6 +179,8 @@ __all__ = [
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
+    "read_bounded",
+    "read_head",
     "read_metadata",
     "read_module",
     "render_dot",
@@ -193,6 +207,7 @@ __all__ = [
     "upgrade_to_json",
     "variant_facts",
     "variants_to_json",
+    "write_atomic",
 ]
 
 
@@ -257,6 +272,15 @@ if TYPE_CHECKING:
     from chainlens.analyzer.discovery import discover
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
+    from chainlens.analyzer.files import (
+        AtomicFile,
+        UnreadableError,
+        WriteError,
+        atomic_writer,
+        read_bounded,
+        read_head,
+        write_atomic,
+    )
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.diagnostic import (

@@ -47,6 +47,13 @@ from chainlens.analyzer.config import (
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.files import (
+    WriteError,
+    is_symlink,
+    read_head,
+    reason,
+    write_atomic,
+)
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
@@ -416,14 +423,10 @@ def check_file(
     ``Mode.DIFF`` show them.  Never raises.  ``covered``: see ``check_text``."""
     name = str(path)
     shown = display if display is not None else name
-    try:
-        size = os.stat(name).st_size
-        with open(name, "rb") as handle:  # never more than the limit, plus one
-            data = handle.read(config.max_file_bytes + 1)
+    try:  # a regular file, never more than the limit plus one byte
+        data, size = read_head(name, config.max_file_bytes)
     except OSError as exc:
-        problem = Problem(
-            "read-error", f"cannot read: {exc.strerror or exc}", _FILE_START
-        )
+        problem = Problem("read-error", f"cannot read: {reason(exc)}", _FILE_START)
         return _not_analysed(name, shown, problem, config)
     checked = check_bytes(
         name,
@@ -439,22 +442,31 @@ def check_file(
         return checked
     if mode is Mode.DIFF:
         return replace(checked, diff=diff_of(data, checked.fixed_text, shown))
-    if _read_again(name) != data:  # edited meanwhile: never overwrite that
-        unfixed = check_bytes(name, data, config, display=shown, covered=covered)
-        return replace(
-            unfixed,
-            notice=f"{shown} changed while it was being fixed; left as it is now "
-            "(run --fix again)",
+    notice = None
+    if is_symlink(name):  # never written through: the link may lead anywhere
+        notice = (
+            f"{shown} is a symbolic link; its fixes were not written (run --fix "
+            "on the file it points to)"
         )
-    with open(name, "wb") as handle:
-        handle.write(checked.fixed_text.encode("utf-8"))
-    return checked
+    elif _read_again(name, config) != data:  # edited meanwhile: never overwrite
+        notice = (
+            f"{shown} changed while it was being fixed; left as it is now "
+            "(run --fix again)"
+        )
+    else:
+        try:
+            write_atomic(name, checked.fixed_text)
+        except WriteError as exc:
+            notice = f"{shown}: {exc.detail}; its fixes were not written"
+    if notice is None:
+        return checked
+    unfixed = check_bytes(name, data, config, display=shown, covered=covered)
+    return replace(unfixed, notice=notice)
 
 
-def _read_again(path: str) -> bytes | None:
+def _read_again(path: str, config: Config) -> bytes | None:
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_head(path, config.max_file_bytes)[0]
     except OSError:
         return None
 

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from chainlens.analyzer import write_atomic
+
 #: The manifest every result folder carries, listing the files chainlens wrote.
 MARKER: Final = ".chainlens-fleet.json"
 #: What the manifest says it is (a file of this name written by anyone else is
@@ -50,9 +52,9 @@ def _files(folder: Path) -> list[str]:
 
 def write_manifest(result: Path) -> None:
     """Write the manifest into a finished *result* folder (its last file)."""
-    (result / MARKER).write_text(
+    write_atomic(
+        result / MARKER,
         json.dumps({"kind": KIND, "files": _files(result)}, indent=0) + "\n",
-        encoding="utf-8",
     )
 
 

@@ -42,6 +42,7 @@ from chainlens.analyzer import (
     Mode,
     Severity,
     VersionError,
+    WriteError,
     check_bytes,
     check_file,
     check_paths,
@@ -72,6 +73,7 @@ from chainlens.analyzer import (
     upgrade_of,
     upgrade_to_json,
     variants_to_json,
+    write_atomic,
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
@@ -663,7 +665,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _report_diff(analysed, summary, out)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        _write_output(args.output_file, report)
     else:
         out.write(report)
     return _exit_status(args, findings)
@@ -697,9 +699,18 @@ def _write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
     overwrite) or to ``out``."""
     if args.output_file:
         check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        _write_output(args.output_file, report)
     else:
         out.write(report)
+
+
+def _write_output(name: str, report: str) -> None:
+    """Write the report to ``-o FILE`` whole or not at all (a full disk leaves
+    the previous report as it was); a device (``/dev/stdout``) is written to."""
+    try:
+        write_atomic(name, report, follow_symlinks=True)
+    except WriteError as exc:
+        raise WriteError(f"-o {name}", exc.detail) from None
 
 
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -1127,7 +1138,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, RefusedError, MetadataError) as exc:
+    except (ConfigError, RefusedError, MetadataError, WriteError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:
