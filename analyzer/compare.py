@@ -25,6 +25,7 @@ from chainlens.analyzer.check import (
 )
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.files import WriteError, is_symlink, read_bounded, write_atomic
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.history import (
     Base,
@@ -210,17 +211,32 @@ def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
     fixed_text, count = apply_fixes(text, fixable)
     if not count or fixed_text == text:
         return checked
+    if is_symlink(path):
+        return replace(
+            checked,
+            notice=f"{checked.display} is a symbolic link; its fixes were not "
+            "written (run --fix on the file it points to)",
+        )
     try:
-        if path.read_bytes() != data:
+        if read_bounded(path, len(data)) != data:
             return replace(
                 checked,
                 notice=f"{checked.display} changed while it was being fixed; left "
                 "as it is now",
             )
         bom = "\ufeff" if data.startswith(b"\xef\xbb\xbf") else ""
-        path.write_bytes((bom + fixed_text).encode("utf-8"))
-    except OSError as exc:
-        return replace(checked, notice=f"{checked.display}: not written: {exc}")
+        write_atomic(path, bom + fixed_text)
+    except OSError:
+        return replace(
+            checked,
+            notice=f"{checked.display} changed while it was being fixed; left "
+            "as it is now",
+        )
+    except WriteError as exc:
+        return replace(
+            checked,
+            notice=f"{checked.display}: {exc.detail}; its fixes were not written",
+        )
     left = tuple(f for f in checked.findings if not f.fixable)
     return replace(checked, findings=left, fixed=count, fixed_text=fixed_text)
 

@@ -11,6 +11,7 @@ walked.  A fleet ``--out`` holding a folder chainlens cannot read is refused.
 
 from __future__ import annotations
 
+import ast
 import errno
 import os
 import stat
@@ -228,3 +229,115 @@ def test_fleet_part_files_are_whole_or_absent(
         write_report({}, tmp_path)
     assert (tmp_path / "summary.json").read_text(encoding="utf-8") == "{}\n"
     assert not (tmp_path / "report.html").exists()
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+SAVEPOINT_BASE = PROGRAM.replace(
+    "reduce(lambda a, b: a + b)", 'reduce(lambda a, b: a + b).uid("totals")'
+)
+
+
+def test_savepoint_fix_past_the_file_size_limit_leaves_the_file_whole(
+    folder: Path,
+) -> None:
+    job = folder / "job.py"
+    job.write_text(SAVEPOINT_BASE, encoding="utf-8")
+    _git(folder, "init", "-q", "-b", "main")
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-qm", "base")
+    _git(folder, "checkout", "-qb", "change")
+    renamed = SAVEPOINT_BASE.replace('uid("totals")', 'uid("totals-v2")')
+    job.write_text(renamed, encoding="utf-8")
+    done = unprivileged.run(
+        ["savepoint", "--fix", "--base", "main"],
+        folder,
+        file_size=len(renamed) + 10,
+    )
+    assert job.read_text(encoding="utf-8") == renamed
+    assert "job.py: cannot write: File too large; its fixes were not written" in (
+        done.stderr
+    ), done.stderr
+    assert "CL201" in done.stdout
+    assert _temporaries(folder) == []
+    done = unprivileged.run(["savepoint", "--fix", "--base", "main"], folder)
+    assert '.set_uid_hash("' in job.read_text(encoding="utf-8"), done.stderr
+
+
+#: Writes that do not replace a file's contents, and why they are not atomic.
+NOT_REPLACING = {
+    # the Spark JVM's log: appended to while it runs
+    ("fleet/cluster.py", "open"),
+    # the staging folder renamed into place (a folder, after its files synced)
+    ("fleet/spark.py", "rename"),
+    # the JVM class-data archive, written by the JVM and checked before use
+    ("fleet/jvmcache.py", "replace"),
+}
+
+
+def test_every_file_written_goes_through_the_one_helper() -> None:
+    """No ``write_text``/``write_bytes``/``open(..., 'w')``/``os.replace`` in
+    chainlens outside ``analyzer/files.py`` but the writes listed above."""
+    found = set()
+    for package in ("analyzer", "server", "hooks", "fleet"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative == "analyzer/files.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                function = node.func
+                name = (
+                    function.attr
+                    if isinstance(function, ast.Attribute)
+                    else getattr(function, "id", "")
+                )
+                if name in {"write_text", "write_bytes", "replace", "rename"}:
+                    if name in {"replace", "rename"} and not (
+                        isinstance(function, ast.Attribute)
+                        and getattr(function.value, "id", "") == "os"
+                    ):
+                        continue  # str.replace, dataclasses.replace
+                    found.add((relative, name))
+                elif name == "open" and len(node.args) > 1:
+                    mode = node.args[1]
+                    if isinstance(mode, ast.Constant) and set(str(mode.value)) & {
+                        "w",
+                        "a",
+                        "x",
+                        "+",
+                    }:
+                        found.add((relative, name))
+    assert found == NOT_REPLACING
+
+
+def test_savepoint_fix_never_writes_through_a_link(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    outside = tmp_path / "outside.py"
+    (repo / "job.py").write_text(SAVEPOINT_BASE, encoding="utf-8")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    _git(repo, "checkout", "-qb", "change")
+    renamed = SAVEPOINT_BASE.replace('uid("totals")', 'uid("totals-v2")')
+    outside.write_text(renamed, encoding="utf-8")
+    (repo / "job.py").unlink()
+    (repo / "job.py").symlink_to(outside)
+    done = _cli(["savepoint", "--fix", "--base", "main", "job.py"], repo)
+    assert outside.read_text(encoding="utf-8") == renamed
+    assert (repo / "job.py").is_symlink()
+    assert "CL201" in done.stdout, done.stdout + done.stderr
+    assert (
+        "job.py is a symbolic link; its fixes were not written (run --fix on "
+        "the file it points to)"
+    ) in done.stderr
