@@ -149,6 +149,46 @@ def test_a_fix_keeps_the_file_mode_and_a_read_only_file_is_not_written(
     )
 
 
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+SAVEPOINT_BASE = PROGRAM.replace(
+    "reduce(lambda a, b: a + b)", 'reduce(lambda a, b: a + b).uid("totals")'
+)
+
+
+def test_savepoint_fix_past_the_file_size_limit_leaves_the_file_whole(
+    folder: Path,
+) -> None:
+    job = folder / "job.py"
+    job.write_text(SAVEPOINT_BASE, encoding="utf-8")
+    _git(folder, "init", "-q", "-b", "main")
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-qm", "base")
+    _git(folder, "checkout", "-qb", "change")
+    renamed = SAVEPOINT_BASE.replace('uid("totals")', 'uid("totals-v2")')
+    job.write_text(renamed, encoding="utf-8")
+    done = unprivileged.run(
+        ["savepoint", "--fix", "--base", "main"],
+        folder,
+        file_size=len(renamed) + 10,
+    )
+    assert job.read_text(encoding="utf-8") == renamed
+    assert "job.py: cannot write: File too large; its fixes were not written" in (
+        done.stderr
+    ), done.stderr
+    assert "CL201" in done.stdout
+    assert _temporaries(folder) == []
+    done = unprivileged.run(["savepoint", "--fix", "--base", "main"], folder)
+    assert '.set_uid_hash("' in job.read_text(encoding="utf-8"), done.stderr
+
+
 def test_a_report_past_the_file_size_limit_leaves_the_previous_one(
     folder: Path,
 ) -> None:
@@ -231,46 +271,6 @@ def test_fleet_part_files_are_whole_or_absent(
     assert not (tmp_path / "report.html").exists()
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
-SAVEPOINT_BASE = PROGRAM.replace(
-    "reduce(lambda a, b: a + b)", 'reduce(lambda a, b: a + b).uid("totals")'
-)
-
-
-def test_savepoint_fix_past_the_file_size_limit_leaves_the_file_whole(
-    folder: Path,
-) -> None:
-    job = folder / "job.py"
-    job.write_text(SAVEPOINT_BASE, encoding="utf-8")
-    _git(folder, "init", "-q", "-b", "main")
-    _git(folder, "add", "-A")
-    _git(folder, "commit", "-qm", "base")
-    _git(folder, "checkout", "-qb", "change")
-    renamed = SAVEPOINT_BASE.replace('uid("totals")', 'uid("totals-v2")')
-    job.write_text(renamed, encoding="utf-8")
-    done = unprivileged.run(
-        ["savepoint", "--fix", "--base", "main"],
-        folder,
-        file_size=len(renamed) + 10,
-    )
-    assert job.read_text(encoding="utf-8") == renamed
-    assert "job.py: cannot write: File too large; its fixes were not written" in (
-        done.stderr
-    ), done.stderr
-    assert "CL201" in done.stdout
-    assert _temporaries(folder) == []
-    done = unprivileged.run(["savepoint", "--fix", "--base", "main"], folder)
-    assert '.set_uid_hash("' in job.read_text(encoding="utf-8"), done.stderr
-
-
 #: Writes that do not replace a file's contents, and why they are not atomic.
 NOT_REPLACING = {
     # the Spark JVM's log: appended to while it runs
@@ -318,6 +318,47 @@ def test_every_file_written_goes_through_the_one_helper() -> None:
                     }:
                         found.add((relative, name))
     assert found == NOT_REPLACING
+
+
+# ----------------------------------------------------------- symbolic links
+
+
+def test_a_link_out_of_the_repository_is_neither_checked_nor_written(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    prod = outside / "prod.py"
+    prod.write_text(PROGRAM, encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "job_link.py").symlink_to("../outside/prod.py")
+    done = _cli(["check", "--fix", "."], repo)
+    assert prod.read_text(encoding="utf-8") == PROGRAM
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "job_link.py" not in done.stdout + done.stderr
+    assert (repo / "job_link.py").is_symlink()
+
+
+def test_a_link_inside_is_checked_and_its_fix_reported_not_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "job.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "link.py").symlink_to("job.py")
+    done = _cli(["check", "--fix", "link.py"], tmp_path)
+    assert (tmp_path / "job.py").read_text(encoding="utf-8") == PROGRAM
+    assert (tmp_path / "link.py").is_symlink()
+    assert done.returncode == 1
+    assert "link.py:3:" in done.stdout
+    assert "CL101 [*]" in done.stdout
+    assert done.stderr == (
+        "chainlens: warning: link.py is a symbolic link; its fixes were not "
+        "written (run --fix on the file it points to)\n"
+    )
+    # a folder walked: the link is checked too, the file itself fixed
+    done = _cli(["check", "--fix", "."], tmp_path)
+    assert ".set_uid_hash(" in (tmp_path / "job.py").read_text(encoding="utf-8")
+    assert (tmp_path / "link.py").is_symlink()
 
 
 def test_savepoint_fix_never_writes_through_a_link(tmp_path: Path) -> None:
