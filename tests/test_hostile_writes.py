@@ -382,3 +382,26 @@ def test_savepoint_fix_never_writes_through_a_link(tmp_path: Path) -> None:
         "job.py is a symbolic link; its fixes were not written (run --fix on "
         "the file it points to)"
     ) in done.stderr
+
+
+# ------------------------------------------------------------ fleet --out
+
+
+def test_a_fleet_out_holding_an_unreadable_folder_is_refused(folder: Path) -> None:
+    pytest.importorskip("pyspark")
+    repo = folder / "repos" / "payments"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "job.py").write_text(PROGRAM, encoding="utf-8")
+    hidden = folder / "out" / "private"
+    hidden.mkdir(parents=True)
+    (hidden / "precious.txt").write_text("mine\n", encoding="utf-8")
+    hidden.chmod(0)
+    done = unprivileged.run(["fleet", "scan", "repos", "--out", "out"], folder)
+    hidden.chmod(0o755)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        "chainlens: error: --out out: holds a folder chainlens cannot read "
+        "(out/private: Permission denied)"
+    ), done.stderr
+    assert (hidden / "precious.txt").read_text(encoding="utf-8") == "mine\n"
