@@ -26,11 +26,14 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
+    "Fault": ("discovery", "Fault"),
     # reading and writing files
     "AtomicFile": ("files", "AtomicFile"),
     "UnreadableError": ("files", "UnreadableError"),
     "WriteError": ("files", "WriteError"),
     "atomic_writer": ("files", "atomic_writer"),
+    "kind_of": ("files", "kind_of"),
+    "reason": ("files", "reason"),
     "read_bounded": ("files", "read_bounded"),
     "read_head": ("files", "read_head"),
     "write_atomic": ("files", "write_atomic"),
@@ -133,6 +136,7 @@ __all__ = [
     "Diagnostic",
     "EdgeFact",
     "EditorBaseline",
+    "Fault",
     "FileCheck",
     "FileFacts",
     "FileUpgrade",
@@ -176,6 +180,7 @@ __all__ = [
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "kind_of",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
@@ -183,6 +188,7 @@ __all__ = [
     "read_head",
     "read_metadata",
     "read_module",
+    "reason",
     "render_dot",
     "render_findings_text",
     "render_github",
@@ -269,7 +275,7 @@ if TYPE_CHECKING:
         command_line_layer,
         materialize,
     )
-    from chainlens.analyzer.discovery import discover
+    from chainlens.analyzer.discovery import Fault, discover
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.files import (
@@ -277,8 +283,10 @@ if TYPE_CHECKING:
         UnreadableError,
         WriteError,
         atomic_writer,
+        kind_of,
         read_bounded,
         read_head,
+        reason,
         write_atomic,
     )
     from chainlens.analyzer.fix import apply_fixes

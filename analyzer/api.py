@@ -26,6 +26,7 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
+from chainlens.analyzer.files import read_bounded, reason
 
 # AnalysisResult and BLOCKING are defined with the other data types and
 # re-exported here, where callers of analyze_* look for them.
@@ -290,12 +291,13 @@ def _analyze_text(
 def analyze_file(path: str | Path, config: Config | None = None) -> AnalysisResult:
     """Read and analyse one file. Never raises."""
     name = str(path)
+    config = config or Config()
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path, config.max_file_bytes)
     except OSError as exc:
         result = AnalysisResult(
             name,
-            problems=(Problem("read-error", f"cannot read: {exc.strerror}", _start()),),
+            problems=(Problem("read-error", f"cannot read: {reason(exc)}", _start()),),
         )
         return with_findings(result, None, config or Config())
     return analyze_bytes(name, data, config)

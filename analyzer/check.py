@@ -44,7 +44,7 @@ from chainlens.analyzer.config import (
     ConfigResolver,
     Settings,
 )
-from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.files import (
@@ -426,7 +426,7 @@ def check_file(
     try:  # a regular file, never more than the limit plus one byte
         data, size = read_head(name, config.max_file_bytes)
     except OSError as exc:
-        problem = Problem("read-error", f"cannot read: {reason(exc)}", _FILE_START)
+        problem = Problem("read-error", reason(exc), _FILE_START)
         return _not_analysed(name, shown, problem, config)
     checked = check_bytes(
         name,
@@ -554,7 +554,8 @@ def check_paths(
     file's :class:`AnalysisResult` (costly to send back from worker processes).
     """
     base = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    files = discover(paths, resolver, force_exclude=force_exclude)
+    faults: list[Fault] = []
+    files = discover(paths, resolver, force_exclude=force_exclude, faults=faults)
     covered = tuple(os.path.abspath(p) for p in paths)
     check_selectors({layer for path in files for layer in resolver.layers_for(path)})
     tasks = [
@@ -568,12 +569,27 @@ def check_paths(
         )
         for path in files
     ]
+    faulty = [_fault_check(fault, resolver, base) for fault in faults]
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        return [_check_task(task) for task in tasks]
-    workers = min(jobs, len(tasks))
-    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=chunksize))
+        checked = [_check_task(task) for task in tasks]
+    else:
+        workers = min(jobs, len(tasks))
+        chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            checked = list(pool.map(_check_task, tasks, chunksize=chunksize))
+    return sorted([*checked, *faulty], key=lambda c: os.path.abspath(c.path))
+
+
+def _fault_check(fault: Fault, resolver: ConfigResolver, base: Path) -> FileCheck:
+    """What the walk could not read: a folder is a CL000 finding (its files
+    are not checked, which a run must not pass over in silence); a pattern file
+    a warning (git, too, warns and goes on without its patterns)."""
+    shown = display_path(fault.path, base)
+    if fault.kind == "folder":
+        problem = Problem("read-error", fault.message, _FILE_START)
+        config = resolver.config_for(fault.path.parent / "__init__.py")
+        return _not_analysed(str(fault.path), shown, problem, config)
+    return FileCheck(str(fault.path), shown, notice=f"{shown}: {fault.message}")
 
 
 def default_jobs() -> int:

@@ -211,8 +211,8 @@ class _Walk:
                         Fault(
                             directory,
                             "folder",
-                            f"cannot read the folder, its files are not checked: "
-                            f"{reason(exc)}",
+                            f"the folder cannot be listed ({reason(exc)}); the "
+                            "files in it are not checked",
                         )
                     )
                 continue

@@ -172,12 +172,13 @@ def read_text_bounded(path: str | Path, limit: int) -> str:
 
 
 def is_present(path: str | Path) -> bool:
-    """Tell whether something other than a folder is at ``path`` (following
-    links; never raises: a folder that cannot be searched holds nothing)."""
+    """Tell whether anything is at ``path`` (never raises: a folder that cannot
+    be searched holds nothing)."""
     try:
-        return not stat.S_ISDIR(os.stat(path).st_mode)
+        os.stat(path)
     except (OSError, ValueError):
         return False
+    return True
 
 
 def is_regular(path: str | Path) -> bool:

@@ -29,6 +29,7 @@ from typing import Final
 from chainlens.analyzer.config import ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import MAX_MODULE_BYTES, project_root
+from chainlens.analyzer.files import read_bounded
 
 #: programs returned at most
 MAX_PROGRAMS: Final = 20
@@ -164,7 +165,7 @@ def _project_texts(root: Path) -> list[tuple[Path, bytes]]:
             found.append((path, cached[1]))
             continue
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, MAX_MODULE_BYTES)
         except OSError:
             continue
         with _LOCK:

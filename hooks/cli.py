@@ -22,12 +22,14 @@ import concurrent.futures
 import json
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
 from chainlens.analyzer import (
+    MAX_FILE_BYTES,
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
     AnalysisResult,
@@ -59,6 +61,7 @@ from chainlens.analyzer import (
     display_path,
     explain_id,
     parse_flink_range,
+    read_bounded,
     render_dot,
     render_github,
     render_graph_text,
@@ -583,9 +586,10 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
             try:
-                text = Path(path).read_bytes().decode("utf-8")
+                text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                print(f"chainlens: error: {path}: cannot read: {exc}", file=sys.stderr)
+                why = exc.strerror if isinstance(exc, OSError) else exc
+                print(f"chainlens: error: {path}: cannot read: {why}", file=sys.stderr)
                 worst = 1
                 continue
             up = upgrade_of(
@@ -613,7 +617,7 @@ def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
             try:
-                text = Path(path).read_bytes().decode("utf-8")
+                text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 result = _graph_of(str(path), resolver)
                 texts.append(render_graph_text([result]))
@@ -956,15 +960,18 @@ def _check_stdin(
     """``chainlens check -``: the program on standard input, configured as the
     file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
     standard output and the findings to standard error (as ruff does)."""
-    data = sys.stdin.buffer.read()
     name = args.stdin_filename or "-"
     where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
     check_selectors(resolver.layers_for(where))
     shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    config = resolver.config_for(where)
+    # never more than the limit plus one byte in memory (a larger program is
+    # reported too large and, with --fix, passed through as it came)
+    data = sys.stdin.buffer.read(config.max_file_bytes + 1)
     checked = check_bytes(
         str(where),
         data,
-        resolver.config_for(where),
+        config,
         display=shown,
         fix=mode is not Mode.CHECK,
     )
@@ -985,6 +992,8 @@ def _check_stdin(
     if mode is Mode.FIX:
         text = checked.fixed_text
         sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+        if text is None:
+            shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
         sys.stdout.flush()
         sys.stderr.write(report)
     else:
