@@ -23,9 +23,15 @@ from chainlens.analyzer.check import (
     display_path,
     findings_of,
 )
-from chainlens.analyzer.config import Config, ConfigResolver
+from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
-from chainlens.analyzer.files import WriteError, is_symlink, read_bounded, write_atomic
+from chainlens.analyzer.files import (
+    WriteError,
+    is_symlink,
+    read_bounded,
+    read_head,
+    write_atomic,
+)
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.history import (
     Base,
@@ -111,7 +117,7 @@ def compare_with_base(
     unchanged = compared = 0
     for rel, path in sorted(work.items()):
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         if not is_pyflink_source(data):
@@ -172,7 +178,7 @@ def compare_upgrade(
     checked: list[FileCheck] = []
     for path in files:
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         if not is_pyflink_source(data):
@@ -382,7 +388,7 @@ def compare_with_savepoint(
     best: tuple[int, int, int] | None = None  # (claimed, file index, job index)
     for path in files:
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         text = _decoded(data)
@@ -528,7 +534,8 @@ def explain_id(
     if ref is None:
         for path in discover(given, resolver):
             try:
-                sources.append((display_path(path, here), path, path.read_bytes()))
+                data = read_head(path, MAX_FILE_BYTES)[0]
+                sources.append((display_path(path, here), path, data))
             except OSError:
                 continue
     else:
