@@ -237,3 +237,99 @@ def test_a_read_only_file_under_fix_and_a_full_device_are_one_line_messages(
     )
     done = unprivileged.run(["check", ".", "-o", "/dev/full"], folder)
     _one_line_error(done, "No space left on device")
+
+
+# -------------------------------------------------------------------- fleet
+
+
+def test_fleet_rows_for_what_cannot_be_read(folder: Path) -> None:
+    """A repository scanned as ``.`` was named ''; FIFOs, broken links, link
+    loops, a folder named ``x.py`` and a folder that cannot be listed had no
+    row (or, for the folder, ended the scan); a 30 MB file was recorded with
+    size 5,000,001."""
+    pytest.importorskip("pyarrow")
+    code = (
+        "import json, sys\n"
+        "from chainlens.fleet.inputs import discover\n"
+        "from chainlens.fleet.engine import read_and_scan\n"
+        "warned = []\n"
+        "rows = [row for source in discover(['.'], warned.append)\n"
+        "        for table, row in read_and_scan(source.repo, source.path)\n"
+        "        if table == 'files']\n"
+        "print(json.dumps({'rows': rows, 'warned': warned}))\n"
+    )
+    repo = folder / "payments"
+    repo.mkdir()
+    (repo / ".git").mkdir()
+    (repo / "job.py").write_text(PROGRAM, encoding="utf-8")
+    os.mkfifo(repo / "pipe.py")
+    (repo / "broken.py").symlink_to("missing.py")
+    (repo / "loop.py").symlink_to("loop.py")
+    (repo / "x.py").mkdir()
+    (repo / "x.py" / "inner.py").write_text(PROGRAM, encoding="utf-8")
+    with open(repo / "huge.py", "wb") as huge:
+        huge.write(b"import pyflink\n")
+        huge.truncate(30_000_000)
+    (repo / "locked").mkdir()
+    (repo / "locked" / "job.py").write_text(PROGRAM, encoding="utf-8")
+    (repo / ".gitignore").symlink_to("/dev/zero")
+    (repo / "locked").chmod(0)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=LIMIT,
+            preexec_fn=unprivileged.limited(),
+        )
+    finally:
+        (repo / "locked").chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    found = json.loads(done.stdout)
+    rows = {row[1]: row for row in found["rows"]}
+    assert {row[0] for row in found["rows"]} == {"payments"}
+    assert sorted(rows) == [
+        "broken.py",
+        "huge.py",
+        "job.py",
+        "locked",
+        "loop.py",
+        "pipe.py",
+        "x.py",
+        "x.py/inner.py",
+    ]
+    assert rows["job.py"][3] == "analysed"
+    assert rows["x.py/inner.py"][3] == "analysed"
+    errors = {path: (row[4], row[5]) for path, row in rows.items() if row[3] == "error"}
+    assert errors == {
+        "broken.py": ("read-error", "cannot read: No such file or directory"),
+        "huge.py": (
+            "too-large",
+            f"the file has 30,000,000 bytes, more than the limit of "
+            f"{MAX_FILE_BYTES:,}; it was not analysed",
+        ),
+        "locked": (
+            "read-error",
+            "the folder cannot be listed (Permission denied); the files in it "
+            "are not scanned",
+        ),
+        "loop.py": ("read-error", "cannot read: Too many levels of symbolic links"),
+        "pipe.py": ("read-error", "cannot read: is a FIFO, not a regular file"),
+        "x.py": ("read-error", "cannot read: is a folder, not a regular file"),
+    }
+    assert rows["huge.py"][7] == 30_000_000  # size: the file's, not what was read
+    (warned,) = found["warned"]
+    assert warned.startswith("chainlens: warning: "), warned
+    assert warned.endswith(
+        "payments/.gitignore: not read, its patterns are not applied: is a "
+        "character device, not a regular file"
+    )
+
+
+def test_the_fleet_docs_give_the_size_limit_the_code_uses() -> None:
+    docs = (Path(__file__).parents[1] / "docs" / "fleet.md").read_text("utf-8")
+    assert f"larger than {MAX_FILE_BYTES:,} bytes" in docs
+    assert "4 MiB are recorded" not in docs
