@@ -7,8 +7,12 @@ code that caused it, and the jobs the program builds around it are kept.
 
 from __future__ import annotations
 
+import json
 import resource
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +184,87 @@ def test_uid_fixes_of_thousands_of_operators_are_checked_within_a_budget() -> No
     assert fixed, "the first calls within the budget keep their fix"
     assert over
     assert all(f"more than {HASH_BUDGET:,} operators" in d.message for d in over)
+
+
+# ------------------------------------------------------------------ in a process
+#
+# What LibCST is given is bounded (``api.MAX_NESTING_DEPTH``, ``api.MAX_TOKENS``):
+# a flat chain of 10,000 additions or 20,000 attributes crashed the process in
+# LibCST's parser (rc 139 after 85 s); 5,000 minus signs took 1.39 GB.  Each
+# case runs in a process of its own (a crash must fail the test, not end the
+# run), which reports its peak memory.
+
+MEASURE = """
+import json, resource, sys, time
+from chainlens.analyzer.api import analyze_source
+text = open(sys.argv[1], encoding='utf-8').read()
+started = time.perf_counter()
+result = analyze_source(sys.argv[1], text)
+print(json.dumps({
+    'seconds': time.perf_counter() - started,
+    'peak_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    'problems': [[p.message, p.range.start.line if p.range else 0]
+                 for p in result.problems],
+    'unknowns': [[u.subject, u.reason] for u in result.unknowns],
+    'jobs': [str(j.job_name) for j in result.jobs],
+}))
+"""
+
+#: each stayed under 1 s and 100 MB here
+FLAT = {
+    "10,000 additions": "x = " + "+".join(["1"] * 10_000) + "\n",
+    "20,000 attributes": "x = env" + ".a" * 20_000 + "\n",
+    "5,000 minus signs": "x = " + "-" * 5_000 + "1\n",
+    "2,000 method calls": "x = env" + ".map(f)" * 2_000 + "\n",
+    "1,500 conditional expressions": "x = " + " if a else ".join(["a"] * 1_500) + "\n",
+    "1,500 lambdas": "x = " + "lambda: " * 1_500 + "1\n",
+}
+
+
+def _measure(tmp_path: Path, text: str) -> dict[str, object]:
+    program = tmp_path / "program.py"
+    program.write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(program)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    measured: dict[str, object] = json.loads(done.stdout)
+    return measured
+
+
+@pytest.mark.parametrize("case", sorted(FLAT))
+def test_a_flat_chain_too_deep_for_libcst_is_a_located_finding(
+    tmp_path: Path, case: str
+) -> None:
+    text = HEADER + FLAT[case] + JOB
+    measured = _measure(tmp_path, text)
+    assert measured["seconds"] < 10, measured
+    assert measured["peak_mb"] < 1024, measured
+    ((message, line),) = measured["problems"]  # type: ignore[misc]
+    assert line == 4
+    assert message.startswith(
+        "the statement at line 4 is too deeply nested for analysis (more than 1,000"
+    )
+
+
+def test_a_nesting_under_the_limit_is_parsed() -> None:
+    """The limit is on Python's nesting (``ast``): 900 additions are analysed."""
+    result = analyze_source(
+        "x.py", HEADER + "x = " + "+".join(["1"] * 900) + "\n" + JOB
+    )
+    assert not result.problems, result.problems
+    assert [str(j.job_name) for j in result.jobs] == ["after"]
+
+
+def test_too_many_tokens_are_refused_before_parsing(tmp_path: Path) -> None:
+    """200,000 statements ``1`` took 15 s and 794 MB in LibCST (2,500,000 took
+    63 s and 3.8 GB in Python's own parser)."""
+    measured = _measure(tmp_path, HEADER + "1\n" * 200_000 + JOB)
+    assert measured["seconds"] < 10, measured
+    assert measured["peak_mb"] < 1024, measured
+    ((message, _),) = measured["problems"]  # type: ignore[misc]
+    assert message.startswith("the file has about 200,0")
+    assert "tokens, more than the 100,000 chainlens parses" in message
