@@ -239,6 +239,26 @@ def test_a_read_only_file_under_fix_and_a_full_device_are_one_line_messages(
     _one_line_error(done, "No space left on device")
 
 
+def test_an_overflowing_parallelism_is_an_unknown_not_a_failure(
+    tmp_path: Path,
+) -> None:
+    """``set_parallelism(int(1e99999))``: Python raises OverflowError there,
+    which chainlens reported as its own failure (CL000 chainlens failed)."""
+    (tmp_path / "job.py").write_text(
+        PROGRAM.replace(
+            "env.from_collection",
+            "env.set_parallelism(int(1e99999))\nenv.from_collection",
+        ),
+        encoding="utf-8",
+    )
+    done = _cli(["check", "job.py"], tmp_path)
+    assert "CL000" not in done.stdout, done.stdout
+    assert "OverflowError" not in done.stdout
+    assert "job.py:3:5: CL107 info: Environment parallelism: not known statically" in (
+        done.stdout
+    )
+
+
 # -------------------------------------------------------------------- fleet
 
 

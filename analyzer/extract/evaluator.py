@@ -60,8 +60,10 @@ from chainlens.analyzer.extract.operations import (
     SEQ_OR_LITERAL,
     comparable,
     derived,
+    formatting_too_large,
     hashable,
     iterate,
+    method_too_large,
     range_size,
     too_large,
     truth,
@@ -462,6 +464,10 @@ class Evaluator:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
         if isinstance(left, str) and isinstance(right, str):
+            if len(left) + len(right) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of {len(left) + len(right):,} characters", node
+                )
             return left + right
         return derived(left, right)
 
@@ -496,6 +502,10 @@ class Evaluator:
                 parts.append(formatted)
             else:
                 parts.append(str(value))
+            if sum(map(len, parts)) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of more than {MAX_VALUE_SIZE:,} characters", node
+                )
         return "".join(parts)
 
     def eval_Tuple(self, node: cst.Tuple, scope: dict[str, object]) -> object:
@@ -594,10 +604,7 @@ class Evaluator:
             return Opaque("operation")
         why = too_large(op, left, right)
         if why is not None:
-            where = self.where(node) if node is not None else None
-            if node is not None:
-                self.note_unknown("value", why, node)
-            return Symbol("a value too large to follow", why, where)
+            return self.too_large(why, node)
         if isinstance(left, SEQ_OR_LITERAL) and isinstance(right, SEQ_OR_LITERAL):
             try:
                 return op(left, right)
@@ -1037,6 +1044,11 @@ class Evaluator:
             "format",
             "join",
         ):
+            why = method_too_large(
+                receiver, name, [*call.args.positional, *call.args.keywords.values()]
+            )
+            if why is not None:
+                return self.too_large(why, node)
             try:
                 return getattr(receiver, name)(
                     *call.args.positional, **call.args.keywords
@@ -1166,8 +1178,8 @@ class Evaluator:
                     return list(zip(*lists, strict=False))
             if name == "dict" and not args:
                 return dict(call.args.keywords)
-        except (TypeError, ValueError):
-            return Opaque(f"{name}()")
+        except (TypeError, ValueError, ArithmeticError):  # int(1e99999): the
+            return Opaque(f"{name}()")  # program itself fails here
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
         if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
@@ -1372,6 +1384,13 @@ class Evaluator:
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.record.unknown(subject, reason, self.where(node))
 
+    def too_large(self, why: str, node: cst.CSTNode | None) -> Symbol:
+        """A value too large to follow (``why``), said where it is built."""
+        where = self.where(node) if node is not None else None
+        if node is not None:
+            self.note_unknown("value", why, node)
+        return Symbol("a value too large to follow", why, where)
+
 
 @dataclass(eq=False, slots=True)
 class _Inherited:
@@ -1516,7 +1535,11 @@ def _format(
                 return None
             pieces.append(str(inner))
         spec = "".join(pieces)
+    why = formatting_too_large(spec, (text,))
+    if why is not None:
+        evaluator.note_unknown("value", why, part)
+        return None
     try:
         return format(text, spec)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):
         return None
