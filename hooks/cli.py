@@ -739,17 +739,14 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     select = None if args.select is not None else SAVEPOINT_RULES
     if upgrade is not None and args.base is None:
         return _savepoint_upgrade(args, out, resolver, upgrade, select)
-    try:
-        compared = compare_with_base(
-            args.paths,
-            resolver,
-            args.base,
-            select=select,
-            fix=args.fix,
-            upgrade=upgrade,
-        )
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from None
+    compared = compare_with_base(  # HistoryError: one line (dispatch)
+        args.paths,
+        resolver,
+        args.base,
+        select=select,
+        fix=args.fix,
+        upgrade=upgrade,
+    )
     base = compared.base
     heading = (
         f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
@@ -929,10 +926,7 @@ def run_explain_id(args: argparse.Namespace) -> int:
     if len(ident) != 32 or any(c not in "0123456789abcdef" for c in ident):
         raise UsageError(f"{args.hex!r} is not an operator ID (32 hexadecimal digits)")
     resolver = _resolver(args)
-    try:
-        found, searched = explain_id(ident, args.paths, resolver, args.rev)
-    except HistoryError as exc:
-        raise UsageError(str(exc)) from None
+    found, searched = explain_id(ident, args.paths, resolver, args.rev)
     at = f" (at {args.rev})" if args.rev else ""
     for match in found:
         print(
@@ -1147,7 +1141,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, RefusedError, MetadataError, WriteError) as exc:
+    except (ConfigError, HistoryError, MetadataError, RefusedError, WriteError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:
