@@ -176,6 +176,18 @@ def _analyze_text(
                 ),
             ),
         )
+    lone = _SURROGATE.search(text)
+    if lone is not None:  # an editor's buffer: no file can hold it
+        before = _BREAKS.split(text[: lone.start()])
+        line, column = len(before), len(before[-1])
+        where = SourceRange(
+            SourcePosition(line, column), SourcePosition(line, column + 1)
+        )
+        message = (
+            f"the text holds U+{ord(lone.group()):04X}, half of a surrogate pair, "
+            "which no UTF-8 file can hold; it was not analysed"
+        )
+        return AnalysisResult(path, problems=(Problem("decode-error", message, where),))
     module: cst.Module | None = None
     tree: ast.Module | None = None
     try:
@@ -342,6 +354,10 @@ MAX_NESTING_DEPTH = 1_000
 #: took 63 s and 3.8 GB in ``ast.parse`` alone): a text with more tokens than
 #: this (counted by :data:`_TOKEN`, about Python's count) is not parsed.
 MAX_TOKENS = 100_000
+#: Python's line breaks.
+_BREAKS = re.compile(r"\r\n|\r|\n")
+#: A code point a str may hold but no UTF-8 text (a JSON string may send one).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A Python token, about: a comment or a string literal is one.
 _TOKEN = re.compile(
     r"#[^\r\n]*"
@@ -413,7 +429,7 @@ def _syntax_problem(text: str, fallback: str) -> Problem:
         compile(text, "<analysed>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         line = exc.lineno or 1
-        lines = text.split("\n")
+        lines = _BREAKS.split(text)
         line_text = lines[line - 1] if 0 < line <= len(lines) else ""
         # CPython's offset is 1-based, in UTF-8 bytes before 3.12 for some errors;
         # clamp it to the line.

@@ -262,7 +262,7 @@ def fingerprints(diagnostics: Sequence[Diagnostic], text: str) -> tuple[str, ...
         line = lines[line_number - 1] if 0 < line_number <= len(lines) else ""
         normalized = " ".join(line.split())
         digest = hashlib.sha256(
-            f"{diagnostic.code.code}\0{normalized}".encode()
+            f"{diagnostic.code.code}\0{normalized}".encode("utf-8", "surrogatepass")
         ).hexdigest()[:16]
         seen[digest] += 1
         by_index[index] = f"{digest}:{seen[digest]}"
