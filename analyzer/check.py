@@ -74,6 +74,9 @@ PARALLEL_THRESHOLD: Final = 20
 MAX_FIX_PASSES: Final = 10
 
 _FILE_START: Final = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
+#: A line with its break, as Python and patch count them (str.splitlines also
+#: breaks at form feeds, U+2028, ...: the diff's lines would not be the file's).
+_LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class Mode(enum.Enum):
@@ -476,8 +479,8 @@ def diff_of(data: bytes, fixed_text: str, display: str) -> str:
     text = data.decode("utf-8").removeprefix("\ufeff")
     diff = "".join(
         difflib.unified_diff(
-            text.splitlines(keepends=True),
-            fixed_text.removeprefix("\ufeff").splitlines(keepends=True),
+            _LINE.findall(text),
+            _LINE.findall(fixed_text.removeprefix("\ufeff")),
             fromfile=display,
             tofile=display,
         )

@@ -74,3 +74,18 @@ def test_file_names_that_are_not_utf8(tmp_path: Path) -> None:
     # the name as the bytes it is, as ls and git print it
     assert done.stdout.startswith(b"j\xe9.py:3:46: CL101"), done.stdout
     assert done.returncode == 1
+
+
+def test_a_diff_keeps_the_lines_of_the_file(tmp_path: Path) -> None:
+    """``--diff`` split lines as str.splitlines does, at U+2028 and form feeds
+    too: the diff's lines were not the file's, and patch could not apply it."""
+    program = PROGRAM.replace(
+        "env.from_collection", "# one\u2028line\n\x0cenv.from_collection"
+    )
+    (tmp_path / "job.py").write_text(program, encoding="utf-8")
+    done = _cli(tmp_path, "check", "--diff", "job.py")
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.decode("utf-8").split("\n")
+    assert " # one\u2028line" in lines
+    assert any(line.startswith("-\x0cenv.from_collection([1])") for line in lines)
+    assert any(line.startswith("+\x0cenv.from_collection([1])") for line in lines)
