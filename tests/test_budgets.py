@@ -365,3 +365,42 @@ def test_a_job_of_too_many_transformations_is_an_unknown_not_a_wait() -> None:
     assert "more than the 10,000 chainlens compiles" in note.reason
     assert note.range is not None
     assert note.range.start.line == 8
+
+
+def test_the_code_shown_in_unknowns_is_generated_once_per_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the fuzzer (seed 10018): a function redefined inside the
+    program it is called from recurses until the evaluation budget, and each
+    of the 50,000 statements wrote the code of a call again for its unknown
+    (15 s to 37 s here; LibCST generated 1.8 million tokens).  The start of a
+    node's code is generated once, and no further than it is shown."""
+    from chainlens.analyzer.extract import evaluator
+
+    written = 0
+    add_token = evaluator._CodeStart.add_token
+
+    def counted(self: object, value: str) -> None:
+        nonlocal written
+        written += 1
+        add_token(self, value)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluator._CodeStart, "add_token", counted)
+    evaluator._CODES.clear()
+    text = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "def numbers(env, name):\n"
+        "    return env.from_collection([1]).name(name)\n"
+        "def main():\n"
+        "    env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "    same = numbers(env, 'a').union(numbers(env, 'b'))\n"
+        "    same.print()\n"
+        "def numbers(env, name):\n"
+        "    env.execute('first')\n"
+        "    mixed = numbers(env, 'c').union(numbers(env, 'd'))\n"
+        "    mixed.print()\n"
+        "main()\n"
+    )
+    result = analyze_source("redefined.py", text)
+    assert any(u.subject == "evaluation budget" for u in result.unknowns)
+    assert written < 20_000, written
