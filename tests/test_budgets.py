@@ -404,3 +404,22 @@ def test_the_code_shown_in_unknowns_is_generated_once_per_node(
     result = analyze_source("redefined.py", text)
     assert any(u.subject == "evaluation budget" for u in result.unknowns)
     assert written < 20_000, written
+
+
+def test_a_fused_step_a_self_union_still_reads_is_kept() -> None:
+    """Fusion forgets a fused step once it is fused again, unless an input
+    still names it: a union of a stream with itself keeps one input on the
+    unfused operator (Flink's replaceInput), whose input is such a step (found
+    by the fuzzer, seeds 22256 and 24329: KeyError while building the graph)."""
+    text = HEADER + (
+        "twice = env.from_collection(['d'], type_info=Types.STRING()) \\\n"
+        "    .map(lambda s: s.upper(), output_type=Types.STRING()) \\\n"
+        "    .map(lambda s: s.strip(), output_type=Types.STRING()) \\\n"
+        "    .filter(lambda s: bool(s))\n"
+        "twice.union(twice).print()\n"
+        "env.execute('self union')\n"
+    )
+    result = analyze_source("self_union.py", text)
+    assert not result.problems, result.problems
+    (job,) = result.jobs
+    assert job.job_graph is not None

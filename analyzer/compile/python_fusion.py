@@ -8,7 +8,7 @@ first one's uid and uid hash.  See docs/flink-model.md §3 and §4.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -43,13 +43,27 @@ class Workspace:
     env_order: list[int]
     new_id: Callable[[], int]
     unknowns: list[Unknown] = field(default_factory=list)
+    #: how many inputs (of every transformation, reachable or not) name each id
+    refs: Counter[int] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        for t in self.transformations.values():
+            self.refs.update(t.inputs)
 
     def get(self, tid: int) -> Transformation:
         return self.transformations[tid]
 
     def put(self, t: Transformation) -> Transformation:
+        old = self.transformations.get(t.id)
+        if old is not None:
+            self.refs.subtract(old.inputs)
+        self.refs.update(t.inputs)
         self.transformations[t.id] = t
         return t
+
+    def drop(self, tid: int) -> None:
+        """Forget a transformation no input names any more."""
+        self.refs.subtract(self.transformations.pop(tid).inputs)
 
     def forward_partition(self, input_id: int) -> Transformation:
         """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
@@ -287,11 +301,12 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
             for old_id in old:
                 replaced[old_id] = fused.id
             made.add(fused.id)
-            if up_id in made:
-                # fused again: nothing refers to it any more, and keeping each
-                # step of a long chain (its names and members, each longer
-                # than the last) made fusion's memory quadratic
-                del ws.transformations[up_id]
+            if up_id in made and ws.refs[up_id] <= 0:
+                # fused again, and no input names it (a union may still read
+                # a step, as Flink's replaceInput leaves one of its inputs):
+                # keeping each step of a long chain (its names and members,
+                # each longer than the last) made fusion's memory quadratic
+                ws.drop(up_id)
         chained[new.id] = None
         for old_id in old:
             chained.pop(old_id, None)
