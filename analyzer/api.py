@@ -403,10 +403,13 @@ def _refuse_deep(text: str, statements: Sequence[ast.stmt] | None) -> None:
 def _too_deep(statements: Sequence[ast.stmt]) -> ast.stmt | None:
     """The first statement nested deeper than MAX_NESTING_DEPTH.
 
-    Iterative (no recursion limit), and cheap: a node on one line cannot nest
-    deeper than twice its length in characters (each level of ``ast`` but a
-    few wrappers has a token of its own), so such a subtree that could not
-    reach the limit is not walked.
+    The depth is LibCST's: that of ``ast``, but a boolean operation of n
+    operands counts n levels (LibCST nests them two by two), and so does an
+    imported module name of n dots.  Iterative (no
+    recursion limit), and cheap: a node on one line cannot nest deeper than
+    twice its length in characters (each level of ``ast`` but a few wrappers
+    has a token of its own), so such a subtree that could not reach the limit
+    is not walked.
     """
     for statement in statements:
         stack: list[tuple[ast.AST, int]] = [(statement, 1)]
@@ -419,7 +422,23 @@ def _too_deep(statements: Sequence[ast.stmt]) -> ast.stmt | None:
                 width = (node.end_col_offset or 0) - (node.col_offset or 0)  # type: ignore[attr-defined]
                 if depth + 2 * width + 8 <= MAX_NESTING_DEPTH:
                     continue
-            stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+            # `a and b and c` is one BoolOp in ast, nested binary operations
+            # in LibCST (9,375 of them crashed it); the dotted name of an
+            # import is a string in ast, nested attributes in LibCST
+            step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+            dotted = _dotted_name(node)
+            if dotted and depth + dotted.count(".") > MAX_NESTING_DEPTH:
+                return statement
+            stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _dotted_name(node: ast.AST) -> str | None:
+    """The dotted module name an import node holds as a string."""
+    if isinstance(node, ast.alias):
+        return node.name
+    if isinstance(node, ast.ImportFrom):
+        return node.module
     return None
 
 

@@ -111,6 +111,18 @@ CHAINS: dict[str, Callable[[int], str]] = {
     "tuple": lambda n: "x = " + ", ".join(["a"] * n),
     "parentheses": lambda n: "x = " + "(" * min(n, 199) + "1" + ")" * min(n, 199),
     "statements": lambda n: "\n".join(["x = 1"] * n),
+    "import names": lambda n: "import " + ".".join(["a"] * n),
+    "from-import names": lambda n: "from " + ".".join(["a"] * n) + " import b",
+    "keyword arguments": lambda n: (
+        "x = f(" + ", ".join(f"k{i}=1" for i in range(n)) + ")"
+    ),
+    "nested lists": lambda n: "x = " + "[" * min(n, 199) + "]" * min(n, 199),
+    "decorators": lambda n: "@d\n" * n + "def f(): pass",
+    "nested functions": lambda n: (
+        "".join(" " * i + "def f():\n" for i in range(min(n, 99)))
+        + " " * min(n, 99)
+        + "pass"
+    ),
 }
 
 

@@ -248,6 +248,9 @@ FLAT = {
     "2,000 method calls": "x = env" + ".map(f)" * 2_000 + "\n",
     "1,500 conditional expressions": "x = " + " if a else ".join(["a"] * 1_500) + "\n",
     "1,500 lambdas": "x = " + "lambda: " * 1_500 + "1\n",
+    # flat in ast, nested in LibCST (found by the fuzzer: crashes)
+    "9,375 ands": "x = " + " and ".join(["a"] * 9_375) + "\n",
+    "an import of 9,000 names": "import " + ".".join(["a"] * 9_000) + "\n",
 }
 
 
