@@ -258,9 +258,10 @@ class AtomicFile:
             self._temporary = candidate
             try:
                 if self._info is not None:
-                    with contextlib.suppress(OSError):  # only root may give it away
-                        os.fchown(fd, self._info.st_uid, self._info.st_gid)
-                    os.fchmod(fd, stat.S_IMODE(self._info.st_mode))
+                    if hasattr(os, "fchown"):  # POSIX; only root may give it away
+                        with contextlib.suppress(OSError):
+                            os.fchown(fd, self._info.st_uid, self._info.st_gid)
+                    os.chmod(candidate, stat.S_IMODE(self._info.st_mode))
                 return os.fdopen(fd, "wb")
             except BaseException:
                 os.close(fd)
