@@ -40,6 +40,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "compare_upgrade": ("compare", "compare_upgrade"),
+    "compare_versions": ("compare", "compare_versions"),
+    "SAVEPOINT_RULES": ("compare", "SAVEPOINT_RULES"),
+    "StateFact": ("compare", "StateFact"),
+    "VersionComparison": ("compare", "VersionComparison"),
+    "analyze_graphs": ("api", "analyze_graphs"),
+    "is_pyflink_source": ("discovery", "is_pyflink_source"),
     "explain_id": ("compare", "explain_id"),
     "SavepointComparison": ("compare", "SavepointComparison"),
     "compare_with_savepoint": ("compare", "compare_with_savepoint"),
@@ -49,6 +55,19 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
+    # deployments
+    "Deployment": ("model.deployment", "Deployment"),
+    "DeploymentError": ("deploy.apply", "DeploymentError"),
+    "DeploymentNotFoundError": ("deploy.discover", "DeploymentNotFoundError"),
+    "DeploymentResolver": ("deploy.apply", "DeploymentResolver"),
+    "apply_deployment": ("deploy.apply", "apply_deployment"),
+    "choose_deployments": ("deploy.targets", "choose"),
+    "deployment_at": ("deploy.targets", "deployment_at"),
+    "deployment_base_settings": ("deploy.targets", "base_settings"),
+    "describe_deployment": ("deploy.targets", "describe"),
+    "discover_deployments": ("deploy.discover", "discover_deployments"),
+    "project_deployments": ("deploy.targets", "project_deployments"),
+    "restore_verdict": ("deploy.targets", "restore_verdict"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -124,6 +143,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
+    "SAVEPOINT_RULES",
     "AnalysisResult",
     "AtomicFile",
     "CheckSummary",
@@ -133,6 +153,10 @@ __all__ = [
     "ConfigError",
     "ConfigLayer",
     "ConfigResolver",
+    "Deployment",
+    "DeploymentError",
+    "DeploymentNotFoundError",
+    "DeploymentResolver",
     "Diagnostic",
     "EdgeFact",
     "EditorBaseline",
@@ -155,12 +179,16 @@ __all__ = [
     "Severity",
     "SourcePosition",
     "SourceRange",
+    "StateFact",
     "TextEdit",
     "UnreadableError",
     "VariantChange",
     "VariantFacts",
+    "VersionComparison",
     "VersionError",
     "WriteError",
+    "analyze_graphs",
+    "apply_deployment",
     "apply_fixes",
     "atomic_writer",
     "check_bytes",
@@ -168,22 +196,30 @@ __all__ = [
     "check_paths",
     "check_selectors",
     "check_text",
+    "choose_deployments",
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
+    "compare_versions",
     "compare_with_base",
     "compare_with_savepoint",
     "count_versions",
     "default_jobs",
+    "deployment_at",
+    "deployment_base_settings",
+    "describe_deployment",
     "diff_of",
     "discover",
+    "discover_deployments",
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "is_pyflink_source",
     "kind_of",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
+    "project_deployments",
     "read_bounded",
     "read_head",
     "read_metadata",
@@ -200,6 +236,7 @@ __all__ = [
     "render_svg",
     "render_upgrade_text",
     "render_variants_text",
+    "restore_verdict",
     "results_to_json",
     "rule_infos",
     "shown_command_line",
@@ -232,6 +269,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from chainlens.analyzer.api import analyze_graphs
     from chainlens.analyzer.check import (
         PARALLEL_THRESHOLD,
         FileCheck,
@@ -256,10 +294,14 @@ if TYPE_CHECKING:
     from chainlens.analyzer.check_report import render_text as render_findings_text
     from chainlens.analyzer.check_report import sort_key as finding_sort_key
     from chainlens.analyzer.compare import (
+        SAVEPOINT_RULES,
         Comparison,
         EditorBaseline,
         SavepointComparison,
+        StateFact,
+        VersionComparison,
         compare_upgrade,
+        compare_versions,
         compare_with_base,
         compare_with_savepoint,
         explain_id,
@@ -275,7 +317,26 @@ if TYPE_CHECKING:
         command_line_layer,
         materialize,
     )
-    from chainlens.analyzer.discovery import Fault, discover
+    from chainlens.analyzer.deploy.apply import (
+        DeploymentError,
+        DeploymentResolver,
+        apply_deployment,
+    )
+    from chainlens.analyzer.deploy.discover import (
+        DeploymentNotFoundError,
+        discover_deployments,
+    )
+    from chainlens.analyzer.deploy.targets import (
+        base_settings as deployment_base_settings,
+    )
+    from chainlens.analyzer.deploy.targets import choose as choose_deployments
+    from chainlens.analyzer.deploy.targets import (
+        deployment_at,
+        project_deployments,
+        restore_verdict,
+    )
+    from chainlens.analyzer.deploy.targets import describe as describe_deployment
+    from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
     from chainlens.analyzer.files import (
@@ -291,6 +352,7 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.history import HistoryError
+    from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,
         Finding,

@@ -65,7 +65,7 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules.restore import RestoreIds, restore_ids
+from chainlens.analyzer.rules.restore import RestoreIds, misplaced_in, restore_ids
 from chainlens.analyzer.suppression import filter_suppressed
 
 #: Below this many files, checking runs in this process (a pool costs more).
@@ -200,9 +200,9 @@ def fix_until_stable(
 
 
 def _moves(kept: RestoreIds, result: AnalysisResult) -> bool:
-    """Tell whether ``result`` restores some state by another ID than ``kept``."""
-    now = restore_ids(result)
-    return any(now.get(key) != ident for key, ident in kept.items())
+    """Tell whether some stateful operator of ``result`` would not get back the
+    state saved under its ID in ``kept`` (as Flink assigns state)."""
+    return misplaced_in(result, kept)
 
 
 def _one_at_a_time(

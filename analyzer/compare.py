@@ -12,7 +12,7 @@ deployed any more.  Both are listed, not reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from chainlens.analyzer.check import (
 )
 from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.files import (
     WriteError,
     is_symlink,
@@ -42,19 +43,22 @@ from chainlens.analyzer.history import (
     renames,
     repository_root,
 )
-from chainlens.analyzer.model.diagnostic import Diagnostic
+from chainlens.analyzer.model.diagnostic import Diagnostic, Severity
 from chainlens.analyzer.model.flink_versions import FlinkVersion
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob, Problem
-from chainlens.analyzer.model.savepoint import SavepointMetadata
+from chainlens.analyzer.model.result import AnalysisResult, Problem
+from chainlens.analyzer.model.savepoint import SavedState, SavepointMetadata
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.assignment import Landing, Outcome, unknown_writers
 from chainlens.analyzer.rules.baseline import Baseline
-from chainlens.analyzer.rules.operators import keeps_savepoints
-from chainlens.analyzer.rules.savepoint_restore import (
-    SavepointTarget,
-    claims,
-    max_parallelism_conflict,
+from chainlens.analyzer.rules.operators import (
+    described,
+    keeps_savepoints,
+    state_info,
 )
+from chainlens.analyzer.rules.restores import Restore, build_restores
+from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
 from chainlens.analyzer.savepoint_metadata import read_metadata
 
 _FILE_START = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
@@ -82,11 +86,17 @@ def compare_with_base(
     select: Sequence[str] | None = None,
     fix: bool = False,
     upgrade: tuple[str, str] | None = None,
+    diff: bool = False,
+    at_base: Callable[[Path, Tree], ConfigResolver] | None = None,
 ) -> Comparison:
     """Compare the PyFlink programs under ``paths`` with their base revision.
 
     ``upgrade`` (Flink lines A, B): the base runs on A and the work tree on B,
-    as when a job is upgraded while it is changed.
+    as when a job is upgraded while it is changed.  ``at_base`` gives the
+    base's settings when they are not the work tree's (the deployment as the
+    base revision describes it), from the repository's root and the base
+    tree: a program whose settings changed is compared even when its text
+    did not.
     Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
@@ -107,6 +117,7 @@ def compare_with_base(
             continue  # outside the repository: no base to compare with
     old_names = {rel: moved.get(rel, rel) for rel in work}
     old_data = tree.read(old_names.values())
+    base_resolver = at_base(root, tree) if at_base is not None else None
     # Python files changed since the base: a program that follows one of them
     # as its own module is compared even if the program itself is unchanged
     changed_modules = {
@@ -127,8 +138,17 @@ def compare_with_base(
             new.append(rel)
             continue
         old_config, config = _on_lines(resolver.config_for(path), upgrade)
+        if base_resolver is not None:
+            old_config = (
+                replace(
+                    base_resolver.config_for(path),
+                    flink_version=old_config.flink_version,
+                )
+                if upgrade is not None
+                else base_resolver.config_for(path)
+            )
         current = None  # the work tree's analysis, when already made
-        if before == data and upgrade is None:
+        if before == data and upgrade is None and old_config == config:
             current = _follows_changed(path, data, config, root, changed_modules)
             if current is None:
                 unchanged += 1
@@ -140,7 +160,9 @@ def compare_with_base(
         result = _compare(
             str(path), shown, before, data, config, label, tree, current, old_config
         )
-        checked.append(_pinned(path, data, result) if fix else result)
+        checked.append(
+            _pinned(path, data, result, write=fix) if fix or diff else result
+        )
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
         rel
@@ -207,9 +229,12 @@ def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, 
     return before, after
 
 
-def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
+def _pinned(
+    path: Path, data: bytes, checked: FileCheck, *, write: bool = True
+) -> FileCheck:
     """Apply the findings' safe fixes (the pins) once and write the file, unless
-    it changed meanwhile; the findings fixed are dropped."""
+    it changed meanwhile; the findings fixed are dropped.  Without ``write``,
+    only the fixed text is kept (``--diff``)."""
     text = _decoded(data)
     if text is None or checked.result is None:
         return checked
@@ -217,6 +242,8 @@ def _pinned(path: Path, data: bytes, checked: FileCheck) -> FileCheck:
     fixed_text, count = apply_fixes(text, fixable)
     if not count or fixed_text == text:
         return checked
+    if not write:
+        return replace(checked, fixed_text=fixed_text)
     if is_symlink(path):
         return replace(
             checked,
@@ -287,13 +314,144 @@ def _compare(
 ) -> FileCheck:
     """The savepoint findings of one changed file (``old_config``: the base's
     settings when they differ, e.g. another Flink line)."""
-    old_text, new_text = _decoded(before), _decoded(after)
+    return compare_versions(
+        path,
+        before,
+        after,
+        config,
+        label,
+        shown=shown,
+        read_before=tree.text_of if tree is not None else None,
+        current=current,
+        old_config=old_config,
+        facts=False,
+    ).check
+
+
+#: What the savepoint gate (``chainlens savepoint``) runs unless told otherwise:
+#: the analysis errors, PyFlink's reduce that never restores (CL108) and the
+#: comparison's rules (CL2xx).
+SAVEPOINT_RULES = ("CL000", "CL108", "CL2")
+
+
+@dataclass(frozen=True, slots=True)
+class StateFact:
+    """One operator of the base restored into the new version, as the gate sees it.
+
+    One per entry of the predicted savepoint of each compared job (every
+    operator of the base job, stateful or not), one per stateful operator of the
+    new version that gets no saved state (``outcome`` "new"), and one per
+    stateful operator of the base whose ID is not known ("unknown")."""
+
+    #: how the findings name the job ("job 'totals'", "job 2 of the file ...")
+    job: str
+    #: the job's index in the new version (its order of submission)
+    job_index: int
+    #: the operator as findings name it, with its line
+    operator: str
+    #: its line in the new version (the operator it became), else in the base
+    line: int
+    #: its line in the base (None: new)
+    old_line: int | None
+    #: the ID a savepoint of the base holds its state under (None: new, or not known)
+    old_id: str | None
+    #: the operator ID it has now (the operator it became; None: gone, or not known)
+    new_id: str | None
+    #: it keeps state in savepoints
+    stateful: bool
+    #: "restored", "misassigned" (into another operator than the one that
+    #: wrote it), "refused", "dropped silently", "contested", "max parallelism",
+    #: "empty" (an operator without state whose entry no operator takes),
+    #: "new" (stateful, no saved state for it), "unknown"
+    outcome: str
+    #: the gate's finding about it (its message), if any
+    reason: str | None = None
+    #: that finding's rule and severity
+    rule: str | None = None
+    severity: str | None = None
+    #: the operator's stream node ids in the base and in the new version
+    #: (None: none); with ``job_index``, what ties one version's operator to
+    #: the next
+    old_node: int | None = None
+    new_node: int | None = None
+    old_job_index: int | None = None
+
+    @property
+    def id_changed(self) -> bool:
+        """The operator's ID moved (or it is gone, or new)."""
+        return self.old_id != self.new_id
+
+    @property
+    def breaking(self) -> bool:
+        """Saved state this change loses, refuses, misplaces or cannot vouch for."""
+        if self.severity == Severity.ERROR.value:
+            return True
+        return self.stateful and self.outcome in _BREAKING
+
+
+_BREAKING = frozenset(
+    {
+        "refused",
+        "misassigned",
+        "dropped",
+        "dropped silently",
+        "contested",
+        "max parallelism",
+        "unknown",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VersionComparison:
+    """Two versions of one file compared as the savepoint gate compares them."""
+
+    #: the gate's findings (what ``chainlens savepoint --base`` reports)
+    check: FileCheck
+    #: per saved state, where it lands (empty when ``facts`` was not asked for,
+    #: or a side could not be analysed)
+    facts: tuple[StateFact, ...]
+    #: the analyses of the base and of the new version (None: not decodable)
+    base: AnalysisResult | None
+    result: AnalysisResult | None
+
+
+def compare_versions(
+    path: str,
+    before: bytes | str,
+    after: bytes | str,
+    config: Config,
+    label: str,
+    *,
+    shown: str | None = None,
+    read_before: ReadText | None = None,
+    read_after: ReadText | None = None,
+    base: AnalysisResult | None = None,
+    current: AnalysisResult | None = None,
+    old_config: Config | None = None,
+    facts: bool = True,
+) -> VersionComparison:
+    """Compare two versions of the file ``path`` as the savepoint gate does.
+
+    ``before`` is the base (its savepoint is restored), ``after`` the new
+    version; ``label`` names the base in the findings ("main (3f2c1a9)").
+    ``read_before``/``read_after`` read the program's own modules as they are in
+    each version (the disk by default); ``base``/``current`` are analyses of
+    the two texts already made (with the same settings; the work is not done
+    twice); ``old_config`` the base's settings when they differ (another Flink
+    line).  The findings are the rules ``config`` selects (pass
+    ``select=SAVEPOINT_RULES`` for the gate's own).  With ``facts``, each saved
+    state's landing too (:class:`StateFact`), from the same restore the rules
+    judge (:func:`~chainlens.analyzer.rules.restores.build_restores`).
+    """
+    shown = path if shown is None else shown
+    old_text, new_text = _as_text(before), _as_text(after)
     if new_text is None or old_text is None:
         side = "the work tree's" if new_text is None else f"the version at {label}"
         problem = Problem("decode-error", f"{side} bytes are not UTF-8", _FILE_START)
         result = AnalysisResult(path, problems=(problem,))
         diagnostics = run_rules(result, config, None)
-        return FileCheck(
+        check = FileCheck(
             path,
             shown,
             True,
@@ -301,22 +459,30 @@ def _compare(
             replace(result, diagnostics=diagnostics),
             flink_version=config.flink_version,
         )
-    # the base version's own modules are read at the base revision too
-    read = tree.text_of if tree is not None else None
-    baseline = Baseline(
-        analyze_graphs(path, old_text, old_config or config, read), old_text, label
+        return VersionComparison(check, (), None, None)
+    old_result = base or analyze_graphs(
+        path, old_text, old_config or config, read_before
     )
-    result = current or analyze_graphs(path, new_text, config)
+    deployment = config.deployment
+    baseline = Baseline(
+        old_result,
+        old_text,
+        label,
+        allow_non_restored=deployment is not None and deployment.allows_non_restored,
+    )
+    result = current or analyze_graphs(path, new_text, config, read_after)
     try:
         diagnostics = run_rules(result, config, new_text, baseline=baseline)
+        found = _facts(result, new_text, baseline, diagnostics) if facts else ()
     except Exception as exc:  # the per-file boundary
         problem = Problem(
             "internal-error", f"comparing with {label} failed: {exc!r}", _FILE_START
         )
         result = replace(result, problems=(*result.problems, problem))
         diagnostics = run_rules(result, config, None)
+        found = ()
     result = replace(result, diagnostics=diagnostics)
-    return FileCheck(
+    check = FileCheck(
         path,
         shown,
         True,
@@ -324,6 +490,163 @@ def _compare(
         result,
         flink_version=config.flink_version,
     )
+    return VersionComparison(check, found, old_result, result)
+
+
+def _as_text(data: bytes | str) -> str | None:
+    return data.removeprefix("\ufeff") if isinstance(data, str) else _decoded(data)
+
+
+#: the rules whose findings are about one saved state (naming its ID)
+_STATE_RULES = ("CL201", "CL203", "CL204", "CL205")
+_SEVERITY_ORDER = {s.value: i for i, s in enumerate(Severity)}
+
+
+def _facts(
+    result: AnalysisResult,
+    text: str,
+    baseline: Baseline,
+    diagnostics: Sequence[Diagnostic],
+) -> tuple[StateFact, ...]:
+    """Each saved state's landing, with the gate's finding about it."""
+    facts: list[StateFact] = []
+    for restore in build_restores(result, text, baseline, None):
+        job_graph = restore.job.job_graph
+        index = restore.job.spec.index
+        mine = [d for d in diagnostics if d.job_index == index]
+        base_index = restore.pair.base.spec.index if restore.pair else None
+        owners: set[int] = set()
+        for landing in restore.assignment.landings:
+            saved = landing.saved
+            writer = saved.writer
+            owner = restore.owner(saved)
+            if owner is not None and saved.has_state:
+                owners.add(owner.id)
+            new_id = None
+            if (
+                owner is not None
+                and job_graph is not None
+                and owner.id not in job_graph.uncertain_nodes
+            ):
+                new_id = job_graph.operator_ids.get(owner.id)
+            outcome = _fact_outcome(restore, landing)
+            finding = _worst(
+                d
+                for d in mine
+                if d.code.code in _STATE_RULES and saved.operator_id in d.message
+            )
+            shown_node = owner or writer
+            facts.append(
+                StateFact(
+                    restore.how,
+                    index,
+                    _operator(shown_node, saved.name),
+                    _line_of(owner) or _line_of(writer) or 0,
+                    _line_of(writer),
+                    saved.operator_id,
+                    new_id,
+                    saved.has_state,
+                    outcome,
+                    finding.message if finding else None,
+                    finding.code.code if finding else None,
+                    finding.severity.value if finding else None,
+                    writer.id if writer is not None else None,
+                    owner.id if owner is not None else None,
+                    base_index,
+                )
+            )
+        if restore.pair is not None:
+            for node in unknown_writers(restore.pair.base):
+                line = _line_of(node)
+                finding = _worst(
+                    d
+                    for d in mine
+                    if d.code.code == "CL201"
+                    and d.message.startswith("chainlens cannot tell whether the state")
+                    and f"(line {line} at " in d.message
+                )
+                facts.append(
+                    StateFact(
+                        restore.how,
+                        index,
+                        _operator(node, None),
+                        line or 0,
+                        line,
+                        None,
+                        None,
+                        True,
+                        "unknown",
+                        finding.message if finding else None,
+                        finding.code.code if finding else None,
+                        finding.severity.value if finding else None,
+                        node.id,
+                        None,
+                        base_index,
+                    )
+                )
+        graph = restore.job.stream_graph
+        if graph is None or job_graph is None:
+            continue
+        unsure = {n.id for n in restore.assignment.unsure}
+        for node in graph.nodes:
+            if node.hidden or node.id in owners or node.id in unsure:
+                continue
+            if state_info(node) is None:
+                continue
+            got = restore.assignment.received.get(node.id)
+            if got is not None and got.saved.has_state:
+                continue
+            ident = job_graph.operator_ids.get(node.id)
+            finding = _worst(
+                d
+                for d in mine
+                if d.code.code == "CL202" and ident is not None and ident in d.message
+            )
+            facts.append(
+                StateFact(
+                    restore.how,
+                    index,
+                    _operator(node, None),
+                    _line_of(node) or 0,
+                    None,
+                    None,
+                    ident,
+                    True,
+                    "new",
+                    finding.message if finding else None,
+                    finding.code.code if finding else None,
+                    finding.severity.value if finding else None,
+                    None,
+                    node.id,
+                    base_index,
+                )
+            )
+    return tuple(facts)
+
+
+def _fact_outcome(restore: Restore, landing: Landing) -> str:
+    if landing.outcome is Outcome.RESTORED:
+        return "misassigned" if restore.foreign(landing) is not None else "restored"
+    if landing.outcome is Outcome.MAX_PARALLELISM:
+        return "max parallelism"
+    return _OUTCOMES[landing.outcome]
+
+
+def _worst(found: Iterable[Diagnostic]) -> Diagnostic | None:
+    ranked = sorted(found, key=lambda d: _SEVERITY_ORDER.get(d.severity.value, 9))
+    return ranked[0] if ranked else None
+
+
+def _line_of(node: StreamNode | None) -> int | None:
+    if node is None or node.range is None or node.range.path is not None:
+        return None
+    return node.range.start.line
+
+
+def _operator(node: StreamNode | None, name: str | None) -> str:
+    if node is None:
+        return f"'{name}'" if name else "(unknown)"
+    return described(node, line=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,11 +661,17 @@ class SavepointState:
     kinds: tuple[str, ...]
     state_bytes: int
     has_state: bool
-    #: "restored", "dropped" (allowNonRestoredState), "refused", "empty"
-    #: (nothing to restore, skipped), "unknown" (the job's IDs are not known)
+    #: "restored", "misassigned" (into another operator than the one that
+    #: wrote it), "dropped" (allowNonRestoredState), "dropped silently" (no
+    #: operator takes it), "contested", "refused", "empty" (nothing to restore),
+    #: "unknown" (the job's IDs are not known)
     outcome: str
     #: the operator that claims it: "path:line: name", or None
     claimed_by: str | None
+    #: the states its files name (``name: KIND``; a PyFlink state by its Python
+    #: name), and each as JSON; empty when not read
+    states: tuple[str, ...] = ()
+    states_json: tuple[dict[str, object], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,8 +685,12 @@ class SavepointComparison:
     job_name: str | None
     how: str
     states: tuple[SavepointState, ...]
-    #: "restores", "restores, dropping state", "refused", "unknown"
+    #: "restores", "restores, dropping state", "restores, state in the wrong
+    #: operator", "refused", "unknown"
     verdict: str
+    #: the savepoint was written by another major Flink version than the one
+    #: the job is analysed for: what Flink says of that (None: the same)
+    crossing: str | None = None
 
 
 def compare_with_savepoint(
@@ -369,6 +702,7 @@ def compare_with_savepoint(
     select: Sequence[str] | None = None,
     allow_non_restored: bool = False,
     fix: bool = False,
+    diff: bool = False,
 ) -> SavepointComparison:
     """Compare the PyFlink programs under ``paths`` with a real savepoint.
 
@@ -378,7 +712,7 @@ def compare_with_savepoint(
     :class:`~chainlens.analyzer.savepoint_metadata.MetadataError` for a file
     that is not readable metadata.
     """
-    metadata = read_metadata(savepoint)
+    metadata = read_metadata(savepoint, states=True)
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     given = [Path(p) for p in paths] or [here]
     files = discover(given, resolver)
@@ -434,11 +768,37 @@ def compare_with_savepoint(
         findings_of(shown, diagnostics, text),
         replace(result, diagnostics=diagnostics),
     )
-    if fix:
-        checked = _pinned(path, data, checked)
-    states, verdict = _restore(job, metadata, shown, allow_non_restored)
+    if fix or diff:
+        checked = _pinned(path, data, checked, write=fix)
+    states, verdict = _restore(result, target, text, metadata, shown)
     return SavepointComparison(
-        metadata, (checked,), shown, name, f"{how} ({matched})", states, verdict
+        metadata,
+        (checked,),
+        shown,
+        name,
+        f"{how} ({matched})",
+        states,
+        verdict,
+        crossing_note(metadata.version, config.flink_version.version),
+    )
+
+
+#: The Flink lines that write each metadata format
+#: (``Checkpoints.storeCheckpointMetadata`` in each release's ``flink-dist``).
+_WRITTEN_BY = {3: "1.17 or older", 4: "1.18 to 1.20", 5: "2.0", 6: "2.1 or newer"}
+
+
+def crossing_note(format_version: int, flink: str) -> str | None:
+    """What Flink says of restoring a savepoint of metadata format
+    ``format_version`` into Flink ``flink``, when it crosses a major version."""
+    saved_major = 1 if format_version <= 4 else 2
+    if int(flink.split(".")[0]) == saved_major:
+        return None
+    return (
+        f"the savepoint was written by Flink {_WRITTEN_BY.get(format_version, '?')} "
+        f"(metadata format {format_version}) and the job is analysed for Flink "
+        f"{flink}: Flink does not guarantee that state restores across major "
+        "versions (1.x to 2.x); restore it in a test before deploying"
     )
 
 
@@ -448,35 +808,40 @@ def _savepoint_name(savepoint: str | Path) -> str:
 
 
 def _restore(
-    job: CompiledJob, metadata: SavepointMetadata, shown: str, allow: bool
+    result: AnalysisResult,
+    target: SavepointTarget,
+    text: str,
+    metadata: SavepointMetadata,
+    shown: str,
 ) -> tuple[tuple[SavepointState, ...], str]:
-    """Each state's outcome and the verdict, as Flink 2.3 restores
-    (:mod:`chainlens.analyzer.rules.savepoint_restore`)."""
-    found = claims(job, metadata)
+    """Each state's outcome and the verdict, as Flink assigns state
+    (:mod:`chainlens.analyzer.rules.assignment`)."""
+    restores = build_restores(result, text, None, target)
+    restore = restores[0] if restores else None
+    landings = (
+        {x.saved.operator_id: x for x in restore.assignment.landings}
+        if restore is not None
+        else {}
+    )
     states: list[SavepointState] = []
-    refused = dropped = unsure = False
-    for index, state in enumerate(metadata.operators):
-        claim = found[index] if found is not None else None
+    misplaced = False
+    for state in metadata.operators:
+        landing = landings.get(state.operator_id)
         by = None
-        if claim is None or (claim.unknown and state.has_state):
+        if landing is None:
             outcome = "unknown"
-            unsure = True
-        elif claim.node is not None:
-            where = claim.node.range.start.line if claim.node.range else 1
-            by = f"{shown}:{where}: {claim.node.name}"
-            if max_parallelism_conflict(claim) is not None:
-                outcome = "refused"
-                refused = True
-            else:
-                outcome = "restored" if state.has_state else "empty"
-        elif not state.has_state:
-            outcome = "empty"
-        elif allow:
-            outcome = "dropped"
-            dropped = True
         else:
-            outcome = "refused"
-            refused = True
+            outcome = _OUTCOMES[landing.outcome]
+            node = landing.node
+            if node is not None:
+                where = node.range.start.line if node.range else 1
+                by = f"{shown}:{where}: {node.name}"
+            if landing.outcome is Outcome.RESTORED:
+                if not state.has_state:
+                    outcome = "empty"
+                elif restore is not None and restore.foreign(landing) is not None:
+                    outcome = "misassigned"
+                    misplaced = True
         states.append(
             SavepointState(
                 state.operator_id,
@@ -489,17 +854,38 @@ def _restore(
                 state.has_state,
                 outcome,
                 by,
+                tuple(sorted(_state_label(x) for x in state.saved.states))
+                if state.saved is not None
+                else (),
+                tuple(x.to_json() for x in state.saved.states)
+                if state.saved is not None
+                else (),
             )
         )
-    if refused:
-        verdict = "refused"
-    elif found is None or unsure:
-        verdict = "unknown"
-    elif dropped:
-        verdict = "restores, dropping state"
-    else:
-        verdict = "restores"
+    verdict = restore.assignment.verdict if restore is not None else "unknown"
+    if verdict.startswith("restores") and misplaced:
+        verdict = "restores, state in the wrong operator"
     return tuple(states), verdict
+
+
+def _state_label(state: SavedState) -> str:
+    """``count: VALUE`` (a PyFlink state by its Python name), ``timers`` ..."""
+    name = state.pyflink_name or state.name
+    kind = state.kind or state.backend
+    return f"{name}: {kind}"
+
+
+#: How the states table says each outcome.
+_OUTCOMES = {
+    Outcome.RESTORED: "restored",
+    Outcome.REFUSED: "refused",
+    Outcome.DROPPED: "dropped",
+    Outcome.EMPTY: "empty",
+    Outcome.SHADOWED: "dropped silently",
+    Outcome.CONTESTED: "contested",
+    Outcome.MAX_PARALLELISM: "refused",
+    Outcome.UNKNOWN: "unknown",
+}
 
 
 @dataclass(frozen=True, slots=True)

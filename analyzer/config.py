@@ -42,6 +42,7 @@ from chainlens.analyzer.files import (
     read_text_bounded,
     reason,
 )
+from chainlens.analyzer.model.deployment import Deployment
 from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.model.flink_versions import (
     DEFAULT_VERSION,
@@ -149,7 +150,10 @@ _TOP_KEYS: Final = (
     "respect-gitignore",
     "per-file-ignores",
     "overrides",
+    "deployments",
 )
+#: Keys of ``[tool.chainlens.deployments]``.
+_DEPLOYMENT_KEYS: Final = ("paths", "exclude", "flink-conf", "programs")
 _OVERRIDE_KEYS: Final = ("files", *_SETTING_KEYS)
 
 
@@ -186,6 +190,9 @@ class Config:
     config_files: tuple[str, ...] = ()
     #: the Flink version analysed for, and what chose it
     flink_version: FlinkVersion = DEFAULT_VERSION
+    #: the deployment the program is analysed for (its values are already
+    #: applied to the fields above; the savepoint gate reads how it restores)
+    deployment: Deployment | None = None
 
 
 class ConfigError(Exception):
@@ -232,6 +239,23 @@ class Override:
 
 
 @dataclass(frozen=True, slots=True)
+class DeploymentSettings:
+    """``[tool.chainlens.deployments]``: where the project's deployments are.
+
+    Globs and paths are relative to ``directory`` (the config file's folder).
+    """
+
+    directory: Path
+    #: globs of the descriptors to read (None: discovered in the project)
+    paths: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    #: the Flink configuration file of the cluster ``flink run`` submits to
+    flink_conf: str | None = None
+    #: program paths as descriptors name them -> files of the repository
+    programs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigLayer:
     """One source of settings: a config file, or the command line.
 
@@ -248,6 +272,7 @@ class ConfigLayer:
     respect_gitignore: bool | None = None
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     overrides: tuple[Override, ...] = ()
+    deployments: DeploymentSettings | None = None
 
 
 def load_config_file(path: str | Path) -> ConfigLayer | None:
@@ -312,6 +337,9 @@ def parse_config_table(
             (pattern, reader.selectors(codes, f"per-file-ignores.{pattern}"))
         )
     directory = Path(path).resolve().parent
+    deployments = None
+    if "deployments" in table:
+        deployments = reader.deployments(table["deployments"], directory)
     return ConfigLayer(
         path=str(path),
         directory=directory,
@@ -330,6 +358,7 @@ def parse_config_table(
         ),
         per_file_ignores=tuple(per_file),
         overrides=tuple(overrides),
+        deployments=deployments,
     )
 
 
@@ -368,6 +397,32 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(key, f"expected a list of strings, got {_show(value)}")
         return tuple(value)
+
+    def deployments(self, value: object, directory: Path) -> DeploymentSettings:
+        if not isinstance(value, dict):
+            self.fail("deployments", "must be a table")
+        self.reject_unknown(value, _DEPLOYMENT_KEYS, "deployments")
+        programs = value.get("programs", {})
+        if not isinstance(programs, dict) or not all(
+            isinstance(v, str) for v in programs.values()
+        ):
+            self.fail(
+                "deployments.programs",
+                "must be a table of program paths (as descriptors name them) -> "
+                "files of the repository",
+            )
+        conf = value.get("flink-conf")
+        if conf is not None and not isinstance(conf, str):
+            self.fail("deployments.flink-conf", f"expected a path, got {_show(conf)}")
+        return DeploymentSettings(
+            directory=directory,
+            paths=self.strings(value["paths"], "deployments.paths")
+            if "paths" in value
+            else None,
+            exclude=self.strings(value.get("exclude", []), "deployments.exclude"),
+            flink_conf=conf,
+            programs=tuple((str(k), str(v)) for k, v in programs.items()),
+        )
 
     def selectors(self, value: object, key: str) -> tuple[str, ...]:
         codes = self.strings(value, key)
@@ -666,6 +721,14 @@ class ConfigResolver:
             for candidate in (absolute, *absolute.parents)
             for anchor, pattern in patterns
         )
+
+    def deployment_settings(self, path: str | Path) -> DeploymentSettings | None:
+        """``[tool.chainlens.deployments]`` of the nearest config that has it."""
+        found = None
+        for layer in self.layers_for(path):
+            if layer.deployments is not None:
+                found = layer.deployments
+        return found
 
     def respect_gitignore(self, path: str | Path) -> bool:
         """Tell whether ``.gitignore`` files are honoured for ``path`` (default yes)."""

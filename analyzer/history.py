@@ -99,35 +99,63 @@ def _resolve(root: Path, ref: str) -> str:
     return commit
 
 
+#: git's empty tree: the base of a repository without a commit (every file new)
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _commit_of(root: Path, ref: str) -> str:
+    return _git(
+        root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
+    ).strip()
+
+
 def default_base(root: Path) -> Base:
-    """The merge-base of HEAD with the repository's default branch."""
-    candidates: list[str] = []
-    head = _git(
+    """The base when none is given, as a change is reviewed.
+
+    On a branch other than the default one: the merge-base of HEAD with the
+    default branch (``origin/HEAD``, else ``origin/main``, ``origin/master``,
+    ``main``, ``master``).  On the default branch itself, or where no default
+    branch exists: the last commit (``HEAD``), what a commit being made changes.
+    A repository without a commit has git's empty tree: every program is new.
+    """
+    head = _commit_of(root, "HEAD")
+    if not head:
+        return Base(
+            "(no commit yet)",
+            EMPTY_TREE,
+            "the repository has no commit yet: every program is new",
+        )
+    remote_head = _git(
         root, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD", check=False
-    )
-    if head.strip():
-        candidates.append(head.strip().removeprefix("refs/remotes/"))
+    ).strip()
+    candidates: list[str] = []
+    if remote_head:
+        candidates.append(remote_head.removeprefix("refs/remotes/"))
     candidates += ["origin/main", "origin/master", "main", "master"]
-    current = _git(root, "rev-parse", "--abbrev-ref", "HEAD", check=False).strip()
+    current = _git(root, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    current = current.strip()
+    defaults = (
+        {candidates[0].removeprefix("origin/")} if remote_head else {"main", "master"}
+    )
+    if current in defaults:
+        return Base(
+            "HEAD",
+            head,
+            f"the last commit of {current}, the default branch: on it, a change "
+            "is compared with its last commit",
+        )
     for branch in candidates:
-        if branch == current:
-            continue
-        commit = _git(
-            root,
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            f"{branch}^{{commit}}",
-            check=False,
-        ).strip()
+        commit = _commit_of(root, branch)
         if not commit:
             continue
         merge_base = _git(root, "merge-base", "HEAD", commit, check=False).strip()
         if merge_base:
             return Base(branch, merge_base, f"the merge-base of HEAD and {branch}")
-    raise HistoryError(
-        "no base given and no default branch found (origin/HEAD, main, master): "
-        "pass --base REF"
+    return Base(
+        "HEAD",
+        head,
+        "the last commit: no default branch was found (origin/HEAD, main, "
+        "master) to take the merge-base with; pass --base REF to choose",
     )
 
 

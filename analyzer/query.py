@@ -20,6 +20,7 @@ from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol, Text
+from chainlens.analyzer.rules.cl108_aggregate_not_restored import restarting
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,9 @@ class OperatorFact:
     #: the state the operator's user functions declare (a fused operator: all
     #: its members'; Flink keeps it under the one operator ID)
     state: tuple[StateDescriptor, ...] = ()
+    #: what a restore does not give back of the operator's own state (PyFlink's
+    #: reduce, CL108), or None
+    restore_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,16 @@ def in_this_file(where: SourceRange | None) -> SourceRange | None:
     return where
 
 
-def _job_operator_facts(job_index: int, job: CompiledJob) -> list[OperatorFact]:
+#: what the hover says of a reduce (CL108)
+_AGGREGATE_NOTE = (
+    "PyFlink names its running value's state anew each time the job starts: a "
+    "restore from a savepoint never reads the saved value back (CL108)"
+)
+
+
+def _job_operator_facts(
+    job_index: int, job: CompiledJob, version: str
+) -> list[OperatorFact]:
     sg, jg = job.stream_graph, job.job_graph
     if sg is None or jg is None:
         return []
@@ -142,6 +155,7 @@ def _job_operator_facts(job_index: int, job: CompiledJob) -> list[OperatorFact]:
                     operator_id=op.operator_id,
                     inputs=tuple(ins.get(node.id, ())),
                     outputs=tuple(outs.get(node.id, ())),
+                    aggregates={m.range for m in restarting(node, version)},
                 )
             )
     return facts
@@ -159,9 +173,14 @@ def _node_facts(
     operator_id: str,
     inputs: tuple[EdgeFact, ...],
     outputs: tuple[EdgeFact, ...],
+    aggregates: set[SourceRange | None],
 ) -> list[OperatorFact]:
     def fact(
-        where: SourceRange, call: Text, fused_into: Text | None, dropped: Text | None
+        where: SourceRange,
+        call: Text,
+        fused_into: Text | None,
+        dropped: Text | None,
+        own: SourceRange | None,
     ) -> OperatorFact:
         return OperatorFact(
             range=where,
@@ -188,6 +207,7 @@ def _node_facts(
             inputs=inputs,
             outputs=outputs,
             state=node.state,
+            restore_note=_AGGREGATE_NOTE if own in aggregates else None,
         )
 
     if len(node.members) > 1:
@@ -198,12 +218,15 @@ def _node_facts(
                 continue
             dropped = member.uid if member.dropped_uid else None
             fused_into = node.name if i else None
-            found.append(fact(member_range, member.name, fused_into, dropped))
+            found.append(
+                fact(member_range, member.name, fused_into, dropped, member.range)
+            )
         return found
     node_range = in_this_file(node.range)
     if node_range is None:
         return []
-    return [fact(node_range, node.name, None, None)]
+    own = node.members[0].range if node.members else node.range
+    return [fact(node_range, node.name, None, None, own)]
 
 
 class FileFacts:
@@ -213,7 +236,9 @@ class FileFacts:
         operators: list[OperatorFact] = []
         jobs: list[JobFact] = []
         for job_index, job in enumerate(result.jobs):
-            operators.extend(_job_operator_facts(job_index, job))
+            operators.extend(
+                _job_operator_facts(job_index, job, result.flink_version.version)
+            )
             jobs.append(_job_fact(job_index, job))
         operators.sort(key=lambda f: (f.range.start, f.range.end, f.job_index))
         self.operators: tuple[OperatorFact, ...] = tuple(operators)

@@ -24,19 +24,39 @@ bytes, key-group offsets) are skipped, not copied: the file is mapped and only
 the headers are read.  Every length and count is checked against the bytes
 left, so a corrupt file fails with :class:`MetadataError` (one line: the file,
 what is wrong, at which byte), never with an allocation a length field asks for.
+The checkpoint properties of format 4 on (``MetadataV4Serializer``: a
+Java-serialized ``CheckpointProperties``) are read through with the grammar of
+Java's object streams, so a file not whole, or with bytes after them, is an
+error too; their enum constants (the savepoint's CANONICAL or NATIVE format)
+are kept.
+
+Only when asked (``read_metadata(..., states=True)``) are the handles followed:
+each subtask's managed keyed and operator state handle is noted
+(:class:`~chainlens.analyzer.savepoint_state.HandleRef`) and
+:func:`~chainlens.analyzer.savepoint_state.read_operator_states` reads the
+state meta info and samples of the values it points at (the operator's
+``saved``); a state file that cannot be read is a problem there, not an error.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 from chainlens.analyzer.model.savepoint import (
     OperatorStateInfo,
     SavepointMetadata,
     SubtaskKinds,
+)
+from chainlens.analyzer.savepoint_state import (
+    HandleRef,
+    StateLimits,
+    StreamRef,
+    read_operator_states,
 )
 
 #: ``Checkpoints.HEADER_MAGIC_NUMBER``
@@ -100,20 +120,35 @@ def metadata_path(path: str | Path) -> Path:
     return given
 
 
-def read_metadata(path: str | Path) -> SavepointMetadata:
+def read_metadata(
+    path: str | Path, *, states: bool = False, limits: StateLimits | None = None
+) -> SavepointMetadata:
     """Read the metadata of the savepoint directory or ``_metadata`` file ``path``.
+
+    With ``states``, also read what each operator's state files say (its
+    ``saved``: :func:`chainlens.analyzer.savepoint_state.read_operator_states`,
+    within ``limits``); a state file that cannot be read is a problem on that
+    operator's entry, never an error of the metadata.
 
     Raises :class:`MetadataError` with a one-line message naming the file.
     """
     file = metadata_path(path)
     shown = str(file)
     try:
-        with open(file, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
+        # non-blocking: a FIFO named _metadata must not wait for a writer
+        descriptor = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+        with open(descriptor, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):
+                raise MetadataError(f"{shown}: not a regular file")
+            if info.st_size == 0:
                 raise MetadataError(f"{shown}: the file is empty")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return parse_metadata(data, shown)
+                if not states:
+                    return parse_metadata(data, shown)
+                return _with_states(data, shown, file.parent, limits)
     except FileNotFoundError:
         if Path(path).is_dir():
             raise MetadataError(
@@ -134,7 +169,10 @@ def parse_metadata(
     data: bytes | mmap.mmap, shown: str = "<bytes>"
 ) -> SavepointMetadata:
     """Parse metadata bytes (``shown`` names them in errors)."""
-    reader = _Reader(data, shown)
+    return _parse(_Reader(data, shown), data, shown)
+
+
+def _parse(reader: _Reader, data: bytes | mmap.mmap, shown: str) -> SavepointMetadata:
     if len(data) < 8:
         raise MetadataError(
             f"{shown}: not Flink checkpoint metadata ({len(data)} bytes, too short "
@@ -155,6 +193,43 @@ def parse_metadata(
             f"reads (it reads {known}: Flink 1.11 to 2.3)"
         )
     return reader.metadata(version)
+
+
+def parse_metadata_states(
+    data: bytes | mmap.mmap,
+    shown: str,
+    directory: Path,
+    limits: StateLimits | None = None,
+) -> SavepointMetadata:
+    """Parse metadata bytes and read the state its handles point at (inline
+    in ``data``, or files under ``directory``)."""
+    return _with_states(data, shown, directory, limits)
+
+
+def _with_states(
+    data: bytes | mmap.mmap,
+    shown: str,
+    directory: Path,
+    limits: StateLimits | None,
+) -> SavepointMetadata:
+    reader = _StateRefReader(data, shown)
+    metadata = _parse(reader, data, shown)
+    view = memoryview(data)
+    try:
+        operators = tuple(
+            replace(
+                operator,
+                saved=read_operator_states(
+                    handles, view, directory, shown, limits or StateLimits()
+                ),
+            )
+            for operator, handles in zip(
+                metadata.operators, reader.handles, strict=True
+            )
+        )
+    finally:
+        view.release()
+    return replace(metadata, operators=operators)
 
 
 class _Reader:
@@ -270,18 +345,16 @@ class _Reader:
         operators = self.count("number of operator states", 29)
         found = tuple(self.operator_state() for _ in range(operators))
         properties = False
+        enums: tuple[tuple[str, str], ...] = ()
         if version >= 4:
-            # ObjectOutputStream: STREAM_MAGIC 0xaced, STREAM_VERSION 5
-            self.need(4, "the checkpoint properties")
-            if bytes(self.data[self.pos : self.pos + 4]) != b"\xac\xed\x00\x05":
-                raise self.fail(
-                    "the checkpoint properties are not a Java object stream"
-                )
+            # MetadataV4Serializer: InstantiationUtil.serializeObject(properties)
+            enums = _JavaObject(self).properties()
             properties = True
-        elif self.pos != self.end:
-            raise self.fail(f"{self.end - self.pos} bytes after the operator states")
+        if self.pos != self.end:
+            after = "checkpoint properties" if properties else "operator states"
+            raise self.fail(f"{self.end - self.pos} bytes after the {after}")
         return SavepointMetadata(
-            self.shown, version, checkpoint_id, masters, found, properties
+            self.shown, version, checkpoint_id, masters, found, properties, enums
         )
 
     def master_state(self) -> None:
@@ -567,6 +640,367 @@ class _Reader:
             size += self.i64()
             self.stream_handle()
         return count, size
+
+
+class _StateRefReader(_Reader):
+    """The reader, also noting where each subtask's managed keyed and operator
+    state is (:class:`HandleRef`), for the state files to be read after."""
+
+    __slots__ = ("current", "handles", "keyed_seen", "subtask")
+
+    def __init__(self, data: bytes | mmap.mmap, shown: str) -> None:
+        super().__init__(data, shown)
+        #: per operator state, in file order: its handles
+        self.handles: list[list[HandleRef]] = []
+        self.current: list[HandleRef] = []
+        self.subtask = -1
+        #: keyed handles of the current subtask read: managed first, then raw
+        self.keyed_seen = 0
+
+    def operator_state(self) -> OperatorStateInfo:
+        self.current = []
+        info = super().operator_state()
+        self.handles.append(self.current)
+        return info
+
+    def subtask_state(self, kinds: SubtaskKinds) -> bool:
+        # the subtask index was read just before (deserializeSubtaskState)
+        self.subtask = int(_INT.unpack_from(self.data, self.pos - 4)[0])
+        self.keyed_seen = 0
+        return super().subtask_state(kinds)
+
+    def _operator_states(self, kinds: SubtaskKinds) -> bool:
+        has = False
+        if self.i32() != 0:
+            size = self._noted_operator_handle(raw=False)
+            if size is not None:
+                kinds.managed_operator += 1
+                kinds.size += size
+                has = True
+        if self.i32() != 0:
+            size = self.operator_handle()
+            if size is not None:
+                kinds.raw_operator += 1
+                kinds.size += size
+                has = True
+        return has
+
+    def _noted_operator_handle(self, *, raw: bool) -> int | None:
+        start = self.pos
+        kind = self.u8()
+        if kind == _NULL:
+            return None
+        if kind not in (_PARTITIONABLE_OPERATOR, _SEGMENT_PARTITIONABLE_OPERATOR):
+            self.pos = start
+            return self.operator_handle()
+        states = []
+        for _ in range(self.count("number of operator state names", 7)):
+            name = self.utf()
+            mode = self.u8()
+            if mode > 2:
+                raise self.fail(f"unknown operator state distribution mode {mode}")
+            count = self.i32()
+            if count < 0:
+                raise self.fail(f"negative number of offsets {count}")
+            self.need(count * 8, "operator state offsets")
+            offsets = struct.unpack_from(f">{count}q", self.data, self.pos)
+            self.pos += count * 8
+            states.append((name, mode, tuple(offsets)))
+        if kind == _SEGMENT_PARTITIONABLE_OPERATOR:
+            self.skip_utf()
+            self.skip_utf()
+            self.u8()  # empty
+        stream, size = self.stream_ref()
+        self.current.append(
+            HandleRef(self.subtask, "operator", kind, stream, (), tuple(states))
+        )
+        return size
+
+    def keyed_handle(self, depth: int) -> int | None:
+        if depth == 0:
+            self.keyed_seen += 1
+        if depth > 0 or self.keyed_seen != 1:  # nested, or raw keyed state
+            return super().keyed_handle(depth)
+        start = self.pos
+        kind = self.u8()
+        if kind == _NULL:
+            return None
+        if kind in (_KEY_GROUPS, _KEY_GROUPS_V2, _SAVEPOINT_KEY_GROUPS):
+            self.i32()  # start key group
+            groups = self.i32()
+            if groups < 0:
+                raise self.fail(f"negative number of key groups {groups}")
+            self.need(groups * 8, "key group offsets")
+            offsets = struct.unpack_from(f">{groups}q", self.data, self.pos)
+            self.pos += groups * 8
+            stream, size = self.stream_ref()
+            if kind == _KEY_GROUPS_V2:
+                self.skip_utf()
+            self.current.append(
+                HandleRef(self.subtask, "keyed", kind, stream, tuple(offsets))
+            )
+            return size
+        if kind in (_INCREMENTAL, _INCREMENTAL_V2):
+            # RocksDB's native format: the meta info is a stream of its own
+            self.i64()  # checkpoint id
+            self.skip_utf()  # backend id
+            self.i32()
+            self.i32()  # key group range
+            if kind == _INCREMENTAL_V2:
+                self.i64()  # checkpointed size
+            meta, size = self.stream_ref()
+            for _ in range(2):  # shared, private files
+                for _ in range(self.count("number of incremental files", 3)):
+                    self.skip_utf()
+                    size += self.stream_handle() or 0
+            if kind == _INCREMENTAL_V2:
+                self.skip_utf()
+            self.current.append(HandleRef(self.subtask, "keyed", kind, meta))
+            return size
+        self.pos = start
+        other = super().keyed_handle(depth)
+        what = "changelog state"
+        self.current.append(HandleRef(self.subtask, "keyed", kind, None, unread=what))
+        return other
+
+    def stream_ref(self) -> tuple[StreamRef | None, int]:
+        """``deserializeStreamStateHandle``, noting where the bytes are."""
+        start = self.pos
+        kind = self.u8()
+        if kind == _NULL:
+            return None, 0
+        if kind == _FILE_STREAM:
+            size = self.i64()
+            path = self.utf()
+            return StreamRef(None, path, False, size), size
+        if kind == _BYTE_STREAM:
+            self.skip_utf()
+            length = self.i32()
+            at = self.pos
+            self.skip(length, "inline state bytes")
+            return StreamRef(at, None, False, length), length
+        if kind == _RELATIVE_STREAM:
+            path = self.utf()
+            size = self.i64()
+            return StreamRef(None, path, True, size), size
+        if kind == _SEGMENT_FILE:
+            position = self.i64()
+            size = self.i64()
+            self.i32()  # scope
+            path = self.utf()
+            self.skip_utf()  # logical file id
+            return StreamRef(None, path, False, size, position), size
+        self.pos = start
+        return None, self.stream_handle() or 0
+
+
+# java.io.ObjectStreamConstants
+_TC_NULL = 0x70
+_TC_REFERENCE = 0x71
+_TC_CLASSDESC = 0x72
+_TC_OBJECT = 0x73
+_TC_STRING = 0x74
+_TC_ARRAY = 0x75
+_TC_CLASS = 0x76
+_TC_BLOCKDATA = 0x77
+_TC_ENDBLOCKDATA = 0x78
+_TC_BLOCKDATALONG = 0x7A
+_TC_LONGSTRING = 0x7C
+_TC_PROXYCLASSDESC = 0x7D
+_TC_ENUM = 0x7E
+_BASE_HANDLE = 0x7E0000
+_SC_WRITE_METHOD = 0x01
+_SC_SERIALIZABLE = 0x02
+_SC_EXTERNALIZABLE = 0x04
+_SC_BLOCK_DATA = 0x08
+#: bytes of each primitive field type code
+_PRIMITIVE = {"B": 1, "C": 2, "D": 8, "F": 4, "I": 4, "J": 8, "S": 2, "Z": 1}
+#: nesting of Java objects in the properties
+_MAX_OBJECT_DEPTH = 32
+
+
+class _ClassDesc:
+    """A class descriptor of the Java stream: name, flags, fields, superclass."""
+
+    __slots__ = ("fields", "flags", "name", "parent")
+
+    def __init__(self, name: str, flags: int, fields: list[tuple[str, str]]) -> None:
+        self.name = name
+        self.flags = flags
+        self.fields = fields  # (type code, class name of an object field or "")
+        self.parent: _ClassDesc | None = None
+
+
+class _JavaObject:
+    """One object of a Java object stream (``ObjectOutputStream``), walked
+    through without knowing its classes: the grammar of the Java Object
+    Serialization Specification (chapter 6.4), every length checked against
+    the bytes left.  Mirrors ``InstantiationUtil.deserializeObject`` of the
+    checkpoint properties (``MetadataV4Serializer.deserializeProperties``),
+    keeping only the enum constants it holds."""
+
+    def __init__(self, reader: _Reader) -> None:
+        self.reader = reader
+        self.handles: list[_ClassDesc | None] = []
+        self.enums: list[tuple[str, str]] = []
+
+    def properties(self) -> tuple[tuple[str, str], ...]:
+        reader = self.reader
+        reader.need(4, "the checkpoint properties")
+        if bytes(reader.data[reader.pos : reader.pos + 4]) != b"\xac\xed\x00\x05":
+            raise reader.fail("the checkpoint properties are not a Java object stream")
+        reader.pos += 4
+        self.content(0, "the checkpoint properties")
+        return tuple(self.enums)
+
+    def fail(self, what: str) -> MetadataError:
+        return self.reader.fail(f"the checkpoint properties: {what}")
+
+    def content(self, depth: int, what: str) -> _ClassDesc | str | None:
+        """One ``content`` (an object or block data); a class descriptor or a
+        string is returned (what fields and enums need), else None."""
+        if depth > _MAX_OBJECT_DEPTH:
+            raise self.fail("objects nested too deep")
+        reader = self.reader
+        tag = reader.u8()
+        if tag == _TC_NULL:
+            return None
+        if tag == _TC_REFERENCE:
+            index = reader.i32() - _BASE_HANDLE
+            if not 0 <= index < len(self.handles):
+                raise self.fail(f"a reference to unknown handle {index}")
+            return self.handles[index]
+        if tag in (_TC_CLASSDESC, _TC_PROXYCLASSDESC):
+            reader.pos -= 1
+            return self.class_desc(depth + 1)
+        if tag == _TC_STRING:
+            text = reader.utf()
+            self.handles.append(None)
+            return text
+        if tag == _TC_LONGSTRING:
+            length = reader.i64()
+            reader.skip(length if length >= 0 else -1, "a long string")
+            self.handles.append(None)
+            return None
+        if tag == _TC_ENUM:
+            desc = self.class_desc(depth + 1)
+            self.handles.append(None)
+            constant = self.content(depth + 1, "an enum constant")
+            if isinstance(desc, _ClassDesc) and isinstance(constant, str):
+                simple = desc.name.rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+                self.enums.append((simple, constant))
+            return None
+        if tag == _TC_CLASS:
+            self.class_desc(depth + 1)
+            self.handles.append(None)
+            return None
+        if tag == _TC_ARRAY:
+            desc = self.class_desc(depth + 1)
+            self.handles.append(None)
+            size = reader.i32()
+            if desc is None or size < 0:
+                raise self.fail("an array without a class or with a negative size")
+            element = desc.name[1:2]
+            width = _PRIMITIVE.get(element)
+            if width is not None:
+                reader.skip(size * width, "a primitive array")
+            else:
+                if size > reader.end - reader.pos:
+                    raise self.fail(f"{size} array elements do not fit in the file")
+                for _ in range(size):
+                    self.content(depth + 1, "an array element")
+            return None
+        if tag == _TC_OBJECT:
+            desc = self.class_desc(depth + 1)
+            self.handles.append(None)
+            self.class_data(desc, depth + 1)
+            return None
+        if tag == _TC_BLOCKDATA:
+            reader.skip(reader.u8(), "block data")
+            return None
+        if tag == _TC_BLOCKDATALONG:
+            length = reader.i32()
+            reader.skip(length if length >= 0 else -1, "block data")
+            return None
+        reader.pos -= 1
+        raise self.fail(f"unexpected type code 0x{tag:02x} in {what}")
+
+    def class_desc(self, depth: int) -> _ClassDesc | None:
+        reader = self.reader
+        tag = reader.u8()
+        if tag == _TC_NULL:
+            return None
+        if tag == _TC_REFERENCE:
+            index = reader.i32() - _BASE_HANDLE
+            if not 0 <= index < len(self.handles) or self.handles[index] is None:
+                raise self.fail(f"a reference to unknown class descriptor {index}")
+            return self.handles[index]
+        if tag == _TC_PROXYCLASSDESC:
+            desc = _ClassDesc("<proxy>", _SC_SERIALIZABLE, [])
+            self.handles.append(desc)
+            for _ in range(reader.count("number of proxy interfaces", 2)):
+                reader.skip_utf()
+            self.annotation(depth)
+            desc.parent = self.class_desc(depth + 1)
+            return desc
+        if tag != _TC_CLASSDESC:
+            reader.pos -= 1
+            raise self.fail(f"expected a class descriptor, found type code 0x{tag:02x}")
+        name = reader.utf()
+        reader.i64()  # serialVersionUID
+        desc = _ClassDesc(name, 0, [])
+        self.handles.append(desc)
+        desc.flags = reader.u8()
+        reader.need(2, "a field count")
+        (fields,) = _SHORT.unpack_from(reader.data, reader.pos)
+        reader.pos += 2
+        for _ in range(fields):
+            code = chr(reader.u8())
+            reader.skip_utf()  # field name
+            if code in "[L":
+                self.content(depth + 1, "a field's class name")
+            elif code not in _PRIMITIVE:
+                reader.pos -= 1
+                raise self.fail(f"unknown field type code {code!r}")
+            desc.fields.append((code, ""))
+        self.annotation(depth)
+        desc.parent = self.class_desc(depth + 1)
+        return desc
+
+    def annotation(self, depth: int) -> None:
+        """``classAnnotation`` / ``objectAnnotation``: contents up to
+        ``TC_ENDBLOCKDATA``."""
+        reader = self.reader
+        while True:
+            reader.need(1, "an annotation")
+            if reader.data[reader.pos] == _TC_ENDBLOCKDATA:
+                reader.pos += 1
+                return
+            self.content(depth + 1, "an annotation")
+
+    def class_data(self, desc: _ClassDesc | None, depth: int) -> None:
+        chain: list[_ClassDesc] = []
+        while desc is not None:
+            if len(chain) > _MAX_OBJECT_DEPTH:
+                raise self.fail("a class hierarchy too deep")
+            chain.append(desc)
+            desc = desc.parent
+        for current in reversed(chain):  # the topmost superclass first
+            if current.flags & _SC_EXTERNALIZABLE:
+                if not current.flags & _SC_BLOCK_DATA:
+                    raise self.fail(f"{current.name} is written in the old format")
+                self.annotation(depth)
+                continue
+            if not current.flags & _SC_SERIALIZABLE:
+                continue
+            for code, _ in current.fields:
+                width = _PRIMITIVE.get(code)
+                if width is not None:
+                    self.reader.skip(width, "a field value")
+                else:
+                    self.content(depth + 1, "a field value")
+            if current.flags & _SC_WRITE_METHOD:
+                self.annotation(depth)
 
 
 def _modified_utf8(raw: bytes) -> str:

@@ -1,10 +1,12 @@
-"""``chainlens fleet scan``: arguments and entry point (pyspark is imported lazily)."""
+"""``chainlens fleet scan`` and ``fleet history``: arguments and entry point
+(pyspark is imported lazily)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 #: What ``chainlens fleet --help`` says first.
 DESCRIPTION = (
@@ -60,6 +62,53 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="show a progress bar (default: when stderr is a terminal)",
     )
+    add_history_arguments(sub)
+
+
+def add_history_arguments(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add ``fleet history`` to the ``fleet`` sub-commands."""
+    history = sub.add_parser(
+        "history",
+        help="every state-breaking change in the repositories' git histories",
+        description="Walk the first-parent git history of each repository under "
+        "ROOT... (a repository, or a folder of them), compare each changed "
+        "PyFlink file with its version in the commit's parent as `chainlens "
+        "savepoint --base COMMIT^` does, on Spark, and write Parquet tables "
+        "(commits, versions, id_changes, exposure), summary.json and report.html "
+        "into DIR.  A re-run into the same DIR analyses only new commits.",
+    )
+    history.add_argument("roots", nargs="+", metavar="ROOT")
+    history.add_argument("--out", required=True, type=Path, metavar="DIR")
+    history.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only commits from this date on (as git log --since takes it)",
+    )
+    history.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="the branch walked in each repository (default: the checked-out one)",
+    )
+    where = history.add_mutually_exclusive_group()
+    where.add_argument(
+        "--master",
+        help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn)",
+    )
+    where.add_argument("--remote", help="Spark Connect URL, e.g. sc://host:15002")
+    history.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting (repeatable), e.g. spark.executor.memory=2g",
+    )
+    history.add_argument("--partitions", type=int, help="tasks to split the work into")
+    history.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar (default: when stderr is a terminal)",
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -98,6 +147,8 @@ def run_fleet(args: argparse.Namespace) -> int:
             )
             return 2
         conf[key.strip()] = value
+    if args.fleet_command == "history":
+        return _run_history(args, conf)
     options = ScanOptions(
         roots=args.roots,
         out=args.out,
@@ -115,6 +166,37 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. an --out that cannot be written
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # pyspark's Connect import exits instead of raising
+        print(f"chainlens: error: Spark could not start ({exc})", file=sys.stderr)
+        return 2
+    for line in terminal_lines(summary, args.out):
+        print(line)
+    return 0
+
+
+def _run_history(args: argparse.Namespace, conf: dict[str, str]) -> int:
+    """Run ``chainlens fleet history``."""
+    from chainlens.fleet.history import HistoryOptions, run_history
+    from chainlens.fleet.history_report import terminal_lines
+    from chainlens.fleet.inputs import ScanError
+    from chainlens.fleet.output import OutputError
+
+    options = HistoryOptions(
+        roots=args.roots,
+        out=args.out,
+        since=args.since,
+        branch=args.branch,
+        master=args.master,
+        remote=args.remote,
+        conf=conf,
+        partitions=args.partitions,
+        progress=args.progress,
+    )
+    try:
+        summary = run_history(options)
+    except (ScanError, OutputError, OSError) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # pyspark's Connect import exits instead of raising

@@ -9,16 +9,18 @@ in the PyFlink programs under PATHS, ruff-style; ``--fix`` applies the safe fixe
 lists the rules.
 
 ``chainlens graph FILE... [--format text|json|dot] [--default-parallelism N]``
-prints what Flink 2.3 will build from each PyFlink program.  Exit codes: 0 when
-every file was analysed, 1 when a file could not be analysed (syntax error,
-undecodable bytes, an API chainlens does not know) or a job is rejected by
-Flink, 2 for usage errors.
+prints what Flink (1.18 to 2.3) will build from each PyFlink program.  Exit
+codes: 0 when every file was analysed, 1 when a file could not be analysed
+(syntax error, undecodable bytes, an API chainlens does not know) or a job is
+rejected by Flink, 2 for usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import io
 import json
 import os
 import shlex
@@ -32,11 +34,15 @@ from chainlens.analyzer import (
     MAX_FILE_BYTES,
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
+    SAVEPOINT_RULES,
     AnalysisResult,
     CheckSummary,
     ConfigError,
     ConfigLayer,
     ConfigResolver,
+    DeploymentError,
+    DeploymentNotFoundError,
+    DeploymentResolver,
     FileCheck,
     Finding,
     HistoryError,
@@ -56,6 +62,7 @@ from chainlens.analyzer import (
     compare_with_savepoint,
     count_versions,
     default_jobs,
+    deployment_base_settings,
     diff_of,
     discover,
     display_path,
@@ -80,6 +87,11 @@ from chainlens.analyzer import (
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
+from chainlens.hooks.deploy_cli import (
+    add_deployment_arguments,
+    run_for_deployments,
+    wants_deployments,
+)
 
 _SEVERITY_RANK: Final = {
     Severity.ERROR: 0,
@@ -222,7 +234,10 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_check_arguments(
-    parser: argparse.ArgumentParser, *, default_paths: Sequence[str]
+    parser: argparse.ArgumentParser,
+    *,
+    default_paths: Sequence[str],
+    fail_on: Severity = Severity.WARNING,
 ) -> None:
     """Add the options of ``chainlens check`` (shared with the pre-commit entry)."""
     parser.add_argument(
@@ -337,9 +352,9 @@ def add_check_arguments(
     parser.add_argument(
         "--fail-on",
         choices=[s.value for s in Severity],
-        default=Severity.WARNING.value,
-        help="exit 1 for findings of this severity or worse (default: warning; info "
-        "and hint findings explain the graph and are reported without failing)",
+        default=fail_on.value,
+        help=f"exit 1 for findings of this severity or worse (default: {fail_on.value}"
+        "; findings below it are reported without failing)",
     )
     parser.add_argument(
         "-j",
@@ -378,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(nearest wins); flags override.",
     )
     add_check_arguments(check, default_paths=["."])
+    add_deployment_arguments(check)
     rule = sub.add_parser(
         "rule",
         help="show a rule's documentation, or list the rules",
@@ -396,7 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     graph.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
         help="PyFlink programs, or folders: their PyFlink programs (as check finds "
         "them)",
@@ -416,23 +432,28 @@ def build_parser() -> argparse.ArgumentParser:
         "command lines giving the same jobs are shown once",
     )
     add_analysis_arguments(graph)
+    add_deployment_arguments(graph)
     savepoint = sub.add_parser(
         "savepoint",
         help="check that the program can restore the state its git base saved, "
         "or a real savepoint",
         description="Compare every PyFlink program under PATHS with the same "
         "program at a git revision (--base; default: the merge-base with the "
-        "default branch), or with a real savepoint (--savepoint), and report each "
+        "default branch, or HEAD on the default branch), or with a real savepoint "
+        "(--savepoint), and report each "
         "stateful operator whose state could not be restored (CL201), new stateful "
         "operators (CL202), max parallelism conflicts Flink refuses (CL203) and, "
         "against a git revision, state descriptors renamed or retyped (CL204).",
     )
-    add_check_arguments(savepoint, default_paths=["."])
+    # the gate fails on what the change does to the state (errors); a warning
+    # such as CL108 holds with or without the change
+    add_check_arguments(savepoint, default_paths=["."], fail_on=Severity.ERROR)
+    add_deployment_arguments(savepoint)
     savepoint.add_argument(
         "--base",
         metavar="REF",
         help="the git revision to compare with (default: the merge-base of HEAD "
-        "with origin/HEAD, main or master)",
+        "with origin/HEAD, main or master; on the default branch, HEAD)",
     )
     savepoint.add_argument(
         "--savepoint",
@@ -522,6 +543,11 @@ def _resolver(args: argparse.Namespace) -> ConfigResolver:
     except ConfigError as exc:
         flag = "--" + (exc.key or "select").split(".")[0]
         raise UsageError(f"{flag}: {exc.message}") from None
+    deployment = getattr(args, "deployment_target", None)
+    if deployment is not None:
+        return DeploymentResolver(
+            deployment, layer, config_file=args.config, isolated=args.isolated
+        )
     return ConfigResolver(layer, config_file=args.config, isolated=args.isolated)
 
 
@@ -543,6 +569,8 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
+    if not args.files:
+        raise UsageError("the following arguments are required: PATH")
     if args.flink_version is not None and ".." in args.flink_version:
         return _graph_upgrade(args)
     resolver = _resolver(args)
@@ -675,10 +703,6 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return _exit_status(args, findings)
 
 
-#: What ``chainlens savepoint`` reports unless --select says otherwise.
-SAVEPOINT_RULES: Final = ("CL000", "CL2")
-
-
 def _summary(files: Sequence[FileCheck]) -> CheckSummary:
     """The closing counts of the files checked (and the Flink lines used)."""
     return CheckSummary(
@@ -720,8 +744,8 @@ def _write_output(name: str, report: str) -> None:
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``chainlens savepoint``: the work tree against its git base."""
     out = out or sys.stdout
-    if args.diff or args.paths == ["-"]:
-        raise UsageError("savepoint does not take --diff or '-' (standard input)")
+    if args.paths == ["-"]:
+        raise UsageError("savepoint does not take '-' (standard input)")
     if args.savepoint is not None:
         if args.base is not None:
             raise UsageError("give either --base or --savepoint, not both")
@@ -739,14 +763,23 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     select = None if args.select is not None else SAVEPOINT_RULES
     if upgrade is not None and args.base is None:
         return _savepoint_upgrade(args, out, resolver, upgrade, select)
-    compared = compare_with_base(  # HistoryError: one line (dispatch)
+    deployment = getattr(args, "deployment_target", None)
+    compared = compare_with_base(
         args.paths,
         resolver,
         args.base,
         select=select,
         fix=args.fix,
         upgrade=upgrade,
+        diff=args.diff,
+        at_base=deployment_base_settings(
+            deployment, _cli_layer(args), args.config, args.isolated
+        )
+        if deployment is not None
+        else None,
     )
+    if args.diff:
+        return _savepoint_diff(compared.files, out)
     base = compared.base
     heading = (
         f"Base: {base.ref} ({base.commit[:10]}, {base.how})"
@@ -785,6 +818,24 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(heading, file=sys.stderr)
     _write_report(args, out, report)
     return _exit_status(args, findings)
+
+
+def _savepoint_diff(files: Sequence[FileCheck], out: TextIO) -> int:
+    """``savepoint --diff``: the pins as a unified diff, nothing written; 1 when
+    there are any."""
+    changed = 0
+    for file in files:
+        if not file.fixed_text:
+            continue
+        try:
+            data = Path(file.path).read_bytes()
+        except OSError as exc:
+            raise RefusedError(f"{file.display}: {exc.strerror or exc}") from None
+        text = diff_of(data, file.fixed_text, file.display)
+        if text:
+            out.write(text)
+            changed += 1
+    return 1 if changed else 0
 
 
 def _savepoint_upgrade(
@@ -833,9 +884,13 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         resolver,
         args.savepoint,
         select=None if args.select is not None else SAVEPOINT_RULES,
-        allow_non_restored=args.allow_non_restored_state,
+        allow_non_restored=args.allow_non_restored_state
+        or _deployment_allows_non_restored(args),
         fix=args.fix,
+        diff=args.diff,
     )
+    if args.diff:
+        return _savepoint_diff(compared.files, out)
     meta = compared.metadata
     with_state = [s for s in compared.states if s.has_state]
     heading = (
@@ -866,6 +921,11 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             f"({state.state_bytes} bytes), parallelism {state.parallelism}, max "
             f"parallelism {state.max_parallelism}: {state.outcome}{where}"
         )
+        if state.states:
+            lines.append(f"    states: {', '.join(state.states)}")
+    if compared.crossing is not None:
+        lines.append(f"  Note: {compared.crossing}")
+        print(f"chainlens: warning: {compared.crossing}", file=sys.stderr)
     for file in compared.files:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
@@ -883,6 +943,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             "job": compared.job_name,
             "matched": compared.how,
             "verdict": compared.verdict,
+            "crossing": compared.crossing,
             "allow_non_restored_state": args.allow_non_restored_state,
             "operators": [
                 {
@@ -896,6 +957,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
                     "state_bytes": s.state_bytes,
                     "outcome": s.outcome,
                     "claimed_by": s.claimed_by,
+                    "states": list(s.states_json),
                 }
                 for s in compared.states
             ],
@@ -914,6 +976,8 @@ _VERDICTS: Final = {
     "restores": "restores the job from it",
     "restores, dropping state": "restores the job from it and drops the state no "
     "operator claims (allowNonRestoredState)",
+    "restores, state in the wrong operator": "restores the job from it, with "
+    "saved state in operators that did not write it (see the findings)",
     "refused": "refuses to restore the job from it",
     "unknown": "may or may not restore the job: operator IDs chainlens cannot "
     "know (see the findings)",
@@ -1110,6 +1174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a parsed command, turning every failure into a message and exit code 2."""
     try:
+        if args.command in ("graph", "check", "savepoint") and wants_deployments(args):
+            return run_for_deployments(args, _resolver, _run_one)
         if args.command == "graph":
             return run_graph(args)
         if args.command == "check":
@@ -1141,7 +1207,15 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (ConfigError, HistoryError, MetadataError, RefusedError, WriteError) as exc:
+    except (
+        ConfigError,
+        RefusedError,
+        MetadataError,
+        HistoryError,
+        DeploymentError,
+        DeploymentNotFoundError,
+        WriteError,
+    ) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:
@@ -1162,6 +1236,22 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 2
     parser.print_usage(sys.stderr)
     return 2
+
+
+def _deployment_allows_non_restored(args: argparse.Namespace) -> bool:
+    """Whether the deployment analysed for restores with allowNonRestoredState."""
+    deployment = getattr(args, "deployment_target", None)
+    return deployment is not None and deployment.allows_non_restored
+
+
+def _run_one(args: argparse.Namespace, out: io.StringIO) -> int:
+    """graph, check or savepoint for one deployment, its report to ``out``."""
+    if args.command == "check":
+        return run_check(args, out)
+    if args.command == "savepoint":
+        return run_savepoint(args, out)
+    with contextlib.redirect_stdout(out):
+        return run_graph(args)
 
 
 def _silence_stdout() -> None:

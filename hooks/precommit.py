@@ -12,16 +12,21 @@ Differences from ``chainlens check``:
   (``require_serial: false``), unless ``--jobs`` says otherwise.
 
 Files that do not use PyFlink are skipped, so the hook can run on every Python
-file of a repository.
+file of a repository.  The savepoint hook also gets the deployment descriptors
+that changed (YAML, JSON, shell scripts, Makefiles): the gate runs for each
+deployment they describe, so a descriptor changed alone is gated too.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from chainlens.analyzer import ConfigResolver, project_deployments
 from chainlens.hooks.cli import add_check_arguments, dispatch
 from chainlens.hooks.entry import isolate_python_children, names_as_bytes
 
@@ -40,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the savepoint gate: compare the files with their git base "
         "(pre-commit's from-ref on push, else the merge-base with the default "
-        "branch) instead of checking them",
+        "branch, or HEAD on the default branch) instead of checking them",
     )
     parser.add_argument("--base", metavar="REF", help="with --savepoint: the base")
     # `chainlens savepoint`'s comparison with a savepoint's _metadata is not a
@@ -66,10 +71,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         # on `pre-commit run --hook-stage pre-push`, what is pushed is compared
         # with what the remote had
         args.base = args.base or os.environ.get("PRE_COMMIT_FROM_REF") or None
+        # as `chainlens savepoint`: the gate fails on errors (a warning such as
+        # CL108 holds with or without the change)
+        given = list(argv) if argv is not None else sys.argv[1:]
+        if not any(a == "--fail-on" or a.startswith("--fail-on=") for a in given):
+            args.fail_on = "error"
     args.force_exclude = True
     if args.jobs is None:
         args.jobs = 1
-    return dispatch(args, parser)
+    if not args.savepoint_gate:
+        return dispatch(args, parser)
+    # a deployment descriptor changed alone is gated like a change to code:
+    # each changed file that describes deployments runs the gate for them
+    programs = [p for p in args.paths if p.endswith((".py", ".pyi"))]
+    others = [p for p in args.paths if p not in programs]
+    worst = 0
+    if programs:
+        args.paths = programs
+        worst = dispatch(args, parser)
+    for descriptor in described(others):
+        one = copy.copy(args)
+        one.paths, one.deployment, one.all_deployments = ["."], descriptor, False
+        worst = max(worst, dispatch(one, parser))
+    return worst
+
+
+def described(paths: Sequence[str]) -> list[str]:
+    """The files among ``paths`` that describe deployments of the project."""
+    if not paths:
+        return []
+    found = project_deployments(Path("."), ConfigResolver())
+    wanted = {os.path.abspath(p): p for p in paths}
+    return [
+        wanted[f]
+        for f in dict.fromkeys(
+            os.path.abspath(found.root / d.origin.path) for d in found.deployments
+        )
+        if f in wanted
+    ]
 
 
 if __name__ == "__main__":

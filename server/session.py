@@ -34,6 +34,8 @@ from chainlens.analyzer import (
     ConfigError,
     ConfigLayer,
     ConfigResolver,
+    DeploymentError,
+    DeploymentNotFoundError,
     Diagnostic,
     EditorBaseline,
     FileFacts,
@@ -45,8 +47,11 @@ from chainlens.analyzer import (
     SourcePosition,
     SourceRange,
     VariantFacts,
+    apply_deployment,
     check_text,
+    choose_deployments,
     materialize,
+    project_deployments,
     read_module,
     upgrade_from,
     variant_facts,
@@ -182,11 +187,35 @@ class Session:
             ):
                 files = resolver.layers_for(name)
                 return materialize(name, (editor, *files)), tuple(problems)
-            return resolver.config_for(name), tuple(problems)
+            config = resolver.config_for(name)
+            if settings.deployment:
+                config = self._deployed(
+                    config, name, settings.deployment, resolver, problems
+                )
+            return config, tuple(problems)
         except ConfigError as exc:
             problems.append(_file_problem(f"chainlens: configuration error: {exc}"))
             fallback = materialize(name, (editor,) if editor else ())
             return fallback, tuple(problems)
+
+    @staticmethod
+    def _deployed(
+        config: Config,
+        name: Path,
+        wanted: str,
+        resolver: ConfigResolver,
+        problems: list[Diagnostic],
+    ) -> Config:
+        """``config`` with the chosen deployment applied, when ``name`` is its
+        program (a deployment that cannot be used is said once, at the top)."""
+        try:
+            found = project_deployments(name.parent, resolver)
+            for deployment in choose_deployments(found, wanted, found.root):
+                if deployment.program_path == str(name):
+                    return apply_deployment(config, deployment)
+        except (DeploymentError, DeploymentNotFoundError) as exc:
+            problems.append(_file_problem(f"chainlens: deployment: {exc}"))
+        return config
 
     # --------------------------------------------------------------- documents
 

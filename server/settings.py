@@ -47,7 +47,7 @@ class ClientSettings:
     preference: Preference = Preference.EDITOR_FIRST
     docs_url: str | None = None
     #: the git revision the savepoint rules compare open files with: a ref,
-    #: "" for the merge-base with the default branch (the default), "off"
+    #: "" for the merge-base with the default branch, HEAD on it (the default), "off"
     savepoint_base: str = ""
     #: the Flink version to analyse for ("1.20"); None: the config's, the
     #: project's pin, else the newest
@@ -55,6 +55,9 @@ class ClientSettings:
     #: a Flink version to compare each job with (code lens): what changes
     #: when upgrading to it; None: no comparison
     upgrade_to: str | None = None
+    #: the deployment open programs are analysed for (a name or a descriptor
+    #: file, as `--deployment`); None: the code alone
+    deployment: str | None = None
     problems: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -80,6 +83,7 @@ class ClientSettings:
             savepoint_base=reader.text("savepointBase", empty=True) or "",
             flink_version=reader.flink_version("flinkVersion"),
             upgrade_to=reader.flink_version("upgradeTo"),
+            deployment=reader.text("deployment"),
             problems=tuple(reader.problems),
         )
 

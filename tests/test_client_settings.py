@@ -28,3 +28,28 @@ def test_a_bad_value_is_named_and_the_default_kept() -> None:
         "setting chainlens.docsUrl: '' is empty",
         "setting chainlens.savepointBase: 3 is not a string",
     )
+
+
+def test_deployment_setting_analyses_the_program_as_deployed() -> None:
+    from pathlib import Path
+
+    from chainlens.server.session import Session
+
+    fixture = Path(__file__).resolve().parent / "fixtures" / "deployments"
+    program = fixture / "k8s_python" / "jobs" / "orders.py"
+    settings = ClientSettings.from_json({"deployment": "orders-prod"})
+    assert settings.deployment == "orders-prod"
+    session = Session(lambda uri: None, lambda analysis: None, lambda: "utf-16")
+    config, problems = session._config(program.as_uri(), settings)
+    assert problems == ()
+    assert config.deployment is not None
+    assert config.default_parallelism == 4
+    assert config.argv == ("--enrich",)
+    assert config.flink_version.describe().startswith(
+        "Flink 1.20 (deployment orders-prod (spec.flinkVersion at "
+    )
+    unknown = ClientSettings.from_json({"deployment": "nope"})
+    config, problems = session._config(program.as_uri(), unknown)
+    assert config.deployment is None
+    (problem,) = problems
+    assert "no deployment named 'nope'" in problem.message

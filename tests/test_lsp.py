@@ -1022,7 +1022,8 @@ async def test_a_module_open_on_its_own_follows_the_edits_of_its_open_program(
     (lsp.workspace / "job.py").write_text(JOB_USING_HELPERS, encoding="utf-8")
     text = HELPER_MODULE.replace(".uid('totals')", "")
     helper = lsp.open("helpers.py", text)
-    assert [d.code for d in await lsp.diagnostics(helper)] == ["CL101"]
+    # CL101, and CL108: the module's reduce never reads its aggregate back
+    assert sorted(d.code for d in await lsp.diagnostics(helper)) == ["CL101", "CL108"]
     job = lsp.open("job.py", JOB_USING_HELPERS)
     await lsp.diagnostics(job)
     seen = len([p for p in lsp.published if p.uri == helper])
@@ -1117,3 +1118,29 @@ async def test_hover_lists_the_state_an_operator_declares(lsp: Session) -> None:
     assert isinstance(hover.contents, types.MarkupContent)
     assert "- state declared" in hover.contents.value
     assert "`count: Value<Types.LONG()>` (line 10)" in hover.contents.value
+
+
+AGGREGATES = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+pairs = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+pairs.key_by(lambda c: c[0]).reduce(lambda a, b: a).filter(lambda c: True).print()
+env.execute("sums")
+"""
+
+
+async def test_hover_on_a_reduce_says_its_value_is_not_restored(lsp: Session) -> None:
+    uri = lsp.open("aggregates.py", AGGREGATES)
+    found = await lsp.diagnostics(uri)
+    assert "CL108" in {str(d.code) for d in found}
+    for call, said in (("reduce(", True), ("filter(", False)):
+        at = position_of(AGGREGATES, call, lsp.encoding)
+        hover = await lsp.hover(
+            uri, types.Position(line=at.line, character=at.character + 2)
+        )
+        assert hover is not None
+        assert isinstance(hover.contents, types.MarkupContent)
+        text = hover.contents.value
+        assert ("**state not restored**" in text) is said, text

@@ -246,7 +246,12 @@ def test_checking_only_a_module_reports_what_its_programs_find_in_it(
     )
     assert importers_of(helpers) == [main]
     (checked,) = check_paths([helpers], ConfigResolver(), cwd=project)
-    (finding,) = checked.findings
+    # the module's reduce also never reads its aggregate back (CL108)
+    assert sorted(f.diagnostic.code.code for f in checked.findings) == [
+        "CL101",
+        "CL108",
+    ]
+    (finding,) = [f for f in checked.findings if f.diagnostic.code.code == "CL101"]
     assert finding.path == "helpers.py"
     assert finding.diagnostic.code.code == "CL101"
     start = finding.diagnostic.range.start
@@ -258,10 +263,10 @@ def test_checking_only_a_module_reports_what_its_programs_find_in_it(
     # checked together, the program reports it (at its call), the module not again
     both = check_paths([project], ConfigResolver(), cwd=project)
     shown = {(c.display, f.diagnostic.code.code) for c in both for f in c.findings}
-    assert shown == {("main.py", "CL101")}
+    assert shown == {("main.py", "CL101"), ("main.py", "CL108")}
     # a suppression comment in the module silences it, and is not "unused"
     lines = helpers.read_text(encoding="utf-8").split("\n")
-    lines[5] += "  # chainlens: ignore[CL101]"
+    lines[5] += "  # chainlens: ignore[CL101, CL108]"
     helpers.write_text("\n".join(lines), encoding="utf-8")
     (quiet,) = check_paths([helpers], ConfigResolver(), cwd=project)
     assert quiet.findings == ()

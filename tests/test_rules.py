@@ -60,7 +60,10 @@ def test_rule_fixture(path: Path) -> None:
 
 
 def test_every_rule_has_fixtures_with_findings() -> None:
-    savepoint_tests = (ROOT / "tests" / "test_savepoint.py").read_text(encoding="utf-8")
+    savepoint_tests = "".join(
+        p.read_text(encoding="utf-8")
+        for p in (ROOT / "tests").glob("test_savepoint*.py")
+    )
     for rule in ALL_RULES:
         if getattr(rule, "needs_baseline", False):
             # compared with a git base: its cases are real repositories
@@ -117,12 +120,12 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
     ("select", "extend", "ignore", "expected"),
     [
         # CL102 and CL106 are off by default: a prefix does not select them
-        (("CL1",), (), (), ["CL101", "CL103", "CL104", "CL105", "CL107"]),
+        (("CL1",), (), (), ["CL101", "CL103", "CL104", "CL105", "CL107", "CL108"]),
         (
             ("CL1",),
             ("CL106",),
             (),
-            ["CL101", "CL103", "CL104", "CL105", "CL106", "CL107"],
+            ["CL101", "CL103", "CL104", "CL105", "CL106", "CL107", "CL108"],
         ),
         (("CL102",), (), (), ["CL102"]),
         (("missing-uid-any",), (), (), ["CL102"]),
@@ -139,16 +142,18 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
                 "CL103",
                 "CL104",
                 "CL105",
+                "CL108",
                 "CL201",
                 "CL202",
                 "CL203",
                 "CL204",
+                "CL205",
                 "CL901",
             ],
         ),
         (("CL101",), (), ("CL1",), ["CL101"]),  # the more specific selector wins
         (("CL1",), (), ("CL1",), []),  # a tie: ignore wins
-        (("CL10",), (), ("CL104",), ["CL101", "CL103", "CL105", "CL107"]),
+        (("CL10",), (), ("CL104",), ["CL101", "CL103", "CL105", "CL107", "CL108"]),
         (
             None,
             (),
@@ -159,10 +164,12 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
                 "CL104",
                 "CL105",
                 "CL107",
+                "CL108",
                 "CL201",
                 "CL202",
                 "CL203",
                 "CL204",
+                "CL205",
                 "CL901",
             ],
         ),

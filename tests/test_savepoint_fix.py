@@ -32,7 +32,7 @@ import pytest
 
 from chainlens.analyzer import Config, check_text
 from chainlens.analyzer.api import analyze_source
-from chainlens.analyzer.rules.restore import restore_ids
+from chainlens.analyzer.rules.restore import misplaced_in, restore_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"
@@ -107,7 +107,12 @@ def test_the_safe_fix_restores(
     fixed = _fixed(base, tmp_path / "pinned.py", unsafe=False)
     text = fixed.read_text(encoding="utf-8")
     assert text.count(".set_uid_hash(") == 2  # the source and the reduce
-    assert _restore_ids(fixed) == _restore_ids(base)
+    # each stateful operator of the fixed program gets back the state the base
+    # saved under its generated ID (by the pin: the uid moved the generated ID)
+    before = restore_ids(analyze_source(str(base), base.read_text("utf-8"), CONFIG))
+    after = analyze_source(str(fixed), text, CONFIG)
+    assert not misplaced_in(after, before)
+    assert _restore_ids(fixed) != _restore_ids(base)
     assert _run("restore", str(fixed), outcome["savepoint"], cwd=tmp_path) == {
         "running": True
     }

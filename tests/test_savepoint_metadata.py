@@ -65,7 +65,7 @@ def test_a_well_formed_file_is_read() -> None:
 
 def test_every_cut_is_a_clear_error() -> None:
     data = _v6(2)
-    for end in range(len(data) - 5):  # the properties are not read
+    for end in range(len(data)):  # the properties too (a null object here)
         with pytest.raises(MetadataError) as caught:
             parse_metadata(data[:end], "x/_metadata")
         message = str(caught.value)
@@ -216,6 +216,8 @@ def _compare(
     args = ["savepoint", str(program), "--savepoint", str(savepoint)]
     code = main([*args, "--default-parallelism", "2", "--format", "json", *extra])
     document = json.loads(capsys.readouterr().out)
+    # CL108 (the reduce's aggregate is never read back) holds for any savepoint
+    document["findings"] = [f for f in document["findings"] if f["code"] != "CL108"]
     return code, document
 
 
@@ -240,7 +242,11 @@ def test_verdicts_follow_flinks_rules(
     assert [f["code"] for f in doc["findings"]] == ["CL201"]
     code, doc = _compare(program, lost, capsys, "--allow-non-restored-state")
     assert doc["savepoint"]["verdict"] == "restores, dropping state"
-    assert code == 1  # the state is still lost: an error
+    # dropped on purpose (allowNonRestoredState): a warning naming what is
+    # dropped, which the gate (failing on errors) lets through
+    (dropped,) = doc["findings"]
+    assert (dropped["code"], dropped["severity"]) == ("CL201", "warning")
+    assert code == 0
     # an unclaimed state that holds nothing is skipped, as Flink skips it
     empty = _savepoint(
         tmp_path / "empty", [_state(reduce_id, keyed=True), _state(gone, keyed=False)]
@@ -282,5 +288,7 @@ def test_ids_chainlens_cannot_know_are_said_and_fail_the_gate(
     assert doc["savepoint"]["verdict"] == "unknown"
     assert code == 1
     (finding,) = doc["findings"]
-    assert finding["message"].startswith("chainlens cannot tell whether the state")
+    assert finding["message"].startswith(
+        "chainlens cannot tell whether the operator state"
+    )
     assert finding["range"]["start_line"] == 7  # the reduce whose uid is not known

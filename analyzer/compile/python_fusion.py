@@ -261,6 +261,7 @@ def _create_chained_transformation(
         members=members_of(up) + dropped,
         range=up.range,
         state=up.state + t.state,
+        functions=up.functions + t.functions,
     )
     return ws.put(fused)
 

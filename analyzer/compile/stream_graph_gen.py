@@ -203,6 +203,7 @@ class _Builder:
             members=t.members,
             range=t.range,
             state=t.state,
+            functions=t.functions,
         )
         self.nodes[t.id] = node
         two_input = len(t.inputs) > 1

@@ -76,6 +76,7 @@ from chainlens.analyzer.extract.values import (
     ClassDef,
     FunctionDef,
     Instance,
+    LambdaValue,
     ModuleValue,
     Namespace,
     Opaque,
@@ -687,7 +688,7 @@ class Evaluator:
         return self.eval(node.body if holds else node.orelse, scope)
 
     def eval_Lambda(self, node: cst.Lambda, scope: dict[str, object]) -> object:
-        return Opaque("lambda")
+        return LambdaValue(node)
 
     def eval_Attribute(self, node: cst.Attribute, scope: dict[str, object]) -> object:
         return self.get_attribute(self.eval(node.value, scope), node.attr.value, node)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import libcst as cst
+
 from chainlens.analyzer.extract.interface import Args, ProgramStopError
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_values import (
@@ -19,7 +21,13 @@ from chainlens.analyzer.extract.pyflink_values import (
     TypeInfo,
 )
 from chainlens.analyzer.extract.state_inventory import from_object, inventory, merged
-from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import (
+    FunctionDef,
+    Instance,
+    LambdaValue,
+    Opaque,
+    QualifiedRef,
+)
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     OperatorKind,
@@ -118,6 +126,23 @@ def _new(
     return t
 
 
+_EMPTY = cst.Module(body=())
+
+
+def function_identity(func: object) -> tuple[str, ...]:
+    """What the user function ``func`` is, to tell operators of one kind apart:
+    its class, its function's name, a lambda's text (none when not known)."""
+    if isinstance(func, Instance):
+        return (f"class {func.cls.name}",)
+    if isinstance(func, FunctionDef):
+        return (f"def {func.name}",)
+    if isinstance(func, LambdaValue):
+        return (" ".join(_EMPTY.code_for_node(func.node).split()),)
+    if isinstance(func, QualifiedRef):
+        return (func.qualname,)
+    return ()
+
+
 def py_proc(
     call: Call,
     stream: Stream,
@@ -144,6 +169,7 @@ def py_proc(
         hidden=hidden,
         keyed=operator is PKP,
         state=inventory(call.args.get(0, "func"), call.program.method_scans),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", env, t.id, output_type)
 
@@ -398,6 +424,11 @@ def ds_key_by(call: Call, s: Stream) -> Stream:
     if s.kind == "KeyedStream" and s.origin is not None:
         return ds_key_by(call, s.origin)
     key_map = py_proc(call, s, KEY_BY_MAP, PP, OutputType.ROW, "key_by", hidden=True)
+    # what keys the state: the key selector (its functions) and the key type,
+    # whose serializer a savepoint's keyed state is written with
+    key_type = call.args.get(1, "key_type")
+    typed = key_type.text if isinstance(key_type, TypeInfo) else None
+    key_map = _with_key_type(call, key_map, typed)
     part = partition(call, key_map, Partitioner.HASH, "key_by")
     return Stream(
         "KeyedStream",
@@ -407,6 +438,19 @@ def ds_key_by(call: Call, s: Stream) -> Stream:
         origin=s,
         original_type=s.output_type,
     )
+
+
+#: how a key_by node names its key type among its functions
+KEY_TYPE = "key_type "
+
+
+def _with_key_type(call: Call, stream: Stream, typed: str | None) -> Stream:
+    """Record the key type on the key_by map (``key_type Types.LONG()``, or
+    ``key_type pickled`` when none is given: PyFlink's default)."""
+    t = call.program.transformations[stream.tid]
+    text = KEY_TYPE + (typed if typed is not None else "pickled")
+    call.program.update(stream.tid, functions=(*t.functions, text))
+    return stream
 
 
 def values_of(call: Call, s: Stream) -> Stream:
@@ -885,6 +929,7 @@ def co_op(call: Call, c: Stream, api: str) -> Stream:
         api=f"connect.{api}",
         keyed=keyed,
         state=inventory(call.args.get(0, "func"), call.program.method_scans),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", c.env, t.id, out)
 
@@ -958,6 +1003,7 @@ def broadcast_process(call: Call, c: Stream) -> Stream:
         state=_broadcast_state(
             bcast, inventory(call.args.get(0, "func"), call.program.method_scans)
         ),
+        functions=function_identity(call.args.get(0, "func")),
     )
     return Stream("DataStream", c.env, t.id, out)
 

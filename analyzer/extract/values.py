@@ -28,6 +28,16 @@ class Opaque:
         return f"Opaque({self.description})"
 
 
+class LambdaValue(Opaque):
+    """A ``lambda`` of the program: opaque, but its text tells two apart."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: cst.Lambda) -> None:
+        super().__init__("lambda")
+        self.node = node
+
+
 @dataclass(eq=False, slots=True)
 class QualifiedRef:
     """A name imported from a module that is not the program's (a class,

@@ -179,6 +179,15 @@ _SINK_CONFIGURED = (
     "expected files of 1.18.1 (True: always configured; False: as the sink)"
 )
 
+_TTL_CHANGE = (
+    "what a restore does with a state whose TTL was enabled or disabled since "
+    "the savepoint: 'fails' (StateMigrationException; observed on 1.20.5 with "
+    "the heap and RocksDB backends), 'restores' (observed on 2.3.0; Flink's "
+    "TTL state migration, FLINK-35780, FLINK-37294, documented as complete in "
+    "2.2), 'unknown' (2.0 and 2.1: the migration landed per backend in that "
+    "span)"
+)
+
 #: Every fact that differs between supported versions.  A fact has one entry
 #: per range; together the ranges of one name cover every supported version.
 FACTS: Final[tuple[Fact, ...]] = (
@@ -220,6 +229,25 @@ FACTS: Final[tuple[Fact, ...]] = (
         "the modules, names and methods of PyFlink's public API "
         "(analyzer/extract/pyflink_names*.json, read from each version's wheel)",
     ),
+    Fact(
+        "pyflink.state-not-restored",
+        VersionRange("1.18", "2.3"),
+        frozenset({"reduce", "sum", "min", "max", "min_by", "max_by"}),
+        "the KeyedStream methods whose own state PyFlink never reads back after a "
+        "restore: KeyedStream.reduce names its ReducingState "
+        '"_reduce_state" + str(uuid.uuid4()) in open(), a new name on every '
+        "start, and sum, min, max, min_by and max_by call reduce "
+        "(pyflink/datastream/data_stream.py of 1.18.1, 1.19.3, 1.20.3, 2.0.1, "
+        "2.1.1, 2.2.0 and 2.3.0; restores observed on 2.3.0 and 1.20.5)",
+    ),
+    Fact(
+        "state.ttl-change",
+        VersionRange("1.18", "1.20"),
+        "fails",
+        _TTL_CHANGE,
+    ),
+    Fact("state.ttl-change", VersionRange("2.0", "2.1"), "unknown", _TTL_CHANGE),
+    Fact("state.ttl-change", VersionRange("2.2", "2.3"), "restores", _TTL_CHANGE),
     Fact(
         "state.compatible-with",
         VersionRange("1.18", "1.20"),
@@ -292,6 +320,7 @@ class FlinkVersion:
             "flag": "--flink-version",
             "config": f"flink-version in {where}",
             "pin": f"apache-flink pinned in {where}",
+            "deployment": f"deployment {where}",
         }.get(kind, self.source)
         return f"Flink {self.version} ({said})"
 

@@ -63,6 +63,8 @@ class StreamNode:
     range: SourceRange | None = None
     #: the state its user functions declare (see ``model/state.py``)
     state: tuple[StateDescriptor, ...] = ()
+    #: what its user functions are (``Transformation.functions``)
+    functions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

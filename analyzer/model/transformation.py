@@ -87,6 +87,9 @@ class Transformation:
     range: SourceRange | None = None
     #: the state its user function declares (a fused operator: its members')
     state: tuple[StateDescriptor, ...] = ()
+    #: what its user functions are (``class Count``, ``def parse``, a lambda's
+    #: text), a fused operator's in order: tells operators of one kind apart
+    functions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

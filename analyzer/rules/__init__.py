@@ -29,6 +29,9 @@ from chainlens.analyzer.rules.cl104_duplicate_uid import DuplicateUid
 from chainlens.analyzer.rules.cl105_flink_rejects_job import FlinkRejectsJob
 from chainlens.analyzer.rules.cl106_chain_break import ChainBreak
 from chainlens.analyzer.rules.cl107_analysis_limit import AnalysisLimit
+from chainlens.analyzer.rules.cl108_aggregate_not_restored import (
+    AggregateNotRestored,
+)
 from chainlens.analyzer.rules.cl201_state_not_restored import StateNotRestored
 from chainlens.analyzer.rules.cl202_new_state import NewState
 from chainlens.analyzer.rules.cl203_max_parallelism_changed import (
@@ -37,6 +40,7 @@ from chainlens.analyzer.rules.cl203_max_parallelism_changed import (
 from chainlens.analyzer.rules.cl204_state_descriptor_changed import (
     StateDescriptorChanged,
 )
+from chainlens.analyzer.rules.cl205_state_misassigned import StateMisassigned
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
 from chainlens.analyzer.suppression import filter_suppressed
 
@@ -72,10 +76,12 @@ ALL_RULES: tuple[Rule, ...] = (
     FlinkRejectsJob(),
     ChainBreak(),
     AnalysisLimit(),
+    AggregateNotRestored(),
     StateNotRestored(),
     NewState(),
     MaxParallelismChanged(),
     StateDescriptorChanged(),
+    StateMisassigned(),
     UnusedSuppression(),
 )
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from chainlens.analyzer.config import Config
     from chainlens.analyzer.model.result import AnalysisResult
     from chainlens.analyzer.rules.baseline import Baseline
+    from chainlens.analyzer.rules.restore_fix import RestorePlan
+    from chainlens.analyzer.rules.restores import Restore
     from chainlens.analyzer.rules.savepoint_restore import SavepointTarget
     from chainlens.analyzer.rules.uid_plan import UidPlan
     from chainlens.analyzer.suppression import UnusedSuppression
@@ -86,6 +88,8 @@ class RuleContext:
     #: the real savepoint the savepoint rules compare with (``--savepoint``)
     savepoint: SavepointTarget | None = None
     _uid_plan: UidPlan | None = field(default=None, repr=False)
+    _restores: list[Restore] | None = field(default=None, repr=False)
+    _restore_plans: dict[int, RestorePlan] = field(default_factory=dict, repr=False)
 
     def severity(self, rule: Rule) -> Severity:
         """Return the rule's severity after the configuration's overrides."""
@@ -135,6 +139,30 @@ class RuleContext:
 
             self._uid_plan = build_uid_plan(self.result, self.text)
         return self._uid_plan
+
+    @property
+    def restores(self) -> list[Restore]:
+        """The jobs restored from the savepoint compared with (of the git base,
+        or a real one), built once per file; empty without one."""
+        if self._restores is None:
+            from chainlens.analyzer.rules.restores import build_restores
+
+            self._restores = build_restores(
+                self.result, self.text, self.baseline, self.savepoint
+            )
+        return self._restores
+
+    def restore_plan(self, restore: Restore) -> RestorePlan:
+        """The fix that keeps every state of ``restore`` where it belongs
+        (planned once per restore)."""
+        key = id(restore)
+        if key not in self._restore_plans:
+            from chainlens.analyzer.rules.restore_fix import plan_restore_fix
+
+            self._restore_plans[key] = plan_restore_fix(
+                restore, self.text, self.uid_plan
+            )
+        return self._restore_plans[key]
 
 
 # --------------------------------------------------------------------- selection

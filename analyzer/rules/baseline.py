@@ -41,6 +41,9 @@ class Baseline:
     text: str
     #: how findings name it, e.g. "origin/main (3f2c1a9)"
     label: str
+    #: the job is restored with --allowNonRestoredState (its deployment says
+    #: so): state no operator claims is dropped, not refused
+    allow_non_restored: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,16 +113,27 @@ class LineMap:
 
     def __init__(self, old: str, new: str) -> None:
         self._map: dict[int, int] = {}
+        #: lines edited in place: a block of lines replaced by as many lines
+        self._edited: dict[int, int] = {}
         matcher = difflib.SequenceMatcher(
             None, old.splitlines(), new.splitlines(), autojunk=False
         )
-        for block in matcher.get_matching_blocks():
-            for k in range(block.size):
-                self._map[block.a + k + 1] = block.b + k + 1
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for k in range(i2 - i1):
+                    self._map[i1 + k + 1] = j1 + k + 1
+            elif tag == "replace" and i2 - i1 == j2 - j1:
+                for k in range(i2 - i1):
+                    self._edited[i1 + k + 1] = j1 + k + 1
 
     def __call__(self, line: int) -> int | None:
         """The current line of base line ``line``, or None when it changed."""
         return self._map.get(line)
+
+    def edited(self, line: int) -> int | None:
+        """The current line of base line ``line`` when it was edited in place
+        (a block of lines replaced by as many), else None."""
+        return self._edited.get(line)
 
 
 def _uids(node: StreamNode) -> set[str]:
@@ -130,7 +144,10 @@ def _uids(node: StreamNode) -> set[str]:
 
 
 def counterpart(pair: JobPair, node: StreamNode, lines: LineMap) -> StreamNode | None:
-    """The operator of the current job that took ``node``'s place, if any."""
+    """The operator of the current job that took ``node``'s place, if any: the
+    one with its uid, else the same kind of call on the line the base line
+    became, else the only one of its kind running the same function, else the
+    only one of its kind and name (not one running other code)."""
     graph = pair.new.stream_graph
     if graph is None:
         return None
@@ -150,14 +167,50 @@ def counterpart(pair: JobPair, node: StreamNode, lines: LineMap) -> StreamNode |
                     and other.hidden == node.hidden
                 ):
                     return other
+    kind = [n for n in candidates if n.api == node.api and n.hidden == node.hidden]
+    if node.functions:
+        same = [n for n in kind if n.functions == node.functions]
+        if len(same) == 1:
+            return same[0]
     same = [
         n
-        for n in candidates
-        if n.api == node.api
-        and str(n.name) == str(node.name)
-        and n.hidden == node.hidden
+        for n in kind
+        if str(n.name) == str(node.name) and not runs_other_code(node, n)
     ]
-    return same[0] if len(same) == 1 else None
+    if len(same) <= 1:
+        return same[0] if same else None
+    # several alike (a line edited, identical calls): the one fed by the same
+    # kind of operators, then the one on the line the base line was edited into
+    base_graph = pair.base.stream_graph
+    if base_graph is not None:
+        feeds = _feeds(base_graph, node)
+        fed = [n for n in same if _feeds(graph, n) == feeds]
+        if len(fed) == 1:
+            return fed[0]
+        same = fed or same
+    if node.range is not None:
+        line = lines.edited(node.range.start.line)
+        on_line = [
+            n for n in same if n.range is not None and n.range.start.line == line
+        ]
+        if len(on_line) == 1:
+            return on_line[0]
+    return None
+
+
+def _feeds(graph: StreamGraph, node: StreamNode) -> list[tuple[str, str]]:
+    """What kinds of operator feed ``node`` (sorted signatures)."""
+    return sorted(
+        (graph.node(e.source_id).api, str(graph.node(e.source_id).name))
+        for e in graph.in_edges(node.id)
+    )
+
+
+def runs_other_code(node: StreamNode, other: StreamNode) -> bool:
+    """Tell whether two operators are known to run different user functions."""
+    return bool(node.functions and other.functions) and (
+        node.functions != other.functions
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +252,23 @@ def _chained_outputs(
 
 def why_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
     """Name the change that moved ``node``'s restore ID to ``other``'s."""
+    moved = _why_moved(pair, node, other)
+    if isinstance(other.user_hash, str):
+        return Moved(
+            f"{moved.reason}; its set_uid_hash('{other.user_hash}') does not keep the "
+            "state: Flink writes a pinned operator's state under the ID it generates "
+            "(from the uid, or the place in the graph), so a savepoint of the base "
+            "holds it there, and a pin is used only when the savepoint holds the "
+            "pinned ID",
+            moved.line,
+        )
+    return moved
+
+
+def _why_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
     where = other.range.start.line if other.range is not None else None
     old_uid = node.uid if isinstance(node.uid, str) else None
     new_uid = other.uid if isinstance(other.uid, str) else None
-    if isinstance(node.user_hash, str) and node.user_hash != other.user_hash:
-        return Moved(
-            f"its set_uid_hash('{node.user_hash}') was changed or removed", where
-        )
     if old_uid is not None and new_uid is None and old_uid in _uids(other):
         return Moved(
             f"its uid '{old_uid}' is dropped by Python operator fusion: PyFlink fuses "
@@ -307,8 +370,45 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
                 "the generated ID counts the chained outputs",
                 line,
             )
+    for before, after in pairs:
+        if after is None or before is node:
+            continue
+        old, new = before.uid, after.uid
+        if isinstance(old, str | None) and isinstance(new, str | None) and old != new:
+            what = (
+                f"its uid '{new}' was added"
+                if old is None
+                else f"its uid '{old}' was removed"
+                if new is None
+                else f"its uid was renamed from '{old}' to '{new}'"
+            )
+            return Moved(
+                f"the operator ID of {display_name(after)} before it changed ({what}),"
+                " and a generated ID mixes in the IDs of the operators before it",
+                after.range.start.line if after.range else None,
+            )
+    old_all = [_signature(n) for n in old_graph.nodes]
+    new_all = [_signature(n) for n in new_graph.nodes]
+    for candidate in new_graph.nodes:
+        if old_all.count(_signature(candidate)) < new_all.count(_signature(candidate)):
+            line = candidate.range.start.line if candidate.range else None
+            at = f" (line {line})" if line else ""
+            return Moved(
+                f"{display_name(candidate)}{at} was added elsewhere in the job, which "
+                "moves its place in the order Flink hashes the graph in (a generated "
+                "ID depends on it)",
+                line,
+            )
+    for candidate in old_graph.nodes:
+        if new_all.count(_signature(candidate)) < old_all.count(_signature(candidate)):
+            return Moved(
+                f"{display_name(candidate)} was removed elsewhere in the job, which "
+                "moves its place in the order Flink hashes the graph in (a generated "
+                "ID depends on it)",
+                other.range.start.line if other.range else None,
+            )
     return Moved(
-        "operators elsewhere in the job were added or removed, which moves its "
-        "place in the order Flink hashes the graph in (generated IDs depend on it)",
+        "the job changed elsewhere in a way that moves its place in the order "
+        "Flink hashes the graph in (a generated ID depends on it)",
         other.range.start.line if other.range else None,
     )

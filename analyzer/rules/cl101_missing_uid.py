@@ -10,6 +10,7 @@ from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.cl108_aggregate_not_restored import restarting
 from chainlens.analyzer.rules.operators import (
     display_name,
     is_sink_committer,
@@ -89,7 +90,9 @@ class MissingUid:
     the graph in order).  So the safe fix, which `--fix` applies, also pins
     each ID state is restored by today with `.set_uid_hash("<that ID>")`:
     savepoints taken before still restore, and Flink saves the state under the
-    uid from then on.  The plain uid alone is an unsafe fix, for a job that has
+    uid from then on (for `reduce()` and the keyed aggregations the pin keeps
+    Flink accepting those savepoints, but PyFlink never reads their running
+    value back: CL108).  The plain uid alone is an unsafe fix, for a job that has
     never been deployed (`--fix --unsafe-fixes`, or `unsafe-fixes = true`).
     Where the IDs cannot be pinned (a `sink_to()` sink, an operator PyFlink
     adds itself that would move, an ID that depends on a parallelism chainlens
@@ -150,9 +153,11 @@ class MissingUid:
             for where, nodes in sites.items():
                 suggestion = context.uid_plan.for_range(where)
                 message = _message(job.job_graph, nodes, in_job)
+                version = context.result.flink_version.version
+                aggregate = any(restarting(n, version) for n in nodes)
                 yield context.report(
                     self,
-                    message + fix_note(suggestion),
+                    message + fix_note(suggestion, aggregate=aggregate),
                     where,
                     fix=suggestion.fix,
                     alternatives=suggestion.alternatives,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import (
@@ -11,28 +12,14 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
-    TextEdit,
 )
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.rules.assignment import Landing, Outcome, unknown_writers
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.baseline import (
-    JobPair,
-    LineMap,
-    counterpart,
-    pair_jobs,
-    restore_id,
-    stateful,
-    why_moved,
-)
-from chainlens.analyzer.rules.operators import (
-    display_name,
-    returns_its_operator,
-    state_info,
-)
-from chainlens.analyzer.rules.savepoint_restore import claims, uncertain
-from chainlens.analyzer.rules.savepoint_restore import counterpart as owner_of
-from chainlens.analyzer.rules.uid_plan import quote_of
+from chainlens.analyzer.rules.baseline import why_moved
+from chainlens.analyzer.rules.operators import described, display_name, state_info
+from chainlens.analyzer.rules.restores import Restore
 
 
 class StateNotRestored:
@@ -44,13 +31,18 @@ class StateNotRestored:
     operator state of the savepoint that holds state and that no operator of the
     job claims (by its operator ID or its `set_uid_hash`).
 
-    Flink restores an operator's state by the ID it was saved under: its
-    `set_uid_hash()` when set, else the operator ID it generates (from the uid
-    when there is one, else from the operator's place in the graph).  The
-    finding names the change that moved the ID: a uid added, renamed or removed,
-    a uid dropped by Python operator fusion, or, for a generated ID, the first
-    change before the operator (an operator added or removed, a chain made or
-    broken, a parallelism changed).
+    Flink saves an operator's state under the operator ID it generates (from
+    the uid when there is one, else from the operator's place in the graph),
+    and restores into each operator the state saved under its `set_uid_hash()`
+    when the savepoint holds that ID, else the state saved under its generated
+    ID.  The finding names the change that moved the ID: a uid added, renamed or
+    removed, a uid dropped by Python operator fusion, the ID of an operator
+    before it, or, for a generated ID, the first change before the operator (an
+    operator added or removed, a chain made or broken, a parallelism changed).
+    It also reports state Flink drops without a word: saved under the
+    generated ID of an operator that takes the state of its `set_uid_hash()`
+    instead, and state two operators ask for (which one gets it depends on the
+    order Flink visits its tasks in).
 
     ## Why is this bad?
     Restoring the new job from a savepoint of the old one fails: "Cannot map
@@ -96,7 +88,10 @@ class StateNotRestored:
     ```
 
     The fix pins the ID the state was saved under with `.set_uid_hash("<ID>")`
-    (Flink then restores from it, and saves under the new ID from then on).  If
+    (Flink then restores from it, and saves under the new ID from then on), and
+    gives a uid to an operator that would otherwise take another's state; it is
+    offered only when restoring the fixed job, as Flink assigns state, puts
+    every saved state back into the operator that wrote it.  If
     dropping the state is intended, suppress the finding with a reason:
     `# chainlens: ignore[CL201] -- counts restart from zero`.
     """
@@ -109,168 +104,238 @@ class StateNotRestored:
     needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each base operator with state whose ID the program lost."""
-        if context.savepoint is not None:
-            yield from self._against_savepoint(context)
-            return
-        baseline = context.baseline
-        if baseline is None or context.text is None:
-            return
-        lines = LineMap(baseline.text, context.text)
-        for pair in pair_jobs(baseline.result, context.result):
-            kept = {restore_id(pair.new, n) for n in stateful(pair.new)}
-            for node in stateful(pair.base):
-                saved = restore_id(pair.base, node)
-                if saved is None or saved in kept:
+        """Report each saved state with state that no operator gets."""
+        for restore in context.restores:
+            if restore.pair is not None:
+                for node in unknown_writers(restore.pair.base):
+                    yield self._unknown_writer(context, restore, node)
+            for landing in restore.assignment.landings:
+                if not landing.saved.has_state:
                     continue
-                yield self._report(context, pair, node, saved, lines)
+                if landing.outcome is Outcome.REFUSED:
+                    yield self._lost(context, restore, landing)
+                elif landing.outcome is Outcome.DROPPED:
+                    # restored with --allowNonRestoredState: Flink starts the
+                    # job and drops the state; a warning naming what is lost
+                    lost = self._lost(context, restore, landing)
+                    if lost.severity is Severity.ERROR:
+                        lost = replace(lost, severity=Severity.WARNING)
+                    yield lost
+                elif landing.outcome is Outcome.SHADOWED:
+                    yield self._shadowed(context, restore, landing)
+                elif landing.outcome is Outcome.CONTESTED:
+                    yield self._contested(context, restore, landing)
+                elif landing.outcome is Outcome.UNKNOWN:
+                    yield self._unknown(context, restore, landing)
 
-    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Each state of a real savepoint with state that no operator claims."""
-        target = context.savepoint
-        assert target is not None
-        job = next(
-            (j for j in context.result.jobs if j.spec.index == target.job_index), None
+    # ----------------------------------------------------------------- wording
+
+    @staticmethod
+    def _what(restore: Restore, landing: Landing) -> str:
+        """The saved state, as the finding names it."""
+        saved = landing.saved
+        writer = saved.writer
+        if writer is not None:
+            line = writer.range.start.line if writer.range is not None else None
+            at = f"line {line} at {restore.label}" if line else restore.label
+            return f"the state of {described(writer, line=False)} ({at}, {restore.how})"
+        what = "operator state " + saved.operator_id
+        named = [
+            f"'{saved.name}'" if saved.name else "",
+            f"uid '{saved.uid}'" if saved.uid else "",
+        ]
+        shown = ", ".join(n for n in named if n)
+        if shown:
+            what += f" ({shown} in the savepoint)"
+        return f"the {what} of {restore.label}"
+
+    @staticmethod
+    def _kinds(landing: Landing) -> str:
+        return ", ".join(landing.saved.kinds) or "state"
+
+    def _refusal(self, restore: Restore, landing: Landing) -> str:
+        ident = landing.saved.operator_id
+        if restore.allow_non_restored:
+            return (
+                "with --allowNonRestoredState Flink restores the job and drops this "
+                f"state ({self._kinds(landing)})"
+            )
+        return (
+            'Flink refuses the restore ("Cannot map checkpoint/savepoint state for '
+            f'operator {ident} to the new program"), or with --allowNonRestoredState '
+            f"drops this state ({self._kinds(landing)})"
         )
-        if job is None:
-            return
-        found = claims(job, target.metadata)
-        if found is None:
-            return  # the job has no graph: CL000 / CL105 say why
-        for claim in found:
-            state = claim.state
-            if claim.node is not None or not state.has_state:
-                continue
-            saved = state.operator_id
-            if claim.unknown:
-                unsure = sorted(uncertain(job), key=lambda n: state_info(n) is None)
-                names = ", ".join(display_name(n) for n in unsure[:3])
-                yield context.report(
+
+    def _fix(self, context: RuleContext, restore: Restore) -> tuple[Fix | None, str]:
+        plan = context.restore_plan(restore)
+        note = f". No automatic fix: {plan.reason}" if plan.reason else ""
+        return plan.fix, note
+
+    # ---------------------------------------------------------------- findings
+
+    def _lost(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Diagnostic:
+        saved = landing.saved
+        what = self._what(restore, landing)
+        refusal = self._refusal(restore, landing)
+        other = restore.owner(saved)
+        job = restore.job
+        if restore.pair is not None and saved.writer is not None:
+            where_saved = (
+                f"a savepoint of the base saves it under {saved.operator_id}, and no "
+                "operator of the program has that ID: "
+            )
+            if other is None:
+                return context.report(
                     self,
-                    f"chainlens cannot tell whether the state {saved} of "
-                    f"{target.label} can be restored into job {target.how}: no "
-                    "operator whose ID chainlens knows has its ID, and the IDs of "
-                    f"{names} depend on values chainlens cannot know (give them a "
-                    "uid, or set_uid_hash)",
-                    unsure[0].range if unsure else job.spec.range,
-                    job_index=job.spec.index,
-                )
-                continue
-            what = "operator state " + saved
-            named = [
-                f"'{state.name}'" if state.name else "",
-                f"uid '{state.uid}'" if state.uid else "",
-            ]
-            shown = ", ".join(n for n in named if n)
-            if shown:
-                what += f" ({shown} in the savepoint)"
-            kinds = ", ".join(state.kinds) or "state"
-            if target.allow_non_restored:
-                restore = (
-                    "with --allowNonRestoredState Flink restores the job and drops "
-                    f"this state ({kinds})"
-                )
-            else:
-                restore = (
-                    'Flink refuses the restore ("Cannot map checkpoint/savepoint '
-                    f'state for operator {saved} to the new program"), or with '
-                    f"--allowNonRestoredState drops this state ({kinds})"
-                )
-            other = owner_of(job, state)
-            graph = job.job_graph
-            if other is None or graph is None:
-                yield context.report(
-                    self,
-                    f"The {what} of {target.label} cannot be restored into job "
-                    f"{target.how}: no operator has its ID; {restore}",
+                    f"{_upper(what)} cannot be restored: the operator is gone from "
+                    "the program (or changed so much that chainlens cannot tell "
+                    f"which operator it became); {where_saved}{refusal}",
                     job.spec.range,
                     job_index=job.spec.index,
                 )
-                continue
-            now = graph.operator_ids.get(other.id, "unknown")
-            line = f"line {other.range.start.line}, " if other.range else ""
-            pair = JobPair(job, job, target.how)
-            yield context.report(
-                self,
-                f"The {what} of {target.label} cannot be restored into "
-                f"{display_name(other)} ({line}job {target.how}): its operator ID is "
-                f"now {now}; {restore}",
-                other.range,
-                fix=self._pin(context, pair, other, saved),
-                job_index=job.spec.index,
-            )
-
-    def _report(
-        self,
-        context: RuleContext,
-        pair: JobPair,
-        node: StreamNode,
-        saved: str,
-        lines: LineMap,
-    ) -> Diagnostic:
-        baseline = context.baseline
-        assert baseline is not None
-        other = counterpart(pair, node, lines)
-        base_line = node.range.start.line if node.range is not None else None
-        at_base = (
-            f"line {base_line} at {baseline.label}" if base_line else baseline.label
-        )
-        what = f"{display_name(node)} ({at_base}, {pair.how})"
-        restore = (
-            f"a savepoint of the base saved its state under {saved}, and the "
-            "program has no operator with that ID: Flink refuses the restore "
-            '("Cannot map checkpoint/savepoint state for operator '
-            f'{saved}"), or with --allowNonRestoredState starts it empty'
-        )
-        if other is None:
-            where = pair.new.spec.range
+            moved = why_moved(restore.pair, saved.writer, other)
+            fix, note = self._fix(context, restore)
+            related: list[RelatedLocation] = []
+            if (
+                moved.line is not None
+                and other.range is not None
+                and moved.line != other.range.start.line
+            ):
+                start = SourcePosition(moved.line, 0)
+                related.append(
+                    RelatedLocation(
+                        SourceRange(start, start), "the change that moved the ID"
+                    )
+                )
             return context.report(
                 self,
-                f"The state of {what} cannot be restored: the operator is gone from "
-                f"the program; {restore}",
-                where,
-                job_index=pair.new.spec.index,
+                f"{_upper(what)} cannot be restored into {display_name(other)}: "
+                f"{moved.reason}; {where_saved}{refusal}{note}",
+                other.range,
+                related=related,
+                fix=fix,
+                job_index=job.spec.index,
             )
-        moved = why_moved(pair, node, other)
-        fix = self._pin(context, pair, other, saved)
-        related: list[RelatedLocation] = []
-        if (
-            moved.line is not None
-            and other.range is not None
-            and (moved.line != other.range.start.line)
-        ):
-            start = SourcePosition(moved.line, 0)
-            related.append(
-                RelatedLocation(
-                    SourceRange(start, start), "the change that moved the ID"
-                )
+        graph = job.job_graph
+        if other is None or graph is None:
+            return context.report(
+                self,
+                f"{_upper(what)} cannot be restored into {restore.how}: no operator "
+                f"has its ID; {refusal}",
+                job.spec.range,
+                job_index=job.spec.index,
+            )
+        now = graph.operator_ids.get(other.id, "unknown")
+        line = f"line {other.range.start.line}, " if other.range else ""
+        fix, note = self._fix(context, restore)
+        return context.report(
+            self,
+            f"{_upper(what)} cannot be restored into {display_name(other)} "
+            f"({line}{restore.how}): its operator ID is now {now}; {refusal}{note}",
+            other.range,
+            fix=fix,
+            job_index=job.spec.index,
+        )
+
+    def _shadowed(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Diagnostic:
+        saved = landing.saved
+        graph, job_graph = restore.job.stream_graph, restore.job.job_graph
+        holder = next(
+            (
+                c
+                for c in (graph.nodes if graph is not None else ())
+                if job_graph is not None
+                and job_graph.operator_ids.get(c.id) == saved.operator_id
+            ),
+            None,
+        )
+        who = (
+            f"{display_name(holder)} has that generated ID but takes the state saved "
+            f"under its set_uid_hash('{holder.user_hash}') instead"
+            if holder is not None and isinstance(holder.user_hash, str)
+            else "the operator with that ID takes the state of its set_uid_hash() "
+            "instead"
+        )
+        fix, note = self._fix(context, restore)
+        return context.report(
+            self,
+            f"{_upper(self._what(restore, landing))} is dropped without a word when "
+            f"the job is restored: it is saved under {saved.operator_id}, {who}, and "
+            "Flink gives each operator one of the two (the set_uid_hash one when the "
+            f"savepoint holds it){note}",
+            holder.range if holder is not None else restore.job.spec.range,
+            fix=fix,
+            job_index=restore.job.spec.index,
+        )
+
+    def _contested(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Diagnostic:
+        fix, note = self._fix(context, restore)
+        first = landing.rivals[0] if landing.rivals else None
+        ident = landing.saved.operator_id
+        if len(landing.rivals) > 1:
+            rivals = " and ".join(_line_named(n) for n in landing.rivals)
+            how = (
+                f"{rivals} both ask for the state saved under {ident} (by a "
+                "set_uid_hash or a generated ID), and the one Flink visits first "
+                "gets it"
+            )
+        else:
+            how = (
+                f"{_line_named(first) if first else 'an operator'} gets the state "
+                f"saved under {ident} only if it loses the state of its set_uid_hash "
+                "to another operator that asks for it, which depends on the order "
+                "Flink visits its tasks in"
             )
         return context.report(
             self,
-            f"The state of {what} cannot be restored into {display_name(other)}: "
-            f"{moved.reason}; {restore}",
-            other.range,
-            related=related,
+            f"{_upper(self._what(restore, landing))} may land in the wrong operator "
+            f"or nowhere: {how}; its tasks are kept in a hash set, so that order is "
+            f"not known{note}",
+            first.range if first is not None else restore.job.spec.range,
             fix=fix,
-            job_index=pair.new.spec.index,
+            job_index=restore.job.spec.index,
         )
 
-    def _pin(
-        self, context: RuleContext, pair: JobPair, other: StreamNode, saved: str
-    ) -> Fix | None:
-        graph = pair.new.stream_graph
-        if (
-            other.range is None
-            or graph is None
-            or other.hidden
-            or other.api == "sink_to"
-            or isinstance(other.user_hash, str)
-        ):
-            return None
-        siblings = tuple(n for n in graph.nodes if n.range == other.range)
-        if not returns_its_operator(other, siblings):
-            return None
-        quote = quote_of(context.text or "")
-        text = f".set_uid_hash({quote}{saved}{quote})"
-        edit = TextEdit(SourceRange(other.range.end, other.range.end), text)
-        return Fix(f"Pin the ID the base saved the state under: {text}", (edit,))
+    def _unknown(
+        self, context: RuleContext, restore: Restore, landing: Landing
+    ) -> Diagnostic:
+        unsure = sorted(restore.assignment.unsure, key=lambda n: state_info(n) is None)
+        names = ", ".join(display_name(n) for n in unsure[:3])
+        return context.report(
+            self,
+            f"chainlens cannot tell whether {self._what(restore, landing)} can be "
+            f"restored into {restore.how}: no operator whose ID chainlens knows has "
+            f"its ID ({landing.saved.operator_id}), and the IDs of {names} depend on "
+            "values chainlens cannot know (give them a uid, or set_uid_hash)",
+            unsure[0].range if unsure else restore.job.spec.range,
+            job_index=restore.job.spec.index,
+        )
+
+    def _unknown_writer(
+        self, context: RuleContext, restore: Restore, node: StreamNode
+    ) -> Diagnostic:
+        line = node.range.start.line if node.range is not None else None
+        at = f"line {line} at {restore.label}" if line else restore.label
+        return context.report(
+            self,
+            f"chainlens cannot tell whether the state of {display_name(node)} ({at}, "
+            f"{restore.how}) can be restored: its operator ID at the base depends on "
+            "values chainlens cannot know (set default-parallelism to the parallelism "
+            "the job runs with, or give it a uid)",
+            restore.job.spec.range,
+            job_index=restore.job.spec.index,
+        )
+
+
+def _upper(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _line_named(node: StreamNode) -> str:
+    return described(node)

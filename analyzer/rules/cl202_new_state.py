@@ -6,26 +6,10 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.baseline import (
-    LineMap,
-    counterpart,
-    pair_jobs,
-    restore_id,
-    stateful,
-)
-from chainlens.analyzer.rules.operators import (
-    display_name,
-    keeps_savepoints,
-    state_info,
-)
-from chainlens.analyzer.rules.savepoint_restore import (
-    claims,
-    restore_keys,
-)
-from chainlens.analyzer.rules.savepoint_restore import (
-    counterpart as owner_of,
-)
+from chainlens.analyzer.rules.operators import display_name, state_info
+from chainlens.analyzer.rules.restores import Restore, key_of
 
 
 class NewState:
@@ -89,69 +73,83 @@ class NewState:
     needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each stateful operator whose ID the base had no state under."""
-        if context.savepoint is not None:
-            yield from self._against_savepoint(context)
-            return
-        baseline = context.baseline
-        if baseline is None or context.text is None:
-            return
-        lines = LineMap(baseline.text, context.text)
-        for pair in pair_jobs(baseline.result, context.result):
-            saved = {restore_id(pair.base, n) for n in stateful(pair.base)}
-            replacing = {
-                id(other)
-                for node in stateful(pair.base)
-                if restore_id(pair.base, node) is not None
-                and (other := counterpart(pair, node, lines)) is not None
-            }
-            for node in stateful(pair.new):
-                ident = restore_id(pair.new, node)
-                if ident is None or ident in saved or node.hidden:
-                    continue
-                if id(node) in replacing:
-                    continue  # CL201 reports it: it took a stateful operator's place
-                info = state_info(node)
-                assert info is not None
-                yield context.report(
-                    self,
-                    f"{display_name(node)} ({info.what}, {pair.how}) is new: a "
-                    f"savepoint of {baseline.label} holds no state for it (ID "
-                    f"{ident}), so it starts empty when the job is restored",
-                    node.range,
-                    job_index=pair.new.spec.index,
-                )
-
-    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Each stateful operator of the compared job without state there."""
-        target = context.savepoint
-        assert target is not None
-        with_state = {o.operator_id for o in target.metadata.operators if o.has_state}
-        for job in context.result.jobs:
-            graph = job.stream_graph
-            if job.spec.index != target.job_index or graph is None:
+        """Report each stateful operator no saved state lands in, and each whose
+        key selector changed (new keys start empty)."""
+        for restore in context.restores:
+            yield from self._keys_changed(context, restore)
+            graph, job_graph = restore.job.stream_graph, restore.job.job_graph
+            if graph is None or job_graph is None:
                 continue
-            if job.job_graph is None or not keeps_savepoints(job):
-                continue
-            replacing = {
-                id(other)
-                for claim in claims(job, target.metadata) or ()
-                if claim.node is None
-                and claim.state.has_state
-                and (other := owner_of(job, claim.state)) is not None
+            # an operator a saved state belongs in that does not get it: CL201
+            # or CL205 reports it
+            owners = {
+                owner.id
+                for landing in restore.assignment.landings
+                if landing.saved.has_state
+                and landing.outcome is not Outcome.EMPTY
+                and (owner := restore.owner(landing.saved)) is not None
             }
+            # one that claims a state Flink refuses (its max parallelism): CL203
+            owners |= {
+                landing.node.id
+                for landing in restore.assignment.landings
+                if landing.node is not None
+            }
+            unsure = {n.id for n in restore.assignment.unsure}
             for node in graph.nodes:
                 info = state_info(node)
-                if info is None or node.hidden or id(node) in replacing:
-                    continue  # CL201 reports one that took a saved state's place
-                keys = restore_keys(job, node)
-                if not keys or any(k in with_state for k in keys):
+                if info is None or node.hidden or node.id in owners:
                     continue
+                if node.id in unsure:
+                    continue  # its ID is not known: CL201 says so when it matters
+                got = restore.assignment.received.get(node.id)
+                if got is not None and got.saved.has_state:
+                    continue
+                ident = job_graph.operator_ids.get(node.id)
+                if restore.pair is not None:
+                    text = (
+                        f"{display_name(node)} ({info.what}, {restore.how}) is new: a "
+                        f"savepoint of {restore.label} holds no state for it (ID "
+                        f"{ident}), so it starts empty when the job is restored"
+                    )
+                else:
+                    text = (
+                        f"{display_name(node)} ({info.what}, {restore.how}) has no "
+                        f"state in {restore.label} (ID {ident}): it starts empty "
+                        "when the job is restored from it"
+                    )
                 yield context.report(
-                    self,
-                    f"{display_name(node)} ({info.what}, job {target.how}) has no "
-                    f"state in {target.label} (ID {keys[0]}): it starts empty when "
-                    "the job is restored from it",
-                    node.range,
-                    job_index=job.spec.index,
+                    self, text, node.range, job_index=restore.job.spec.index
                 )
+
+    def _keys_changed(
+        self, context: RuleContext, restore: Restore
+    ) -> Iterator[Diagnostic]:
+        """Keyed operators that get their state back under another key selector:
+        the state stays under the old keys, records of new keys start empty
+        (observed on Flink 2.3 and 1.20)."""
+        if restore.pair is None:
+            return
+        old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
+        if old_graph is None or new_graph is None:
+            return
+        for landing in restore.assignment.landings:
+            writer, node = landing.saved.writer, landing.node
+            if writer is None or node is None or not landing.saved.has_state:
+                continue
+            if landing.outcome is not Outcome.RESTORED or restore.foreign(landing):
+                continue
+            before, after = key_of(old_graph, writer), key_of(new_graph, node)
+            if before is None or after is None or None in (before[0], after[0]):
+                continue
+            if before[0] == after[0] or before[1] != after[1]:
+                continue  # unchanged, or a new key type (CL204)
+            yield context.report(
+                self,
+                f"The key of {display_name(node)} ({restore.how}) is now "
+                f"`{after[0]}`, and {restore.label} saved its state by "
+                f"`{before[0]}`: the state stays under the old keys; records whose "
+                "key is new start empty",
+                node.range,
+                job_index=restore.job.spec.index,
+            )

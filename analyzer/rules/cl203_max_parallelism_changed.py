@@ -6,29 +6,9 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.rules.assignment import Outcome
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.baseline import pair_jobs, restore_id, stateful
 from chainlens.analyzer.rules.operators import display_name
-from chainlens.analyzer.rules.savepoint_restore import (
-    claims,
-    max_parallelism_conflict,
-)
-
-
-def effective_max_parallelism(node: StreamNode) -> int | None:
-    """The max parallelism the operator runs with: its own, else what Flink
-    derives from its parallelism (1.5 x, rounded up to a power of two, at least
-    128 and at most 32768); None when not known."""
-    if isinstance(node.max_parallelism, int) and node.max_parallelism > 0:
-        return node.max_parallelism
-    if not isinstance(node.parallelism, int) or node.parallelism < 1:
-        return None
-    wanted = node.parallelism + node.parallelism // 2
-    power = 1
-    while power < wanted:
-        power *= 2
-    return min(max(power, 128), 1 << 15)
 
 
 class MaxParallelismChanged:
@@ -99,51 +79,25 @@ class MaxParallelismChanged:
     needs_baseline: ClassVar[bool] = True
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Report each restored operator whose explicit max parallelism changed."""
-        if context.savepoint is not None:
-            yield from self._against_savepoint(context)
-            return
-        baseline = context.baseline
-        if baseline is None:
-            return
-        for pair in pair_jobs(baseline.result, context.result):
-            by_id = {restore_id(pair.new, n): n for n in stateful(pair.new)}
-            for node in stateful(pair.base):
-                ident = restore_id(pair.base, node)
-                other = by_id.get(ident) if ident is not None else None
-                if other is None or not node.keyed:
+        """Report each saved state whose max parallelism Flink refuses."""
+        for restore in context.restores:
+            for landing in restore.assignment.landings:
+                if landing.outcome is not Outcome.MAX_PARALLELISM:
                     continue
-                new = other.max_parallelism
-                old = effective_max_parallelism(node)
-                if not isinstance(new, int) or new < 1 or old is None or new == old:
-                    continue
-                yield context.report(
-                    self,
-                    f"The max parallelism of {display_name(other)} ({pair.how}) is "
-                    f"now {new}, but {baseline.label} ran it with {old}: its keyed "
-                    f"state (ID {ident}) is split into {old} key groups and Flink "
-                    "refuses to restore it with another max parallelism",
-                    other.range,
-                    job_index=pair.new.spec.index,
+                node = landing.node
+                assert node is not None
+                writer = landing.saved.writer
+                what = (
+                    f"The state of {display_name(writer)}"
+                    if writer is not None
+                    else "The state"
                 )
-
-    def _against_savepoint(self, context: RuleContext) -> Iterator[Diagnostic]:
-        """Each claimed state of a real savepoint whose max parallelism Flink
-        refuses."""
-        target = context.savepoint
-        assert target is not None
-        for job in context.result.jobs:
-            if job.spec.index != target.job_index:
-                continue
-            for claim in claims(job, target.metadata) or ():
-                why = max_parallelism_conflict(claim)
-                if why is None or claim.node is None:
-                    continue
                 yield context.report(
                     self,
-                    f"The state of {display_name(claim.node)} (job {target.how}, ID "
-                    f"{claim.state.operator_id}) in {target.label} cannot be "
-                    f"restored: {why}",
-                    claim.node.range,
-                    job_index=job.spec.index,
+                    f"{what} ({restore.how}, ID {landing.saved.operator_id}) in "
+                    f"{'a savepoint of ' if restore.pair is not None else ''}"
+                    f"{restore.label} cannot be restored into {display_name(node)}: "
+                    f"{landing.reason}",
+                    node.range,
+                    job_index=restore.job.spec.index,
                 )

@@ -150,6 +150,19 @@ def display_name(node: StreamNode) -> str:
     return f"'{node.name}'"
 
 
+def described(node: StreamNode, *, line: bool = True) -> str:
+    """Return :func:`display_name` with what tells it from operators of the same
+    name: its user function's class or function (``'KEYED PROCESS' (Clicks)``)
+    and, with ``line``, its line."""
+    text = display_name(node)
+    named = [f for f in node.functions if f.startswith(("class ", "def "))]
+    if named and not node.hidden:
+        text += f" ({named[0].split(' ', 1)[1]})"
+    if line and node.range is not None and node.range.path is None:
+        text += f" at line {node.range.start.line}"
+    return text
+
+
 def uid_kind(api: str) -> str:
     """Return the word a generated uid ends with, from the call that made the node."""
     if api.startswith("window."):

@@ -1,12 +1,17 @@
-"""The IDs savepoint state is restored by, and what a change of uids does to them.
+"""The IDs savepoint state is saved under, and whether a change keeps it in place.
 
-Flink restores an operator's state by its user-defined ID (``set_uid_hash``)
-when it has one, else by the operator ID it generates (StreamGraphHasherV2).
-Giving an operator a uid changes its generated ID, and through the breadth-first
-order of the hasher and the input hashes mixed into every ID without a uid, it
-can change the IDs of operators elsewhere in the job too.  Which ones is not
-guessed: :func:`simulate` hashes the job again with the uids and uid hashes a
-fix would set, exactly as the compiler does.
+Flink saves each operator's state under the operator ID it generates
+(StreamGraphHasherV2: from the uid when there is one, else from the operator's
+place in the graph), and restores into each operator the state saved under its
+``set_uid_hash`` when the savepoint holds that ID, else the state saved under
+its generated ID (:mod:`~chainlens.analyzer.rules.assignment`).  Giving an
+operator a uid changes its generated ID, and through the breadth-first order of
+the hasher and the input hashes mixed into every ID without a uid, it can change
+the IDs of operators elsewhere in the job too.  Which ones is not guessed: the
+job is hashed again with the uids and uid hashes a fix would set, exactly as
+the compiler does, and restored as Flink assigns state: a change keeps the
+state in place when every stateful operator gets back the state saved under
+its ID before.
 
 Every keyed operator keeps state in a savepoint, PyFlink's own ones included
 (measured: the hidden ``_keyed_stream_values_operator`` of ``key_by().print()``
@@ -17,20 +22,19 @@ STREAMING jobs take savepoints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 
-from chainlens.analyzer.compile.hashing import traverse_stream_graph_and_generate_hashes
-from chainlens.analyzer.model.job_graph import JobGraphError
-from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.result import AnalysisResult
+from chainlens.analyzer.rules.assignment import Claimant, claimants
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
-#: (job index, node id) -> the ID its state is restored by (None: not known)
+#: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]
 
 
 def restore_ids(result: AnalysisResult) -> RestoreIds:
-    """The restore ID of every stateful operator of the file's STREAMING jobs."""
+    """The ID a savepoint of the program holds each stateful operator's state
+    under (its generated operator ID), for the file's STREAMING jobs."""
     found: RestoreIds = {}
     for job in result.jobs:
         graph, job_graph = job.stream_graph, job.job_graph
@@ -39,47 +43,44 @@ def restore_ids(result: AnalysisResult) -> RestoreIds:
         for node in graph.nodes:
             if state_info(node) is None:
                 continue
-            if isinstance(node.user_hash, str):
-                found[(job.spec.index, node.id)] = node.user_hash
-            elif node.id in job_graph.uncertain_nodes:
+            if node.id in job_graph.uncertain_nodes:
                 found[(job.spec.index, node.id)] = None
             else:
                 found[(job.spec.index, node.id)] = job_graph.operator_ids.get(node.id)
     return found
 
 
-def simulate(
-    job: CompiledJob, changes: Mapping[int, tuple[str, str | None]]
-) -> dict[int, str | None] | None:
-    """The restore IDs of the job's stateful operators after setting, per node id,
-    ``(uid, uid hash or None)``; None when Flink would reject the job then (a
-    hash collision).  IDs that depend on values chainlens does not know are None.
+def _misplaced(
+    index: int, who: Sequence[Claimant], before: RestoreIds, *, unknown: bool = True
+) -> list[tuple[int, int]]:
+    """The stateful operators of job ``index`` that would not get back the
+    state saved under their ID ``before`` (and, with ``unknown``, those whose ID
+    before is not known).
+
+    What :func:`~chainlens.analyzer.rules.assignment.assign` decides, counted
+    directly: an operator gets its state back when it is the only operator
+    asking for that ID (by its ``set_uid_hash`` when the savepoint holds it,
+    else by its generated ID).
     """
-    graph, job_graph = job.stream_graph, job.job_graph
-    if graph is None or job_graph is None:
-        return None
-    nodes = tuple(
-        replace(n, uid=changes[n.id][0], user_hash=changes[n.id][1] or n.user_hash)
-        if n.id in changes
-        else n
-        for n in graph.nodes
-    )
-    changed = replace(graph, nodes=nodes)
-    try:
-        hashes = traverse_stream_graph_and_generate_hashes(changed)
-    except JobGraphError:
-        return None
-    out: dict[int, str | None] = {}
-    for node in nodes:
-        if state_info(node) is None:
-            continue
-        if isinstance(node.user_hash, str):
-            out[node.id] = node.user_hash
-        elif node.id in job_graph.uncertain_nodes or node.id not in hashes:
-            out[node.id] = None
+    mine = {nid: ident for (j, nid), ident in before.items() if j == index}
+    saved = {ident for ident in mine.values() if ident is not None}
+    asking: dict[str, list[int]] = {}
+    for claimant in who:
+        if claimant.user_defined is not None and claimant.user_defined in saved:
+            wanted: str | None = claimant.user_defined
         else:
-            out[node.id] = hashes[node.id].hex()
-    return out
+            wanted = claimant.generated
+        if wanted is not None and wanted in saved:
+            asking.setdefault(wanted, []).append(claimant.node.id)
+    found: list[tuple[int, int]] = []
+    for node_id, ident in mine.items():
+        if ident is None:
+            if unknown:
+                found.append((index, node_id))
+            continue
+        if asking.get(ident) != [node_id]:
+            found.append((index, node_id))
+    return found
 
 
 def moved(
@@ -87,20 +88,30 @@ def moved(
     before: RestoreIds,
     changes: Mapping[int, Mapping[int, tuple[str, str | None]]],
 ) -> list[tuple[int, int]] | None:
-    """The (job, node) whose restore ID the changes (per job index) move, or
-    cannot be shown to keep; None when a job would be rejected."""
+    """The (job, node) that would not get back its saved state after the
+    changes (per job index: node id -> uid, uid hash), or cannot be shown to;
+    None when a job would be rejected."""
     found: list[tuple[int, int]] = []
     for job in result.jobs:
         per_job = changes.get(job.spec.index)
         if not per_job or not keeps_savepoints(job):
             continue
-        after = simulate(job, per_job)
-        if after is None:
+        who = claimants(job, per_job)
+        if not who:
             return None
-        for node_id, restore in after.items():
-            key = (job.spec.index, node_id)
-            if key not in before:
-                continue
-            if restore is None or restore != before[key]:
-                found.append(key)
+        found += _misplaced(job.spec.index, who, before)
     return found
+
+
+def misplaced_in(result: AnalysisResult, before: RestoreIds) -> bool:
+    """Tell whether some stateful operator of ``result`` would not get back
+    the state a savepoint of the earlier version saved under ``before``."""
+    for job in result.jobs:
+        if not keeps_savepoints(job):
+            continue
+        who = claimants(job)
+        if not who and job.job_graph is not None:
+            return True
+        if _misplaced(job.spec.index, who, before, unknown=False):
+            return True
+    return False

@@ -125,6 +125,14 @@ class UidPlan:
         self._safety = safety
         self._checked: dict[SourceRange, UidSuggestion] = {}
 
+    def plain_for_range(self, where: SourceRange) -> UidSuggestion:
+        """The plain uid for the call at ``where`` (not checked for what it
+        moves: the caller checks that)."""
+        found = self._suggestions.get(where)
+        if found is None:
+            return UidSuggestion(None, None, "the call could not be found")
+        return found
+
     def for_range(self, where: SourceRange | None) -> UidSuggestion:
         """Return the suggestion for the call at ``where``."""
         if where is None:
@@ -141,17 +149,24 @@ class UidPlan:
         return checked
 
 
-def fix_note(suggestion: UidSuggestion) -> str:
-    """What a finding says of its uid fix, when adding a uid is not harmless."""
+def fix_note(suggestion: UidSuggestion, *, aggregate: bool = False) -> str:
+    """What a finding says of its uid fix, when adding a uid is not harmless
+    (``aggregate``: a reduce whose value PyFlink never restores, CL108)."""
     if suggestion.fix is None:
         return f". No automatic fix: {suggestion.reason}" if suggestion.reason else ""
     if not suggestion.unsafe_reason:
         return ""
     if suggestion.fix.safe:
+        keeps = (
+            "so Flink still accepts savepoints taken before (the running aggregate "
+            "restarts on a restore anyway: PyFlink never reads it back, CL108)"
+            if aggregate
+            else "so savepoints taken before still restore"
+        )
         return (
             f". Adding a uid now is not free: {suggestion.unsafe_reason}; the fix "
-            "also pins the IDs with set_uid_hash() so savepoints taken before still "
-            "restore (a plain uid, for a job never deployed, is an unsafe fix)"
+            f"also pins the IDs with set_uid_hash() {keeps} (a plain uid, for a job "
+            "never deployed, is an unsafe fix)"
         )
     return (
         f". The only fix, a plain uid, is unsafe ({suggestion.unsafe_reason}) and "

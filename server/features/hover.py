@@ -96,6 +96,8 @@ def render_fact(fact: OperatorFact) -> list[str]:
                 else ""
             )
             lines.append(f"  - {code(descriptor.label)}{where}")
+    if fact.restore_note is not None:
+        lines.append(f"- **state not restored**: {fact.restore_note}")
     lines.extend(_edge("from", e) for e in fact.inputs)
     lines.extend(_edge("to", e) for e in fact.outputs)
     return lines

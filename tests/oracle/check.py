@@ -71,14 +71,17 @@ def _same_error(flink: str, ours: str) -> bool:
 
 
 def analyse_like_flink(
-    program: Path, expected: Mapping[str, Any], flink_version: str = NEWEST
+    program: Path,
+    expected: Mapping[str, Any],
+    flink_version: str = NEWEST,
+    config: Config | None = None,
 ) -> AnalysisResult:
     """Analyse ``program`` as the oracle ran it.
 
     That is with Flink's default parallelism, no command line arguments and the
-    Flink line the oracle ran.
+    Flink line the oracle ran (or with ``config``: a deployment's settings).
     """
-    config = Config(
+    config = config or Config(
         default_parallelism=local_parallelism(expected),
         argv=(),
         flink_version=FlinkVersion(flink_version, "flag"),
@@ -87,10 +90,13 @@ def analyse_like_flink(
 
 
 def differences(
-    program: Path, expected: Mapping[str, Any], flink_version: str = NEWEST
+    program: Path,
+    expected: Mapping[str, Any],
+    flink_version: str = NEWEST,
+    config: Config | None = None,
 ) -> list[str]:
     """Return every difference between chainlens's jobs and Flink's (empty: equal)."""
-    result = analyse_like_flink(program, expected, flink_version)
+    result = analyse_like_flink(program, expected, flink_version, config)
     flink_error = _error_message(expected.get("error"))
     problems = [
         p

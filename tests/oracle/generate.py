@@ -47,6 +47,15 @@ output is discarded.  ``PYTHONHASHSEED=0`` keeps set/dict-of-str iteration stabl
 Before the program starts, Flink's local default parallelism (normally the CPU
 count) is pinned with ``StreamExecutionEnvironment.setDefaultLocalParallelism``.
 
+As a deployment runs it (``--flink KEY=VALUE``, ``--argv ARGS``): the program
+is run the way ``flink run`` runs it, with the given Flink configuration as
+the cluster's (the configuration file, ``-D`` and ``-p`` merged): every
+environment ``get_execution_environment`` gives the program starts from it,
+the configuration the program passes itself is applied over it (as the
+context environment ``flink run`` installs merges them), and the program's own
+setters come after) and ``sys.argv == [PROGRAM, *ARGS]``.  The
+document then records both in ``_meta`` (``configuration``, ``argv``).
+
 How submissions are intercepted
 -------------------------------
 PyFlink runs its own code unchanged.  ``execute``/``execute_async`` generate the
@@ -147,16 +156,25 @@ def generate(
     parallelism: int = DEFAULT_PARALLELISM,
     timeout: float = DEFAULT_TIMEOUT,
     python: Path | str | None = None,
+    configuration: dict[str, str] | None = None,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run ``program`` with real PyFlink, intercepting its jobs; return the document.
 
-    ``python`` is the interpreter whose PyFlink runs it (default: this one)."""
+    ``python`` is the interpreter whose PyFlink runs it (default: this one);
+    ``configuration`` and ``argv``: run as a deployment does (see above)."""
     program = Path(program).resolve()
     source = program.read_bytes()
     scratch = Path(tempfile.mkdtemp(prefix="chainlens-oracle-"))
     try:
         outcome = _run_worker(
-            program, parallelism, timeout, scratch, Path(python or sys.executable)
+            program,
+            parallelism,
+            timeout,
+            scratch,
+            Path(python or sys.executable),
+            configuration,
+            argv,
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -174,6 +192,9 @@ def generate(
         "jobs": outcome.get("jobs", []),
         "error": outcome.get("error"),
     }
+    if configuration is not None or argv is not None:
+        doc["_meta"]["configuration"] = dict(sorted((configuration or {}).items()))
+        doc["_meta"]["argv"] = list(argv or [])
     doc["status"] = "error" if doc["error"] else "ok"
     return doc
 
@@ -238,7 +259,13 @@ def is_generator_failure(doc: dict[str, Any]) -> bool:
 
 
 def _run_worker(
-    program: Path, parallelism: int, timeout: float, scratch: Path, python: Path
+    program: Path,
+    parallelism: int,
+    timeout: float,
+    scratch: Path,
+    python: Path,
+    configuration: dict[str, str] | None = None,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
     result_path = scratch / "result.json"
     spec_path = scratch / "spec.json"
@@ -252,6 +279,8 @@ def _run_worker(
                 "parallelism": parallelism,
                 "result": str(result_path),
                 "scratch": str(scratch),
+                "configuration": configuration,
+                "argv": argv or [],
             }
         )
     )
@@ -420,6 +449,20 @@ def main(argv: list[str] | None = None) -> int:
         help="write (or --check) the files in DIR instead of next to the programs",
     )
     parser.add_argument(
+        "--flink",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run as a deployment does: the cluster's Flink configuration "
+        "(repeatable; the program runs as under flink run)",
+    )
+    parser.add_argument(
+        "--argv",
+        default=None,
+        metavar="ARGS",
+        help="the program's command-line arguments (one string, split like a shell)",
+    )
+    parser.add_argument(
         "--flink-version",
         metavar="X.Y",
         help="run the programs with that Flink line's PyFlink (its venv, see "
@@ -428,6 +471,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    configuration: dict[str, str] | None = None
+    if args.flink:
+        configuration = {}
+        for item in args.flink:
+            key, sep, value = item.partition("=")
+            if not sep:
+                print(
+                    f"generate.py: --flink {item!r}: expected KEY=VALUE",
+                    file=sys.stderr,
+                )
+                return 2
+            configuration[key.strip()] = value.strip()
+    import shlex
+
+    program_argv = shlex.split(args.argv) if args.argv is not None else None
     programs, folders = _programs_in(args.paths)
     if not programs:
         print("generate.py: no programs found", file=sys.stderr)
@@ -460,7 +518,12 @@ def main(argv: list[str] | None = None) -> int:
     def run(program: Path) -> tuple[Path, dict[str, Any], float]:
         started = time.monotonic()
         doc = generate(
-            program, parallelism=args.parallelism, timeout=args.timeout, python=python
+            program,
+            parallelism=args.parallelism,
+            timeout=args.timeout,
+            python=python,
+            configuration=configuration,
+            argv=program_argv,
         )
         if version and not is_generator_failure(doc):
             pyflink = doc["_meta"]["pyflink"] or ""
@@ -576,7 +639,17 @@ def _worker_main(spec_path: Path) -> int:
 
     import runpy
 
-    sys.argv = [str(program)]
+    if spec.get("configuration") is not None:
+        try:
+            _run_as_deployed(gateway, interceptor, spec["configuration"])
+        except BaseException as exc:
+            recorder.error = {
+                "type": "GeneratorError",
+                "message": "setup failed: " + _exception_entry(exc, scrub)["message"],
+            }
+            recorder.save(finished=True)
+            os._exit(0)
+    sys.argv = [str(program), *spec.get("argv", [])]
     sys.path[0] = str(program.parent)
     os.chdir(program.parent)
     try:
@@ -600,6 +673,35 @@ def _worker_main(spec_path: Path) -> int:
     # Skip interpreter shutdown (py4j / loopback server threads); the parent
     # kills the process group, the gateway JVM included.
     os._exit(0)
+
+
+def _run_as_deployed(
+    gateway: Any, interceptor: _Interceptor, configuration: dict[str, str]
+) -> None:
+    """Make ``configuration`` the cluster's, as ``flink run`` does: every
+    environment the program gets starts from it, and the configuration the
+    program passes itself is applied over it (the context environment's
+    factory: ``mergedEnvConfig.addAll(clusterConfiguration)`` then the
+    program's)."""
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    del gateway, interceptor  # the environments are hooked as usual
+    original = StreamExecutionEnvironment.get_execution_environment
+
+    def get_execution_environment(
+        configuration_of_program: Any = None,
+    ) -> Any:
+        merged = Configuration()
+        for key, value in configuration.items():
+            merged.set_string(key, value)
+        if configuration_of_program is not None:
+            merged.add_all(configuration_of_program)
+        return original(merged)
+
+    StreamExecutionEnvironment.get_execution_environment = staticmethod(  # type: ignore[method-assign]
+        get_execution_environment
+    )
 
 
 #: The Flink line the worker runs (major, minor); set once the gateway is up.

@@ -5,19 +5,25 @@ What the savepoint tests need from real Flink, and nothing chainlens computes::
 
     python tests/savepoints/runner.py take PROGRAM.py SAVEPOINT_DIR
     python tests/savepoints/runner.py restore PROGRAM.py SAVEPOINT \\
-        [--allow-non-restored] [--wait-for FILE]
+        [--allow-non-restored] [--wait-for FILE] [--conf KEY=VALUE ...] [--native]
 
 The program runs unchanged as ``__main__`` (its folder first on ``sys.path``),
 with the environment it creates given a few settings first: the Python
 executable for the workers, parallelism 2, and for ``restore`` the savepoint
 (``execution.state-recovery.path``, and ``...ignore-unclaimed-state`` with
-``--allow-non-restored``).  Its ``env.execute(name)`` submits the job without
+``--allow-non-restored``), then each ``--conf KEY=VALUE`` (a state backend,
+the inline-state threshold, ...).  Its ``env.execute(name)`` submits the job without
 waiting for it (``execute_async``) and then:
 
 * ``take``: once every task runs, stops the job with a savepoint in
-  ``SAVEPOINT_DIR`` (through the Java job client: PyFlink 2.3's own
+  ``SAVEPOINT_DIR`` (canonical; in the backend's native format with
+  ``--native``) (through the Java job client: PyFlink 2.3's own
   ``stop_with_savepoint`` calls a Java method that no longer exists);
 * ``restore``: once every task runs, cancels the job.
+
+``--conf KEY=VALUE`` (both modes, repeatable) is the configuration a
+deployment gives the cluster (its ``flinkConfiguration``, ``parallelism.default``
+from its parallelism), set after the settings above.
 
 With ``--wait-for FILE`` (both modes) it first waits, after the tasks run, for
 the job to write FILE (what a program records of what it processed), or to fail:
@@ -62,9 +68,12 @@ def _status(client: Any) -> str:
     return str(getattr(status, "name", status))
 
 
-def _stop_with_savepoint(client: Any, gateway: Any, directory: str) -> str:
+def _stop_with_savepoint(
+    client: Any, gateway: Any, directory: str, native: bool = False
+) -> str:
     jvm = gateway.jvm
-    kind = jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    formats = jvm.org.apache.flink.core.execution.SavepointFormatType
+    kind = formats.NATIVE if native else formats.CANONICAL
     target = "file://" + os.path.abspath(directory)
     started = time.monotonic()
     while True:
@@ -133,6 +142,10 @@ def main(argv: list[str]) -> int:
     mode, program, target = argv[0], argv[1], argv[2]
     allow = "--allow-non-restored" in argv[3:]
     wait_for = argv[argv.index("--wait-for") + 1] if "--wait-for" in argv else None
+    settings = [
+        argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--conf"
+    ]
+    native = "--native" in argv[3:]
     from pyflink.common import Configuration
     from pyflink.datastream import StreamExecutionEnvironment
     from pyflink.java_gateway import get_gateway
@@ -154,6 +167,8 @@ def main(argv: list[str]) -> int:
                 "execution.state-recovery.ignore-unclaimed-state",
                 "true" if allow else "false",
             )
+        for key, value in settings:
+            config.set_string(key, value)
         return original_get(config)
 
     outcome: dict[str, Any] = {}
@@ -174,7 +189,7 @@ def main(argv: list[str]) -> int:
         if wait_for is not None:
             _wait_for_output(client, wait_for, outcome)
         if mode == "take":
-            savepoint = _stop_with_savepoint(client, gateway, target)
+            savepoint = _stop_with_savepoint(client, gateway, target, native)
             outcome["savepoint"] = savepoint
             outcome["state"] = _state_of(gateway, savepoint)
         else:

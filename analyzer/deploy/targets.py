@@ -1,0 +1,171 @@
+"""Deployments as targets of ``graph``, ``check`` and ``savepoint``.
+
+:func:`project_deployments` finds a project's deployments (its root: the git
+repository, else the folder given); :func:`deployment_at` reads one again at
+a git revision (a change to a descriptor is gated like a change to code);
+:func:`describe` says, for every output, which deployment it is about and
+where each value comes from; :func:`restore_verdict` what the deployment's
+upgrade mode means for the savepoint gate.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from chainlens.analyzer.config import ConfigLayer, ConfigResolver
+from chainlens.analyzer.deploy.apply import DeploymentResolver
+from chainlens.analyzer.deploy.discover import (
+    DeploymentNotFoundError,
+    Discovered,
+    discover_deployments,
+    select,
+)
+from chainlens.analyzer.history import Tree
+from chainlens.analyzer.model.deployment import STATELESS, Deployment
+
+
+def project_root(start: Path) -> Path:
+    """The repository holding ``start`` (git's top level), else ``start``."""
+    folder = start if start.is_dir() else start.parent
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return folder
+    top = done.stdout.strip()
+    return Path(top) if done.returncode == 0 and top else folder
+
+
+def project_deployments(start: Path, resolver: ConfigResolver) -> Discovered:
+    """The deployments of the project ``start`` is in."""
+    root = project_root(Path(os.path.abspath(start)))
+    return discover_deployments(root, resolver.deployment_settings(root))
+
+
+def choose(discovered: Discovered, wanted: str | None, cwd: Path) -> list[Deployment]:
+    """The deployments ``--deployment NAME|FILE`` names, or with None every
+    deployment (``--all-deployments``)."""
+    if wanted is None:
+        if not discovered.deployments:
+            raise DeploymentNotFoundError(
+                f"no deployment found in {discovered.root} (FlinkDeployment, "
+                "FlinkSessionJob, flink run, Managed Flink applications)"
+            )
+        return list(discovered.deployments)
+    return select(discovered, wanted, cwd)
+
+
+def deployment_at(
+    deployment: Deployment,
+    root: Path,
+    resolver: ConfigResolver,
+    read_at_base: object,
+) -> Deployment | None:
+    """The same deployment as the base revision describes it (None: its
+    descriptor or the deployment did not exist then).  ``read_at_base`` reads
+    a file at the base revision (``Tree.text_of``)."""
+    descriptor = root / deployment.origin.path
+    found = discover_deployments(
+        root,
+        resolver.deployment_settings(root),
+        read=read_at_base,  # type: ignore[arg-type]
+        only=[descriptor],
+    )
+    same = [d for d in found.deployments if d.name == deployment.name]
+    if not same and deployment.kind.startswith("flink run"):
+        # a command's name is its line: the file's only command is the same
+        same = [d for d in found.deployments if d.origin.path == deployment.origin.path]
+        same = same if len(same) == 1 else []
+    return same[0] if same else None
+
+
+def restore_verdict(deployment: Deployment) -> str | None:
+    """What the gate says instead of comparing when the deployment restores
+    nothing (None: it restores; compare)."""
+    mode = deployment.upgrade_mode
+    if mode is None or mode.value != STATELESS:
+        return None
+    return (
+        f"{deployment.label} upgrades stateless ({mode.value}, "
+        f"{mode.origin.describe()}): the job starts without state, nothing is "
+        "restored, so no savepoint rule applies"
+    )
+
+
+def describe(deployment: Deployment) -> list[str]:
+    """The lines every text output starts with for a deployment: what it is,
+    each value and where it comes from, what is unknown, what is wrong."""
+    lines = [f"Deployment {deployment.name} ({deployment.kind}, {deployment.origin})"]
+
+    def add(label: str, value: str, origin: str) -> None:
+        lines.append(f"  {label}: {value} ({origin})")
+
+    if deployment.program is not None:
+        where = deployment.program_path or "not found in the repository"
+        via = f"; {deployment.program_mapping}" if deployment.program_mapping else ""
+        add(
+            "program",
+            f"{deployment.program.value} -> {where}",
+            deployment.program.origin.describe() + via,
+        )
+    if deployment.module is not None:
+        add(
+            "module",
+            f"{deployment.module.value} -> {deployment.program_path or 'not found'}",
+            deployment.module.origin.describe(),
+        )
+    if deployment.flink_version is not None:
+        add(
+            "Flink",
+            deployment.flink_version.value,
+            deployment.flink_version.origin.describe(),
+        )
+    for key, setting in deployment.configuration:
+        add(key, setting.value, setting.origin.describe())
+    if deployment.arguments is not None and deployment.arguments_origin is not None:
+        shown = " ".join(deployment.arguments) or "none"
+        add("arguments", shown, deployment.arguments_origin.describe())
+    elif deployment.arguments is None:
+        lines.append("  arguments: not known (see the unknowns)")
+    for label, given in (
+        ("upgrade mode", deployment.upgrade_mode),
+        ("allowNonRestoredState", deployment.allow_non_restored_state),
+        ("initial savepoint", deployment.initial_savepoint),
+    ):
+        if given is not None:
+            add(label, given.value, given.origin.describe())
+    for unknown in deployment.unknowns:
+        lines.append(f"  {unknown.describe()}")
+    for problem in deployment.problems:
+        lines.append(f"  {problem.origin}: error: {problem.message}")
+    return lines
+
+
+def base_settings(
+    deployment: Deployment,
+    cli: ConfigLayer | None,
+    config_file: str | None,
+    isolated: bool,
+) -> Callable[[Path, Tree], ConfigResolver]:
+    """The base's settings for ``savepoint --base`` with a deployment: the
+    deployment as the base revision describes it (so a change to the
+    descriptor alone is gated); a deployment new since the base is compared
+    as the work tree's (nothing at the base to restore differently)."""
+
+    def at_base(root: Path, tree: Tree) -> ConfigResolver:
+        plain = ConfigResolver(cli, config_file=config_file, isolated=isolated)
+        before = deployment_at(deployment, root, plain, tree.text_of)
+        return DeploymentResolver(
+            before or deployment, cli, config_file=config_file, isolated=isolated
+        )
+
+    return at_base

@@ -1,0 +1,118 @@
+"""``--deployment NAME|FILE`` and ``--all-deployments`` of graph, check and savepoint.
+
+Each deployment is a target: the command runs once per deployment, on its
+program, with the deployment applied (the analyzer's ``DeploymentResolver``);
+every output starts by naming the deployment and where each of its values
+comes from (text), or carries it (``"deployment"`` in JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from chainlens.analyzer import (
+    Deployment,
+    choose_deployments,
+    describe_deployment,
+    project_deployments,
+    restore_verdict,
+)
+
+
+def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--deployment`` and ``--all-deployments``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--deployment",
+        metavar="NAME|FILE",
+        help="analyse the program as this deployment runs it (a FlinkDeployment "
+        "or FlinkSessionJob name, an AWS application name, a descriptor file, or "
+        "FILE:LINE of a flink run command): its parallelism, Flink "
+        "configuration, program arguments and Flink version",
+    )
+    group.add_argument(
+        "--all-deployments",
+        action="store_true",
+        help="once per deployment found in the project",
+    )
+
+
+def wants_deployments(args: argparse.Namespace) -> bool:
+    """Whether the command runs per deployment."""
+    return bool(
+        getattr(args, "deployment", None) or getattr(args, "all_deployments", False)
+    )
+
+
+def run_for_deployments(
+    args: argparse.Namespace,
+    resolver_of: Callable[[argparse.Namespace], object],
+    run: Callable[[argparse.Namespace, io.StringIO], int],
+) -> int:
+    """Run ``run`` once per chosen deployment; 1 when a deployment names a
+    program the repository does not have (or any run says 1)."""
+    paths = getattr(args, "paths", None) or getattr(args, "files", None) or ["."]
+    start = Path(paths[0] if paths and paths[0] != "-" else ".")
+    resolver = resolver_of(args)
+    discovered = project_deployments(start, resolver)  # type: ignore[arg-type]
+    chosen = choose_deployments(discovered, args.deployment, Path.cwd())
+    fmt = getattr(args, "format", "text")
+    worst = 0
+    documents: list[dict[str, object]] = []
+    for deployment in chosen:
+        heading = "\n".join(describe_deployment(deployment)) + "\n"
+        failed = any(p.code == "program-missing" for p in deployment.problems)
+        if deployment.program_path is None or failed:
+            worst = max(worst, 1)
+            _emit(fmt, heading, deployment, None, documents)
+            continue
+        if args.command == "savepoint":
+            verdict = restore_verdict(deployment)
+            if verdict is not None:
+                _emit(
+                    fmt, heading + verdict + "\n", deployment, None, documents, verdict
+                )
+                continue
+        one = copy.copy(args)
+        one.deployment_target = deployment
+        if hasattr(one, "paths"):
+            one.paths = [deployment.program_path]
+        if hasattr(one, "files"):
+            one.files = [deployment.program_path]
+        out = io.StringIO()
+        code = run(one, out)
+        worst = max(worst, code)
+        _emit(fmt, heading, deployment, out.getvalue(), documents)
+    if fmt == "json":
+        sys.stdout.write(json.dumps({"deployments": documents}, indent=2) + "\n")
+    return worst
+
+
+def _emit(
+    fmt: str,
+    heading: str,
+    deployment: Deployment,
+    output: str | None,
+    documents: list[dict[str, object]],
+    verdict: str | None = None,
+) -> None:
+    if fmt == "json":
+        document: dict[str, object] = {"deployment": deployment.to_json()}
+        if verdict is not None:
+            document["verdict"] = verdict
+        if output:
+            document["result"] = json.loads(output)
+        documents.append(document)
+        return
+    if fmt == "text":
+        sys.stdout.write(heading)
+    else:  # sarif, github, dot: the report stays machine-readable
+        sys.stderr.write(heading)
+    if output:
+        sys.stdout.write(output)
