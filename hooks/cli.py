@@ -69,6 +69,7 @@ from chainlens.analyzer import (
     explain_id,
     parse_flink_range,
     read_bounded,
+    read_head,
     render_dot,
     render_github,
     render_graph_text,
@@ -828,7 +829,7 @@ def _savepoint_diff(files: Sequence[FileCheck], out: TextIO) -> int:
         if not file.fixed_text:
             continue
         try:
-            data = Path(file.path).read_bytes()
+            data = read_head(file.path, MAX_FILE_BYTES)[0]
         except OSError as exc:
             raise RefusedError(f"{file.display}: {exc.strerror or exc}") from None
         text = diff_of(data, file.fixed_text, file.display)
