@@ -68,6 +68,22 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "discover_deployments": ("deploy.discover", "discover_deployments"),
     "project_deployments": ("deploy.targets", "project_deployments"),
     "restore_verdict": ("deploy.targets", "restore_verdict"),
+    # savepoints where teams keep them (object stores), the running cluster
+    "StoreError": ("deploy.object_store", "StoreError"),
+    "StoreLimits": ("deploy.object_store", "StoreLimits"),
+    "load_savepoint": ("deploy.savepoints", "load_savepoint"),
+    "FlinkRest": ("deploy.flink_rest", "FlinkRest"),
+    "RestError": ("deploy.flink_rest", "RestError"),
+    "RestLimits": ("deploy.flink_rest", "RestLimits"),
+    "ClusterDiff": ("deploy.cluster", "ClusterDiff"),
+    "diff_running_job": ("deploy.cluster", "diff_running_job"),
+    "cluster_diff_text": ("deploy.cluster", "diff_text"),
+    "SavepointMetadata": ("model.savepoint", "SavepointMetadata"),
+    "deployment_savepoint": ("deploy.savepoints", "deployment_savepoint"),
+    "deployment_findings": ("deploy.findings", "deployment_findings"),
+    "deployment_values": ("deploy.editor", "deployment_values"),
+    "descriptor_diagnostics": ("deploy.editor", "descriptor_diagnostics"),
+    "is_descriptor_name": ("deploy.editor", "is_descriptor_name"),
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
@@ -147,6 +163,7 @@ __all__ = [
     "AnalysisResult",
     "AtomicFile",
     "CheckSummary",
+    "ClusterDiff",
     "Comparison",
     "CompiledJob",
     "Config",
@@ -165,6 +182,7 @@ __all__ = [
     "FileFacts",
     "FileUpgrade",
     "Finding",
+    "FlinkRest",
     "FlinkVersion",
     "HistoryError",
     "JobFact",
@@ -173,13 +191,18 @@ __all__ = [
     "ModuleCache",
     "OperatorFact",
     "Problem",
+    "RestError",
+    "RestLimits",
     "RuleCode",
     "RuleInfo",
     "SavepointComparison",
+    "SavepointMetadata",
     "Severity",
     "SourcePosition",
     "SourceRange",
     "StateFact",
+    "StoreError",
+    "StoreLimits",
     "TextEdit",
     "UnreadableError",
     "VariantChange",
@@ -197,6 +220,7 @@ __all__ = [
     "check_selectors",
     "check_text",
     "choose_deployments",
+    "cluster_diff_text",
     "command_line_layer",
     "command_line_variants",
     "compare_upgrade",
@@ -207,15 +231,22 @@ __all__ = [
     "default_jobs",
     "deployment_at",
     "deployment_base_settings",
+    "deployment_findings",
+    "deployment_savepoint",
+    "deployment_values",
     "describe_deployment",
+    "descriptor_diagnostics",
     "diff_of",
+    "diff_running_job",
     "discover",
     "discover_deployments",
     "display_path",
     "explain_id",
     "finding_sort_key",
+    "is_descriptor_name",
     "is_pyflink_source",
     "kind_of",
+    "load_savepoint",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
@@ -322,9 +353,23 @@ if TYPE_CHECKING:
         DeploymentResolver,
         apply_deployment,
     )
+    from chainlens.analyzer.deploy.cluster import ClusterDiff, diff_running_job
+    from chainlens.analyzer.deploy.cluster import diff_text as cluster_diff_text
     from chainlens.analyzer.deploy.discover import (
         DeploymentNotFoundError,
         discover_deployments,
+    )
+    from chainlens.analyzer.deploy.editor import (
+        deployment_values,
+        descriptor_diagnostics,
+        is_descriptor_name,
+    )
+    from chainlens.analyzer.deploy.findings import deployment_findings
+    from chainlens.analyzer.deploy.flink_rest import FlinkRest, RestError, RestLimits
+    from chainlens.analyzer.deploy.object_store import StoreError, StoreLimits
+    from chainlens.analyzer.deploy.savepoints import (
+        deployment_savepoint,
+        load_savepoint,
     )
     from chainlens.analyzer.deploy.targets import (
         base_settings as deployment_base_settings,
@@ -372,6 +417,7 @@ if TYPE_CHECKING:
         CompiledJob,
         Problem,
     )
+    from chainlens.analyzer.model.savepoint import SavepointMetadata
     from chainlens.analyzer.model.source import SourcePosition, SourceRange
     from chainlens.analyzer.picture import render_svg
     from chainlens.analyzer.query import (

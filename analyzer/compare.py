@@ -331,7 +331,7 @@ def _compare(
 #: What the savepoint gate (``chainlens savepoint``) runs unless told otherwise:
 #: the analysis errors, PyFlink's reduce that never restores (CL108) and the
 #: comparison's rules (CL2xx).
-SAVEPOINT_RULES = ("CL000", "CL108", "CL2")
+SAVEPOINT_RULES = ("CL000", "CL108", "CL2", "CL3")
 
 
 @dataclass(frozen=True, slots=True)
@@ -703,8 +703,12 @@ def compare_with_savepoint(
     allow_non_restored: bool = False,
     fix: bool = False,
     diff: bool = False,
+    metadata: SavepointMetadata | None = None,
 ) -> SavepointComparison:
     """Compare the PyFlink programs under ``paths`` with a real savepoint.
+
+    ``metadata``, when given, is the savepoint's metadata already read (from
+    an object store: ``savepoint`` is then its URL, for the reports).
 
     The savepoint holds the state of one job: it is compared with the STREAMING
     job of the programs that claims the most of its operator IDs (the first
@@ -712,7 +716,8 @@ def compare_with_savepoint(
     :class:`~chainlens.analyzer.savepoint_metadata.MetadataError` for a file
     that is not readable metadata.
     """
-    metadata = read_metadata(savepoint, states=True)
+    if metadata is None:
+        metadata = read_metadata(savepoint, states=True)
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     given = [Path(p) for p in paths] or [here]
     files = discover(given, resolver)
@@ -803,6 +808,9 @@ def crossing_note(format_version: int, flink: str) -> str | None:
 
 
 def _savepoint_name(savepoint: str | Path) -> str:
+    if "://" in str(savepoint):  # an object store's URL
+        text = str(savepoint).rstrip("/")
+        return text.removesuffix("/_metadata")
     given = Path(savepoint)
     return str(given.parent if given.name == "_metadata" else given)
 

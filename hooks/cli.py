@@ -48,7 +48,10 @@ from chainlens.analyzer import (
     HistoryError,
     MetadataError,
     Mode,
+    RestError,
     Severity,
+    StoreError,
+    StoreLimits,
     VersionError,
     WriteError,
     check_bytes,
@@ -67,6 +70,7 @@ from chainlens.analyzer import (
     discover,
     display_path,
     explain_id,
+    load_savepoint,
     parse_flink_range,
     read_bounded,
     read_head,
@@ -88,8 +92,14 @@ from chainlens.analyzer import (
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
+from chainlens.hooks.cluster_cli import (
+    add_cluster_arguments,
+    run_cluster,
+    running_snapshot,
+)
 from chainlens.hooks.deploy_cli import (
     add_deployment_arguments,
+    add_timeout_argument,
     run_for_deployments,
     wants_deployments,
 )
@@ -460,8 +470,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--savepoint",
         metavar="DIR_OR_METADATA",
         help="compare with a real savepoint or retained checkpoint instead of a git "
-        "revision: its directory or its _metadata file (Flink 1.11 to 2.3)",
+        "revision: its directory or its _metadata file (Flink 1.11 to 2.3), local "
+        "or in an object store (s3://, gs://, abfs://: pip install "
+        "'chainlens[cloud]'; credentials as the cloud SDK finds them); with "
+        "--deployment, default: the savepoint the deployment names "
+        "(initialSavepointPath, flink run -s)",
     )
+    add_timeout_argument(savepoint)
+    add_cluster_arguments(savepoint)
+    cluster = sub.add_parser(
+        "cluster",
+        help="compare the job a Flink cluster runs with the job this code builds",
+        description="Read a running job through the cluster's REST API and tell "
+        "whether it is the job the code builds: task by task (ID, name, "
+        "parallelism, max parallelism, chained operators, inputs) and, with the "
+        "job's latest checkpoint or savepoint, operator ID by operator ID; each "
+        "difference explained (the Flink version, the parallelism, the code).",
+    )
+    cluster_sub = cluster.add_subparsers(dest="cluster_command", metavar="COMMAND")
+    cluster_diff = cluster_sub.add_parser(
+        "diff",
+        help="is the running job the one this code builds?",
+        description="Exit code 0: the running job is the job the code builds; 1: it "
+        "is not, or runs with other settings; 2: an error.",
+    )
+    cluster_diff.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    add_cluster_arguments(cluster_diff, required=True)
+    cluster_diff.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format"
+    )
+    add_timeout_argument(cluster_diff)
+    add_analysis_arguments(cluster_diff)
+    add_deployment_arguments(cluster_diff)
     savepoint.add_argument(
         "--allow-non-restored-state",
         action="store_true",
@@ -747,6 +787,13 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.paths == ["-"]:
         raise UsageError("savepoint does not take '-' (standard input)")
+    cluster, job = getattr(args, "cluster", None), getattr(args, "job", None)
+    if cluster is not None or job is not None:
+        if cluster is None or job is None:
+            raise UsageError("--cluster and --job go together")
+        if args.savepoint is not None or args.base is not None:
+            raise UsageError("give one of --base, --savepoint and --cluster")
+        args.savepoint, args.found_by = running_snapshot(args)
     if args.savepoint is not None:
         if args.base is not None:
             raise UsageError("give either --base or --savepoint, not both")
@@ -880,10 +927,14 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
     """``chainlens savepoint PATH... --savepoint DIR``: the programs against a
     real savepoint's ``_metadata``."""
     resolver = _resolver(args)
+    location, metadata = load_savepoint(
+        args.savepoint, StoreLimits(timeout=getattr(args, "timeout", 30.0))
+    )
     compared = compare_with_savepoint(
         args.paths,
         resolver,
-        args.savepoint,
+        location,
+        metadata=metadata,
         select=None if args.select is not None else SAVEPOINT_RULES,
         allow_non_restored=args.allow_non_restored_state
         or _deployment_allows_non_restored(args),
@@ -905,6 +956,9 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
         )
         + f"Flink {_VERDICTS[compared.verdict]}"
     )
+    found_by = getattr(args, "found_by", None)
+    if found_by is not None:
+        heading += f"\n  (the savepoint: {found_by})"
     lines = [heading]
     for state in compared.states:
         named = ", ".join(
@@ -946,6 +1000,7 @@ def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
             "verdict": compared.verdict,
             "crossing": compared.crossing,
             "allow_non_restored_state": args.allow_non_restored_state,
+            "found_by": getattr(args, "found_by", None),
             "operators": [
                 {
                     "operator_id": s.operator_id,
@@ -1176,7 +1231,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Run a parsed command, turning every failure into a message and exit code 2."""
     try:
         if args.command in ("graph", "check", "savepoint") and wants_deployments(args):
-            return run_for_deployments(args, _resolver, _run_one)
+            return run_for_deployments(args, _resolver, _run_one, _report_findings)
         if args.command == "graph":
             return run_graph(args)
         if args.command == "check":
@@ -1187,6 +1242,12 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             return run_savepoint(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "cluster":
+            if args.cluster_command != "diff":
+                raise UsageError("give a cluster command: diff")
+            if wants_deployments(args):
+                return run_for_deployments(args, _resolver, _run_one)
+            return run_cluster(args, _resolver(args))
         if args.command == "lsp":
             try:
                 from chainlens.server.app import serve
@@ -1216,6 +1277,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         DeploymentError,
         DeploymentNotFoundError,
         WriteError,
+        StoreError,
+        RestError,
     ) as exc:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
@@ -1245,12 +1308,23 @@ def _deployment_allows_non_restored(args: argparse.Namespace) -> bool:
     return deployment is not None and deployment.allows_non_restored
 
 
+def _report_findings(
+    args: argparse.Namespace, findings: list[Finding]
+) -> tuple[str, int]:
+    """Findings outside Python files (a descriptor's), as the command reports
+    findings, with its exit status."""
+    report = _render(args, findings, CheckSummary(files_checked=0), fixing=False)
+    return report, _exit_status(args, findings)
+
+
 def _run_one(args: argparse.Namespace, out: io.StringIO) -> int:
     """graph, check or savepoint for one deployment, its report to ``out``."""
     if args.command == "check":
         return run_check(args, out)
     if args.command == "savepoint":
         return run_savepoint(args, out)
+    if args.command == "cluster":
+        return run_cluster(args, _resolver(args), out)
     with contextlib.redirect_stdout(out):
         return run_graph(args)
 

@@ -18,7 +18,10 @@ from pathlib import Path
 
 from chainlens.analyzer import (
     Deployment,
+    Finding,
     choose_deployments,
+    deployment_findings,
+    deployment_savepoint,
     describe_deployment,
     project_deployments,
     restore_verdict,
@@ -43,6 +46,28 @@ def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_timeout_argument(parser: argparse.ArgumentParser) -> None:
+    """``--timeout SECONDS`` of what is read over the network."""
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the longest wait for an object store or a Flink cluster to answer "
+        "(default: 30)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("between 0 and 3600 seconds")
+    return value
+
+
 def wants_deployments(args: argparse.Namespace) -> bool:
     """Whether the command runs per deployment."""
     return bool(
@@ -54,9 +79,16 @@ def run_for_deployments(
     args: argparse.Namespace,
     resolver_of: Callable[[argparse.Namespace], object],
     run: Callable[[argparse.Namespace, io.StringIO], int],
+    report: Callable[[argparse.Namespace, list[Finding]], tuple[str, int]]
+    | None = None,
 ) -> int:
     """Run ``run`` once per chosen deployment; 1 when a deployment names a
-    program the repository does not have (or any run says 1)."""
+    program the repository does not have (or any run says 1).
+
+    A deployment whose program is missing is not run: its descriptor's
+    findings (CL301, at the descriptor's line) are reported by ``report``
+    (the command's renderer and exit status) where the command reports
+    findings."""
     paths = getattr(args, "paths", None) or getattr(args, "files", None) or ["."]
     start = Path(paths[0] if paths and paths[0] != "-" else ".")
     resolver = resolver_of(args)
@@ -69,8 +101,22 @@ def run_for_deployments(
         heading = "\n".join(describe_deployment(deployment)) + "\n"
         failed = any(p.code == "program-missing" for p in deployment.problems)
         if deployment.program_path is None or failed:
-            worst = max(worst, 1)
-            _emit(fmt, heading, deployment, None, documents)
+            descriptor = discovered.root / deployment.origin.path
+            findings = list(
+                deployment_findings(
+                    deployment,
+                    discovered.root,
+                    resolver.config_for(descriptor),  # type: ignore[attr-defined]
+                )
+            )
+            output = None
+            if report is not None and args.command in ("check", "savepoint"):
+                # the exit status of its findings (CL301 can be ignored)
+                output, code = report(args, findings)
+                worst = max(worst, code if failed else 1)
+            else:
+                worst = max(worst, 1)
+            _emit(fmt, heading, deployment, output, documents)
             continue
         if args.command == "savepoint":
             verdict = restore_verdict(deployment)
@@ -81,6 +127,20 @@ def run_for_deployments(
                 continue
         one = copy.copy(args)
         one.deployment_target = deployment
+        named = deployment_savepoint(deployment)
+        if (
+            args.command == "savepoint"
+            and named is not None
+            and args.savepoint is None
+            and args.base is None
+            and getattr(args, "cluster", None) is None
+        ):
+            # the gate compares with the savepoint the deployment restores from
+            one.savepoint = named.value
+            heading += (
+                f"  compared with the savepoint it restores from: {named.value} "
+                f"({named.origin.describe()})\n"
+            )
         if hasattr(one, "paths"):
             one.paths = [deployment.program_path]
         if hasattr(one, "files"):

@@ -50,6 +50,9 @@ from chainlens.analyzer import (
     apply_deployment,
     check_text,
     choose_deployments,
+    deployment_values,
+    descriptor_diagnostics,
+    is_descriptor_name,
     materialize,
     project_deployments,
     read_module,
@@ -98,8 +101,11 @@ class Analysis:
         settings: ClientSettings,
         seconds: float,
         upgrade: FileUpgrade | None = None,
+        deployment: tuple[str, ...] = (),
     ) -> None:
         self.uri = snapshot.uri
+        #: what the deployment the program is analysed for sets, one line each
+        self.deployment = deployment
         #: what changes with the Flink version of the upgradeTo setting
         self.upgrade = upgrade
         self.version = snapshot.version
@@ -431,9 +437,21 @@ class Session:
         path = uri_to_path(snapshot.uri)
         name = str(path) if path is not None else snapshot.uri
         upgrade: FileUpgrade | None = None
+        deployed: tuple[str, ...] = ()
         try:
             config, problems = self._config(snapshot.uri, settings)
-            if settings.enable:
+            deployed = tuple(deployment_values(config))
+            if settings.enable and path is not None and is_descriptor_name(path):
+                # a deployment descriptor: its own findings at its lines
+                found = descriptor_diagnostics(
+                    path,
+                    snapshot.text,
+                    ConfigResolver(settings.layer(path.parent)),
+                    settings.savepoint_base or None,
+                    gate=settings.savepoint_base != "off",
+                )
+                result = AnalysisResult(name, diagnostics=found)
+            elif settings.enable:
                 cache = self._parsed.get(snapshot.uri)
                 if cache is None:
                     cache = self._parsed[snapshot.uri] = ModuleCache(
@@ -479,6 +497,7 @@ class Session:
             settings,
             time.perf_counter() - started,
             upgrade,
+            deployed,
         )
 
     def shutdown(self) -> None:

@@ -83,7 +83,7 @@ class ClientSettings:
             savepoint_base=reader.text("savepointBase", empty=True) or "",
             flink_version=reader.flink_version("flinkVersion"),
             upgrade_to=reader.flink_version("upgradeTo"),
-            deployment=reader.text("deployment"),
+            deployment=reader.text("deployment", empty=True) or None,
             problems=tuple(reader.problems),
         )
 

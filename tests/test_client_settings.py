@@ -53,3 +53,10 @@ def test_deployment_setting_analyses_the_program_as_deployed() -> None:
     assert config.deployment is None
     (problem,) = problems
     assert "no deployment named 'nope'" in problem.message
+
+
+def test_an_empty_deployment_is_the_code_alone() -> None:
+    # VS Code's default for chainlens.deployment (mirrored to the server) is ""
+    settings = ClientSettings.from_json({"deployment": ""})
+    assert settings.deployment is None
+    assert settings.problems == ()

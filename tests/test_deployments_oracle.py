@@ -1,15 +1,17 @@
 """The graph chainlens predicts for each deployment is the graph Flink builds.
 
 For every deployment of the projects under ``tests/fixtures/deployments/``
-(Kubernetes operator resources, a ``flink run`` script with a configuration
-file, an AWS Managed Flink application), the expected files were written by
-``tests/oracle/generate.py`` (through ``tests/tools/deployment_oracle.py``),
-which ran the program with real PyFlink 2.3.0 and 1.20.5, with the
-deployment's Flink configuration as the cluster's and its command-line
-arguments.  chainlens analyses the program with the deployment applied
-(``apply_deployment``) and must build the same jobs; the configuration and
-arguments the oracle ran with must be the ones chainlens reads from the
-descriptors (else the expected file is stale).
+(Kubernetes operator resources: a FlinkDeployment, a FlinkSessionJob with
+``-pym`` on a session cluster's configuration; ``flink run`` in a script
+with ``config.yaml``, in a Makefile with a 1.x ``flink-conf.yaml``, in a
+GitHub workflow with ``-pym``; an AWS Managed Flink application), the
+expected files were written by ``tests/oracle/generate.py`` (through
+``tests/tools/deployment_oracle.py``), which ran the program with real
+PyFlink 2.3.0 and 1.20.5, with the deployment's Flink configuration as the
+cluster's and its command-line arguments.  chainlens analyses the program
+with the deployment applied (``apply_deployment``) and must build the same
+jobs; the configuration and arguments the oracle ran with must be the ones
+chainlens reads from the descriptors (else the expected file is stale).
 """
 
 from __future__ import annotations
@@ -38,7 +40,17 @@ CASES: list[tuple[Path, Deployment, str]] = [
 
 def test_every_kind_of_descriptor_is_covered() -> None:
     kinds = {deployment.kind for _, deployment, _ in CASES}
-    assert {"FlinkDeployment", "flink run", "AWS Managed Flink"} <= kinds
+    assert {"FlinkDeployment", "FlinkSessionJob", "flink run", "AWS Managed Flink"} <= (
+        kinds
+    )
+    modules = {d.name for _, d, _ in CASES if d.module is not None}
+    # -pym on a FlinkSessionJob and on a CI workflow's flink run
+    assert modules == {"orders-session", ".github/workflows/deploy.yml:8"}
+    (make,) = [d for _, d, _ in CASES if d.name == "Makefile:2"][:1]
+    # a Makefile's flink run with FLINK_CONF_DIR holding a 1.x flink-conf.yaml
+    default = make.setting("parallelism.default")
+    assert default is not None
+    assert default.origin.path == "conf1/flink-conf.yaml"
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,12 @@ def _flink(repo: Path, *args: str) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("FLINK_", "PYFLINK_"))
+        }
+        | {"PYTHONHASHSEED": "0"},
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout[-2000:] + done.stderr[-2000:]
@@ -117,6 +122,39 @@ def test_allow_non_restored_state_is_accepted(
             repo, "restore", "counts.py", savepoint, "--allow-non-restored"
         )
         assert restored.get("running") is True, restored
+    finally:
+        subprocess.run(
+            ["git", "checkout", "--", "deployment.yaml"], cwd=repo, check=True
+        )
+
+
+def test_parallelism_above_the_saved_max_parallelism_is_refused(
+    saved: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only spec.job.parallelism changes, to 129: the savepoint's state was
+    saved with max parallelism 128 (derived from parallelism 2), which a
+    derived max parallelism takes over, and 129 subtasks cannot share 128 key
+    groups.  The gate says CL203; Flink refuses the restore."""
+    repo, savepoint = saved
+    edit(repo, "parallelism: 2\n", "parallelism: 129\n")
+    try:
+        code, findings = _gate(repo, capsys)
+        assert code == 1
+        assert {(f["code"], f["severity"]) for f in findings} >= {("CL203", "error")}
+        restored = _flink(repo, "restore", "counts.py", savepoint)
+        error = restored.get("error", "")
+        # Flink: "The state for task <id> can not be restored. The maximum
+        # parallelism (128) of the restored state is lower than the
+        # configured parallelism (129). ..."
+        assert "can not be restored" in error, restored
+        assert "maximum parallelism" in error.lower(), restored
+        assert "(129)" in error, restored
+        # Flink names the first task it checks (its order is a hash map's);
+        # every task holding state is refused, and CL203 names each of them
+        refused = error.split("The state for task ")[1][:32]
+        said = [f["message"] for f in findings if f["code"] == "CL203"]
+        assert any(f"ID {refused})" in message for message in said), (refused, said)
+        assert any("KEYED PROCESS" in message for message in said), said
     finally:
         subprocess.run(
             ["git", "checkout", "--", "deployment.yaml"], cwd=repo, check=True

@@ -100,4 +100,7 @@ def test_neovim_end_to_end(tmp_path: Path) -> None:
     after = analyze_source(str(program), fixed)
     assert seen["graph_text"] + "\n" == render_text([after])
     assert seen["svg"].lstrip().startswith(("<svg", "<?xml"))
+    # :ChainlensDeployment and the helpers behind it reach the server
+    assert seen["deployments"] == 0  # the workspace has no descriptor
+    assert seen["chosen"] == "none"
     assert imported(markers) == []

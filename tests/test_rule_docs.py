@@ -67,10 +67,38 @@ def _baseline_example(rule: Rule) -> None:
         )
 
 
+def _descriptor_example(rule: Rule, root: Path) -> None:
+    """A rule about deployment descriptors: ``## Example`` is a descriptor
+    with the finding, ``Use instead:`` one without, in a project whose
+    Dockerfile copies ``jobs/`` (holding ``orders.py``) to the image."""
+    from chainlens.analyzer import deployment_findings, discover_deployments
+
+    yaml_block = re.compile(r"```yaml\n(?P<code>.*?)```", re.DOTALL)
+    _, _, example = rule_doc(rule).partition("## Example")
+    bad, _, good = example.partition("Use instead:")
+    for number, (part, wanted) in enumerate(((bad, True), (good, False))):
+        project = root / str(number)
+        (project / "jobs").mkdir(parents=True)
+        (project / "jobs" / "orders.py").write_text("import pyflink\n")
+        (project / "Dockerfile").write_text(
+            "FROM flink:2.3\nCOPY jobs/ /opt/flink/usrlib/jobs/\n"
+        )
+        match = yaml_block.search(part)
+        assert match is not None
+        (project / "orders.yaml").write_text(match["code"], encoding="utf-8")
+        (deployment,) = discover_deployments(project).deployments
+        config = Config(select=(rule.code.code,))
+        found = deployment_findings(deployment, project, config, cwd=project)
+        assert bool([f for f in found if f.diagnostic.code == rule.code]) is wanted
+
+
 @pytest.mark.parametrize("rule", ALL_RULES, ids=_id)
-def test_examples_show_the_finding_and_its_absence(rule: Rule) -> None:
+def test_examples_show_the_finding_and_its_absence(rule: Rule, tmp_path: Path) -> None:
     if getattr(rule, "needs_baseline", False):
         _baseline_example(rule)
+        return
+    if getattr(rule, "descriptor_rule", False):
+        _descriptor_example(rule, tmp_path)
         return
     bad, good = examples(rule)
     config = Config(default_parallelism=4, select=(rule.code.code,))

@@ -69,6 +69,11 @@ def test_every_rule_has_fixtures_with_findings() -> None:
             # compared with a git base: its cases are real repositories
             assert rule.code.code in savepoint_tests, rule.code
             continue
+        if getattr(rule, "descriptor_rule", False):
+            # about deployment descriptors: its cases are projects of them
+            cases = (ROOT / "tests" / "test_deployment_findings.py").read_text()
+            assert rule.code.code in cases, rule.code
+            continue
         folder = FIXTURES / rule.code.code
         texts = [p.read_text(encoding="utf-8") for p in folder.glob("*.py")]
         assert any(expected_findings(t) for t in texts), rule.code
@@ -148,6 +153,7 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
                 "CL203",
                 "CL204",
                 "CL205",
+                "CL301",
                 "CL901",
             ],
         ),
@@ -170,6 +176,7 @@ def test_default_selection_is_the_rules_enabled_by_default() -> None:
                 "CL203",
                 "CL204",
                 "CL205",
+                "CL301",
                 "CL901",
             ],
         ),

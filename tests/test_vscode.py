@@ -90,6 +90,16 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     (workspace / "pyproject.toml").write_text(
         "[project]\nname = 'demo'\n", encoding="utf-8"
     )
+    # a deployment of pipeline.py to choose with "chainlens: Choose Deployment"
+    (workspace / "Dockerfile").write_text(
+        "FROM flink:2.3\nCOPY pipeline.py /opt/app/pipeline.py\n", encoding="utf-8"
+    )
+    (workspace / "deploy.yaml").write_text(
+        "apiVersion: flink.apache.org/v1beta1\nkind: FlinkDeployment\n"
+        "metadata:\n  name: demo-prod\nspec:\n  job:\n"
+        '    args: ["-py", "/opt/app/pipeline.py"]\n    parallelism: 3\n',
+        encoding="utf-8",
+    )
     run = subprocess.run(
         [
             "node",
@@ -106,6 +116,8 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
             "reduce",
             "--graph-file",
             "example_orders.py",
+            "--deployment",
+            "demo-prod",
             "--out",
             str(tmp_path / "out"),
         ],
@@ -143,4 +155,11 @@ def test_in_real_vs_code(vsix: Path, tmp_path: Path) -> None:
     assert view["zoomed"]["scale"] > view["opened"]["scale"], view
     assert view["panned"]["transform"] != view["zoomed"]["transform"], view
     assert view["fitted"]["visible"] == tasks, view
+    # the command lists the server's deployments in a quick pick, and the
+    # choice becomes the workspace setting
+    assert seen["deploymentItems"] == ["No deployment", "demo-prod"]
+    assert seen["deploymentRows"][:2] == ["No deployment", "demo-prod"]
+    assert seen["deployment"] == "demo-prod"
+    settings = json.loads((workspace / ".vscode" / "settings.json").read_text())
+    assert settings["chainlens.deployment"] == "demo-prod"
     assert imported(markers) == []

@@ -191,3 +191,79 @@ class Deployment:
             "unknowns": [u.to_json() for u in self.unknowns],
             "problems": [p.to_json() for p in self.problems],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class RunningVertex:
+    """A task of a running job, as the cluster's REST API shows it."""
+
+    #: the task's ID: its head operator's operator ID
+    id: str
+    name: str
+    parallelism: int | None
+    max_parallelism: int | None
+    #: the chained operators' names, head first (the plan's description)
+    operators: tuple[str, ...]
+    #: (producer task ID, ship strategy) of each input
+    inputs: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """The task as the cluster shows it."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "parallelism": self.parallelism,
+            "max_parallelism": self.max_parallelism,
+            "operators": list(self.operators),
+            "inputs": [{"producer": p, "ship_strategy": s} for p, s in self.inputs],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A completed checkpoint or savepoint of a running job."""
+
+    path: str
+    #: "checkpoint" or "savepoint"
+    kind: str
+    checkpoint_id: int
+    #: when it completed (milliseconds since the epoch)
+    taken: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        """``{"path", "kind", "checkpoint_id"}``."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "checkpoint_id": self.checkpoint_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job a Flink cluster runs (``/jobs/<id>``, its plan and checkpoints)."""
+
+    url: str
+    id: str
+    name: str
+    state: str
+    #: the cluster's Flink version ("2.3.0")
+    flink_version: str
+    #: the parallelism the job was submitted with (None: not known)
+    job_parallelism: int | None
+    vertices: tuple[RunningVertex, ...]
+    #: the latest completed checkpoint or savepoint with a path
+    snapshot: Snapshot | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """The job as the cluster shows it."""
+        return {
+            "url": self.url,
+            "id": self.id,
+            "name": self.name,
+            "state": self.state,
+            "flink_version": self.flink_version,
+            "job_parallelism": self.job_parallelism,
+            "vertices": [v.to_json() for v in self.vertices],
+            "snapshot": self.snapshot.to_json() if self.snapshot else None,
+        }

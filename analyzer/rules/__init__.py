@@ -41,6 +41,9 @@ from chainlens.analyzer.rules.cl204_state_descriptor_changed import (
     StateDescriptorChanged,
 )
 from chainlens.analyzer.rules.cl205_state_misassigned import StateMisassigned
+from chainlens.analyzer.rules.cl301_deployment_program_missing import (
+    DeploymentProgramMissing,
+)
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
 from chainlens.analyzer.suppression import filter_suppressed
 
@@ -82,6 +85,7 @@ ALL_RULES: tuple[Rule, ...] = (
     MaxParallelismChanged(),
     StateDescriptorChanged(),
     StateMisassigned(),
+    DeploymentProgramMissing(),
     UnusedSuppression(),
 )
 

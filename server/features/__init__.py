@@ -13,11 +13,20 @@ def register_all(server: ChainlensServer) -> None:
     from chainlens.server.features import (
         code_actions,
         code_lens,
+        deployments,
         diagnostics,
         hover,
         inlay_hints,
         job_graph,
     )
 
-    for module in (diagnostics, hover, code_actions, code_lens, inlay_hints, job_graph):
+    for module in (
+        diagnostics,
+        hover,
+        code_actions,
+        code_lens,
+        inlay_hints,
+        job_graph,
+        deployments,
+    ):
         module.register(server)

@@ -188,6 +188,8 @@ def register(server: ChainlensServer) -> None:
             else version.describe()
         )
         text += f"\n\n---\n\n*as built by {said}*"
+        if analysis.deployment:
+            text += "\n\n" + "\n".join(f"- {line}" for line in analysis.deployment)
         return types.Hover(
             contents=types.MarkupContent(
                 kind=types.MarkupKind.Markdown

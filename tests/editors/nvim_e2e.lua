@@ -88,6 +88,16 @@ local function run()
   local svg_path = require('chainlens').show_graph({ bufnr = bufnr, format = 'svg', no_open = true })
   step('svg', svg_path ~= nil)
   seen.svg = table.concat(vim.fn.readfile(svg_path), '\n')
+
+  -- the deployment commands of the shipped config, against the real server
+  local found = require('chainlens').deployments(bufnr)
+  step('deployments listed', found ~= nil)
+  seen.deployments = #found
+  vim.cmd('ChainlensDeployment -')
+  local chosen = require('chainlens').choose_deployment('', bufnr)
+  step('deployment chosen', chosen ~= nil)
+  local name = chosen.deployment
+  seen.chosen = (name == nil or name == vim.NIL) and 'none' or name
   finish(true)
 end
 

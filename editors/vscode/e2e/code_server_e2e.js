@@ -34,6 +34,8 @@ const file = option('file');
 const hoverWord = option('hover');
 // a second program whose job graph is checked in the webview: every task in view
 const graphFile = option('graph-file', '');
+// a deployment of the workspace to choose with "chainlens: Choose Deployment"
+const deploymentName = option('deployment', '');
 const out = path.resolve(option('out'));
 const started = Date.now();
 const log = (message) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(2)}s] ${message}\n`);
@@ -281,6 +283,24 @@ async function main() {
       view.fitted = await inView(frame);
       result.graphView = { jobGraph: second, ...view };
       log(`second graph: ${JSON.stringify(view.opened)}`);
+    }
+    if (deploymentName) {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
+      await page.waitForSelector('.quick-input-widget input', { timeout: 20000 });
+      await page.keyboard.type('chainlens: Choose Deployment');
+      await page.waitForTimeout(800);
+      await page.keyboard.press('Enter');
+      result.deploymentItems = await waitFor(
+        () => readSeen(seenPath).deploymentItems, 60000, 'the deployment quick pick');
+      await page.waitForSelector('.quick-input-list .monaco-list-row', { timeout: 20000 });
+      result.deploymentRows = await page.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts();
+      await page.keyboard.type(deploymentName);
+      await page.waitForTimeout(500);
+      await page.keyboard.press('Enter');
+      result.deployment = await waitFor(
+        () => readSeen(seenPath).deployment, 30000, 'the chosen deployment');
+      log(`deployment chosen: ${result.deployment}`);
     }
     result.ok = true;
   } catch (error) {

@@ -2,6 +2,7 @@
 import * as fs from 'fs';
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { DeploymentEntry, pickItems } from './deployments';
 import { graphPage } from './graphPage';
 import { serverCommand, serverSettings, startFailureMessage } from './serverCommand';
 
@@ -62,6 +63,8 @@ async function startClient(): Promise<void> {
     documentSelector: [
       { scheme: 'file', language: 'python' },
       { scheme: 'untitled', language: 'python' },
+      // deployment descriptors: restore-breaking changes on their own lines
+      { scheme: 'file', language: 'yaml' },
     ],
     outputChannel: output,
     initializationOptions: { settings: serverSettings(config) },
@@ -139,12 +142,37 @@ async function showJobGraph(target?: string | vscode.Uri): Promise<void> {
   });
 }
 
+async function chooseDeployment(): Promise<void> {
+  if (!client) {
+    return;
+  }
+  const uri = vscode.window.activeTextEditor?.document.uri.toString()
+    ?? vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+  const entries = await client.sendRequest<DeploymentEntry[]>('workspace/executeCommand', {
+    command: 'chainlens.server.deployments',
+    arguments: [uri],
+  });
+  const config = vscode.workspace.getConfiguration('chainlens');
+  const items = pickItems(entries ?? [], config.get<string>('deployment') ?? '');
+  record('deploymentItems', items.map((item) => item.label));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: 'chainlens: analyse the programs as deployed by',
+    placeHolder: 'a deployment of this project',
+  });
+  if (!picked) {
+    return;
+  }
+  await config.update('deployment', picked.value, vscode.ConfigurationTarget.Workspace);
+  record('deployment', picked.value);
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('chainlens', { log: true });
   context.subscriptions.push(
     output,
     vscode.commands.registerCommand('chainlens.showJobGraph', showJobGraph),
     vscode.commands.registerCommand('chainlens.showOutput', () => output.show()),
+    vscode.commands.registerCommand('chainlens.chooseDeployment', chooseDeployment),
     vscode.commands.registerCommand('chainlens.restartServer', async () => {
       await client?.stop();
       await startClient();

@@ -36,7 +36,7 @@ export function serverCommand(settings: ServerSettings, pythonFromExtension?: re
 export function serverSettings(section: { get<T>(key: string): T | undefined }): Record<string, unknown> {
   const keys = [
     'enable', 'defaultParallelism', 'argv', 'select', 'extendSelect', 'ignore',
-    'configurationPreference', 'savepointBase', 'flinkVersion', 'upgradeTo',
+    'configurationPreference', 'savepointBase', 'flinkVersion', 'upgradeTo', 'deployment',
   ];
   const settings: Record<string, unknown> = {};
   for (const key of keys) {

@@ -43,3 +43,8 @@ test('a server that cannot start is explained with the settings to change', () =
   assert.match(message, /chainlens\.path/);
   assert.match(message, /chainlens\.interpreter/);
 });
+
+test('the deployment setting is mirrored to the server', () => {
+  const section = { get: (key) => ({ deployment: 'orders-prod' })[key] };
+  assert.strictEqual(serverSettings(section).deployment, 'orders-prod');
+});

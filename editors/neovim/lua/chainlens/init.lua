@@ -66,4 +66,37 @@ function M.show_graph(opts)
   return buf
 end
 
+--- The project's deployments, as the server lists them.
+--- @return table|nil deployments, string|nil error
+function M.deployments(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    return nil, 'chainlens is not attached to this buffer'
+  end
+  local response = client:request_sync('workspace/executeCommand', {
+    command = 'chainlens.server.deployments',
+    arguments = { vim.uri_from_bufnr(bufnr) },
+  }, 10000, bufnr)
+  if not response or response.err then
+    return nil, response and response.err.message or 'chainlens did not answer'
+  end
+  return response.result, nil
+end
+
+--- Analyse the programs as deployment `name` runs them ('' or nil: the code alone).
+function M.choose_deployment(name, bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    vim.notify('chainlens is not attached to this buffer', vim.log.levels.ERROR)
+    return nil
+  end
+  local response = client:request_sync('workspace/executeCommand', {
+    command = 'chainlens.server.chooseDeployment',
+    arguments = { name ~= '' and name or vim.NIL, vim.uri_from_bufnr(bufnr) },
+  }, 10000, bufnr)
+  return response and response.result or nil
+end
+
 return M
