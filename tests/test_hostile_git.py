@@ -99,8 +99,10 @@ def test_a_carriage_return_in_a_file_name_keeps_its_break_reported(
     assert document["base"]["new"] == []
     assert document["base"]["gone"] == []
     assert document["base"]["compared"] == 1
-    assert [f["code"] for f in document["findings"]] == ["CL201"]
-    assert document["findings"][0]["path"] == CARRIAGE
+    # CL108: the reduce's aggregate, reported whatever the change
+    broken = [f for f in document["findings"] if f["code"] != "CL108"]
+    assert [f["code"] for f in broken] == ["CL201"]
+    assert broken[0]["path"] == CARRIAGE
 
 
 @pytest.mark.parametrize(
