@@ -26,6 +26,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
+    "Fault": ("discovery", "Fault"),
+    # reading and writing files
+    "AtomicFile": ("files", "AtomicFile"),
+    "UnreadableError": ("files", "UnreadableError"),
+    "WriteError": ("files", "WriteError"),
+    "atomic_writer": ("files", "atomic_writer"),
+    "kind_of": ("files", "kind_of"),
+    "reason": ("files", "reason"),
+    "read_bounded": ("files", "read_bounded"),
+    "read_head": ("files", "read_head"),
+    "write_atomic": ("files", "write_atomic"),
     "Comparison": ("compare", "Comparison"),
     "compare_with_base": ("compare", "compare_with_base"),
     "compare_upgrade": ("compare", "compare_upgrade"),
@@ -150,6 +161,7 @@ __all__ = [
     "PARALLEL_THRESHOLD",
     "SAVEPOINT_RULES",
     "AnalysisResult",
+    "AtomicFile",
     "CheckSummary",
     "ClusterDiff",
     "Comparison",
@@ -165,6 +177,7 @@ __all__ = [
     "Diagnostic",
     "EdgeFact",
     "EditorBaseline",
+    "Fault",
     "FileCheck",
     "FileFacts",
     "FileUpgrade",
@@ -191,13 +204,16 @@ __all__ = [
     "StoreError",
     "StoreLimits",
     "TextEdit",
+    "UnreadableError",
     "VariantChange",
     "VariantFacts",
     "VersionComparison",
     "VersionError",
+    "WriteError",
     "analyze_graphs",
     "apply_deployment",
     "apply_fixes",
+    "atomic_writer",
     "check_bytes",
     "check_file",
     "check_paths",
@@ -229,13 +245,17 @@ __all__ = [
     "finding_sort_key",
     "is_descriptor_name",
     "is_pyflink_source",
+    "kind_of",
     "load_savepoint",
     "materialize",
     "parse_flink_range",
     "parse_flink_version",
     "project_deployments",
+    "read_bounded",
+    "read_head",
     "read_metadata",
     "read_module",
+    "reason",
     "render_dot",
     "render_findings_text",
     "render_github",
@@ -261,6 +281,7 @@ __all__ = [
     "upgrade_to_json",
     "variant_facts",
     "variants_to_json",
+    "write_atomic",
 ]
 
 
@@ -360,9 +381,20 @@ if TYPE_CHECKING:
         restore_verdict,
     )
     from chainlens.analyzer.deploy.targets import describe as describe_deployment
-    from chainlens.analyzer.discovery import discover, is_pyflink_source
+    from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
+    from chainlens.analyzer.files import (
+        AtomicFile,
+        UnreadableError,
+        WriteError,
+        atomic_writer,
+        kind_of,
+        read_bounded,
+        read_head,
+        reason,
+        write_atomic,
+    )
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment

@@ -24,12 +24,14 @@ import io
 import json
 import os
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, TextIO
 
 from chainlens.analyzer import (
+    MAX_FILE_BYTES,
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
     SAVEPOINT_RULES,
@@ -51,6 +53,7 @@ from chainlens.analyzer import (
     StoreError,
     StoreLimits,
     VersionError,
+    WriteError,
     check_bytes,
     check_file,
     check_paths,
@@ -69,6 +72,8 @@ from chainlens.analyzer import (
     explain_id,
     load_savepoint,
     parse_flink_range,
+    read_bounded,
+    read_head,
     render_dot,
     render_github,
     render_graph_text,
@@ -83,6 +88,7 @@ from chainlens.analyzer import (
     upgrade_of,
     upgrade_to_json,
     variants_to_json,
+    write_atomic,
 )
 from chainlens.analyzer import finding_sort_key as sort_key
 from chainlens.analyzer import render_findings_text as render_text
@@ -649,9 +655,10 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
             try:
-                text = Path(path).read_bytes().decode("utf-8")
+                text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                print(f"chainlens: error: {path}: cannot read: {exc}", file=sys.stderr)
+                why = exc.strerror if isinstance(exc, OSError) else exc
+                print(f"chainlens: error: {path}: cannot read: {why}", file=sys.stderr)
                 worst = 1
                 continue
             up = upgrade_of(
@@ -679,7 +686,7 @@ def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
         paths = discover([given], resolver) if Path(given).is_dir() else [given]
         for path in paths:
             try:
-                text = Path(path).read_bytes().decode("utf-8")
+                text = read_bounded(path, MAX_FILE_BYTES).decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 result = _graph_of(str(path), resolver)
                 texts.append(render_graph_text([result]))
@@ -731,7 +738,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _report_diff(analysed, summary, out)
     report = _render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        _write_output(args.output_file, report)
     else:
         out.write(report)
     return _exit_status(args, findings)
@@ -761,9 +768,18 @@ def _write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
     overwrite) or to ``out``."""
     if args.output_file:
         check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        _write_output(args.output_file, report)
     else:
         out.write(report)
+
+
+def _write_output(name: str, report: str) -> None:
+    """Write the report to ``-o FILE`` whole or not at all (a full disk leaves
+    the previous report as it was); a device (``/dev/stdout``) is written to."""
+    try:
+        write_atomic(name, report, follow_symlinks=True)
+    except WriteError as exc:
+        raise WriteError(f"-o {name}", exc.detail) from None
 
 
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -860,7 +876,7 @@ def _savepoint_diff(files: Sequence[FileCheck], out: TextIO) -> int:
         if not file.fixed_text:
             continue
         try:
-            data = Path(file.path).read_bytes()
+            data = read_head(file.path, MAX_FILE_BYTES)[0]
         except OSError as exc:
             raise RefusedError(f"{file.display}: {exc.strerror or exc}") from None
         text = diff_of(data, file.fixed_text, file.display)
@@ -1058,15 +1074,18 @@ def _check_stdin(
     """``chainlens check -``: the program on standard input, configured as the
     file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
     standard output and the findings to standard error (as ruff does)."""
-    data = sys.stdin.buffer.read()
     name = args.stdin_filename or "-"
     where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
     check_selectors(resolver.layers_for(where))
     shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    config = resolver.config_for(where)
+    # never more than the limit plus one byte in memory (a larger program is
+    # reported too large and, with --fix, passed through as it came)
+    data = sys.stdin.buffer.read(config.max_file_bytes + 1)
     checked = check_bytes(
         str(where),
         data,
-        resolver.config_for(where),
+        config,
         display=shown,
         fix=mode is not Mode.CHECK,
     )
@@ -1087,6 +1106,8 @@ def _check_stdin(
     if mode is Mode.FIX:
         text = checked.fixed_text
         sys.stdout.buffer.write(text.encode("utf-8") if text is not None else data)
+        if text is None:
+            shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
         sys.stdout.flush()
         sys.stderr.write(report)
     else:
@@ -1255,6 +1276,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         HistoryError,
         DeploymentError,
         DeploymentNotFoundError,
+        WriteError,
         StoreError,
         RestError,
     ) as exc:

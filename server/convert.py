@@ -15,11 +15,13 @@ from typing import Final
 from lsprotocol import types
 
 from chainlens.analyzer import (
+    MAX_FILE_BYTES,
     Diagnostic,
     Severity,
     SourcePosition,
     SourceRange,
     TextEdit,
+    read_bounded,
 )
 
 #: Line breaks as both Python's tokenizer and the LSP count them.
@@ -142,7 +144,7 @@ def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
     if where.path is None:
         return types.Location(uri=uri, range=lines.to_lsp_range(where))
     try:
-        text = Path(where.path).read_text(encoding="utf-8")
+        text = read_bounded(where.path, MAX_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         text = ""
     other = TextLines(text, lines.encoding) if text else None

@@ -28,9 +28,10 @@ from tests.test_lsp import position_of
 FIXTURES = Path(__file__).parent / "fixtures" / "lsp"
 PIPELINE = (FIXTURES / "pipeline.py").read_text(encoding="utf-8")
 SLOW = HEADER + CASES["exponential recursion"][0] + JOB
-# seconds of analysis (in the server too): a long file of plain statements
+# seconds of analysis (in the server too): a long file of plain statements,
+# below the number of tokens chainlens parses
 SLOWER = (
-    HEADER + "".join(f"v{i} = [{i}, 'x', ({i}, {i} + 1)]\n" for i in range(12000)) + JOB
+    HEADER + "".join(f"v{i} = [{i}, 'x', ({i}, {i} + 1)]\n" for i in range(6000)) + JOB
 )
 
 

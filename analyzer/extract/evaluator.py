@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from chainlens.analyzer.extract.arguments import (
     add_argument,
@@ -60,8 +61,10 @@ from chainlens.analyzer.extract.operations import (
     SEQ_OR_LITERAL,
     comparable,
     derived,
+    formatting_too_large,
     hashable,
     iterate,
+    method_too_large,
     range_size,
     too_large,
     truth,
@@ -118,8 +121,9 @@ class _StopError(Exception):
     """The program stops here (``raise``, ``sys.exit()``)."""
 
 
-#: Checks a module's text and trees before LibCST parses it (raises to refuse).
-Guard = Callable[[str, Sequence[ast.stmt]], None]
+#: Shown a text before anything parses it (statements None) and its ``ast``
+#: statements before LibCST parses it; raises to refuse the text.
+Guard = Callable[[str, Sequence[ast.stmt] | None], None]
 
 
 @dataclass(eq=False, slots=True)
@@ -462,6 +466,10 @@ class Evaluator:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
         if isinstance(left, str) and isinstance(right, str):
+            if len(left) + len(right) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of {len(left) + len(right):,} characters", node
+                )
             return left + right
         return derived(left, right)
 
@@ -496,6 +504,10 @@ class Evaluator:
                 parts.append(formatted)
             else:
                 parts.append(str(value))
+            if sum(map(len, parts)) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of more than {MAX_VALUE_SIZE:,} characters", node
+                )
         return "".join(parts)
 
     def eval_Tuple(self, node: cst.Tuple, scope: dict[str, object]) -> object:
@@ -594,10 +606,7 @@ class Evaluator:
             return Opaque("operation")
         why = too_large(op, left, right)
         if why is not None:
-            where = self.where(node) if node is not None else None
-            if node is not None:
-                self.note_unknown("value", why, node)
-            return Symbol("a value too large to follow", why, where)
+            return self.too_large(why, node)
         if isinstance(left, SEQ_OR_LITERAL) and isinstance(right, SEQ_OR_LITERAL):
             try:
                 return op(left, right)
@@ -1037,6 +1046,11 @@ class Evaluator:
             "format",
             "join",
         ):
+            why = method_too_large(
+                receiver, name, [*call.args.positional, *call.args.keywords.values()]
+            )
+            if why is not None:
+                return self.too_large(why, node)
             try:
                 return getattr(receiver, name)(
                     *call.args.positional, **call.args.keywords
@@ -1166,8 +1180,8 @@ class Evaluator:
                     return list(zip(*lists, strict=False))
             if name == "dict" and not args:
                 return dict(call.args.keywords)
-        except (TypeError, ValueError):
-            return Opaque(f"{name}()")
+        except (TypeError, ValueError, ArithmeticError):  # int(1e99999): the
+            return Opaque(f"{name}()")  # program itself fails here
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
         if name == "getattr" and len(args) == 2 and isinstance(args[1], str):
@@ -1324,18 +1338,23 @@ class Evaluator:
             return value
         text = self.read(found.path)
         parsed = None
+        refused = None
         if text is not None and len(text) <= MAX_MODULE_BYTES:
             try:
                 if self.guard is not None:
+                    self.guard(text, None)
                     self.guard(text, ast.parse(text).body)
                 parsed = PARSED.parse(found.path, text)
-            except Exception:  # a syntax error, a hostile text
+            except SyntaxError:
                 parsed = None
+            except Exception as exc:  # a text too large or deep to parse
+                refused = str(exc).removesuffix("; the file was not analysed")
+                refused = refused.removesuffix("; it was not analysed")
         if parsed is None:
+            why = refused or "it cannot be read or parsed"
             self.note_unknown(
                 "module",
-                f"module {name} ({found.path}) cannot be read or parsed: what it "
-                "defines is not followed",
+                f"module {name} ({found.path}) is not followed: {why}",
                 stmt,
             )
             self.modules[name] = None
@@ -1366,6 +1385,13 @@ class Evaluator:
 
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.record.unknown(subject, reason, self.where(node))
+
+    def too_large(self, why: str, node: cst.CSTNode | None) -> Symbol:
+        """A value too large to follow (``why``), said where it is built."""
+        where = self.where(node) if node is not None else None
+        if node is not None:
+            self.note_unknown("value", why, node)
+        return Symbol("a value too large to follow", why, where)
 
 
 @dataclass(eq=False, slots=True)
@@ -1476,12 +1502,44 @@ def _ends_program(block: cst.BaseSuite) -> bool:
     )
 
 
-_EMPTY_MODULE = cst.Module(body=())
+class _EnoughError(Exception):
+    """The start of a node's code is all that is shown."""
+
+
+@dataclass
+class _CodeStart(CodegenState):
+    """LibCST's code generation, stopped once enough of the code is written:
+    the code of a whole subtree for each node of a chain made showing each
+    unknown of it quadratic (390 nested conditional expressions took 4 s)."""
+
+    written: int = 0
+
+    def add_token(self, value: str) -> None:
+        super().add_token(value)
+        self.written += len(value)
+        if self.written > 200:
+            raise _EnoughError
+
+
+#: The start of the code of nodes shown lately (by id, the node kept so its id
+#: is not reused): a program replayed until its budget shows the same few
+#: nodes tens of thousands of times.
+_CODES: dict[int, tuple[cst.CSTNode, str]] = {}
 
 
 def _code(node: cst.CSTNode) -> str:
-    text = _EMPTY_MODULE.code_for_node(node).strip()
-    return text if len(text) <= 60 else text[:57] + "..."
+    known = _CODES.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    state = _CodeStart(default_indent="    ", default_newline="\n")
+    with contextlib.suppress(_EnoughError):
+        node._codegen(state)
+    text = "".join(state.tokens).strip()
+    text = text if len(text) <= 60 else text[:57] + "..."
+    if len(_CODES) >= 4096:
+        _CODES.clear()
+    _CODES[id(node)] = (node, text)
+    return text
 
 
 def _format(
@@ -1511,7 +1569,11 @@ def _format(
                 return None
             pieces.append(str(inner))
         spec = "".join(pieces)
+    why = formatting_too_large(spec, (text,))
+    if why is not None:
+        evaluator.note_unknown("value", why, part)
+        return None
     try:
         return format(text, spec)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):
         return None

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import libcst as cst
 
+from chainlens.analyzer.files import read_text_bounded
+
 #: Reads a module's text; None when it cannot be read.
 ReadText = Callable[[Path], "str | None"]
 
@@ -36,11 +38,10 @@ MAX_MODULE_BYTES = 2_000_000
 
 
 def read_from_disk(path: Path) -> str | None:
-    """Read ``path`` as UTF-8 (None if it cannot be read or decoded)."""
+    """Read ``path`` as UTF-8 (None if it cannot be read or decoded, is not a
+    regular file or is larger than ``MAX_MODULE_BYTES``)."""
     try:
-        if path.stat().st_size > MAX_MODULE_BYTES:
-            return None
-        return path.read_bytes().decode("utf-8")
+        return read_text_bounded(path, MAX_MODULE_BYTES)
     except (OSError, UnicodeDecodeError):
         return None
 
