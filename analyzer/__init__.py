@@ -26,6 +26,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "display_path": ("check", "display_path"),
     "diff_of": ("check", "diff_of"),
     "discover": ("discovery", "discover"),
+    "Fault": ("discovery", "Fault"),
+    # reading and writing files
+    "AtomicFile": ("files", "AtomicFile"),
+    "UnreadableError": ("files", "UnreadableError"),
+    "WriteError": ("files", "WriteError"),
+    "atomic_writer": ("files", "atomic_writer"),
+    "kind_of": ("files", "kind_of"),
+    "reason": ("files", "reason"),
+    "read_bounded": ("files", "read_bounded"),
+    "read_head": ("files", "read_head"),
+    "write_atomic": ("files", "write_atomic"),
     "Comparison": ("gate.compare", "Comparison"),
     "compare_with_base": ("gate.compare", "compare_with_base"),
     "compare_upgrade": ("gate.compare", "compare_upgrade"),
@@ -167,6 +178,7 @@ __all__ = [
     "PARALLEL_THRESHOLD",
     "SAVEPOINT_RULES",
     "AnalysisResult",
+    "AtomicFile",
     "CheckSummary",
     "ClusterDiff",
     "Comparison",
@@ -183,6 +195,7 @@ __all__ = [
     "Document",
     "EdgeFact",
     "EditorBaseline",
+    "Fault",
     "FileCheck",
     "FileFacts",
     "FileUpgrade",
@@ -210,13 +223,16 @@ __all__ = [
     "StoreError",
     "StoreLimits",
     "TextEdit",
+    "UnreadableError",
     "VariantChange",
     "VariantFacts",
     "VersionComparison",
     "VersionError",
+    "WriteError",
     "analyze_graphs",
     "apply_deployment",
     "apply_fixes",
+    "atomic_writer",
     "base_section",
     "check_bytes",
     "check_document",
@@ -252,14 +268,18 @@ __all__ = [
     "finding_sort_key",
     "is_descriptor_name",
     "is_pyflink_source",
+    "kind_of",
     "load_savepoint",
     "materialize",
     "one_line",
     "parse_flink_range",
     "parse_flink_version",
     "project_deployments",
+    "read_bounded",
+    "read_head",
     "read_metadata",
     "read_module",
+    "reason",
     "render_cluster_diff",
     "render_deployment_runs_json",
     "render_dot",
@@ -295,6 +315,7 @@ __all__ = [
     "upgrade_section",
     "variant_facts",
     "variants_of_file",
+    "write_atomic",
 ]
 
 
@@ -378,10 +399,21 @@ if TYPE_CHECKING:
     from chainlens.analyzer.deploy.targets import (
         run_document as deployment_run_document,
     )
-    from chainlens.analyzer.discovery import discover, is_pyflink_source
+    from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
     from chainlens.analyzer.errors import one_line
     from chainlens.analyzer.extract.modules import read_from_disk as read_module
     from chainlens.analyzer.extract.parse import ModuleCache
+    from chainlens.analyzer.files import (
+        AtomicFile,
+        UnreadableError,
+        WriteError,
+        atomic_writer,
+        kind_of,
+        read_bounded,
+        read_head,
+        reason,
+        write_atomic,
+    )
     from chainlens.analyzer.fix import apply_fixes
     from chainlens.analyzer.gate.compare import (
         SAVEPOINT_RULES,

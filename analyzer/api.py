@@ -175,9 +175,24 @@ def _analyze_text(
                 ),
             ),
         )
+    lone = _SURROGATE.search(text)
+    if lone is not None:  # an editor's buffer: no file can hold it
+        before = _BREAKS.split(text[: lone.start()])
+        line, column = len(before), len(before[-1])
+        where = SourceRange(
+            SourcePosition(line, column), SourcePosition(line, column + 1)
+        )
+        message = (
+            f"the text holds U+{ord(lone.group()):04X}, half of a surrogate pair, "
+            "which no UTF-8 file can hold; it was not analysed"
+        )
+        return AnalysisResult(path, problems=(Problem("decode-error", message, where),))
     module: cst.Module | None = None
     tree: ast.Module | None = None
     try:
+        # what Python's parser and LibCST are given is bounded first: their
+        # memory grows with the tokens (up to 8 KB per token for LibCST)
+        _refuse_deep(text, None)
         if cache is not None:
             # a new version of a text parsed before: only the changed lines
             module = cache.reparse(text, _refuse_deep)
@@ -205,18 +220,10 @@ def _analyze_text(
                 ),
             ),
         )
-    except _TooDeepError as exc:
+    except _TooLargeError as exc:
         return AnalysisResult(
             path,
-            problems=(
-                Problem(
-                    "too-large",
-                    f"an expression is nested {exc.depth} levels deep (limit "
-                    f"{MAX_NESTING_DEPTH}, e.g. a chain of hundreds of calls); "
-                    "the file was not analysed",
-                    _start(),
-                ),
-            ),
+            problems=(Problem("too-large", exc.message, exc.where or _start()),),
             uses_pyflink=uses_pyflink(text),
         )
     except cst.ParserSyntaxError as exc:
@@ -287,39 +294,104 @@ def _analyze_text(
     )
 
 
-#: LibCST's parser slows down steeply with nesting (a chain of 400 calls takes
-#: half a second, 2,000 calls most of a minute), so deeper files are refused.
-MAX_NESTING_DEPTH = 500
-NESTING_CHECK_PARENS = 300
+#: LibCST's parser (native code) slows down steeply with nesting and crashes
+#: the process past a depth (measured, one run on a shared 2-core machine, with
+#: the Python nesting of ``ast``: ``x = 1+1+...`` of 2,000 terms 1.0 s, 4,000
+#: 4.8 s, 6,000 33 s, 8,000 a segmentation fault; ``x = ----1`` of 2,000 minus
+#: signs 242 MB, 4,000 889 MB; ``a.b().b()...`` of 500 calls 2.2 s, 2,000 calls
+#: 39 s).  A statement nested deeper than this is refused before LibCST sees it.
+MAX_NESTING_DEPTH = 1_000
+#: LibCST needs 1 to 8 KB of memory per token and CPython's ``ast`` up to
+#: 1.5 KB (200,000 statements ``1`` took 794 MB and 15 s in LibCST; 2,500,000
+#: took 63 s and 3.8 GB in ``ast.parse`` alone): a text with more tokens than
+#: this (counted by :data:`_TOKEN`, about Python's count) is not parsed.
+MAX_TOKENS = 100_000
+#: Python's line breaks.
+_BREAKS = re.compile(r"\r\n|\r|\n")
+#: A code point a str may hold but no UTF-8 text (a JSON string may send one).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: A Python token, about: a comment or a string literal is one.
+_TOKEN = re.compile(
+    r"#[^\r\n]*"
+    r"|[rRbBuUfF]{0,3}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\")"
+    r"|[rRbBuUfF]{0,3}(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\")"
+    r"|\w+|[^\s\w]"
+)
 
 
-class _TooDeepError(Exception):
-    def __init__(self, depth: int) -> None:
-        super().__init__(depth)
-        self.depth = depth
+class _TooLargeError(Exception):
+    def __init__(self, message: str, where: SourceRange | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
 
 
-def _refuse_deep(text: str, statements: Sequence[ast.stmt]) -> None:
-    """Refuse (raise) a text LibCST would take too long on, before it parses it."""
-    if text.count("(") <= NESTING_CHECK_PARENS:
+def _refuse_deep(text: str, statements: Sequence[ast.stmt] | None) -> None:
+    """Refuse (raise) a text Python's parser or LibCST would take too much
+    time or memory on, or crash on: before anything parses it (``statements``
+    None) too many tokens; before LibCST parses it, a statement nested too
+    deeply (the ``ast`` of the text, its ``statements``)."""
+    if statements is None:
+        tokens = _TOKEN.subn("", text)[1]
+        if tokens > MAX_TOKENS:
+            raise _TooLargeError(
+                f"the file has about {tokens:,} tokens, more than the "
+                f"{MAX_TOKENS:,} chainlens parses; it was not analysed"
+            )
         return
-    depth = max((_nesting_depth(s) for s in statements), default=0)
-    if depth > MAX_NESTING_DEPTH:
-        raise _TooDeepError(depth)
+    node = _too_deep(statements)
+    if node is not None:
+        line = getattr(node, "lineno", 1)
+        column = getattr(node, "col_offset", 0)
+        where = SourceRange(SourcePosition(line, column), SourcePosition(line, column))
+        raise _TooLargeError(
+            f"the statement at line {line} is too deeply nested for analysis "
+            f"(more than {MAX_NESTING_DEPTH:,} levels: a chain of hundreds of "
+            "operators, calls or attributes); the file was not analysed",
+            where,
+        )
 
 
-def _nesting_depth(tree: ast.AST) -> int:
-    """Return the deepest nesting of AST nodes (iteratively: no recursion limit)."""
-    deepest = 0
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_NESTING_DEPTH:
-                return deepest
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+def _too_deep(statements: Sequence[ast.stmt]) -> ast.stmt | None:
+    """The first statement nested deeper than MAX_NESTING_DEPTH.
+
+    The depth is LibCST's: that of ``ast``, but a boolean operation of n
+    operands counts n levels (LibCST nests them two by two), and so does an
+    imported module name of n dots.  Iterative (no
+    recursion limit), and cheap: a node on one line cannot nest deeper than
+    twice its length in characters (each level of ``ast`` but a few wrappers
+    has a token of its own), so such a subtree that could not reach the limit
+    is not walked.
+    """
+    for statement in statements:
+        stack: list[tuple[ast.AST, int]] = [(statement, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_NESTING_DEPTH:
+                return statement
+            line = getattr(node, "lineno", None)
+            if line is not None and getattr(node, "end_lineno", None) == line:
+                width = (node.end_col_offset or 0) - (node.col_offset or 0)  # type: ignore[attr-defined]
+                if depth + 2 * width + 8 <= MAX_NESTING_DEPTH:
+                    continue
+            # `a and b and c` is one BoolOp in ast, nested binary operations
+            # in LibCST (9,375 of them crashed it); the dotted name of an
+            # import is a string in ast, nested attributes in LibCST
+            step = len(node.values) if isinstance(node, ast.BoolOp) else 1
+            dotted = _dotted_name(node)
+            if dotted and depth + dotted.count(".") > MAX_NESTING_DEPTH:
+                return statement
+            stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _dotted_name(node: ast.AST) -> str | None:
+    """The dotted module name an import node holds as a string."""
+    if isinstance(node, ast.alias):
+        return node.name
+    if isinstance(node, ast.ImportFrom):
+        return node.module
+    return None
 
 
 def _syntax_problem(text: str, fallback: str) -> Problem:
@@ -328,7 +400,7 @@ def _syntax_problem(text: str, fallback: str) -> Problem:
         compile(text, "<analysed>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         line = exc.lineno or 1
-        lines = text.split("\n")
+        lines = _BREAKS.split(text)
         line_text = lines[line - 1] if 0 < line <= len(lines) else ""
         # CPython's offset is 1-based, in UTF-8 bytes before 3.12 for some errors;
         # clamp it to the line.

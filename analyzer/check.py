@@ -48,9 +48,16 @@ from chainlens.analyzer.config import (
     Settings,
 )
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
-from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.files import (
+    WriteError,
+    is_symlink,
+    read_head,
+    reason,
+    write_atomic,
+)
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
@@ -71,6 +78,9 @@ PARALLEL_THRESHOLD: Final = 20
 MAX_FIX_PASSES: Final = 10
 
 _FILE_START: Final = SourceRange(SourcePosition(1, 0), SourcePosition(1, 0))
+#: A line with its break, as Python and patch count them (str.splitlines also
+#: breaks at form feeds, U+2028, ...: the diff's lines would not be the file's).
+_LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class Mode(enum.Enum):
@@ -261,7 +271,7 @@ def fingerprints(diagnostics: Sequence[Diagnostic], text: str) -> tuple[str, ...
         line = lines[line_number - 1] if 0 < line_number <= len(lines) else ""
         normalized = " ".join(line.split())
         digest = hashlib.sha256(
-            f"{diagnostic.code.code}\0{normalized}".encode()
+            f"{diagnostic.code.code}\0{normalized}".encode("utf-8", "surrogatepass")
         ).hexdigest()[:16]
         seen[digest] += 1
         by_index[index] = f"{digest}:{seen[digest]}"
@@ -409,10 +419,10 @@ def decode_problem(exc: DecodeError, side: str = "") -> Problem:
 def load_source(path: str | Path, config: Config) -> SourceText | Problem:
     """Read one file (never more than the limit) and decode it as
     :func:`check_bytes` does; or why it is not analysed."""
-    try:
-        data, size = _read(str(path), config)
+    try:  # a regular file, never more than the limit plus one byte
+        data, size = read_head(str(path), config.max_file_bytes)
     except OSError as exc:
-        return Problem("read-error", f"cannot read: {exc.strerror or exc}", _FILE_START)
+        return Problem("read-error", reason(exc), _FILE_START)
     return source_of(data, config, size=size)
 
 
@@ -435,13 +445,6 @@ def _not_analysed(
     )
 
 
-def _read(path: str, config: Config) -> tuple[bytes, int]:
-    """A file's bytes (never more than the limit, plus one) and its size."""
-    size = os.stat(path).st_size
-    with open(path, "rb") as handle:
-        return handle.read(config.max_file_bytes + 1), size
-
-
 def check_file(
     path: str | Path,
     config: Config,
@@ -455,12 +458,10 @@ def check_file(
     ``Mode.DIFF`` show them.  Never raises.  ``covered``: see ``check_text``."""
     name = str(path)
     shown = display if display is not None else name
-    try:
-        data, size = _read(name, config)
+    try:  # a regular file, never more than the limit plus one byte
+        data, size = read_head(name, config.max_file_bytes)
     except OSError as exc:
-        problem = Problem(
-            "read-error", f"cannot read: {exc.strerror or exc}", _FILE_START
-        )
+        problem = Problem("read-error", reason(exc), _FILE_START)
         return _not_analysed(name, shown, problem, config)
     checked = check_bytes(
         name,
@@ -476,22 +477,31 @@ def check_file(
         return checked
     if mode is Mode.DIFF:
         return replace(checked, diff=diff_of(data, checked.fixed_bytes, shown))
-    if _read_again(name) != data:  # edited meanwhile: never overwrite that
-        unfixed = check_bytes(name, data, config, display=shown, covered=covered)
-        return replace(
-            unfixed,
-            notice=f"{shown} changed while it was being fixed; left as it is now "
-            "(run --fix again)",
+    notice = None
+    if is_symlink(name):  # never written through: the link may lead anywhere
+        notice = (
+            f"{shown} is a symbolic link; its fixes were not written (run --fix "
+            "on the file it points to)"
         )
-    with open(name, "wb") as handle:
-        handle.write(checked.fixed_bytes)
-    return checked
+    elif _read_again(name, config) != data:  # edited meanwhile: never overwrite
+        notice = (
+            f"{shown} changed while it was being fixed; left as it is now "
+            "(run --fix again)"
+        )
+    else:
+        try:
+            write_atomic(name, checked.fixed_bytes)
+        except WriteError as exc:
+            notice = f"{shown}: {exc.detail}; its fixes were not written"
+    if notice is None:
+        return checked
+    unfixed = check_bytes(name, data, config, display=shown, covered=covered)
+    return replace(unfixed, notice=notice)
 
 
-def _read_again(path: str) -> bytes | None:
+def _read_again(path: str, config: Config) -> bytes | None:
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_head(path, config.max_file_bytes)[0]
     except OSError:
         return None
 
@@ -501,8 +511,8 @@ def diff_of(data: bytes, fixed: bytes, display: str) -> str:
     unified diff of their texts."""
     diff = "".join(
         difflib.unified_diff(
-            decode_source(data).text.splitlines(keepends=True),
-            decode_source(fixed).text.splitlines(keepends=True),
+            _LINE.findall(decode_source(data).text),
+            _LINE.findall(decode_source(fixed).text),
             fromfile=display,
             tofile=display,
         )
@@ -579,7 +589,8 @@ def check_paths(
     file's :class:`AnalysisResult` (costly to send back from worker processes).
     """
     base = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
-    files = discover(paths, resolver, force_exclude=force_exclude)
+    faults: list[Fault] = []
+    files = discover(paths, resolver, force_exclude=force_exclude, faults=faults)
     covered = tuple(os.path.abspath(p) for p in paths)
     check_selectors({layer for path in files for layer in resolver.layers_for(path)})
     tasks = [
@@ -593,12 +604,27 @@ def check_paths(
         )
         for path in files
     ]
+    faulty = [_fault_check(fault, resolver, base) for fault in faults]
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        return [_check_task(task) for task in tasks]
-    workers = min(jobs, len(tasks))
-    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=chunksize))
+        checked = [_check_task(task) for task in tasks]
+    else:
+        workers = min(jobs, len(tasks))
+        chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            checked = list(pool.map(_check_task, tasks, chunksize=chunksize))
+    return sorted([*checked, *faulty], key=lambda c: os.path.abspath(c.path))
+
+
+def _fault_check(fault: Fault, resolver: ConfigResolver, base: Path) -> FileCheck:
+    """What the walk could not read: a folder is a CL000 finding (its files
+    are not checked, which a run must not pass over in silence); a pattern file
+    a warning (git, too, warns and goes on without its patterns)."""
+    shown = display_path(fault.path, base)
+    if fault.kind == "folder":
+        problem = Problem("read-error", fault.message, _FILE_START)
+        config = resolver.config_for(fault.path.parent / "__init__.py")
+        return _not_analysed(str(fault.path), shown, problem, config)
+    return FileCheck(str(fault.path), shown, notice=f"{shown}: {fault.message}")
 
 
 def default_jobs() -> int:

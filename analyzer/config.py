@@ -36,6 +36,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, NoReturn
 
+from chainlens.analyzer.files import (
+    MAX_SETTINGS_BYTES,
+    is_present,
+    read_text_bounded,
+    reason,
+)
 from chainlens.analyzer.model.deployment import Deployment
 from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.model.flink_versions import (
@@ -276,9 +282,9 @@ def load_config_file(path: str | Path) -> ConfigLayer | None:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text_bounded(path, MAX_SETTINGS_BYTES))
     except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror or exc}", path) from None
+        raise ConfigError(f"cannot read: {reason(exc)}", path) from None
     except UnicodeDecodeError:
         raise ConfigError("not valid UTF-8", path) from None
     except tomllib.TOMLDecodeError as exc:
@@ -583,7 +589,7 @@ def locate_config_file(directory: Path) -> ConfigLayer | None:
     """Return the config of ``directory`` itself (dotfile > file > pyproject)."""
     for name in CONFIG_FILE_NAMES:
         candidate = directory / name
-        if candidate.is_file():
+        if is_present(candidate) and not os.path.isdir(candidate):
             layer = _load_cached(candidate)
             if layer is not None:
                 return layer

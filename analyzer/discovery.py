@@ -7,6 +7,13 @@ command line are always checked, unless ``--force-exclude`` (what pre-commit
 uses) makes the exclusions apply to them too.  Of those, only files that use
 PyFlink are analysed: :func:`is_pyflink_source` is the cheap pre-check, done
 where the file is read (in the worker) so each file is read once.
+
+Symbolic links to folders are not walked into; a symbolic link to a file is
+checked when the file lies inside the folder walked, and left out otherwise (a
+link committed into a repository may lead anywhere).  What cannot be walked or
+read (a folder without permission, a ``.gitignore`` that is a FIFO, a device or
+too large) is a :class:`Fault`: the walk goes on without it and the caller
+reports it.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from chainlens.analyzer.config import ConfigResolver, glob_regex
+from chainlens.analyzer.files import MAX_SETTINGS_BYTES, read_bounded, reason
 
 PYTHON_SUFFIXES: Final = (".py", ".pyi")
 
@@ -26,6 +34,17 @@ PYTHON_SUFFIXES: Final = (".py", ".pyi")
 def is_pyflink_source(data: bytes) -> bool:
     """Tell cheaply whether file contents may use PyFlink (undecodable bytes too)."""
     return b"pyflink" in data
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """Something the walk could not read: a folder (``folder``: its files are
+    not checked) or a ``.gitignore`` / ``.git/info/exclude`` (``ignore-file``:
+    its patterns are not applied).  ``message`` is one line."""
+
+    path: Path
+    kind: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,23 +87,43 @@ def parse_gitignore(text: str, base: Path) -> tuple[_IgnoreRule, ...]:
 class GitIgnore:
     """The ``.gitignore`` rules in force in each directory (cached)."""
 
-    def __init__(self) -> None:
+    def __init__(self, faults: list[Fault] | None = None) -> None:
         self._rules: dict[Path, tuple[_IgnoreRule, ...]] = {}
+        self._faults = faults
 
     def rules_for(self, directory: Path) -> tuple[_IgnoreRule, ...]:
         """Return the rules of ``directory`` and of its parents up to the repository."""
         cached = self._rules.get(directory)
         if cached is not None:
             return cached
-        if (directory / ".git").exists():
-            inherited = _read_rules(directory / ".git" / "info" / "exclude", directory)
+        if os.path.lexists(directory / ".git"):
+            inherited = self._read(directory / ".git" / "info" / "exclude", directory)
         elif directory.parent != directory:
             inherited = self.rules_for(directory.parent)
         else:
             inherited = ()
-        rules = (*inherited, *_read_rules(directory / ".gitignore", directory))
+        rules = (*inherited, *self._read(directory / ".gitignore", directory))
         self._rules[directory] = rules
         return rules
+
+    def _read(self, path: Path, base: Path) -> tuple[_IgnoreRule, ...]:
+        """The rules of one pattern file; none (and a fault) when it cannot be
+        read: as git, which warns and goes on without them."""
+        try:
+            data = read_bounded(path, MAX_SETTINGS_BYTES)
+        except FileNotFoundError:
+            return ()
+        except OSError as exc:
+            if os.path.lexists(path) and self._faults is not None:
+                self._faults.append(
+                    Fault(
+                        path,
+                        "ignore-file",
+                        f"not read, its patterns are not applied: {reason(exc)}",
+                    )
+                )
+            return ()
+        return parse_gitignore(data.decode("utf-8", errors="replace"), base)
 
     def is_ignored(self, path: Path, *, is_dir: bool) -> bool:
         """Tell whether git ignores ``path`` (the last matching rule wins)."""
@@ -102,64 +141,115 @@ class GitIgnore:
         return ignored
 
 
-def _read_rules(path: Path, base: Path) -> tuple[_IgnoreRule, ...]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ()
-    return parse_gitignore(text, base)
-
-
 def discover(
     paths: Sequence[str | Path],
     resolver: ConfigResolver,
     *,
     force_exclude: bool = False,
+    faults: list[Fault] | None = None,
+    special: bool = False,
 ) -> list[Path]:
     """Return the files to check under ``paths``, sorted and without duplicates.
 
     A path that does not exist is returned as is, so that it is reported.
+    What the walk cannot read is added to ``faults`` (when given).  With
+    ``special``, ``.py`` and ``.pyi`` entries that are not regular files (a
+    FIFO, a broken or looping symbolic link, a folder named ``x.py``) are
+    returned too, so that reading them says what they are (the fleet scan
+    gives each a row); otherwise they are left out, as git leaves them.
     """
-    gitignore = GitIgnore()
+    gitignore = GitIgnore(faults)
     found: dict[str, Path] = {}
     for given in paths:
         path = Path(given)
         if force_exclude and resolver.is_excluded(path):
             continue
         if path.is_dir():
-            for file in _walk(path, resolver, gitignore):
+            walk = _Walk(path, resolver, gitignore, faults, special)
+            for file in walk.files():
                 found.setdefault(os.path.abspath(file), file)
         else:
             found.setdefault(os.path.abspath(path), path)
     return [found[key] for key in sorted(found)]
 
 
-def _walk(root: Path, resolver: ConfigResolver, gitignore: GitIgnore) -> Iterable[Path]:
-    stack = [root]
-    while stack:
-        directory = stack.pop()
-        absolute_dir = Path(os.path.abspath(directory))
-        respect = resolver.respect_gitignore(absolute_dir)
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            continue
-        subdirectories: list[Path] = []
-        for entry in entries:
+class _Walk:
+    """One folder walked (iteratively: no recursion limit)."""
+
+    def __init__(
+        self,
+        root: Path,
+        resolver: ConfigResolver,
+        gitignore: GitIgnore,
+        faults: list[Fault] | None,
+        special: bool,
+    ) -> None:
+        self.root = root
+        self.real_root = os.path.realpath(root)
+        self.resolver = resolver
+        self.gitignore = gitignore
+        self.faults = faults
+        self.special = special
+
+    def _inside(self, link: Path) -> bool:
+        """Tell whether the symbolic link ``link`` leads to a file in the root."""
+        target = os.path.realpath(link)
+        return target == self.real_root or target.startswith(
+            self.real_root.rstrip(os.sep) + os.sep
+        )
+
+    def files(self) -> Iterable[Path]:
+        stack = [self.root]
+        while stack:
+            directory = stack.pop()
+            absolute_dir = Path(os.path.abspath(directory))
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file()
-            except OSError:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as exc:
+                if self.faults is not None:
+                    self.faults.append(
+                        Fault(
+                            directory,
+                            "folder",
+                            f"the folder cannot be listed ({reason(exc)}); the "
+                            "files in it are not checked",
+                        )
+                    )
                 continue
-            if not is_dir and not (is_file and entry.name.endswith(PYTHON_SUFFIXES)):
-                continue
-            absolute = absolute_dir / entry.name
-            if resolver.is_excluded_entry(absolute):
-                continue
-            if respect and gitignore.is_ignored(absolute, is_dir=is_dir):
-                continue
-            if is_dir:
-                subdirectories.append(directory / entry.name)
-            else:
-                yield directory / entry.name
-        stack.extend(reversed(subdirectories))
+            respect = self.resolver.respect_gitignore(absolute_dir)
+            subdirectories: list[Path] = []
+            for entry in entries:
+                kind = self._kind(entry)
+                if kind is None:
+                    continue
+                absolute = absolute_dir / entry.name
+                is_dir = kind == "dir"
+                if self.resolver.is_excluded_entry(absolute):
+                    continue
+                if respect and self.gitignore.is_ignored(absolute, is_dir=is_dir):
+                    continue
+                if is_dir:
+                    subdirectories.append(directory / entry.name)
+                    if self.special and entry.name.endswith(PYTHON_SUFFIXES):
+                        yield directory / entry.name  # a folder named x.py
+                else:
+                    yield directory / entry.name
+            stack.extend(reversed(subdirectories))
+
+    def _kind(self, entry: os.DirEntry[str]) -> str | None:
+        """ "dir" (walked into), "file" (checked) or None (left out)."""
+        python = entry.name.endswith(PYTHON_SUFFIXES)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                return "dir"
+            if not python:
+                return None
+            if entry.is_symlink():
+                if not entry.is_file():  # broken, looping, or not to a file
+                    return "file" if self.special else None
+                return "file" if self._inside(Path(entry.path)) else None
+            if entry.is_file(follow_symlinks=False):
+                return "file"
+        except OSError:
+            pass
+        return "file" if self.special and python else None

@@ -29,6 +29,7 @@ from typing import Final
 from chainlens.analyzer.config import ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import MAX_MODULE_BYTES, project_root
+from chainlens.analyzer.files import read_bounded
 
 #: programs returned at most
 MAX_PROGRAMS: Final = 20
@@ -40,16 +41,16 @@ MAX_FILES: Final = 5_000
 
 def _imports(dotted: str) -> list[re.Pattern[bytes]]:
     """Patterns of the import statements that load module ``dotted``."""
-    name = re.escape(dotted.encode())
+    name = re.escape(dotted.encode("utf-8", "surrogateescape"))
     found = [re.compile(rb"(?m)^[ \t]*(?:import|from)[ \t]+" + name + rb"\b")]
     if "." in dotted:
         parent, last = dotted.rsplit(".", 1)
         found.append(
             re.compile(
                 rb"(?m)^[ \t]*from[ \t]+"
-                + re.escape(parent.encode())
+                + re.escape(parent.encode("utf-8", "surrogateescape"))
                 + rb"[ \t]+import[ \t]+\(?[\w\s,\\]*?\b"
-                + re.escape(last.encode())
+                + re.escape(last.encode("utf-8", "surrogateescape"))
                 + rb"\b"
             )
         )
@@ -58,7 +59,7 @@ def _imports(dotted: str) -> list[re.Pattern[bytes]]:
 
 def _relative_imports(stem: str) -> re.Pattern[bytes]:
     """The relative imports that may load a module named ``stem``."""
-    name = re.escape(stem.encode())
+    name = re.escape(stem.encode("utf-8", "surrogateescape"))
     return re.compile(
         rb"(?m)^[ \t]*from[ \t]+\.+(?:[\w.]*\.)?" + name + rb"\b"
         rb"|^[ \t]*from[ \t]+\.+[\w.]*[ \t]+import[ \t]+\(?[\w\s,\\]*?\b"
@@ -99,7 +100,7 @@ class _Search:
         a relative import of its name from inside its package."""
         target = module.parent if module.name == "__init__.py" else module
         stem = target.name.removesuffix(".py")
-        if stem.encode() not in data:
+        if stem.encode("utf-8", "surrogateescape") not in data:
             return False
         if module not in self.tops:
             self.tops[module] = _package_top(module)
@@ -115,7 +116,7 @@ class _Search:
             parts = target.relative_to(base).with_suffix("").parts
             if (
                 not all(p.isidentifier() for p in parts)
-                or parts[0].encode() not in data
+                or parts[0].encode("utf-8", "surrogateescape") not in data
             ):
                 continue
             dotted = ".".join(parts)
@@ -164,7 +165,7 @@ def _project_texts(root: Path) -> list[tuple[Path, bytes]]:
             found.append((path, cached[1]))
             continue
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, MAX_MODULE_BYTES)
         except OSError:
             continue
         with _LOCK:

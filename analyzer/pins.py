@@ -31,6 +31,12 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from chainlens.analyzer.files import (
+    MAX_PIN_FILE_BYTES,
+    is_present,
+    is_regular,
+    read_text_bounded,
+)
 from chainlens.analyzer.model.flink_versions import (
     VersionError,
     newest_satisfying,
@@ -89,7 +95,7 @@ def find_pin(start: Path) -> Pin | None:
         pin = pin_of_directory(directory)
         if pin is not None:
             return pin
-        if (directory / ".git").exists() or directory.parent == directory:
+        if is_present(directory / ".git") or directory.parent == directory:
             return None
         directory = directory.parent
 
@@ -122,7 +128,7 @@ def _candidates(directory: Path) -> list[Path]:
         directory / "setup.cfg",
         directory / "Pipfile",
     ]
-    return [f for f in ordered if f.is_file()]
+    return [f for f in ordered if is_regular(f)]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -130,7 +136,7 @@ def _pin_cached(stamp: tuple[tuple[str, int], ...]) -> Pin | None:
     for name, _ in stamp:
         path = Path(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_text_bounded(path, MAX_PIN_FILE_BYTES)
         except (OSError, UnicodeDecodeError):
             continue
         if not _MENTION.search(text):

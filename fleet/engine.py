@@ -50,15 +50,21 @@ def read_and_scan(
     With ``previous`` (path -> sha256 of the last scan), an unchanged file gives
     one ``("reuse", (repo, path))`` marker instead of being analysed.
     """
+    from chainlens.analyzer import UnreadableError, read_head, reason
     from chainlens.fleet.rows import error_rows  # loaded once per worker
 
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+    try:  # a regular file only (a FIFO would hang), its first bytes only
+        data, size = read_head(path, MAX_FILE_BYTES)
     except OSError as exc:
-        message = f"cannot read: {exc.strerror or exc}"
+        if os.path.isdir(path) and not isinstance(exc, UnreadableError):
+            message = (
+                f"the folder cannot be listed ({reason(exc)}); the files in it "
+                "are not scanned"
+            )
+        else:
+            message = f"cannot read: {reason(exc)}"
         return error_rows(repo, path, "read-error", message, None).tagged()
-    return scan_bytes(repo, path, data, previous)
+    return scan_bytes(repo, path, data, previous, size)
 
 
 def scan_bytes(
@@ -66,13 +72,15 @@ def scan_bytes(
     path: str,
     data: bytes | bytearray,
     previous: dict[tuple[str, str], str] | None,
+    size: int | None = None,
 ) -> list[tuple[str, Row]]:
     """Executor side: the tagged rows of one file's bytes (any more than
     MAX_FILE_BYTES + 1 dropped, as read_and_scan reads them), or one
     ``("reuse", (repo, path))`` marker when ``previous`` has the same content
-    hash."""
+    hash.  ``size`` is the whole file's (default: ``len(data)``)."""
     from chainlens.fleet.rows import scan_file
 
+    size = len(data) if size is None else size
     data = bytes(data[: MAX_FILE_BYTES + 1])
     if previous:
         import hashlib
@@ -80,7 +88,7 @@ def scan_bytes(
         key = (printable(repo), printable(path))  # as the tables hold them
         if previous.get(key) == hashlib.sha256(data).hexdigest():
             return [("reuse", key)]
-    return scan_file(repo, path, data).tagged()
+    return scan_file(repo, path, data, size=size).tagged()
 
 
 def balanced(
@@ -464,7 +472,7 @@ def _remote_jobs(
         # (and one that could not be asked about: the driver's read says why)
         return size <= 0 or _hidden_by_spark(source.path)
 
-    named = [source for source, size in sources if left_out(source, size)]
+    named = [(source, size) for source, size in sources if left_out(source, size)]
     read = [source for source, size in sources if not left_out(source, size)]
     jobs = []
     if read:
@@ -484,17 +492,21 @@ def _remote_jobs(
             frame.rdd.mapPartitionsWithIndex(_write_parts(staging, prefix, scan_row))
         )
     if named:
-        items = [(s.repo, s.path, _read_on_driver(sc, s.path)) for s in named]
+        items = [
+            (s.repo, s.path, _read_on_driver(sc, s.path), size) for s, size in named
+        ]
 
-        def scan_item(item: tuple[str, str, bytes | str]) -> list[tuple[str, Row]]:
-            repo, path, data = item
+        def scan_item(
+            item: tuple[str, str, bytes | str, int],
+        ) -> list[tuple[str, Row]]:
+            repo, path, data, size = item
             if isinstance(data, str):  # why it could not be read
                 from chainlens.fleet.rows import error_rows
 
                 message = f"cannot read: {data}"
                 return error_rows(repo, path, "read-error", message, None).tagged()
             known = shared.value if shared is not None else None
-            return scan_bytes(repo, path, data, known)
+            return scan_bytes(repo, path, data, known, max(size, len(data)))
 
         slices = max(1, min(len(items), sc.defaultParallelism))
         jobs.append(

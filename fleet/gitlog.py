@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
 
+from chainlens.analyzer import read_bounded
+
+#: A shallow clone's list of boundary commits larger than this is not read.
+MAX_SHALLOW_BYTES: Final = 64 * 1024 * 1024
 #: The environment git runs in: no locks taken, messages in English.
 _ENV: Final = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
 #: A file mode git gives blobs (regular or executable files; not links or
@@ -148,7 +152,7 @@ def walk(
         if not listed.is_absolute():
             listed = Path(root) / listed
         try:
-            boundary = set(listed.read_text().split())
+            boundary = set(os.fsdecode(read_bounded(listed, MAX_SHALLOW_BYTES)).split())
         except OSError:
             boundary = set()
     revisions = [history.head]

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from chainlens.analyzer import write_atomic
 from chainlens.fleet.history_tables import read_rows
 from chainlens.fleet.report import _bar_chart
 
@@ -273,10 +272,9 @@ the head of each branch: give each a uid (or pin its ID with
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file renamed into place."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    """Write ``text`` to ``path``: whole or not at all (the analyzer's writer:
+    a temporary file beside it, synced, renamed into place)."""
+    write_atomic(path, text)
 
 
 def write_report(summary: dict[str, Any], directory: Path) -> None:

@@ -9,8 +9,6 @@ run, and an empty part for a table no task wrote to.
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -19,7 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from chainlens.analyzer import atomic_writer, read_bounded, write_atomic
 from chainlens.fleet.history_schema import HISTORY_SCHEMAS, HISTORY_TABLES
+
+#: A larger state file is not one a history run wrote.
+MAX_STATE_BYTES: Final = 256 * 1024 * 1024
 
 Row = tuple[object, ...]
 
@@ -56,9 +58,8 @@ def write_part(directory: Path, name: str, part: str, rows: list[Row]) -> None:
     temporary name first."""
     folder = directory / name
     folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".{part}.{uuid.uuid4().hex[:8]}.tmp"
-    pq.write_table(_table(name, rows), str(temporary))
-    os.replace(temporary, folder / f"{part}.parquet")
+    with atomic_writer(folder / f"{part}.parquet") as handle:
+        pq.write_table(_table(name, rows), handle)
 
 
 def write_parts(directory: str | Path, part: str, rows: dict[str, list[Row]]) -> None:
@@ -129,7 +130,8 @@ def keep_previous(
             )
         target = staging / name
         target.mkdir(parents=True, exist_ok=True)
-        pq.write_table(kept, str(target / "part-previous.parquet"))
+        with atomic_writer(target / "part-previous.parquet") as handle:
+            pq.write_table(kept, handle)
         kept_rows += kept.num_rows
     return kept_rows
 
@@ -137,7 +139,7 @@ def keep_previous(
 def read_state(out: Path) -> dict[str, Any] | None:
     """The state an earlier run left in ``out`` (None: none, or not readable)."""
     try:
-        data = json.loads((out / STATE_FILE).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(out / STATE_FILE, MAX_STATE_BYTES))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if not isinstance(data, dict) or data.get("kind") != STATE_KIND:
@@ -149,11 +151,8 @@ def read_state(out: Path) -> dict[str, Any] | None:
 def write_state(directory: Path, repos: dict[str, Any]) -> None:
     """Write the state file into ``directory``: a temporary file renamed into
     place (a reader never sees half of it)."""
-    target = directory / STATE_FILE
-    temporary = directory / f".{STATE_FILE}.{uuid.uuid4().hex[:8]}.tmp"
-    temporary.write_text(
+    write_atomic(
+        directory / STATE_FILE,
         json.dumps({"kind": STATE_KIND, "version": 1, "repos": repos}, sort_keys=True)
         + "\n",
-        encoding="utf-8",
     )
-    os.replace(temporary, target)

@@ -6,15 +6,19 @@ Files are found on the local disk or on the file systems Spark reads (HDFS, S3,
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from chainlens.analyzer import DEFAULT_EXCLUDE
+from chainlens.analyzer import DEFAULT_EXCLUDE, Fault, kind_of, read_bounded, reason
 
+#: A list file larger than this is refused (about two million paths).
+MAX_LIST_BYTES: Final = 256 * 1024 * 1024
 #: A URI's scheme and authority (``hdfs://nn:8020``, ``file:``).
 URI_PREFIX: Final = r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?"
 
@@ -67,11 +71,19 @@ def check_roots(roots: Sequence[str]) -> None:
     """Fail clearly, before Spark starts, for a local root that is not there."""
     for root in roots:
         path = _local(root)
-        if not path.is_file() and not path.is_dir():
-            raise ScanError(f"{root}: no such directory or list file")
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise ScanError(f"{root}: no such directory or list file") from None
+            raise ScanError(f"{root}: cannot read: {reason(exc)}") from None
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise ScanError(f"{root}: is {kind_of(mode)}, not a directory or list file")
 
 
-def discover(roots: Sequence[str]) -> list[Source]:
+def discover(
+    roots: Sequence[str], log: Callable[[str], None] | None = None
+) -> list[Source]:
     """List the Python files under local roots (a repository, or a folder of them).
 
     A root with ``.git`` (or ``pyproject.toml``) is one repository named after
@@ -85,7 +97,11 @@ def discover(roots: Sequence[str]) -> list[Source]:
     ``.py`` and ``.pyi`` files less the default exclusions, the repository's
     ``exclude``/``extend-exclude`` and what its ``.gitignore`` ignores.  A
     repository whose configuration cannot be read is listed with the default
-    exclusions only (its files' rows then say what is wrong with it).
+    exclusions only (its files' rows then say what is wrong with it).  What
+    cannot be read is listed too, so that its row says why: a folder that
+    cannot be listed, and ``.py`` entries that are no regular file (a FIFO, a
+    broken or looping symbolic link, a folder named ``x.py``).  A
+    ``.gitignore`` that cannot be read is not applied, and *log* says so.
     """
     from chainlens.analyzer import ConfigError, ConfigResolver
     from chainlens.analyzer import discover as discover_files
@@ -96,43 +112,80 @@ def discover(roots: Sequence[str]) -> list[Source]:
     for root in roots:
         path = _local(root)
         if path.is_file() and path.suffix == ".py":  # one Python file
-            sources.append(Source(path.resolve().parent.name or "-", str(path)))
+            sources.append(Source(_name(path.resolve().parent), str(path)))
             continue
         if path.is_file():
-            data = path.read_bytes()
-            if b"\0" in data:
-                raise ScanError(f"{root}: not a list of paths (a binary file)")
-            # names are bytes: those that are not UTF-8 come as Python gives them
-            for raw in data.decode("utf-8", "surrogateescape").splitlines():
-                line = raw.strip()
-                if not line or line.startswith("#"):
-                    continue
-                repo, _, listed = line.rpartition("\t")
-                listed_path = listed.strip()
-                if listed_path.startswith("file:"):
-                    listed_path = str(_local(listed_path))
-                sources.append(
-                    Source(repo or Path(listed_path).parent.name or "-", listed_path)
-                )
+            sources.extend(_listed(root, path))
             continue
-        if (path / ".git").exists() or (path / "pyproject.toml").exists():
-            repos = [(path.name, path)]
-        else:
-            repos = sorted(
-                (child.name, child)
-                for child in path.iterdir()
-                if child.is_dir()
-                and child.name not in SKIPPED_DIRS
-                and not child.name.startswith(".")
-            )
+        try:
+            if os.path.lexists(path / ".git") or os.path.lexists(
+                path / "pyproject.toml"
+            ):
+                repos = [(_name(path.resolve()), path)]
+            else:
+                repos = sorted(
+                    (child.name, child)
+                    for child in path.iterdir()
+                    if child.is_dir()
+                    and child.name not in SKIPPED_DIRS
+                    and not child.name.startswith(".")
+                )
+        except OSError as exc:
+            raise ScanError(f"{root}: cannot read the folder: {reason(exc)}") from None
         for name, repo_dir in repos:
             # the files `chainlens check` checks in the repository: its
             # exclusions and .gitignore, the default ones
+            faults: list[Fault] = []
             try:
-                files = discover_files([repo_dir], resolver)
+                files = discover_files(
+                    [repo_dir], resolver, faults=faults, special=True
+                )
             except ConfigError:
-                files = discover_files([repo_dir], ConfigResolver(isolated=True))
-            sources.extend(Source(name, str(file)) for file in files)
+                faults.clear()
+                files = discover_files(
+                    [repo_dir],
+                    ConfigResolver(isolated=True),
+                    faults=faults,
+                    special=True,
+                )
+            unreadable = [f.path for f in faults if f.kind == "folder"]
+            for fault in faults:
+                if fault.kind != "folder" and log is not None:
+                    log(f"chainlens: warning: {fault.path}: {fault.message}")
+            sources.extend(
+                Source(name, str(file))
+                # an unreadable folder among them: its row says why
+                for file in sorted([*files, *unreadable], key=os.path.abspath)
+            )
+    return sources
+
+
+def _name(folder: Path) -> str:
+    """A repository's name: its folder's (``-`` for the file system's root)."""
+    return folder.name or "-"
+
+
+def _listed(root: str, path: Path) -> list[Source]:
+    """The files a list file names."""
+    try:
+        data = read_bounded(path, MAX_LIST_BYTES)
+    except OSError as exc:
+        raise ScanError(f"{root}: cannot read the list: {reason(exc)}") from None
+    if b"\0" in data:
+        raise ScanError(f"{root}: not a list of paths (a binary file)")
+    sources = []
+    # names are bytes: those that are not UTF-8 come as Python gives them
+    for raw in data.decode("utf-8", "surrogateescape").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        repo, _, listed = line.rpartition("\t")
+        listed_path = listed.strip()
+        if listed_path.startswith("file:"):
+            listed_path = str(_local(listed_path))
+        sources.append(
+            Source(repo or Path(listed_path).parent.name or "-", listed_path)
+        )
     return sources
 
 

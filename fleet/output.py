@@ -14,6 +14,8 @@ folder and what to do:
 * ``--out`` is a result chainlens wrote, but someone has since put files in it
   (those are named).
 
+* ``--out`` holds a folder chainlens cannot read (what it holds is unknown).
+
 A new or empty folder is always fine.  The check is made again just before the
 result is put in place, since a scan can take a while.
 """
@@ -26,8 +28,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from chainlens.analyzer import read_bounded, write_atomic
+
 #: The manifest every result folder carries, listing the files chainlens wrote.
 MARKER: Final = ".chainlens-fleet.json"
+#: A larger manifest is not one chainlens wrote (it lists a scan's part files).
+MAX_MANIFEST_BYTES: Final = 64 * 1024 * 1024
 #: What the manifest says it is (a file of this name written by anyone else is
 #: not taken for one).
 KIND: Final = "chainlens fleet scan result"
@@ -39,9 +45,21 @@ class OutputError(Exception):
 
 def _files(folder: Path) -> list[str]:
     """Every file and symbolic link under *folder*, relative, ``/``-separated
-    (folders themselves are not listed; an empty folder is nobody's data)."""
+    (folders themselves are not listed; an empty folder is nobody's data).
+
+    Raises :class:`OutputError` when a folder in it cannot be read: what it
+    holds is unknown, so it is nobody's to delete."""
     found: list[str] = []
-    for top, dirs, files in os.walk(folder):
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else folder
+        raise OutputError(
+            f"--out {folder}: holds a folder chainlens cannot read ({where}: "
+            f"{exc.strerror or exc}), which may hold files replacing it would "
+            "delete; name a new or empty folder, or remove this one yourself"
+        )
+
+    for top, dirs, files in os.walk(folder, onerror=unreadable):
         relative = os.path.relpath(top, folder)
         for name in files + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
             found.append(name if relative == "." else f"{relative}/{name}")
@@ -50,19 +68,16 @@ def _files(folder: Path) -> list[str]:
 
 def write_manifest(result: Path) -> None:
     """Write the manifest into a finished *result* folder (its last file)."""
-    (result / MARKER).write_text(
+    write_atomic(
+        result / MARKER,
         json.dumps({"kind": KIND, "files": _files(result)}, indent=0) + "\n",
-        encoding="utf-8",
     )
 
 
 def _manifest(out: Path) -> set[str] | None:
     """The files the manifest in *out* lists, or None when there is none."""
-    marker = out / MARKER
-    if not marker.is_file():
-        return None
     try:
-        data = json.loads(marker.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(out / MARKER, MAX_MANIFEST_BYTES))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     if not isinstance(data, dict) or data.get("kind") != KIND:

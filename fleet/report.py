@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from chainlens.analyzer import write_atomic
 from chainlens.fleet.schema import SCHEMAS, TABLES
 
 
@@ -533,11 +534,11 @@ lines, a file for its findings and jobs.</p>
 
 def write_report(summary: dict[str, Any], directory: Path) -> None:
     """Write ``summary.json`` and ``report.html`` into ``directory``."""
-    (directory / "summary.json").write_text(
+    write_atomic(
+        directory / "summary.json",
         json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n",
-        encoding="utf-8",
     )
-    (directory / "report.html").write_text(render_html(summary), encoding="utf-8")
+    write_atomic(directory / "report.html", render_html(summary))
 
 
 def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:

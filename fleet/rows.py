@@ -90,13 +90,20 @@ def _flag(value: object) -> bool | None:
 
 
 def error_rows(
-    repo: str, path: str, code: str, message: str, data: bytes | None
+    repo: str,
+    path: str,
+    code: str,
+    message: str,
+    data: bytes | None,
+    size: int | None = None,
 ) -> FileRows:
-    """Rows of a file that could not be analysed (only a ``files`` row)."""
+    """Rows of a file that could not be analysed (only a ``files`` row);
+    ``size`` is the file's (default: ``len(data)``)."""
     repo, path = printable(repo), printable(path)
     rows = FileRows()
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
-    size = len(data) if data is not None else None
+    if size is None and data is not None:
+        size = len(data)
     rows.files.append(
         (repo, path, 0, ERROR, code, message, digest, size, None, None, 0, 0)
     )
@@ -104,28 +111,35 @@ def error_rows(
 
 
 def scan_file(
-    repo: str, path: str, data: bytes | None, config: Config | None = None
+    repo: str,
+    path: str,
+    data: bytes | None,
+    config: Config | None = None,
+    *,
+    size: int | None = None,
 ) -> FileRows:
     """Analyse one file's bytes and return its rows. Never raises.
 
     ``config`` defaults to the file's own (``[tool.chainlens]`` found from its
     folder, as ``chainlens check`` finds it); ``data`` may be the file's first
-    ``MAX_FILE_BYTES + 1`` bytes only (the file is then too large).
+    ``MAX_FILE_BYTES + 1`` bytes only, with ``size`` the whole file's (it is
+    then too large, and its row records its real size).
     """
     repo, path = printable(repo), printable(path)
     if data is None:
         return error_rows(repo, path, "read-error", "the file could not be read", None)
+    size = len(data) if size is None else max(size, len(data))
     try:
         if config is None:
             config = config_for(path)
     except ConfigError as exc:
-        return error_rows(repo, path, "config-error", str(exc), data)
+        return error_rows(repo, path, "config-error", str(exc), data, size)
     try:
-        return _scan(repo, path, data, config)
+        return _scan(repo, path, data, config, size)
     except Exception as exc:  # the per-file boundary: a row, never a failed task
         detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return error_rows(
-            repo, path, "internal-error", f"chainlens failed: {detail}", data
+            repo, path, "internal-error", f"chainlens failed: {detail}", data, size
         )
 
 
@@ -145,10 +159,10 @@ def config_for(path: str) -> Config:
     return resolver.config_for(path)
 
 
-def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
+def _scan(repo: str, path: str, data: bytes, config: Config, size: int) -> FileRows:
     digest = hashlib.sha256(data).hexdigest()
     started = time.perf_counter()
-    checked = check_bytes(path, data, config)
+    checked = check_bytes(path, data, config, size=size)
     elapsed = (time.perf_counter() - started) * 1000
     if not checked.analysed or checked.result is None:
         rows = FileRows()
@@ -161,7 +175,7 @@ def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
                 None,
                 None,
                 digest,
-                len(data),
+                size,
                 None,
                 None,
                 0,
@@ -169,7 +183,7 @@ def _scan(repo: str, path: str, data: bytes, config: Config) -> FileRows:
             )
         )
         return rows
-    return result_rows(repo, path, digest, len(data), checked.result, elapsed)
+    return result_rows(repo, path, digest, size, checked.result, elapsed)
 
 
 def result_rows(

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,7 +106,7 @@ def run_scan(options: ScanOptions) -> dict[str, Any]:
         # analysis is loaded
         starting = Starting(options, out.parent / f"{out.name}.spark.log")
         try:
-            sources, listed = _list(local_roots)
+            sources, listed = _list(local_roots, options.log)
             timings.since_start("listing_s")
             cluster = _join(starting)
         except BaseException:
@@ -182,10 +182,12 @@ def _new_staging(out: Path) -> Path:
     return staging
 
 
-def _list(local_roots: list[str]) -> tuple[list[Source], list[Source]]:
+def _list(
+    local_roots: list[str], log: Callable[[str], None]
+) -> tuple[list[Source], list[Source]]:
     """The files to scan: those on local disks, and those named by URI in list
     files (read through Spark)."""
-    sources = discover(local_roots)
+    sources = discover(local_roots, log)
     listed = [s for s in sources if not _is_local(s.path)]
     return [s for s in sources if _is_local(s.path)], listed
 

@@ -1,7 +1,7 @@
 """The six Parquet tables, written and read with pyarrow (no JVM involved).
 
 A classic Spark scan writes each task's rows from the Python worker that made
-them: one part file per table and task, written under a temporary name and
+them: one part file per table and task, written under a temporary name, synced and
 renamed (a retried task replaces its own part, never adds one).  The rows never
 cross into the JVM.  The driver adds the rows re-used from the previous scan
 and an empty part for a table no task wrote to, so each table always has its
@@ -10,8 +10,6 @@ schema.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from chainlens.analyzer import AtomicFile, atomic_writer
 from chainlens.fleet.report import summary_keys
 from chainlens.fleet.schema import SCHEMAS, TABLES, Row
 
@@ -61,7 +60,7 @@ class PartWriter:
         self._directory = Path(directory)
         self._part = part
         self._rows: dict[str, list[Row]] = {name: [] for name in TABLES}
-        self._writers: dict[str, tuple[pq.ParquetWriter, Path]] = {}
+        self._writers: dict[str, tuple[pq.ParquetWriter, AtomicFile]] = {}
         self.totals: Totals = Counter()
 
     def add(self, table: str, row: Row) -> None:
@@ -80,9 +79,10 @@ class PartWriter:
         if table not in self._writers:
             folder = self._directory / table
             folder.mkdir(parents=True, exist_ok=True)
-            temporary = folder / f".{self._part}.{uuid.uuid4().hex[:8]}.tmp"
-            writer = pq.ParquetWriter(str(temporary), ARROW_SCHEMAS[table])
-            self._writers[table] = (writer, temporary)
+            # written under a temporary name, renamed when whole (see close)
+            target = AtomicFile(folder / f"{self._part}.parquet")
+            writer = pq.ParquetWriter(target.handle, ARROW_SCHEMAS[table])
+            self._writers[table] = (writer, target)
         self._writers[table][0].write_table(_table(table, rows))
         rows.clear()
 
@@ -90,16 +90,18 @@ class PartWriter:
         """Write what is buffered and put each part file in place."""
         for table in TABLES:
             self._flush(table)
-        for writer, temporary in self._writers.values():
+        for writer, target in self._writers.values():
             writer.close()
-            os.replace(temporary, temporary.parent / f"{self._part}.parquet")
+            target.commit()
         self._writers.clear()
 
     def abort(self) -> None:
         """Drop the unfinished part files (a failed task leaves nothing)."""
-        for writer, temporary in self._writers.values():
-            writer.close()
-            temporary.unlink(missing_ok=True)
+        for writer, target in self._writers.values():
+            try:
+                writer.close()
+            finally:
+                target.discard()
         self._writers.clear()
 
 
@@ -107,7 +109,8 @@ def write_table(directory: Path, name: str, part: str, rows: list[Row]) -> None:
     """Write ``rows`` (possibly none) as one part file of table ``name``."""
     folder = directory / name
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(_table(name, rows), str(folder / f"{part}.parquet"))
+    with atomic_writer(folder / f"{part}.parquet") as handle:
+        pq.write_table(_table(name, rows), handle)
 
 
 def complete(directory: Path) -> None:
@@ -154,7 +157,8 @@ def copy_reused(out: Path, staging: Path, keys: Iterable[tuple[str, str]]) -> To
         kept = table.filter(pc.is_in(key, value_set=chosen))
         target = staging / name
         target.mkdir(parents=True, exist_ok=True)
-        pq.write_table(kept, str(target / "part-reused.parquet"))
+        with atomic_writer(target / "part-reused.parquet") as handle:
+            pq.write_table(kept, handle)
         for row in zip(*(column.to_pylist() for column in kept.columns), strict=True):
             for counter_key, count in summary_keys(name, row):
                 totals[counter_key] += count

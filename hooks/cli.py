@@ -30,6 +30,7 @@ from chainlens.analyzer import (
     MetadataError,
     RestError,
     StoreError,
+    WriteError,
     one_line,
 )
 from chainlens.hooks.commands import (
@@ -111,6 +112,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         HistoryError,
         DeploymentError,
         DeploymentNotFoundError,
+        WriteError,
         StoreError,
         RestError,
     ) as exc:

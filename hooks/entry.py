@@ -25,9 +25,20 @@ def isolate_python_children() -> None:
     os.environ["PYTHONSAFEPATH"] = "1"
 
 
+def names_as_bytes() -> None:
+    """Write file names that are not UTF-8 (POSIX names are bytes, decoded
+    with surrogate escapes) as the bytes they are, as ``ls`` and git do, rather
+    than fail: Python's standard streams are strict in a UTF-8 locale."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "") == "strict":
+            reconfigure(errors="surrogateescape")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     isolate_python_children()
+    names_as_bytes()
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["fleet"]:
         from chainlens.fleet.cli import main as fleet_main

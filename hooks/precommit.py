@@ -28,7 +28,7 @@ from pathlib import Path
 
 from chainlens.analyzer import ConfigResolver, project_deployments
 from chainlens.hooks.cli import dispatch
-from chainlens.hooks.entry import isolate_python_children
+from chainlens.hooks.entry import isolate_python_children, names_as_bytes
 from chainlens.hooks.options import add_check_arguments
 
 
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the files pre-commit passes; return 0 clean, 1 findings, 2 errors."""
     isolate_python_children()
+    names_as_bytes()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -7,12 +7,16 @@ listens on a socket for debugging.  The server converts; every fact comes from
 
 from __future__ import annotations
 
+import copy
 import logging
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Final
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from chainlens.server import routes, version
 from chainlens.server.convert import apply_content_change
@@ -20,6 +24,10 @@ from chainlens.server.handlers import diagnostic
 from chainlens.server.session import Analysis, Session, Snapshot
 
 log = logging.getLogger(__name__)
+
+
+#: What a message that cannot be read becomes (it is not handled further).
+_ANSWERED: Final = object()
 
 
 class ChainlensProtocol(LanguageServerProtocol):
@@ -33,11 +41,53 @@ class ChainlensProtocol(LanguageServerProtocol):
     """
 
     def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
         futures = self._request_futures
         for msg_id, future in list(futures.items()):  # one atomic copy
             if future.done() and futures.get(msg_id) is future:
                 del futures[msg_id]
         super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Iterator[tuple[Any, tuple[Any, ...], None]]:
+        """pygls' handler, its copy of the document updated from a copy.
+
+        pygls splits its copy of a document with ``str.splitlines`` (which
+        also breaks at form feeds, U+2028, U+2029...) and, for a position past
+        the end of one of its lines, shortens the client's position *in place*
+        (``PositionCodec.position_from_client_units``).  The server keeps the
+        text itself (:attr:`ChainlensServer.documents`, the protocol's lines)
+        and was then given the shortened position: after such a character the
+        edits went to the wrong place and the analysis reported what the
+        editor did not show (a false "unindent does not match", a syntax error
+        at the wrong column)."""
+        spare = copy.deepcopy(params)
+        try:
+            for change in spare.content_changes:
+                self.workspace.update_text_document(spare.text_document, change)
+        except Exception:  # pygls' copy only: the server's own is kept right
+            log.warning("pygls could not apply a change to its copy", exc_info=True)
+        handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
+        if handler is not None:
+            yield handler, (params,), None
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls' reading of a message, answering a request it cannot read.
+
+        A request whose parameters do not fit the protocol (a hover at line
+        -1) was logged ("Unable to deserialize message") and never answered:
+        the client waited for ever.  It gets the JSON-RPC error pygls raised
+        (InvalidParams); a notification that cannot be read is dropped, as the
+        protocol leaves nothing to answer."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], None, exc.to_response_error())
+            return _ANSWERED
 
 
 class ChainlensServer(LanguageServer):

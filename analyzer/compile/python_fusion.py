@@ -8,7 +8,7 @@ first one's uid and uid hash.  See docs/flink-model.md §3 and §4.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -43,13 +43,27 @@ class Workspace:
     env_order: list[int]
     new_id: Callable[[], int]
     unknowns: list[Unknown] = field(default_factory=list)
+    #: how many inputs (of every transformation, reachable or not) name each id
+    refs: Counter[int] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        for t in self.transformations.values():
+            self.refs.update(t.inputs)
 
     def get(self, tid: int) -> Transformation:
         return self.transformations[tid]
 
     def put(self, t: Transformation) -> Transformation:
+        old = self.transformations.get(t.id)
+        if old is not None:
+            self.refs.subtract(old.inputs)
+        self.refs.update(t.inputs)
         self.transformations[t.id] = t
         return t
+
+    def drop(self, tid: int) -> None:
+        """Forget a transformation no input names any more."""
+        self.refs.subtract(self.transformations.pop(tid).inputs)
 
     def forward_partition(self, input_id: int) -> Transformation:
         """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
@@ -104,9 +118,14 @@ def align_transformations(ws: Workspace) -> None:
             ws.put(replace(t, **changes))  # type: ignore[arg-type]
 
 
-def _consumers(ws: Workspace, roots: list[int]) -> dict[int, list[int]]:
+#: transformation -> its consumers (an ordered set: only who and how many
+#: matter, and a source read by thousands of operators is updated in O(1))
+Consumers = dict[int, dict[int, None]]
+
+
+def _consumers(ws: Workspace, roots: list[int]) -> Consumers:
     """Map each transformation reachable from ``roots`` to its consumers."""
-    consumers: dict[int, list[int]] = {}
+    consumers: Consumers = {}
     seen: set[int] = set()
     queue = deque(roots)
     while queue:
@@ -115,9 +134,7 @@ def _consumers(ws: Workspace, roots: list[int]) -> dict[int, list[int]]:
             continue
         seen.add(tid)
         for input_id in ws.get(tid).inputs:
-            users = consumers.setdefault(input_id, [])
-            if tid not in users:
-                users.append(tid)
+            consumers.setdefault(input_id, {})[tid] = None
             queue.append(input_id)
     return consumers
 
@@ -153,7 +170,7 @@ def _equal(ws: Workspace, a: object, b: object, what: str, t: Transformation) ->
 
 
 def _chain_with_input_if_possible(
-    ws: Workspace, t: Transformation, consumers: dict[int, list[int]]
+    ws: Workspace, t: Transformation, consumers: Consumers
 ) -> Transformation | None:
     """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
     if (
@@ -263,6 +280,8 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
     """
     consumers = _consumers(ws, list(ws.env_order))
     replaced: dict[int, int] = {}
+    #: the transformations fusion made (a chain of n operators makes n - 1)
+    made: set[int] = set()
     chained: dict[int, None] = {}
     done: set[int] = set()
     queue: deque[int] = deque([target] if target is not None else ws.env_order)
@@ -282,6 +301,13 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
             _rewire(ws, consumers, fused, up_id, t.id)
             for old_id in old:
                 replaced[old_id] = fused.id
+            made.add(fused.id)
+            if up_id in made and ws.refs[up_id] <= 0:
+                # fused again, and no input names it (a union may still read
+                # a step, as Flink's replaceInput leaves one of its inputs):
+                # keeping each step of a long chain (its names and members,
+                # each longer than the last) made fusion's memory quadratic
+                ws.drop(up_id)
         chained[new.id] = None
         for old_id in old:
             chained.pop(old_id, None)
@@ -289,10 +315,16 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
         queue.append(new.id)
         queue.extend(new.inputs)
     ws.env_order = list(chained)
-    for old_id, new_id in list(replaced.items()):
+    for old_id in list(replaced):
+        # the last replacement of each (each path followed once: a chain of n
+        # fused operators took n * n / 2 steps)
+        path = [old_id]
+        new_id = replaced[old_id]
         while new_id in replaced:
+            path.append(new_id)
             new_id = replaced[new_id]
-        replaced[old_id] = new_id
+        for step in path:
+            replaced[step] = new_id
     return replaced
 
 
@@ -305,13 +337,13 @@ def _fused_up_id(ws: Workspace, t: Transformation) -> int:
 
 def _rewire(
     ws: Workspace,
-    consumers: dict[int, list[int]],
+    consumers: Consumers,
     fused: Transformation,
     up_id: int,
     t_id: int,
 ) -> None:
     """Point t's consumers at the fused transformation; fix the consumer map."""
-    users = consumers.pop(t_id, [])
+    users = consumers.pop(t_id, {})
     for user_id in users:
         user = ws.get(user_id)
         if user.kind is TransformationKind.UNION:
@@ -331,5 +363,7 @@ def _rewire(
     consumers[fused.id] = users
     consumers.pop(up_id, None)
     for input_id in fused.inputs:
-        current = consumers.get(input_id, [])
-        consumers[input_id] = [fused.id if u == up_id else u for u in current]
+        current = consumers.setdefault(input_id, {})
+        if up_id in current:
+            del current[up_id]
+            current[fused.id] = None

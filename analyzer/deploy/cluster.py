@@ -30,6 +30,7 @@ from typing import Final
 from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.files import read_bounded
 from chainlens.analyzer.model.deployment import RunningJob
 from chainlens.analyzer.model.document import Document
 from chainlens.analyzer.model.flink_versions import (
@@ -130,8 +131,8 @@ def diff_running_job(
     assumed: int | None = None
     for path in files:
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_bounded(path, resolver.config_for(path).max_file_bytes)
+        except OSError:  # UnreadableError too: not a regular file, or too large
             continue
         if not is_pyflink_source(data):
             continue

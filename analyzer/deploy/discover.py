@@ -38,6 +38,7 @@ from chainlens.analyzer.deploy.yaml_nodes import (
     scalar,
     sequence,
 )
+from chainlens.analyzer.files import read_text_bounded
 from chainlens.analyzer.model.deployment import (
     Deployment,
     DeployProblem,
@@ -137,10 +138,8 @@ def _shown(path: Path, root: Path) -> str:
 def _read(path: Path, read: ReadText | None) -> str | None:
     if read is not None:
         return read(path)
-    try:
-        if path.stat().st_size > MAX_DESCRIPTOR_BYTES:
-            return None
-        return path.read_text(encoding="utf-8")
+    try:  # a regular file of at most the limit (a FIFO is never waited on)
+        return read_text_bounded(path, MAX_DESCRIPTOR_BYTES)
     except (OSError, UnicodeDecodeError):
         return None
 

@@ -17,6 +17,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from chainlens.analyzer.files import MAX_SETTINGS_BYTES, read_text_bounded
+
 _INSTRUCTION = re.compile(r"^\s*(COPY|ADD|WORKDIR)\s+(.*)$", re.IGNORECASE)
 
 
@@ -101,7 +103,7 @@ def map_path(image_path: str, dockerfile: Path, shown: str) -> Mapping | None:
     """Where ``image_path`` comes from according to ``dockerfile`` (None: no
     line of it puts anything there)."""
     try:
-        text = dockerfile.read_text(encoding="utf-8")
+        text = read_text_bounded(dockerfile, MAX_SETTINGS_BYTES)
     except (OSError, UnicodeDecodeError):
         return None
     context = dockerfile.parent

@@ -25,13 +25,17 @@ from pathlib import Path
 
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.deploy.apply import DeploymentResolver
-from chainlens.analyzer.deploy.discover import discover_deployments
+from chainlens.analyzer.deploy.discover import (
+    MAX_DESCRIPTOR_BYTES,
+    discover_deployments,
+)
 from chainlens.analyzer.deploy.findings import deployment_findings
 from chainlens.analyzer.deploy.targets import (
     base_settings,
     deployment_at,
     project_root,
 )
+from chainlens.analyzer.files import read_text_bounded
 from chainlens.analyzer.gate.compare import compare_with_base
 from chainlens.analyzer.gate.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
@@ -68,7 +72,7 @@ def descriptor_diagnostics(
         if Path(os.path.abspath(file)) == path:
             return text
         try:
-            return Path(file).read_text(encoding="utf-8")
+            return read_text_bounded(file, MAX_DESCRIPTOR_BYTES)
         except (OSError, UnicodeDecodeError):
             return None
 

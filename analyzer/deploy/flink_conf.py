@@ -15,6 +15,7 @@ from pathlib import Path
 from chainlens.analyzer.deploy.kubernetes import configuration
 from chainlens.analyzer.deploy.values import Collector
 from chainlens.analyzer.deploy.yaml_nodes import YamlError, compose_all, prepare
+from chainlens.analyzer.files import MAX_SETTINGS_BYTES, read_text_bounded, reason
 from chainlens.analyzer.model.deployment import Origin, Setting
 
 NAMES = ("config.yaml", "flink-conf.yaml")
@@ -25,10 +26,11 @@ def read_config_file(
 ) -> tuple[list[tuple[str, Setting]], Collector]:
     """The keys of a Flink configuration file, each with its line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path, MAX_SETTINGS_BYTES)
     except (OSError, UnicodeDecodeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "not valid UTF-8"
         collector = collector or Collector(shown)
-        collector.problem("unreadable", f"cannot read {shown}: {exc}", 1)
+        collector.problem("unreadable", f"cannot read {shown}: {why}", 1)
         return [], collector
     if path.name == "flink-conf.yaml":
         collector = collector or Collector(shown)

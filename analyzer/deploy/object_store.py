@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from chainlens.analyzer.files import write_atomic
 from chainlens.analyzer.model.savepoint import SavepointMetadata
 from chainlens.analyzer.savepoint.metadata import (
     METADATA_FILE,
@@ -293,12 +293,5 @@ def _name(entry: dict[str, Any]) -> str:
 
 
 def _write_new(target: Path, data: bytes) -> None:
-    """Write ``target`` whole or not at all (a temporary file, then a rename)."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".fetch-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Write ``target`` whole or not at all (the analyzer's atomic writer)."""
+    write_atomic(target, data)

@@ -195,8 +195,8 @@ class BuiltinCalls:
                     return list(zip(*lists, strict=False))
             if name == "dict" and not args:
                 return dict(call.args.keywords)
-        except (TypeError, ValueError):
-            return Opaque(f"{name}()")
+        except (TypeError, ValueError, ArithmeticError):  # int(1e99999): the
+            return Opaque(f"{name}()")  # program itself fails here
         if name in ("input", "open"):
             return self.dynamic(f"builtins.{name}", node)
         if name == "getattr" and len(args) == 2 and isinstance(args[1], str):

@@ -28,7 +28,7 @@ from chainlens.analyzer.extract.interface import (
     Record,
     Resolver,
 )
-from chainlens.analyzer.extract.operations import hashable, iterate
+from chainlens.analyzer.extract.operations import hashable, iterate, method_too_large
 from chainlens.analyzer.extract.syntax import body_of, code_of, decorated
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -40,6 +40,7 @@ from chainlens.analyzer.extract.values import (
     QualifiedRef,
     SuperRef,
 )
+from chainlens.analyzer.model.values import Symbol
 
 
 @dataclass(eq=False, slots=True)
@@ -100,6 +101,8 @@ class ClassCalls:
         def argparse_method(
             self, parser: ArgParser, name: str, call: Call
         ) -> object: ...
+
+        def too_large(self, why: str, node: cst.CSTNode | None) -> Symbol: ...
 
     def define_class(self, stmt: cst.ClassDef, scope: dict[str, object]) -> ClassDef:
         """Run a class body: its methods and class attributes."""
@@ -268,6 +271,11 @@ class ClassCalls:
             "format",
             "join",
         ):
+            why = method_too_large(
+                receiver, name, [*call.args.positional, *call.args.keywords.values()]
+            )
+            if why is not None:
+                return self.too_large(why, node)
             try:
                 return getattr(receiver, name)(
                     *call.args.positional, **call.args.keywords

@@ -54,9 +54,11 @@ from chainlens.analyzer.extract.operations import (
     BINOPS,
     COMPARE,
     LITERAL_TYPES,
+    MAX_VALUE_SIZE,
     SEQ_OR_LITERAL,
     comparable,
     derived,
+    formatting_too_large,
     hashable,
     iterate,
     too_large,
@@ -428,6 +430,10 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
         if isinstance(left, str) and isinstance(right, str):
+            if len(left) + len(right) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of {len(left) + len(right):,} characters", node
+                )
             return left + right
         return derived(left, right)
 
@@ -462,6 +468,10 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 parts.append(formatted)
             else:
                 parts.append(str(value))
+            if sum(map(len, parts)) > MAX_VALUE_SIZE:
+                return self.too_large(
+                    f"a string of more than {MAX_VALUE_SIZE:,} characters", node
+                )
         return "".join(parts)
 
     def eval_Tuple(self, node: cst.Tuple, scope: dict[str, object]) -> object:
@@ -560,10 +570,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             return Opaque("operation")
         why = too_large(op, left, right)
         if why is not None:
-            where = self.where(node) if node is not None else None
-            if node is not None:
-                self.note_unknown("value", why, node)
-            return Symbol("a value too large to follow", why, where)
+            return self.too_large(why, node)
         if isinstance(left, SEQ_OR_LITERAL) and isinstance(right, SEQ_OR_LITERAL):
             try:
                 return op(left, right)
@@ -853,6 +860,13 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     def note_unknown(self, subject: str, reason: str, node: cst.CSTNode) -> None:
         self.record.unknown(subject, reason, self.where(node))
 
+    def too_large(self, why: str, node: cst.CSTNode | None) -> Symbol:
+        """A value too large to follow (``why``), said where it is built."""
+        where = self.where(node) if node is not None else None
+        if node is not None:
+            self.note_unknown("value", why, node)
+        return Symbol("a value too large to follow", why, where)
+
 
 def _eval_opaque(
     self: Evaluator, node: cst.CSTNode, scope: dict[str, object]
@@ -892,7 +906,11 @@ def _format(
                 return None
             pieces.append(str(inner))
         spec = "".join(pieces)
+    why = formatting_too_large(spec, (text,))
+    if why is not None:
+        evaluator.note_unknown("value", why, part)
+        return None
     try:
         return format(text, spec)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):
         return None

@@ -34,8 +34,9 @@ class StopError(Exception):
     """The program stops here (``raise``, ``sys.exit()``)."""
 
 
-#: Checks a module's text and trees before LibCST parses it (raises to refuse).
-Guard = Callable[[str, Sequence[ast.stmt]], None]
+#: Shown a text before anything parses it (statements None) and its ``ast``
+#: statements before LibCST parses it; raises to refuse the text.
+Guard = Callable[[str, Sequence[ast.stmt] | None], None]
 
 
 @dataclass(eq=False, slots=True)

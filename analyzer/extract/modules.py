@@ -25,6 +25,7 @@ from pathlib import Path
 import libcst as cst
 
 from chainlens.analyzer.decoding import DecodeError, decode_source
+from chainlens.analyzer.files import read_bounded
 
 #: Reads a module's text; None when it cannot be read.
 ReadText = Callable[[Path], "str | None"]
@@ -39,11 +40,9 @@ MAX_MODULE_BYTES = 2_000_000
 
 def read_from_disk(path: Path) -> str | None:
     """Read ``path`` and decode it as Python does (None if it cannot be read
-    or decoded)."""
+    or decoded, is not a regular file or is larger than ``MAX_MODULE_BYTES``)."""
     try:
-        if path.stat().st_size > MAX_MODULE_BYTES:
-            return None
-        return decode_source(path.read_bytes()).text
+        return decode_source(read_bounded(path, MAX_MODULE_BYTES)).text
     except (OSError, DecodeError):
         return None
 

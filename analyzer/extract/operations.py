@@ -11,7 +11,8 @@ as an unknown instead.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import libcst as cst
@@ -144,4 +145,70 @@ def too_large(
                 return f"a sequence of {_size(seq) * times:,} items"
     if op is operator.add and _size(left) + _size(right) > MAX_VALUE_SIZE:
         return f"a sequence of {_size(left) + _size(right):,} items"
+    if op is operator.mod and isinstance(left, str | bytes):
+        values = right if isinstance(right, tuple) else (right,)
+        return formatting_too_large(left, values)
+    return None
+
+
+#: The numbers of a format (``%1000d``, ``{:>1000}``, ``.{n}f``): widths and
+#: precisions, which a formatted value is padded to.
+_NUMBERS = re.compile(rb"\d+")
+#: A replacement field in a field (``{:>{}}``): its width is one of the values.
+_NESTED = re.compile(rb"\{[^{}]*\{")
+
+
+def _length(value: object) -> int:
+    """The length of ``str(value)``, about (never building it)."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value.bit_length() // 3 + 2
+    return _size(value) * 8 + 32 if isinstance(value, list | tuple | dict) else 32
+
+
+def formatting_too_large(template: str | bytes, values: Sequence[object]) -> str | None:
+    """Why formatting ``values`` with ``template`` (``%``, ``str.format`` or an
+    f-string's format spec) would build a string too large to follow: a width
+    or precision in it (``*`` takes one from the values), or the values
+    themselves (None: it would not)."""
+    data = (
+        template.encode("utf-8", "surrogatepass")
+        if isinstance(template, str)
+        else template
+    )
+    widths = [len(n) for n in _NUMBERS.findall(data)]
+    if widths and max(widths) > 6:  # more than 999,999
+        return "a string padded to more than a million characters"
+    largest = max((int(n) for n in _NUMBERS.findall(data)), default=0)
+    if b"*" in data or _NESTED.search(data):  # a width taken from the values
+        largest = max(
+            [largest]
+            + [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        )
+    total = len(data) + largest + sum(_length(v) for v in values)
+    if total > MAX_VALUE_SIZE:
+        return f"a string of about {total:,} characters"
+    return None
+
+
+def method_too_large(receiver: str, name: str, args: Sequence[object]) -> str | None:
+    """Why ``receiver.name(*args)`` (a method of ``str`` the evaluator follows)
+    would build a string too large to follow (None: it would not)."""
+    if name == "format":
+        return formatting_too_large(receiver, args)
+    if name == "join" and args and isinstance(args[0], list | tuple):
+        items = args[0]
+        total = sum(_length(i) for i in items) + len(receiver) * max(len(items) - 1, 0)
+        if total > MAX_VALUE_SIZE:
+            return f"a string of about {total:,} characters"
+    if name == "replace" and len(args) >= 2:
+        old, new = args[0], args[1]
+        if isinstance(old, str) and isinstance(new, str):
+            count = receiver.count(old) if old else len(receiver) + 1
+            if len(args) > 2 and isinstance(args[2], int) and args[2] >= 0:
+                count = min(count, args[2])
+            total = len(receiver) + count * max(len(new) - len(old), 0)
+            if total > MAX_VALUE_SIZE:
+                return f"a string of about {total:,} characters"
     return None

@@ -160,18 +160,23 @@ class OwnModules:
             return value
         text = self.read(found.path)
         parsed = None
+        refused = None
         if text is not None and len(text) <= MAX_MODULE_BYTES:
             try:
                 if self.guard is not None:
+                    self.guard(text, None)
                     self.guard(text, ast.parse(text).body)
                 parsed = PARSED.parse(found.path, text)
-            except Exception:  # a syntax error, a hostile text
+            except SyntaxError:
                 parsed = None
+            except Exception as exc:  # a text too large or deep to parse
+                refused = str(exc).removesuffix("; the file was not analysed")
+                refused = refused.removesuffix("; it was not analysed")
         if parsed is None:
+            why = refused or "it cannot be read or parsed"
             self.note_unknown(
                 "module",
-                f"module {name} ({found.path}) cannot be read or parsed: what it "
-                "defines is not followed",
+                f"module {name} ({found.path}) is not followed: {why}",
                 stmt,
             )
             self.modules[name] = None

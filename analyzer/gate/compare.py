@@ -26,11 +26,18 @@ from chainlens.analyzer.check import (
     display_path,
     findings_of,
 )
-from chainlens.analyzer.config import Config, ConfigResolver
+from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.files import (
+    WriteError,
+    is_symlink,
+    read_bounded,
+    read_head,
+    write_atomic,
+)
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.gate.history import (
     Base,
@@ -130,7 +137,7 @@ def compare_with_base(
     unchanged = compared = 0
     for rel, path in sorted(work.items()):
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         if not is_pyflink_source(data):
@@ -202,7 +209,7 @@ def compare_upgrade(
     checked: list[FileCheck] = []
     for path in files:
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         if not is_pyflink_source(data):
@@ -255,16 +262,31 @@ def _pinned(
     if not write:
         diff = diff_of(data, fixed, checked.display)
         return replace(checked, fixed_text=fixed_text, fixed_bytes=fixed, diff=diff)
+    if is_symlink(path):
+        return replace(
+            checked,
+            notice=f"{checked.display} is a symbolic link; its fixes were not "
+            "written (run --fix on the file it points to)",
+        )
     try:
-        if path.read_bytes() != data:
+        if read_bounded(path, len(data)) != data:
             return replace(
                 checked,
                 notice=f"{checked.display} changed while it was being fixed; left "
                 "as it is now",
             )
-        path.write_bytes(fixed)
-    except OSError as exc:
-        return replace(checked, notice=f"{checked.display}: not written: {exc}")
+        write_atomic(path, fixed)
+    except OSError:
+        return replace(
+            checked,
+            notice=f"{checked.display} changed while it was being fixed; left "
+            "as it is now",
+        )
+    except WriteError as exc:
+        return replace(
+            checked,
+            notice=f"{checked.display}: {exc.detail}; its fixes were not written",
+        )
     left = tuple(f for f in checked.findings if not f.fixable)
     return replace(
         checked,
@@ -736,7 +758,7 @@ def compare_with_savepoint(
     best: tuple[int, int, int] | None = None  # (claimed, file index, job index)
     for path in files:
         try:
-            data = path.read_bytes()
+            data = read_head(path, MAX_FILE_BYTES)[0]
         except OSError:
             continue
         source = _decoded(data)
@@ -938,7 +960,8 @@ def explain_id(
     if ref is None:
         for path in discover(given, resolver):
             try:
-                sources.append((display_path(path, here), path, path.read_bytes()))
+                data = read_head(path, MAX_FILE_BYTES)[0]
+                sources.append((display_path(path, here), path, data))
             except OSError:
                 continue
     else:

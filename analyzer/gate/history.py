@@ -9,6 +9,7 @@ is never touched.  Renames are followed as git finds them (``git diff -M``).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,28 +24,31 @@ class HistoryError(Exception):
 
 
 def _git(root: Path, *args: str, check: bool = True) -> str:
+    """Git's output, read as bytes: names are bytes (not UTF-8 for some, a
+    ``\r`` in others), decoded as Python decodes file names, losslessly."""
     try:
         done = subprocess.run(
             ["git", *args],
             cwd=root,
             capture_output=True,
-            text=True,
             check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
         )
     except FileNotFoundError:
         raise HistoryError("git is not installed (no `git` on PATH)") from None
+    except OSError as exc:  # an argument too long for the system, ...
+        raise HistoryError(f"git {args[0]} cannot run: {exc.strerror or exc}") from None
     if check and done.returncode != 0:
-        message = (done.stderr.strip().splitlines() or ["git failed"])[-1]
-        raise HistoryError(f"git {' '.join(args)}: {message}")
-    return done.stdout
+        stderr = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise HistoryError(f"git {args[0]}: {(stderr or ['git failed'])[-1]}")
+    return os.fsdecode(done.stdout)
 
 
 def repository_root(path: Path) -> Path:
     """The top of the git work tree holding ``path``."""
     folder = path if path.is_dir() else path.parent
     try:
-        top = _git(folder, "rev-parse", "--show-toplevel").strip()
+        top = _git(folder, "rev-parse", "--show-toplevel").removesuffix("\n")
     except HistoryError:
         raise HistoryError(
             f"{path}: not in a git repository (--base compares with a git revision)"
@@ -61,11 +65,30 @@ class Base:
     how: str
 
 
+#: A commit's id (SHA-1 or SHA-256), as rev-parse prints it.
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: Longer revisions are refused before git is run (the system refuses an
+#: argument of 128 KiB: "Argument list too long").
+MAX_REF_LENGTH = 4096
+
+
 def _resolve(root: Path, ref: str) -> str:
+    if len(ref) > MAX_REF_LENGTH or not ref.strip() or "\0" in ref:
+        shown = f"{ref[:40]}..." if len(ref) > 40 else ref
+        raise HistoryError(
+            f"{shown!r} ({len(ref):,} characters) is not a revision git can name"
+        )
+    if ".." in ref:
+        raise HistoryError(
+            f"{ref!r} is a range of revisions, not one revision (a branch, a "
+            "tag or a commit)"
+        )
     done = _git(
         root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False
     )
     commit = done.strip()
+    if commit and not _OBJECT_ID.fullmatch(commit):  # not one commit
+        raise HistoryError(f"{ref!r} names no single commit")
     if not commit:
         shallow = _git(root, "rev-parse", "--is-shallow-repository", check=False)
         hint = (
@@ -184,15 +207,19 @@ class Tree:
         if not wanted:
             return {}
         request = "".join(f"{self.blobs[p]}\n" for p in wanted).encode()
-        done = subprocess.run(
-            ["git", "cat-file", "--batch"],
-            cwd=self.root,
-            input=request,
-            capture_output=True,
-            check=False,
-        )
+        try:
+            done = subprocess.run(
+                ["git", "cat-file", "--batch"],
+                cwd=self.root,
+                input=request,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise HistoryError(f"git cat-file cannot run: {exc.strerror}") from None
         if done.returncode != 0:
-            raise HistoryError(f"git cat-file: {done.stderr.decode(errors='replace')}")
+            why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise HistoryError(f"git cat-file: {(why or ['git failed'])[-1]}")
         out, position, contents = done.stdout, 0, {}
         for path in wanted:
             header_end = out.index(b"\n", position)

@@ -47,6 +47,7 @@ import struct
 from dataclasses import replace
 from pathlib import Path
 
+from chainlens.analyzer.files import kind_of
 from chainlens.analyzer.model.savepoint import (
     OperatorStateInfo,
     SavepointMetadata,
@@ -142,7 +143,9 @@ def read_metadata(
             if stat.S_ISDIR(info.st_mode):
                 raise IsADirectoryError
             if not stat.S_ISREG(info.st_mode):
-                raise MetadataError(f"{shown}: not a regular file")
+                raise MetadataError(
+                    f"{shown}: is {kind_of(info.st_mode)}, not a regular file"
+                )
             if info.st_size == 0:
                 raise MetadataError(f"{shown}: the file is empty")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:

@@ -61,6 +61,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from chainlens.analyzer.files import kind_of
 from chainlens.analyzer.model.savepoint import (
     OperatorStates,
     SavedState,
@@ -279,7 +280,9 @@ def _read_file(path: Path, stream: StreamRef, limits: StateLimits) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise StateFileError(f"state file {path} is not a regular file")
+            raise StateFileError(
+                f"state file {path} is {kind_of(info.st_mode)}, not a regular file"
+            )
         if info.st_size < stream.start + stream.size:
             raise StateFileError(
                 f"state file {path} has {info.st_size} bytes, the metadata says "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from chainlens.analyzer import (
     Mode,
     Section,
     Severity,
+    WriteError,
     check_bytes,
     check_paths,
     check_selectors,
@@ -32,6 +34,7 @@ from chainlens.analyzer import (
     display_path,
     render_report,
     rule_infos,
+    write_atomic,
 )
 from chainlens.hooks.deployments import add_deployment_arguments
 from chainlens.hooks.options import (
@@ -93,7 +96,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _report_diff(analysed, summary, out)
     report = render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        write_output(args.output_file, report)
     else:
         out.write(report)
     return exit_status(args, findings)
@@ -105,15 +108,18 @@ def _check_stdin(
     """``chainlens check -``: the program on standard input, configured as the
     file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
     standard output and the findings to standard error (as ruff does)."""
-    data = sys.stdin.buffer.read()
     name = args.stdin_filename or "-"
     where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
     check_selectors(resolver.layers_for(where))
     shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    config = resolver.config_for(where)
+    # never more than the limit plus one byte in memory (a larger program is
+    # reported too large and, with --fix, passed through as it came)
+    data = sys.stdin.buffer.read(config.max_file_bytes + 1)
     checked = check_bytes(
         str(where),
         data,
-        resolver.config_for(where),
+        config,
         display=shown,
         fix=mode is not Mode.CHECK,
     )
@@ -126,6 +132,8 @@ def _check_stdin(
     if mode is Mode.FIX:
         fixed = checked.fixed_bytes
         sys.stdout.buffer.write(fixed if fixed is not None else data)
+        if fixed is None:
+            shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
         sys.stdout.flush()
         sys.stderr.write(report)
     else:
@@ -187,9 +195,18 @@ def write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
     overwrite) or to ``out``."""
     if args.output_file:
         check_output_file(args.output_file, [])
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        write_output(args.output_file, report)
     else:
         out.write(report)
+
+
+def write_output(name: str, report: str) -> None:
+    """Write the report to ``-o FILE`` whole or not at all (a full disk leaves
+    the previous report as it was); a device (``/dev/stdout``) is written to."""
+    try:
+        write_atomic(name, report, follow_symlinks=True)
+    except WriteError as exc:
+        raise WriteError(f"-o {name}", exc.detail) from None
 
 
 def report_findings(

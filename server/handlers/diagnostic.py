@@ -24,18 +24,28 @@ def default_docs_url() -> str | None:
     cache directory once per version, so the link always matches the rules
     that produced the finding.
     """
-    from chainlens.analyzer import render_rules_markdown
+    from chainlens.analyzer import (
+        WriteError,
+        read_bounded,
+        render_rules_markdown,
+        write_atomic,
+    )
     from chainlens.server import version
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     target = Path(base) / "chainlens" / version() / "rules.md"
+    text = render_rules_markdown()
+    data = text.encode("utf-8")
     try:
-        text = render_rules_markdown()
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        current: bytes | None = read_bounded(target, len(data))
     except OSError:
-        return None
+        current = None
+    if current != data:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data)
+        except (OSError, WriteError):
+            return None
     return target.as_uri()
 
 

@@ -260,8 +260,13 @@ def test_cl204_compares_names_kinds_and_types_it_knows() -> None:
     assert (
         changes((value,), (D("count", "ValueStateDescriptor", "Types.LONG( )"),)) == []
     )
-    (kind,) = changes((value,), (D("count", "ListStateDescriptor", "Types.LONG()"),))
-    assert "now a List state" in kind
+    # a value read back as a one-element list: observed restoring on Flink 2.3
+    # and 1.20 (tests/fixtures/restores/observed)
+    assert changes((value,), (D("count", "ListStateDescriptor", "Types.LONG()"),)) == []
+    (kind,) = changes(
+        (value,), (D("count", "MapStateDescriptor", "Types.STRING(), Types.LONG()"),)
+    )
+    assert "now a Map state" in kind
     (typed,) = changes((value,), (D("count", "ValueStateDescriptor", "Types.INT()"),))
     assert "now Types.INT(), but the base saved it as Types.LONG()" in typed
     (renamed,) = changes(

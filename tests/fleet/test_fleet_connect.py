@@ -233,8 +233,10 @@ def expected_summary(root: Path) -> dict[str, Any]:
     """summary.json as the per-file function's rows give it (timings aside)."""
     totals: Counter[tuple[Any, ...]] = Counter()
     for source in discover([str(root)]):
-        data = Path(source.path).read_bytes()[: MAX_FILE_BYTES + 1]
-        rows = scan_file(source.repo, source.path, data)
+        data = Path(source.path).read_bytes()
+        rows = scan_file(  # what an executor reads of it, and its size
+            source.repo, source.path, data[: MAX_FILE_BYTES + 1], size=len(data)
+        )
         for name in TABLES:
             for row in rows.table(name):
                 totals.update(dict(summary_keys(name, row)))

@@ -29,6 +29,11 @@ from tests.lsp.test_lsp import position_of
 FIXTURES = support.FIXTURES / "lsp"
 PIPELINE = (FIXTURES / "pipeline.py").read_text(encoding="utf-8")
 SLOW = HEADER + CASES["exponential recursion"][0] + JOB
+# seconds of analysis (in the server too): a long file of plain statements,
+# below the number of tokens chainlens parses
+SLOWER = (
+    HEADER + "".join(f"v{i} = [{i}, 'x', ({i}, {i} + 1)]\n" for i in range(6000)) + JOB
+)
 
 
 class Events:
@@ -120,7 +125,7 @@ async def test_another_documents_diagnostics_and_hover_do_not_wait(
 
 
 async def test_shutdown_and_exit_do_not_wait(events: Events) -> None:
-    events.open("slow.py", SLOW)
+    events.open("slow.py", SLOWER)
     await asyncio.sleep(0.3)  # its analysis is under way
     started = time.monotonic()
     await asyncio.wait_for(events.client.shutdown_async(None), 60)
@@ -129,8 +134,8 @@ async def test_shutdown_and_exit_do_not_wait(events: Events) -> None:
     await asyncio.wait_for(events.client._server.wait(), 60)
     ended = time.monotonic() - started
     assert "slow.py" not in str(events.published), "exit waited for the analysis"
-    # the slow document alone takes about 2 s here (more on a busy machine)
+    # the slow document alone takes about 4 s here (more on a busy machine)
     alone = time.perf_counter()
-    analyze_source("slow.py", SLOW)
+    analyze_source("slow.py", SLOWER)
     alone = time.perf_counter() - alone
     assert ended < alone / 2, (ended, alone)

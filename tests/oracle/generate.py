@@ -284,7 +284,11 @@ def _run_worker(
             }
         )
     )
-    env = dict(os.environ)
+    # without FLINK_*/PYFLINK_*: a PyFlink started in this process sets FLINK_HOME
+    # to its own package, which another Flink line's PyFlink cannot use
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("FLINK_", "PYFLINK_"))
+    }
     python_bin = str(python.parent)
     env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
     env["PYFLINK_CLIENT_EXECUTABLE"] = str(python)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -84,7 +83,7 @@ def _run(python: str, script: Path, *args: str, cwd: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env=VENVS.environ(),
     )
     return _json_line(done)
 

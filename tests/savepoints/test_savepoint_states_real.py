@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +70,7 @@ def _json(python: str, *args: str, cwd: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env=VENVS.environ(),
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout[-2000:] + done.stderr[-3000:]

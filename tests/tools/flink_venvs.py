@@ -117,6 +117,17 @@ def find_python(version: str) -> Path | None:
     return None if venv is None else venv / "bin" / "python"
 
 
+def environ(**extra: str) -> dict[str, str]:
+    """This process's environment for a Flink venv's interpreter, without the
+    FLINK_*/PYFLINK_* variables: PyFlink sets FLINK_HOME to its own package once it
+    starts a gateway in a process, and another line's PyFlink handed that home
+    reads a configuration file it does not have (flink-conf.yaml before 2.0)."""
+    kept = {
+        k: v for k, v in os.environ.items() if not k.startswith(("FLINK_", "PYFLINK_"))
+    }
+    return {**kept, "PYTHONHASHSEED": "0", **extra}
+
+
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)

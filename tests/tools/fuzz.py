@@ -18,8 +18,10 @@ as a regression case in ``tests/analyzer/test_budgets.py`` or a fixture.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
+import resource
 import sys
 import time
 from dataclasses import dataclass
@@ -46,6 +48,22 @@ HOSTILE = (
     "-1",
     "0",
     "2**31",
+    # second round: separators and invisible characters, surrogate pairs,
+    # flat chains past LibCST's depth, strings padded past memory
+    "\u2028",
+    "\u2029",
+    "\u200b",
+    "'😀'",
+    "# 😀\u2029\u200b",
+    "\r",
+    "-" * 3000 + "1",
+    "env" + ".a" * 3000,
+    "+".join(["1"] * 3000),
+    "f'{1:>{10**9}}'",
+    "'{:>{}}'.format(1, 10**9)",
+    "'%*d' % (10**9, 1)",
+    "''.join(['a' * 100000] * 100000)",
+    "int(1e99999)",
 )
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|'[^'\n]*'|\"[^\"\n]*\"|\S")
 
@@ -117,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
     parser.add_argument("--limit", type=float, default=5.0, help="seconds per case")
+    parser.add_argument("--json", action="store_true", help="a summary as JSON")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    failures = 0
+    failures = hangs = 0
     slowest = Outcome(0, "", 0.0, None)
     for seed in range(args.seed, args.seed + args.cases):
         outcome = run_case(seed, args.limit)
@@ -127,11 +146,25 @@ def main(argv: list[str] | None = None) -> int:
             slowest = outcome
         if outcome.error is not None:
             failures += 1
-            print(f"seed {seed}: {outcome.error}\n{outcome.source}\n{'-' * 60}")
-    print(
-        f"{args.cases} cases, {failures} failures; slowest seed {slowest.seed}: "
-        f"{slowest.seconds:.2f} s"
-    )
+            hangs += outcome.error.startswith("took")
+            print(
+                f"seed {seed}: {outcome.error}\n{outcome.source}\n{'-' * 60}",
+                file=sys.stderr if args.json else sys.stdout,
+            )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    if args.json:
+        figures = {
+            "cases": args.cases,
+            "failures": failures,
+            "hangs": hangs,
+            "slowest_s": round(slowest.seconds, 2),
+        }
+        print(json.dumps({"targets": {"mutants": figures}, "peak_mb": peak}))
+    else:
+        print(
+            f"{args.cases} cases, {failures} failures ({hangs} over the time limit); "
+            f"slowest seed {slowest.seed}: {slowest.seconds:.2f} s; peak RSS {peak} MB"
+        )
     return 1 if failures else 0
 
 

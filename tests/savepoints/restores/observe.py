@@ -64,7 +64,7 @@ class Runner:
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
-            env={**os.environ, "PYTHONHASHSEED": "0"},
+            env=_venvs().environ(),
             start_new_session=True,
         )
         stderr.close()
