@@ -725,6 +725,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         func = self.eval(node.func, scope)
         positional: list[object] = []
         keywords: dict[str, object] = {}
+        unseen = False
         for arg in node.args:
             value = self.eval(arg.value, scope)
             if arg.keyword is not None:
@@ -732,13 +733,18 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             elif arg.star == "*":
                 items = iterate(value)
                 positional.extend(items if items is not None else [Opaque("*args")])
+                unseen = unseen or items is None
             elif arg.star == "**":
-                if isinstance(value, dict):
+                if isinstance(value, dict) and all(
+                    isinstance(k, str) and k not in keywords for k in value
+                ):
                     keywords.update({str(k): v for k, v in value.items()})
+                else:  # not known, or a key given twice (Python raises)
+                    unseen = True
             else:
                 positional.append(value)
         where = self.where(node)
-        call = Call(Args(positional, keywords), where)
+        call = Call(Args(positional, keywords, unseen=unseen), where)
         return self.call(func, call, node)
 
     def call(self, func: object, call: Call, node: cst.Call) -> object:

@@ -25,6 +25,10 @@ from chainlens.analyzer.extract.interface import (
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_signatures import (
+    Signature,
+    pyflink_signatures,
+)
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
@@ -169,6 +173,8 @@ class PyFlinkResolver:
                     call.where,
                 )
             return Opaque(f"{qual}()")
+        if not guarded:
+            self.check_function_binds(parts, call)
         if owner == "StreamExecutionEnvironment" and last in (
             "get_execution_environment",
             "create_local_environment",
@@ -254,8 +260,14 @@ class PyFlinkResolver:
                 return Opaque(f"unknown {name}")
             return result
         if isinstance(receiver, ConfigValue):
+            if not guarded:
+                self.check_object_binds("Configuration", name, call)
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
+            if not guarded and receiver.qualname.startswith("pyflink."):
+                self.check_object_binds(
+                    receiver.qualname.rsplit(".", 1)[-1], name, call
+                )
             return self.object_method(receiver, name, call)
         if isinstance(receiver, JavaEnvRef):
             # the Java environment changed behind PyFlink's back
@@ -278,6 +290,11 @@ class PyFlinkResolver:
         if names is None:
             return
         if name in names:
+            self.check_binds(
+                f"{kind}.{name}",
+                pyflink_signatures(self.program.flink_version).method(kind, name),
+                call,
+            )
             api.check_arguments(kind, name, self._api(call))
             return
         close = difflib.get_close_matches(name, sorted(names), n=1)
@@ -287,6 +304,54 @@ class PyFlinkResolver:
         raise ProgramStopError(
             f"{kind}.{name}() does not exist in PyFlink {table.version}: "
             "the program fails here with AttributeError" + advice,
+            call.where,
+        )
+
+    def check_function_binds(self, parts: list[str], call: Call) -> None:
+        """A static method (``TumblingEventTimeWindows.of``) or a constructor
+        (``Configuration(...)``) of PyFlink called by name, checked as
+        :meth:`check_binds` does: by the class's name, once the module it comes
+        from is known to export that class."""
+        signatures = pyflink_signatures(self.program.flink_version)
+        names = pyflink_names(self.program.flink_version)
+        for size in (1, 2):
+            if len(parts) <= size:
+                return
+            cls = parts[-size]
+            key = ".".join(parts[-size:])
+            signature = signatures.function(key)
+            if signature is None:
+                continue
+            module = ".".join(parts[:-size])
+            if cls in names.modules.get(module, frozenset()):
+                self.check_binds(key, signature, call)
+            return
+
+    def check_object_binds(self, kind: str, name: str, call: Call) -> None:
+        """A method of a ``Configuration`` or a ``WatermarkStrategy`` the
+        chosen line has, checked as :meth:`check_binds` does."""
+        if kind not in ("Configuration", "WatermarkStrategy"):
+            return
+        if name not in pyflink_names(self.program.flink_version).classes.get(
+            kind, frozenset()
+        ):
+            return
+        signature = pyflink_signatures(self.program.flink_version).method(kind, name)
+        self.check_binds(f"{kind}.{name}", signature, call)
+
+    def check_binds(self, what: str, signature: Signature | None, call: Call) -> None:
+        """A call whose arguments do not fit the signature PyFlink's method has
+        in the chosen line raises TypeError before the method runs (not said
+        where a ``*args`` or ``**kwargs`` hides the arguments)."""
+        if signature is None or call.args.unseen:
+            return
+        error = signature.bind_error(len(call.args.positional), call.args.keywords)
+        if error is None:
+            return
+        version = pyflink_signatures(self.program.flink_version).version
+        raise ProgramStopError(
+            f"{what}() {error}: the program fails here with TypeError "
+            f"(PyFlink {version}: {what}{signature.shown()})",
             call.where,
         )
 
