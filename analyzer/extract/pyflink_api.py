@@ -44,6 +44,7 @@ from chainlens.analyzer.extract.pyflink_environment import (
     env_execute,
     env_from_collection,
     env_from_source,
+    env_read_text_file,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -232,6 +233,8 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
         return env_from_source(call, env)
     if name == "add_source":
         return env_add_source(call, env)
+    if name == "read_text_file":  # PyFlink 1.x
+        return env_read_text_file(call, env)
     if name in ("execute", "execute_async"):
         return env_execute(call, env, name)
     if name == "set_parallelism":

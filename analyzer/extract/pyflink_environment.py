@@ -52,6 +52,44 @@ def env_from_collection(call: Call, env: EnvState) -> Stream:
     return Stream("DataStream", env, t.id, out)
 
 
+def env_read_text_file(call: Call, env: EnvState) -> Stream:
+    """Mirror ``read_text_file`` (PyFlink 1.x): Java's ``readTextFile`` reads
+    the path once (``FileProcessingMode.PROCESS_ONCE``) with a file monitoring
+    legacy source of parallelism 1, then a split reader (a
+    ``ContinuousFileReaderOperatorFactory``: a yielding factory, its chaining
+    strategy HEAD) at the environment's parallelism."""
+    monitor = new_transformation(
+        call,
+        env,
+        TransformationKind.LEGACY_SOURCE,
+        "Custom File Source",
+        (),
+        operator=OperatorKind.LEGACY_SOURCE,
+        parallelism=1,
+        output_type=OutputType.OTHER,
+        api="read_text_file",
+        add_to_env=False,
+        max_parallelism=1,
+        parallelism_configured=True,
+        chaining_strategy=ChainingStrategy.HEAD,
+        bounded=True,
+    )
+    reader = new_transformation(
+        call,
+        env,
+        TransformationKind.ONE_INPUT,
+        "Split Reader: Custom File Source",
+        (monitor.id,),
+        operator=OperatorKind.OTHER_YIELDING,
+        parallelism=env.parallelism,
+        output_type=OutputType.OTHER,  # Types.STRING()
+        api="read_text_file",
+        add_to_env=False,
+        chaining_strategy=ChainingStrategy.HEAD,
+    )
+    return Stream("DataStream", env, reader.id, OutputType.OTHER)
+
+
 def env_from_source(call: Call, env: EnvState) -> Stream:
     """Mirror ``from_source``: a FLIP-27 ``SourceTransformation``."""
     source = call.args.get(0, "source")
