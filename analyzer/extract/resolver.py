@@ -22,7 +22,7 @@ from chainlens.analyzer.extract.interface import (
     Call,
     ProgramStopError,
 )
-from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_signatures import (
@@ -181,8 +181,15 @@ class PyFlinkResolver:
         ):
             return api.new_environment(self._api(call), self.program)
         if last == "Configuration":
-            entries: dict[str, object] = {}
-            return ConfigValue(entries)
+            # Configuration(other=None, j_configuration=None): a copy of other
+            other = call.args.get(0, "other")
+            if isinstance(other, ConfigValue):
+                return ConfigValue(dict(other.entries))
+            if other is not None or call.args.get(1, "j_configuration") is not None:
+                self.program.unknown(
+                    "configuration", "not known statically", call.where
+                )
+            return ConfigValue({})
         if owner == "Types":
             return _type_info(last)
         if last[:1].isupper():
@@ -231,31 +238,14 @@ class PyFlinkResolver:
             result = api.stream_method(self._api(call), receiver, name)
             if result is None:
                 # its job is not known from here: never "no operators"
-                receiver.env.escape(
-                    f"{receiver.kind}.{name}() (an API chainlens does not know)",
-                    call.where,
-                )
-                self.program.problem(
-                    "unknown-api",
-                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API "
-                    "chainlens knows; the graph after it is not followed",
-                    call.where,
-                )
+                self.not_modelled(receiver.env, receiver.kind, name, call)
                 return Opaque(f"unknown {name}")
             return result
         if isinstance(receiver, EnvRef):
             result = api.env_method(self._api(call), receiver, name)
             if result is None:
-                receiver.state.escape(
-                    f"StreamExecutionEnvironment.{name}() (an API chainlens does "
-                    "not know)",
-                    call.where,
-                )
-                self.program.problem(
-                    "unknown-api",
-                    f"StreamExecutionEnvironment.{name}() "
-                    "is not an API chainlens knows",
-                    call.where,
+                self.not_modelled(
+                    receiver.state, "StreamExecutionEnvironment", name, call
                 )
                 return Opaque(f"unknown {name}")
             return result
@@ -264,16 +254,43 @@ class PyFlinkResolver:
                 self.check_object_binds("Configuration", name, call)
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
+            kind = receiver.simple_name
             if not guarded and receiver.qualname.startswith("pyflink."):
-                self.check_object_binds(
-                    receiver.qualname.rsplit(".", 1)[-1], name, call
-                )
+                self.check_object_binds(kind, name, call)
             return self.object_method(receiver, name, call)
         if isinstance(receiver, JavaEnvRef):
             # the Java environment changed behind PyFlink's back
             receiver.state.escape(f"{name}() of its Java environment", call.where)
             return Opaque(f"{name}()")
         return UNRESOLVED
+
+    def not_modelled(self, env: EnvState, kind: str, name: str, call: Call) -> None:
+        """A method chainlens does not model: said where it is called, as a
+        method the chosen line has (an honest unknown) or one chainlens does not
+        know (a class no table covers, or a call inside a ``try``); what goes
+        into it is not followed, so its job is partly known."""
+        table = pyflink_names(self.program.flink_version)
+        known = name in table.classes.get(kind, frozenset())
+        what = (
+            "an API chainlens does not model"
+            if known
+            else "an API chainlens does not know"
+        )
+        env.escape(f"{kind}.{name}() ({what})", call.where)
+        if known:
+            self.program.problem(
+                "unsupported",
+                f"{kind}.{name}() of PyFlink {table.version} is not modelled by "
+                "chainlens: the graph after it is not followed",
+                call.where,
+            )
+            return
+        self.program.problem(
+            "unknown-api",
+            f"{kind}.{name}() is not a PyFlink {table.version} API chainlens knows; "
+            "the graph after it is not followed",
+            call.where,
+        )
 
     def check_method_exists(
         self, receiver: Stream | EnvRef, name: str, call: Call
@@ -370,10 +387,32 @@ class PyFlinkResolver:
         if name == "get_string" or name == "get_integer" or name == "get":
             key = call.args.get(0, "key")
             return (
-                config.entries.get(key, call.args.get(1, "default"))
+                config.entries.get(key, call.args.get(1, "default_value"))
                 if isinstance(key, str)
                 else Opaque("config")
             )
+        if name == "add_all":
+            # Java's addAll(other[, prefix]): every key of other, prefixed
+            other = call.args.get(0, "other")
+            prefix = call.args.get(1, "prefix")
+            if isinstance(other, ConfigValue) and isinstance(prefix, str | None):
+                for key, value in list(other.entries.items()):
+                    config.entries[(prefix or "") + key] = value
+            else:
+                self.program.unknown(
+                    "configuration",
+                    "the keys added are not known statically",
+                    call.where,
+                )
+            return config
+        if name == "remove_config":
+            key = call.args.get(0, "key")
+            if isinstance(key, str):
+                return config.entries.pop(key, None) is not None
+            self.program.unknown(
+                "configuration key removed", "not known statically", call.where
+            )
+            return Opaque("config")
         return Opaque("config")
 
     def object_method(self, obj: PyObject, name: str, call: Call) -> object:
