@@ -14,9 +14,6 @@ from chainlens.analyzer.extract.pyflink_values import (
     PyObject,
     Stream,
 )
-from chainlens.analyzer.extract.values import (
-    Opaque,
-)
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     OperatorKind,
@@ -173,10 +170,13 @@ def _is_parallel_source(func: object) -> bool | None:
     return _JAVA_SOURCES.get(name)
 
 
-def env_execute(call: Call, env: EnvState, trigger: str) -> Opaque:
-    """Mirror ``execute``/``execute_async``: one job per call."""
+def env_execute(call: Call, env: EnvState, trigger: str) -> PyObject:
+    """Mirror ``execute``/``execute_async``: one job per call; what it returns
+    (a ``JobExecutionResult``, a ``JobClient``) has the methods of its class
+    only."""
     call.program.submit(env, trigger, call.args.get(0, "job_name"), call.where)
-    return Opaque(trigger)
+    result = "JobExecutionResult" if trigger == "execute" else "JobClient"
+    return PyObject(f"pyflink.common.{result}")
 
 
 _CONFIG_KEYS: dict[str, str] = {

@@ -61,6 +61,9 @@ _BUILDER_FLAGS: dict[str, tuple[str, object]] = {
     "monitor_continuously": ("bounded", False),
 }
 
+#: What ``execute()`` and ``execute_async()`` return.
+_JOB_RESULTS = frozenset({"JobExecutionResult", "JobClient"})
+
 _SINKS_WITH_COMMITTER = frozenset({"FileSink", "KafkaSink"})
 _BOUNDED_SOURCES = frozenset({"NumberSequenceSource", "FileSource"})
 _UNBOUNDED_SOURCES = frozenset({"KafkaSource", "PulsarSource"})
@@ -255,6 +258,11 @@ class PyFlinkResolver:
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
             kind = receiver.simple_name
+            if kind in _JOB_RESULTS:
+                # after the job was submitted: a failure here keeps the job
+                if not guarded:
+                    self.check_method_exists(receiver, name, call)
+                return Opaque(f"{kind}.{name}()")
             if not guarded and receiver.qualname.startswith("pyflink."):
                 self.check_object_binds(kind, name, call)
             return self.object_method(receiver, name, call)
@@ -293,15 +301,16 @@ class PyFlinkResolver:
         )
 
     def check_method_exists(
-        self, receiver: Stream | EnvRef, name: str, call: Call
+        self, receiver: Stream | EnvRef | PyObject, name: str, call: Call
     ) -> None:
         """A method PyFlink's class does not have raises AttributeError when the
         program runs (an API removed in Flink 2.0, a misspelling)."""
-        kind = (
-            "StreamExecutionEnvironment"
-            if isinstance(receiver, EnvRef)
-            else (receiver.kind)
-        )
+        if isinstance(receiver, EnvRef):
+            kind = "StreamExecutionEnvironment"
+        elif isinstance(receiver, PyObject):
+            kind = receiver.simple_name
+        else:
+            kind = receiver.kind
         table = pyflink_names(self.program.flink_version)
         names = table.classes.get(kind)
         if names is None:

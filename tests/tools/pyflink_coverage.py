@@ -66,6 +66,8 @@ RECEIVERS = {
     "DataStreamSink": "env.from_collection([1, 2]).print()",
     "WatermarkStrategy": "WatermarkStrategy.for_monotonous_timestamps()",
     "Configuration": "Configuration()",
+    "JobExecutionResult": "(env.from_collection([1]).print(), env.execute())[1]",
+    "JobClient": "(env.from_collection([1]).print(), env.execute_async())[1]",
 }
 
 #: The argument of a parameter that must be a stream to be followed.

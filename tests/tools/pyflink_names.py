@@ -56,6 +56,9 @@ CLASSES = {
     "DataStreamSink": "pyflink.datastream.data_stream.DataStreamSink",
     "WatermarkStrategy": "pyflink.common.WatermarkStrategy",
     "Configuration": "pyflink.common.Configuration",
+    # what execute() and execute_async() return
+    "JobExecutionResult": "pyflink.common.JobExecutionResult",
+    "JobClient": "pyflink.common.JobClient",
 }
 
 
