@@ -735,11 +735,14 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 positional.extend(items if items is not None else [Opaque("*args")])
                 unseen = unseen or items is None
             elif arg.star == "**":
-                if isinstance(value, dict) and all(
-                    isinstance(k, str) and k not in keywords for k in value
-                ):
+                if isinstance(value, dict):
+                    # a key that is not a str, or one given twice, makes
+                    # Python raise: which arguments there are is not said
+                    unseen = unseen or any(
+                        not isinstance(k, str) or k in keywords for k in value
+                    )
                     keywords.update({str(k): v for k, v in value.items()})
-                else:  # not known, or a key given twice (Python raises)
+                else:
                     unseen = True
             else:
                 positional.append(value)
