@@ -732,6 +732,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         func = self.eval(node.func, scope)
         positional: list[object] = []
         keywords: dict[str, object] = {}
+        unseen = False
         for arg in node.args:
             value = self.eval(arg.value, scope)
             if arg.keyword is not None:
@@ -739,13 +740,21 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             elif arg.star == "*":
                 items = iterate(value)
                 positional.extend(items if items is not None else [Opaque("*args")])
+                unseen = unseen or items is None
             elif arg.star == "**":
                 if isinstance(value, dict):
+                    # a key that is not a str, or one given twice, makes
+                    # Python raise: which arguments there are is not said
+                    unseen = unseen or any(
+                        not isinstance(k, str) or k in keywords for k in value
+                    )
                     keywords.update({str(k): v for k, v in value.items()})
+                else:
+                    unseen = True
             else:
                 positional.append(value)
         where = self.where(node)
-        call = Call(Args(positional, keywords), where)
+        call = Call(Args(positional, keywords, unseen=unseen), where)
         return self.call(func, call, node)
 
     def call(self, func: object, call: Call, node: cst.Call) -> object:

@@ -35,10 +35,17 @@ class Args:
     """Positional and keyword arguments of one call, bound by the callee's names."""
 
     def __init__(
-        self, positional: Sequence[object], keywords: dict[str, object]
+        self,
+        positional: Sequence[object],
+        keywords: dict[str, object],
+        *,
+        unseen: bool = False,
     ) -> None:
         self.positional = tuple(positional)
         self.keywords = keywords
+        #: a ``*args`` or ``**kwargs`` whose items are not known was given: how
+        #: many arguments there are, and which, is not known
+        self.unseen = unseen
 
     def get(self, index: int, name: str, default: object = None) -> object:
         """Return the argument at ``index`` or named ``name``."""

@@ -44,6 +44,7 @@ from chainlens.analyzer.extract.pyflink_environment import (
     env_execute,
     env_from_collection,
     env_from_source,
+    env_read_text_file,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -172,6 +173,16 @@ ENV_NO_EFFECT = frozenset(
         "get_buffer_timeout",
         "get_config",
         "close",
+        # getters: their values are not known (said where a value matters)
+        "get_checkpoint_interval",
+        "get_checkpointing_mode",
+        "get_checkpointing_consistency_mode",
+        "get_default_local_parallelism",
+        "get_default_savepoint_directory",
+        "is_chaining_of_operators_with_different_max_parallelism_enabled",
+        "is_changelog_state_backend_enabled",
+        "is_force_unaligned_checkpoints",
+        "is_unaligned_checkpoints_enabled",
         # PyFlink 1.x only (removed in 2.0)
         "get_restart_strategy",
         "get_state_backend",
@@ -180,9 +191,31 @@ ENV_NO_EFFECT = frozenset(
 )
 
 
+#: The streams whose ``get_execution_environment()`` gives their environment.
+_WITH_ENVIRONMENT = frozenset(
+    {"DataStream", "KeyedStream", "WindowedStream", "AllWindowedStream"}
+)
+
+
+#: The getters of each kind of stream.
+_STREAM_GETTERS = {
+    "DataStream": frozenset({"get_name", "get_type", "get_execution_config"}),
+    "KeyedStream": frozenset({"get_name", "get_type", "get_execution_config"}),
+    "WindowedStream": frozenset({"get_input_type"}),
+    "AllWindowedStream": frozenset({"get_input_type"}),
+}
+
+
 def stream_method(call: Call, s: Stream, name: str) -> object | None:
     """Dispatch ``s.name(...)``; None when PyFlink has no such method here."""
     kind = s.kind
+    if name == "get_execution_environment" and kind in _WITH_ENVIRONMENT:
+        # a new StreamExecutionEnvironment over the same Java environment
+        return EnvRef(s.env)
+    if name in _STREAM_GETTERS.get(kind, ()):
+        # no effect on the graph; their values are not known (said where a
+        # value matters)
+        return Opaque(f"{kind}.{name}()")
     if kind in ("DataStream", "KeyedStream"):
         if name in SETTERS:
             return set_on_transformation(call, s, name)
@@ -232,6 +265,8 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
         return env_from_source(call, env)
     if name == "add_source":
         return env_add_source(call, env)
+    if name == "read_text_file":  # PyFlink 1.x
+        return env_read_text_file(call, env)
     if name in ("execute", "execute_async"):
         return env_execute(call, env, name)
     if name == "set_parallelism":
@@ -270,6 +305,9 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
         return env_ref
     if name == "get_execution_plan":
         return Opaque("execution plan")
+    if name in ("get_execution_environment", "create_local_environment"):
+        # the static methods, called on an environment
+        return new_environment(call, call.program)
     if name in ENV_NO_EFFECT:
         return Opaque(name)
     return None

@@ -14,9 +14,6 @@ from chainlens.analyzer.extract.pyflink_values import (
     PyObject,
     Stream,
 )
-from chainlens.analyzer.extract.values import (
-    Opaque,
-)
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     OperatorKind,
@@ -50,6 +47,44 @@ def env_from_collection(call: Call, env: EnvState) -> Stream:
         bounded=True,
     )
     return Stream("DataStream", env, t.id, out)
+
+
+def env_read_text_file(call: Call, env: EnvState) -> Stream:
+    """Mirror ``read_text_file`` (PyFlink 1.x): Java's ``readTextFile`` reads
+    the path once (``FileProcessingMode.PROCESS_ONCE``) with a file monitoring
+    legacy source of parallelism 1, then a split reader (a
+    ``ContinuousFileReaderOperatorFactory``: a yielding factory, its chaining
+    strategy HEAD) at the environment's parallelism."""
+    monitor = new_transformation(
+        call,
+        env,
+        TransformationKind.LEGACY_SOURCE,
+        "Custom File Source",
+        (),
+        operator=OperatorKind.LEGACY_SOURCE,
+        parallelism=1,
+        output_type=OutputType.OTHER,
+        api="read_text_file",
+        add_to_env=False,
+        max_parallelism=1,
+        parallelism_configured=True,
+        chaining_strategy=ChainingStrategy.HEAD,
+        bounded=True,
+    )
+    reader = new_transformation(
+        call,
+        env,
+        TransformationKind.ONE_INPUT,
+        "Split Reader: Custom File Source",
+        (monitor.id,),
+        operator=OperatorKind.OTHER_YIELDING,
+        parallelism=env.parallelism,
+        output_type=OutputType.OTHER,  # Types.STRING()
+        api="read_text_file",
+        add_to_env=False,
+        chaining_strategy=ChainingStrategy.HEAD,
+    )
+    return Stream("DataStream", env, reader.id, OutputType.OTHER)
 
 
 def env_from_source(call: Call, env: EnvState) -> Stream:
@@ -135,10 +170,13 @@ def _is_parallel_source(func: object) -> bool | None:
     return _JAVA_SOURCES.get(name)
 
 
-def env_execute(call: Call, env: EnvState, trigger: str) -> Opaque:
-    """Mirror ``execute``/``execute_async``: one job per call."""
+def env_execute(call: Call, env: EnvState, trigger: str) -> PyObject:
+    """Mirror ``execute``/``execute_async``: one job per call; what it returns
+    (a ``JobExecutionResult``, a ``JobClient``) has the methods of its class
+    only."""
     call.program.submit(env, trigger, call.args.get(0, "job_name"), call.where)
-    return Opaque(trigger)
+    result = "JobExecutionResult" if trigger == "execute" else "JobClient"
+    return PyObject(f"pyflink.common.{result}")
 
 
 _CONFIG_KEYS: dict[str, str] = {

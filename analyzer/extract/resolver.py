@@ -22,9 +22,13 @@ from chainlens.analyzer.extract.interface import (
     Call,
     ProgramStopError,
 )
-from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_signatures import (
+    Signature,
+    pyflink_signatures,
+)
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
@@ -56,6 +60,9 @@ _BUILDER_FLAGS: dict[str, tuple[str, object]] = {
     "with_watermark_alignment": ("timestamp_assigner", False),
     "monitor_continuously": ("bounded", False),
 }
+
+#: What ``execute()`` and ``execute_async()`` return.
+_JOB_RESULTS = frozenset({"JobExecutionResult", "JobClient"})
 
 _SINKS_WITH_COMMITTER = frozenset({"FileSink", "KafkaSink"})
 _BOUNDED_SOURCES = frozenset({"NumberSequenceSource", "FileSource"})
@@ -169,14 +176,23 @@ class PyFlinkResolver:
                     call.where,
                 )
             return Opaque(f"{qual}()")
+        if not guarded:
+            self.check_function_binds(parts, call)
         if owner == "StreamExecutionEnvironment" and last in (
             "get_execution_environment",
             "create_local_environment",
         ):
             return api.new_environment(self._api(call), self.program)
         if last == "Configuration":
-            entries: dict[str, object] = {}
-            return ConfigValue(entries)
+            # Configuration(other=None, j_configuration=None): a copy of other
+            other = call.args.get(0, "other")
+            if isinstance(other, ConfigValue):
+                return ConfigValue(dict(other.entries))
+            if other is not None or call.args.get(1, "j_configuration") is not None:
+                self.program.unknown(
+                    "configuration", "not known statically", call.where
+                )
+            return ConfigValue({})
         if owner == "Types":
             return _type_info(last)
         if last[:1].isupper():
@@ -225,37 +241,30 @@ class PyFlinkResolver:
             result = api.stream_method(self._api(call), receiver, name)
             if result is None:
                 # its job is not known from here: never "no operators"
-                receiver.env.escape(
-                    f"{receiver.kind}.{name}() (an API chainlens does not know)",
-                    call.where,
-                )
-                self.program.problem(
-                    "unknown-api",
-                    f"{receiver.kind}.{name}() is not a PyFlink 2.3 API "
-                    "chainlens knows; the graph after it is not followed",
-                    call.where,
-                )
+                self.not_modelled(receiver.env, receiver.kind, name, call)
                 return Opaque(f"unknown {name}")
             return result
         if isinstance(receiver, EnvRef):
             result = api.env_method(self._api(call), receiver, name)
             if result is None:
-                receiver.state.escape(
-                    f"StreamExecutionEnvironment.{name}() (an API chainlens does "
-                    "not know)",
-                    call.where,
-                )
-                self.program.problem(
-                    "unknown-api",
-                    f"StreamExecutionEnvironment.{name}() "
-                    "is not an API chainlens knows",
-                    call.where,
+                self.not_modelled(
+                    receiver.state, "StreamExecutionEnvironment", name, call
                 )
                 return Opaque(f"unknown {name}")
             return result
         if isinstance(receiver, ConfigValue):
+            if not guarded:
+                self.check_object_binds("Configuration", name, call)
             return self.config_method(receiver, name, call)
         if isinstance(receiver, PyObject):
+            kind = receiver.simple_name
+            if kind in _JOB_RESULTS:
+                # after the job was submitted: a failure here keeps the job
+                if not guarded:
+                    self.check_method_exists(receiver, name, call)
+                return Opaque(f"{kind}.{name}()")
+            if not guarded and receiver.qualname.startswith("pyflink."):
+                self.check_object_binds(kind, name, call)
             return self.object_method(receiver, name, call)
         if isinstance(receiver, JavaEnvRef):
             # the Java environment changed behind PyFlink's back
@@ -263,21 +272,55 @@ class PyFlinkResolver:
             return Opaque(f"{name}()")
         return UNRESOLVED
 
+    def not_modelled(self, env: EnvState, kind: str, name: str, call: Call) -> None:
+        """A method chainlens does not model: said where it is called, as a
+        method the chosen line has (an honest unknown) or one chainlens does not
+        know (a class no table covers, or a call inside a ``try``); what goes
+        into it is not followed, so its job is partly known."""
+        table = pyflink_names(self.program.flink_version)
+        known = name in table.classes.get(kind, frozenset())
+        what = (
+            "an API chainlens does not model"
+            if known
+            else "an API chainlens does not know"
+        )
+        env.escape(f"{kind}.{name}() ({what})", call.where)
+        if known:
+            self.program.problem(
+                "unsupported",
+                f"{kind}.{name}() of PyFlink {table.version} is not modelled by "
+                "chainlens: the graph after it is not followed",
+                call.where,
+            )
+            return
+        self.program.problem(
+            "unknown-api",
+            f"{kind}.{name}() is not a PyFlink {table.version} API chainlens knows; "
+            "the graph after it is not followed",
+            call.where,
+        )
+
     def check_method_exists(
-        self, receiver: Stream | EnvRef, name: str, call: Call
+        self, receiver: Stream | EnvRef | PyObject, name: str, call: Call
     ) -> None:
         """A method PyFlink's class does not have raises AttributeError when the
         program runs (an API removed in Flink 2.0, a misspelling)."""
-        kind = (
-            "StreamExecutionEnvironment"
-            if isinstance(receiver, EnvRef)
-            else (receiver.kind)
-        )
+        if isinstance(receiver, EnvRef):
+            kind = "StreamExecutionEnvironment"
+        elif isinstance(receiver, PyObject):
+            kind = receiver.simple_name
+        else:
+            kind = receiver.kind
         table = pyflink_names(self.program.flink_version)
         names = table.classes.get(kind)
         if names is None:
             return
         if name in names:
+            self.check_binds(
+                f"{kind}.{name}",
+                pyflink_signatures(self.program.flink_version).method(kind, name),
+                call,
+            )
             api.check_arguments(kind, name, self._api(call))
             return
         close = difflib.get_close_matches(name, sorted(names), n=1)
@@ -287,6 +330,54 @@ class PyFlinkResolver:
         raise ProgramStopError(
             f"{kind}.{name}() does not exist in PyFlink {table.version}: "
             "the program fails here with AttributeError" + advice,
+            call.where,
+        )
+
+    def check_function_binds(self, parts: list[str], call: Call) -> None:
+        """A static method (``TumblingEventTimeWindows.of``) or a constructor
+        (``Configuration(...)``) of PyFlink called by name, checked as
+        :meth:`check_binds` does: by the class's name, once the module it comes
+        from is known to export that class."""
+        signatures = pyflink_signatures(self.program.flink_version)
+        names = pyflink_names(self.program.flink_version)
+        for size in (1, 2):
+            if len(parts) <= size:
+                return
+            cls = parts[-size]
+            key = ".".join(parts[-size:])
+            signature = signatures.function(key)
+            if signature is None:
+                continue
+            module = ".".join(parts[:-size])
+            if cls in names.modules.get(module, frozenset()):
+                self.check_binds(key, signature, call)
+            return
+
+    def check_object_binds(self, kind: str, name: str, call: Call) -> None:
+        """A method of a ``Configuration`` or a ``WatermarkStrategy`` the
+        chosen line has, checked as :meth:`check_binds` does."""
+        if kind not in ("Configuration", "WatermarkStrategy"):
+            return
+        if name not in pyflink_names(self.program.flink_version).classes.get(
+            kind, frozenset()
+        ):
+            return
+        signature = pyflink_signatures(self.program.flink_version).method(kind, name)
+        self.check_binds(f"{kind}.{name}", signature, call)
+
+    def check_binds(self, what: str, signature: Signature | None, call: Call) -> None:
+        """A call whose arguments do not fit the signature PyFlink's method has
+        in the chosen line raises TypeError before the method runs (not said
+        where a ``*args`` or ``**kwargs`` hides the arguments)."""
+        if signature is None or call.args.unseen:
+            return
+        error = signature.bind_error(len(call.args.positional), call.args.keywords)
+        if error is None:
+            return
+        version = pyflink_signatures(self.program.flink_version).version
+        raise ProgramStopError(
+            f"{what}() {error}: the program fails here with TypeError "
+            f"(PyFlink {version}: {what}{signature.shown()})",
             call.where,
         )
 
@@ -305,10 +396,32 @@ class PyFlinkResolver:
         if name == "get_string" or name == "get_integer" or name == "get":
             key = call.args.get(0, "key")
             return (
-                config.entries.get(key, call.args.get(1, "default"))
+                config.entries.get(key, call.args.get(1, "default_value"))
                 if isinstance(key, str)
                 else Opaque("config")
             )
+        if name == "add_all":
+            # Java's addAll(other[, prefix]): every key of other, prefixed
+            other = call.args.get(0, "other")
+            prefix = call.args.get(1, "prefix")
+            if isinstance(other, ConfigValue) and isinstance(prefix, str | None):
+                for key, value in list(other.entries.items()):
+                    config.entries[(prefix or "") + key] = value
+            else:
+                self.program.unknown(
+                    "configuration",
+                    "the keys added are not known statically",
+                    call.where,
+                )
+            return config
+        if name == "remove_config":
+            key = call.args.get(0, "key")
+            if isinstance(key, str):
+                return config.entries.pop(key, None) is not None
+            self.program.unknown(
+                "configuration key removed", "not known statically", call.where
+            )
+            return Opaque("config")
         return Opaque("config")
 
     def object_method(self, obj: PyObject, name: str, call: Call) -> object:

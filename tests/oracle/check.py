@@ -56,6 +56,21 @@ def _same_error(flink: str, ours: str) -> bool:
     ours_text = " ".join(ours.split())
     if ours_text and ours_text in flink_text:
         return True
+    # A call that cannot bind: the same method and the same reason (Python
+    # names the class that defines the method, chainlens the one called; its
+    # count of positional arguments includes self)
+    binding = re.search(
+        r"(\w+)\(\) (got an unexpected keyword argument '\w+'"
+        r"|got multiple values for argument '\w+'"
+        r"|missing \d+ required [\w-]+ arguments?: .*"
+        r"|takes .* positional arguments? but \d+ (?:was|were) given)",
+        flink_text,
+    )
+    if binding:
+        name, detail = binding.groups()
+        if detail.startswith("takes"):
+            detail = "too many positional arguments"
+        return re.search(rf"\b{name}\(\) {re.escape(detail)}", ours_text) is not None
     # Python's own failure (a missing method or import): the same name
     missing = re.search(
         r"has no attribute '(\w+)'|cannot import name '(\w+)'"

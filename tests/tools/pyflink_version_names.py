@@ -12,6 +12,13 @@ per module and per class::
     .venv/bin/python tests/tools/pyflink_version_names.py \
         > analyzer/extract/pyflink_names_versions.json
 
+With ``--signatures`` it writes the signatures instead (``pyflink_names.py
+--signatures``): per line, the methods and functions whose signature differs
+from 2.3's or that 2.3 lacks (``null``: the line lacks it)::
+
+    .venv/bin/python tests/tools/pyflink_version_names.py --signatures \
+        > analyzer/extract/pyflink_signatures_versions.json
+
 Run with the test environment's Python (apache-flink 2.3.0 and its
 dependencies installed: they are what the older modules import).
 """
@@ -37,8 +44,8 @@ NAMES = HERE / "pyflink_names.py"
 _RUN = (
     "import runpy, sys, pyflink, pyflink.version; "
     "pyflink.__path__[:] = [p for p in pyflink.__path__ if p.startswith(sys.argv[1])]; "
-    "sys.argv = sys.argv[1:]; "
-    "runpy.run_path(sys.argv[1], run_name='__main__')"
+    "sys.argv = sys.argv[2:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
 )
 
 
@@ -70,12 +77,12 @@ def _unpack(release: str, scratch: Path) -> Path:
     return top
 
 
-def _names(root: Path | None) -> dict[str, object]:
+def _names(root: Path | None, *extra: str) -> dict[str, object]:
     env_path = str(root) if root is not None else ""
     command = (
-        [sys.executable, "-c", _RUN, env_path, str(NAMES)]
+        [sys.executable, "-c", _RUN, env_path, str(NAMES), *extra]
         if root is not None
-        else [sys.executable, str(NAMES)]
+        else [sys.executable, str(NAMES), *extra]
     )
     env = {"PYTHONPATH": env_path} if root is not None else None
     out = subprocess.run(
@@ -113,7 +120,59 @@ def _diff(
     return {"added": added, "removed": removed}
 
 
+def _signature_diff(
+    base: dict[str, str], other: dict[str, str]
+) -> dict[str, str | None]:
+    changed: dict[str, str | None] = {
+        name: sig for name, sig in other.items() if base.get(name) != sig
+    }
+    changed.update({name: None for name in base if name not in other})
+    return dict(sorted(changed.items()))
+
+
+def signatures() -> int:
+    """Write every other line's signatures as differences from 2.3's."""
+    newest = _names(None, "--signatures")
+    if newest["version"] != RELEASES[NEWEST]:
+        sys.stderr.write(
+            f"the installed PyFlink is {newest['version']}, not {RELEASES[NEWEST]}\n"
+        )
+        return 1
+    versions: dict[str, object] = {}
+    base_classes: dict[str, dict[str, str]] = newest["classes"]  # type: ignore[assignment]
+    base_functions: dict[str, str] = newest["functions"]  # type: ignore[assignment]
+    with tempfile.TemporaryDirectory() as scratch:
+        for line, release in RELEASES.items():
+            if line == NEWEST:
+                continue
+            data = _names(_unpack(release, Path(scratch)), "--signatures")
+            if data["version"] != release:
+                sys.stderr.write(f"read {data['version']}, expected {release}\n")
+                return 1
+            classes: dict[str, dict[str, str]] = data["classes"]  # type: ignore[assignment]
+            functions: dict[str, str] = data["functions"]  # type: ignore[assignment]
+            versions[line] = {
+                "release": release,
+                "classes": {
+                    cls: diff
+                    for cls in sorted(set(base_classes) | set(classes))
+                    if (
+                        diff := _signature_diff(
+                            base_classes.get(cls, {}), classes.get(cls, {})
+                        )
+                    )
+                },
+                "functions": _signature_diff(base_functions, functions),
+            }
+    doc = {"base": newest["version"], "versions": versions}
+    json.dump(doc, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--signatures"]:
+        return signatures()
     newest = _names(None)
     if newest["version"] != RELEASES[NEWEST]:
         sys.stderr.write(

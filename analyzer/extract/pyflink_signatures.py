@@ -1,0 +1,212 @@
+"""How PyFlink's methods may be called, per Flink line, read from the tables
+beside this module.
+
+``pyflink_signatures.json`` holds, for PyFlink 2.3, the signature of every
+public method of the classes whose calls chainlens follows (as called on an
+instance: ``self`` left out) and of the static methods and constructors
+chainlens models when a program calls them by name (``TumblingEventTimeWindows.of``,
+``Configuration``); ``pyflink_signatures_versions.json`` holds what each other
+line has differently.  Both are written from each line's wheel by
+``tests/tools/pyflink_names.py --signatures`` and
+``tests/tools/pyflink_version_names.py --signatures``.
+
+A signature is kept as Python writes it, without annotations or default
+values: ``func, output_type=`` (``=``: the parameter has a default; ``/`` and
+``*`` end the positional-only and start the keyword-only parameters;
+``*args``, ``**kwargs``).  :meth:`Signature.bind_error` says why a call cannot
+bind, in the words CPython's ``TypeError`` uses, as Python checks it: unknown
+or repeated keywords first, then too many positional arguments, then missing
+ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+from chainlens.analyzer.model.flink_versions import NEWEST, SUPPORTED
+
+
+class Signature:
+    """The parameters of one method or function."""
+
+    __slots__ = (
+        "keyword_only",
+        "optional",
+        "positional",
+        "positional_only",
+        "required",
+        "text",
+        "var_keyword",
+        "var_positional",
+    )
+
+    def __init__(self, text: str) -> None:
+        #: ``func, output_type=``
+        self.text = text
+        #: the parameters that take a positional argument, in order
+        self.positional: list[str] = []
+        #: how many of them are positional-only
+        self.positional_only = 0
+        self.keyword_only: list[str] = []
+        #: the parameters without a default
+        self.required: set[str] = set()
+        self.optional: set[str] = set()
+        self.var_positional = False
+        self.var_keyword = False
+        keyword_only = False
+        for token in text.split(", ") if text else ():
+            if token == "/":
+                self.positional_only = len(self.positional)
+            elif token == "*":
+                keyword_only = True
+            elif token.startswith("**"):
+                self.var_keyword = True
+            elif token.startswith("*"):
+                self.var_positional = keyword_only = True
+            else:
+                name = token.rstrip("=")
+                (self.optional if token.endswith("=") else self.required).add(name)
+                (self.keyword_only if keyword_only else self.positional).append(name)
+
+    def shown(self) -> str:
+        """``(func, output_type=...)``: the signature as a message shows it."""
+        return "(" + self.text.replace("=", "=...") + ")"
+
+    def bind_error(self, positional: int, keywords: Iterable[str]) -> str | None:
+        """Why a call with ``positional`` positional arguments and ``keywords``
+        cannot bind (CPython's words), or None when it binds."""
+        given = set(self.positional[: min(positional, len(self.positional))])
+        wrongly_positional: list[str] = []
+        for name in keywords:
+            index = self.positional.index(name) if name in self.positional else -1
+            if 0 <= index < self.positional_only:
+                if not self.var_keyword:
+                    wrongly_positional.append(name)
+                continue
+            if index < 0 and name not in self.keyword_only:
+                if self.var_keyword:
+                    continue
+                return f"got an unexpected keyword argument '{name}'"
+            if name in given:
+                return f"got multiple values for argument '{name}'"
+            given.add(name)
+        if wrongly_positional:
+            return (
+                "got some positional-only arguments passed as keyword arguments: "
+                + _listed(wrongly_positional)
+            )
+        if positional > len(self.positional) and not self.var_positional:
+            return (
+                f"too many positional arguments ({positional} given, it takes "
+                f"{_at_most(self)})"
+            )
+        missing = [n for n in self.positional if n in self.required and n not in given]
+        if missing:
+            return (
+                f"missing {len(missing)} required positional argument"
+                f"{'' if len(missing) == 1 else 's'}: {_listed(missing)}"
+            )
+        missing = [
+            n for n in self.keyword_only if n in self.required and n not in given
+        ]
+        if missing:
+            return (
+                f"missing {len(missing)} required keyword-only argument"
+                f"{'' if len(missing) == 1 else 's'}: {_listed(missing)}"
+            )
+        return None
+
+
+def _at_most(signature: Signature) -> str:
+    low = sum(1 for n in signature.positional if n in signature.required)
+    high = len(signature.positional)
+    return str(high) if low == high else f"from {low} to {high}"
+
+
+def _listed(names: list[str]) -> str:
+    """``'a'``, ``'a' and 'b'``, ``'a', 'b', and 'c'`` (as CPython lists them)."""
+    quoted = [f"'{n}'" for n in names]
+    if len(quoted) == 1:
+        return quoted[0]
+    if len(quoted) == 2:
+        return f"{quoted[0]} and {quoted[1]}"
+    return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+
+
+class PyFlinkSignatures:
+    """The signatures of one PyFlink version."""
+
+    def __init__(
+        self,
+        version: str,
+        classes: dict[str, dict[str, str]],
+        functions: dict[str, str],
+    ) -> None:
+        self.version = version
+        #: class -> method -> signature text (as called on an instance)
+        self.classes = classes
+        #: ``Class.static_method`` or ``Class`` (its constructor) -> signature text
+        self.functions = functions
+        self._parsed: dict[str, Signature] = {}
+
+    def _parse(self, text: str) -> Signature:
+        signature = self._parsed.get(text)
+        if signature is None:
+            signature = self._parsed[text] = Signature(text)
+        return signature
+
+    def method(self, kind: str, name: str) -> Signature | None:
+        """The signature of ``kind.name`` called on an instance (None: not known)."""
+        text = self.classes.get(kind, {}).get(name)
+        return None if text is None else self._parse(text)
+
+    def function(self, name: str) -> Signature | None:
+        """The signature of ``Class.static_method`` or ``Class`` (constructor)
+        called by name (None: not known)."""
+        text = self.functions.get(name)
+        return None if text is None else self._parse(text)
+
+
+def _read_json(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        resources.files(__package__).joinpath(name).read_text()
+    )
+    return data
+
+
+_SIGNATURES: dict[str, PyFlinkSignatures] = {}
+
+
+def pyflink_signatures(line: str = NEWEST) -> PyFlinkSignatures:
+    """The signatures of PyFlink ``line`` (a supported Flink line), read once."""
+    found = _SIGNATURES.get(line)
+    if found is not None:
+        return found
+    newest = _read_json("pyflink_signatures.json")
+    older = _read_json("pyflink_signatures_versions.json")["versions"]
+    for each in SUPPORTED:
+        if each == NEWEST:
+            _SIGNATURES[each] = PyFlinkSignatures(
+                newest["version"], newest["classes"], newest["functions"]
+            )
+            continue
+        diff = older[each]
+        classes = {k: dict(v) for k, v in newest["classes"].items()}
+        for kind, changed in diff["classes"].items():
+            methods = classes.setdefault(kind, {})
+            for name, text in changed.items():
+                if text is None:
+                    methods.pop(name, None)
+                else:
+                    methods[name] = text
+        functions = dict(newest["functions"])
+        for name, text in diff["functions"].items():
+            if text is None:
+                functions.pop(name, None)
+            else:
+                functions[name] = text
+        _SIGNATURES[each] = PyFlinkSignatures(diff["release"], classes, functions)
+    return _SIGNATURES[line]
