@@ -32,7 +32,7 @@ from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.gate.history import (
+from chainlens.analyzer.history import (
     Base,
     HistoryError,
     Tree,
@@ -99,7 +99,7 @@ def compare_with_base(
     base revision describes it), from the repository's root and the base
     tree: a program whose settings changed is compared even when its text
     did not.
-    Raises :class:`~chainlens.analyzer.gate.history.HistoryError` when git cannot
+    Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
