@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chainlens.analyzer.api import analyze_graphs
+from chainlens.analyzer.api import analyze_graphs, with_findings
 from chainlens.analyzer.check import (
     FileCheck,
     check_selectors,
@@ -25,6 +25,7 @@ from chainlens.analyzer.check import (
     diff_of,
     display_path,
     findings_of,
+    pins_or_unsafe,
 )
 from chainlens.analyzer.config import Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
@@ -58,7 +59,8 @@ from chainlens.analyzer.rules.restore.assignment import (
     Outcome,
     unknown_writers,
 )
-from chainlens.analyzer.rules.restore.baseline import Baseline
+from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
+from chainlens.analyzer.rules.restore.ids import HeldIds
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, build_restores
 from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 from chainlens.analyzer.savepoint.metadata import read_metadata
@@ -1021,6 +1023,22 @@ class EditorBaseline:
         config = replace(config, select=("CL2",), extend_select=())
         return run_rules(result, config, text, baseline=baseline)
 
+    def held(
+        self, path: Path, result: AnalysisResult, config: Config
+    ) -> HeldIds | None:
+        """What savepoints of a deployed version of the document may hold, as
+        ``check --fix`` reads it (:func:`~chainlens.analyzer.check.held_at_base`):
+        the base's IDs; nothing outside git or for a file new since the base
+        (unless a deployment of it is configured); None when git cannot say."""
+        never: HeldIds | None = None if config.deployment is not None else {}
+        root = self._root(path)
+        if root is None:
+            return never
+        baseline = self._baseline(path, config)
+        if baseline is not None:
+            return held_by_base(baseline, result)
+        return never if self._bases.get(root) is not None else None
+
     def _root(self, path: Path) -> Path | None:
         folder = path.parent
         if folder not in self._roots:
@@ -1080,9 +1098,17 @@ def check_document(
     checked = check_text(path, text, config, cache=cache, read=read)
     if baseline is None or checked.result is None:
         return checked
-    extra = baseline.findings(Path(path), text, checked.result, config)
-    if not extra:
+    result = checked.result
+    if any(pins_or_unsafe(d) for d in result.diagnostics):
+        # a uid fix pins only what the document's base says savepoints hold
+        held = baseline.held(Path(path), result, config)
+        if held is not None:
+            result = with_findings(
+                replace(result, diagnostics=()), text, config, held=held
+            )
+    extra = baseline.findings(Path(path), text, result, config)
+    if not extra and result is checked.result:
         return checked
-    result = replace(checked.result, diagnostics=(*checked.result.diagnostics, *extra))
+    result = replace(result, diagnostics=(*result.diagnostics, *extra))
     findings = findings_of(checked.display, result.diagnostics, text)
     return replace(checked, findings=findings, result=result)
