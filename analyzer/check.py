@@ -49,6 +49,7 @@ from chainlens.analyzer.config import (
 )
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import discover, is_pyflink_source
+from chainlens.analyzer.errors import one_line
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.fix import apply_fixes
@@ -374,7 +375,7 @@ def _with_importers_findings(
         return read(target) if read is not None else read_from_disk(target)
 
     derived: dict[tuple[str, int, int, str], Diagnostic] = {}
-    for program in importers_of(path, covered):
+    for program in importers_of(path, covered, isolated=config.isolated):
         source = read_text(program)
         if source is None:
             continue
@@ -617,9 +618,14 @@ def _check_task(task: _Task) -> FileCheck:
             covered=task.covered,
         )
     except Exception as exc:
+        message = (
+            f"a config file cannot be used: {' '.join(str(exc).split())}"
+            if isinstance(exc, ConfigError)
+            else f"chainlens failed: {one_line(exc)}"
+        )
         diagnostic = Diagnostic(
             registry.ANALYSIS_ERROR.code,
-            f"chainlens failed: {exc!r}",
+            message,
             Severity.ERROR,
             _FILE_START,
         )

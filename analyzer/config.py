@@ -187,6 +187,9 @@ class Config:
     #: the deployment the program is analysed for (its values are already
     #: applied to the fields above; the savepoint gate reads how it restores)
     deployment: Deployment | None = None
+    #: every config file is ignored (``--isolated``): what the analysis reads
+    #: beside the program (the importers of a module) reads none either
+    isolated: bool = False
 
 
 class ConfigError(Exception):
@@ -662,7 +665,8 @@ class ConfigResolver:
 
     def config_for(self, path: str | Path) -> Config:
         """Return the frozen settings for analysing ``path``."""
-        return materialize(Path(os.path.abspath(path)), self.all_layers_for(path))
+        config = materialize(Path(os.path.abspath(path)), self.all_layers_for(path))
+        return replace(config, isolated=True) if self.isolated else config
 
     def exclude_patterns(self, path: str | Path) -> tuple[tuple[Path, str], ...]:
         """Return the ``(anchor directory, glob)`` exclusions in force for ``path``.

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from chainlens.analyzer.config import ConfigResolver, glob_regex
+from chainlens.analyzer.extract.modules import PROJECT_MARKERS
 
 PYTHON_SUFFIXES: Final = (".py", ".pyi")
 
@@ -115,10 +116,14 @@ def discover(
     resolver: ConfigResolver,
     *,
     force_exclude: bool = False,
+    one_project: bool = False,
 ) -> list[Path]:
     """Return the files to check under ``paths``, sorted and without duplicates.
 
     A path that does not exist is returned as is, so that it is reported.
+    With ``one_project`` a folder below a given one that is a project of its
+    own (it holds a ``pyproject.toml``, ``setup.cfg`` or ``setup.py``) is not
+    entered.
     """
     gitignore = GitIgnore()
     found: dict[str, Path] = {}
@@ -127,14 +132,16 @@ def discover(
         if force_exclude and resolver.is_excluded(path):
             continue
         if path.is_dir():
-            for file in _walk(path, resolver, gitignore):
+            for file in _walk(path, resolver, gitignore, one_project=one_project):
                 found.setdefault(os.path.abspath(file), file)
         else:
             found.setdefault(os.path.abspath(path), path)
     return [found[key] for key in sorted(found)]
 
 
-def _walk(root: Path, resolver: ConfigResolver, gitignore: GitIgnore) -> Iterable[Path]:
+def _walk(
+    root: Path, resolver: ConfigResolver, gitignore: GitIgnore, *, one_project: bool
+) -> Iterable[Path]:
     stack = [root]
     while stack:
         directory = stack.pop()
@@ -159,6 +166,10 @@ def _walk(root: Path, resolver: ConfigResolver, gitignore: GitIgnore) -> Iterabl
             if respect and gitignore.is_ignored(absolute, is_dir=is_dir):
                 continue
             if is_dir:
+                if one_project and any(
+                    (absolute / marker).is_file() for marker in PROJECT_MARKERS
+                ):
+                    continue  # another project: not searched as this one
                 subdirectories.append(directory / entry.name)
             else:
                 yield directory / entry.name
