@@ -260,7 +260,9 @@ def fix_until_stable(
         )
         if not fixable:
             break
-        new_text, count = apply_fixes(text, fixable, unsafe=unsafe)
+        new_text, count = apply_fixes(
+            text, fixable, unsafe=unsafe, line_length=config.line_length
+        )
         if count == 0 or new_text == text:
             break
         new_result = analyze_source(path, new_text, config, held=held)
@@ -304,7 +306,9 @@ def _one_at_a_time(
         if not candidates:
             break
         diagnostic, fix = candidates[0]
-        new_text, count = apply_fixes(text, (diagnostic,))
+        new_text, count = apply_fixes(
+            text, (diagnostic,), line_length=config.line_length
+        )
         new_result = analyze_source(path, new_text, config, held=held)
         if count and new_text != text and not _moves(kept, new_result):
             text, result, total = new_text, new_result, total + count

@@ -165,7 +165,9 @@ def compare_with_base(
             str(path), shown, before, data, config, label, tree, current, old_config
         )
         checked.append(
-            _pinned(path, data, result, write=fix) if fix or diff else result
+            _pinned(path, data, result, config.line_length, write=fix)
+            if fix or diff
+            else result
         )
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
@@ -234,16 +236,22 @@ def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, 
 
 
 def _pinned(
-    path: Path, data: bytes, checked: FileCheck, *, write: bool = True
+    path: Path,
+    data: bytes,
+    checked: FileCheck,
+    line_length: int,
+    *,
+    write: bool = True,
 ) -> FileCheck:
     """Apply the findings' safe fixes (the pins) once and write the file in its
-    own encoding, unless it changed meanwhile; the findings fixed are dropped.
+    own encoding, unless it changed meanwhile; the findings fixed are dropped
+    (a line made longer than ``line_length`` is wrapped as ruff format would).
     Without ``write``, the fixes are kept as a diff (``--diff``)."""
     source = _decoded(data)
     if source is None or checked.result is None:
         return checked
     fixable = [f.diagnostic for f in checked.findings if f.fixable]
-    fixed_text, count = apply_fixes(source.text, fixable)
+    fixed_text, count = apply_fixes(source.text, fixable, line_length=line_length)
     if not count or fixed_text == source.text:
         return checked
     try:
@@ -786,7 +794,7 @@ def compare_with_savepoint(
         replace(result, diagnostics=diagnostics),
     )
     if fix or diff:
-        checked = _pinned(path, data, checked, write=fix)
+        checked = _pinned(path, data, checked, config.line_length, write=fix)
     states, verdict = _restore(result, target, text, metadata, shown)
     return SavepointComparison(
         metadata,
