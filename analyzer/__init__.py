@@ -53,7 +53,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_metadata": ("savepoint.metadata", "read_metadata"),
     "EditorBaseline": ("gate.compare", "EditorBaseline"),
     "check_document": ("gate.compare", "check_document"),
-    "HistoryError": ("gate.history", "HistoryError"),
+    "HistoryError": ("history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
     # deployments
@@ -429,7 +429,7 @@ if TYPE_CHECKING:
         compare_with_savepoint,
         explain_id,
     )
-    from chainlens.analyzer.gate.history import HistoryError
+    from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
         Diagnostic,

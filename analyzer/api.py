@@ -36,6 +36,7 @@ from chainlens.analyzer.model.result import CompiledJob, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.restore.ids import HeldIds
 
 
 def uses_pyflink(text: str) -> bool:
@@ -50,26 +51,32 @@ def analyze_source(
     *,
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
+    held: HeldIds | None = None,
 ) -> AnalysisResult:
     """Analyse one PyFlink program given as text and run the rules. Never raises.
 
     ``cache`` keeps parsed statements between analyses of versions of one text
     (an editor's buffer): only the statements an edit touched are parsed again.
     ``read`` reads the program's own modules (an editor's unsaved buffers; the
-    disk by default).
+    disk by default).  ``held``: what savepoints of a version already deployed
+    may hold (see ``run_rules``; None: not known).
     """
     config = config or Config()
     result = _analyze(path, text, config, cache, read)
-    return with_findings(result, text, config)
+    return with_findings(result, text, config, held=held)
 
 
 def with_findings(
-    result: AnalysisResult, text: str | None, config: Config
+    result: AnalysisResult,
+    text: str | None,
+    config: Config,
+    *,
+    held: HeldIds | None = None,
 ) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
         with _quiet():
-            diagnostics = run_rules(result, config, text)
+            diagnostics = run_rules(result, config, text, held=held)
     except Exception as exc:
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()

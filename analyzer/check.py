@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Final
 
 from chainlens.analyzer import rules as registry
-from chainlens.analyzer.api import analyze_source, with_findings
+from chainlens.analyzer.api import analyze_graphs, analyze_source, with_findings
 from chainlens.analyzer.config import (
     Config,
     ConfigError,
@@ -49,6 +49,7 @@ from chainlens.analyzer.config import (
 )
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
 from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
+from chainlens.analyzer.errors import one_line
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.files import (
@@ -59,6 +60,13 @@ from chainlens.analyzer.files import (
     write_atomic,
 )
 from chainlens.analyzer.fix import apply_fixes
+from chainlens.analyzer.history import (
+    HistoryError,
+    Tree,
+    default_base,
+    renames,
+    repository_root,
+)
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
     Diagnostic,
@@ -69,7 +77,14 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules.restore.ids import RestoreIds, misplaced_in, restore_ids
+from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
+from chainlens.analyzer.rules.restore.ids import (
+    HeldIds,
+    RestoreIds,
+    misplaced_in,
+    only_held,
+    restore_ids,
+)
 from chainlens.analyzer.suppression import filter_suppressed
 
 #: Below this many files, checking runs in this process (a pool costs more).
@@ -138,8 +153,13 @@ def check_text(
     read: ReadText | None = None,
     importers: bool = True,
     covered: Collection[str] = (),
+    history: bool = True,
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
+
+    With ``fix``, a uid fix pins only the operator IDs a savepoint of a deployed
+    version may hold, as the file's git base says (:func:`held_at_base`; not
+    with ``history`` False: then every ID the program has today is kept).
 
     ``cache`` is an editor buffer's parse cache and ``read`` reads the
     program's own modules (see ``analyze_source``).  A text that builds no job
@@ -154,7 +174,16 @@ def check_text(
         result = _with_importers_findings(path, text, config, result, read, covered)
     fixed, fixed_text = 0, None
     if fix and result.ok:
-        fixed_text, fixed, result = fix_until_stable(path, text, result, config)
+        held = None
+        if history and any(pins_or_unsafe(d) for d in result.diagnostics):
+            held = held_at_base(path, result, config)
+        if held is not None:
+            result = with_findings(
+                replace(result, diagnostics=()), text, config, held=held
+            )
+        fixed_text, fixed, result = fix_until_stable(
+            path, text, result, config, held=held
+        )
         if fixed_text == text:
             fixed_text = None
     final = fixed_text if fixed_text is not None else text
@@ -170,8 +199,56 @@ def check_text(
     )
 
 
+def pins_or_unsafe(diagnostic: Diagnostic) -> bool:
+    """Tell whether a finding's uid fix depends on what savepoints hold: it
+    pins an ID, or it is unsafe because it moves one."""
+    fix = diagnostic.fix
+    return bool(diagnostic.alternatives) or (fix is not None and not fix.safe)
+
+
+def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds | None:
+    """What savepoints of a deployed version of the program ``path`` may hold,
+    as its git history says: the IDs of its stateful operators at the base the
+    savepoint gate compares with (the merge-base with the default branch, or
+    the last commit on it; a renamed file followed).  Nothing when there is no
+    base (not in a git repository, no commit yet, the file new since the base)
+    and no deployment of the program is configured; None (not known: every ID
+    it has today may be held) when git cannot say, or when the program is
+    deployed but has no base."""
+    if not restore_ids(result):
+        return None  # no state in a STREAMING job: nothing to pin anyway
+    never: HeldIds | None = None if config.deployment is not None else {}
+    absolute = Path(os.path.abspath(path))
+    try:
+        root = repository_root(absolute)
+    except HistoryError:
+        return never
+    try:
+        base = default_base(root)
+        rel = absolute.relative_to(root).as_posix()
+        tree = Tree(root, base.commit)
+        rel = renames(root, base.commit).get(rel, rel) if tree.blobs else rel
+        data = tree.read([rel]).get(rel)
+    except (HistoryError, ValueError, OSError):
+        return None
+    if data is None:
+        return never
+    try:
+        old = decode_source(data).text
+    except DecodeError:
+        return None
+    earlier = analyze_graphs(path, old, config, tree.text_of)
+    label = f"{base.ref} ({base.commit[:10]})"
+    return held_by_base(Baseline(earlier, old, label), result)
+
+
 def fix_until_stable(
-    path: str, text: str, result: AnalysisResult, config: Config
+    path: str,
+    text: str,
+    result: AnalysisResult,
+    config: Config,
+    *,
+    held: HeldIds | None = None,
 ) -> tuple[str, int, AnalysisResult]:
     """Apply the fixes (safe ones, unless ``config.unsafe_fixes``) and analyse
     again until nothing more is fixable; return the text, the number of
@@ -180,9 +257,12 @@ def fix_until_stable(
     Safe fixes must keep every ID savepoint state is restored by; each is made
     so, and the engine checks it on what they do together: a pass that moves
     one is redone a fix at a time, keeping only the fixes that keep them.
+    ``held``: what savepoints of a deployed version may hold (see
+    :func:`held_at_base`; None: every ID the program has today): only those
+    IDs are kept.
     """
     unsafe = config.unsafe_fixes
-    kept = None if unsafe else restore_ids(result)
+    kept = None if unsafe else only_held(restore_ids(result), held)
     total = 0
     for _ in range(MAX_FIX_PASSES):
         fixable = tuple(
@@ -190,13 +270,15 @@ def fix_until_stable(
         )
         if not fixable:
             break
-        new_text, count = apply_fixes(text, fixable, unsafe=unsafe)
+        new_text, count = apply_fixes(
+            text, fixable, unsafe=unsafe, line_length=config.line_length
+        )
         if count == 0 or new_text == text:
             break
-        new_result = analyze_source(path, new_text, config)
+        new_result = analyze_source(path, new_text, config, held=held)
         if kept is not None and _moves(kept, new_result):
             new_text, count, new_result = _one_at_a_time(
-                path, text, fixable, config, kept
+                path, text, fixable, config, kept, held
             )
             if count == 0:
                 break
@@ -217,11 +299,12 @@ def _one_at_a_time(
     fixable: Sequence[Diagnostic],
     config: Config,
     kept: RestoreIds,
+    held: HeldIds | None,
 ) -> tuple[str, int, AnalysisResult]:
     """Apply the fixes one by one, each on the text the ones before left,
     skipping those that move a restore ID."""
     total = 0
-    result = analyze_source(path, text, config)
+    result = analyze_source(path, text, config, held=held)
     rejected: set[tuple[str, int, str]] = set()
     for _ in range(len(fixable) + MAX_FIX_PASSES):
         candidates = [
@@ -233,8 +316,10 @@ def _one_at_a_time(
         if not candidates:
             break
         diagnostic, fix = candidates[0]
-        new_text, count = apply_fixes(text, (diagnostic,))
-        new_result = analyze_source(path, new_text, config)
+        new_text, count = apply_fixes(
+            text, (diagnostic,), line_length=config.line_length
+        )
+        new_result = analyze_source(path, new_text, config, held=held)
         if count and new_text != text and not _moves(kept, new_result):
             text, result, total = new_text, new_result, total + count
         else:
@@ -304,7 +389,7 @@ def _with_importers_findings(
         return read(target) if read is not None else read_from_disk(target)
 
     derived: dict[tuple[str, int, int, str], Diagnostic] = {}
-    for program in importers_of(path, covered):
+    for program in importers_of(path, covered, isolated=config.isolated):
         source = read_text(program)
         if source is None:
             continue
@@ -547,9 +632,14 @@ def _check_task(task: _Task) -> FileCheck:
             covered=task.covered,
         )
     except Exception as exc:
+        message = (
+            f"a config file cannot be used: {' '.join(str(exc).split())}"
+            if isinstance(exc, ConfigError)
+            else f"chainlens failed: {one_line(exc)}"
+        )
         diagnostic = Diagnostic(
             registry.ANALYSIS_ERROR.code,
-            f"chainlens failed: {exc!r}",
+            message,
             Severity.ERROR,
             _FILE_START,
         )

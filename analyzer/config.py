@@ -193,6 +193,14 @@ class Config:
     #: the deployment the program is analysed for (its values are already
     #: applied to the fields above; the savepoint gate reads how it restores)
     deployment: Deployment | None = None
+    #: every config file is ignored (``--isolated``): what the analysis reads
+    #: beside the program (the importers of a module) reads none either
+    isolated: bool = False
+    #: the longest line a fix may leave before it wraps the statement as ruff
+    #: format would: ruff's ``line-length`` for the file (its nearest
+    #: ``.ruff.toml``, ``ruff.toml`` or ``pyproject.toml`` with ``[tool.ruff]``),
+    #: else 88 (ruff's default; always when ``isolated``)
+    line_length: int = 88
 
 
 class ConfigError(Exception):
@@ -610,6 +618,50 @@ def _load_cached(path: Path) -> ConfigLayer | None:
     return _load_cached_key(str(path), stat.st_mtime_ns, stat.st_size)
 
 
+#: ruff's config files, in the order ruff prefers them in one folder
+RUFF_CONFIG_NAMES: Final = (".ruff.toml", "ruff.toml", "pyproject.toml")
+
+
+def ruff_line_length(directory: Path) -> int:
+    """ruff's ``line-length`` for the files of ``directory``: from the nearest
+    ruff config at or above it (a ``pyproject.toml`` counts when it has
+    ``[tool.ruff]``), else 88.  A file that cannot be read or parsed, or a
+    value that is not a length, counts as none: this only decides how a fixed
+    line is wrapped."""
+    for folder in (directory, *directory.parents):
+        for name in RUFF_CONFIG_NAMES:
+            candidate = folder / name
+            try:
+                stat = candidate.stat()
+            except OSError:
+                continue
+            found = _ruff_length(str(candidate), stat.st_mtime_ns, stat.st_size)
+            if found is not None:
+                return found[0] if found[0] is not None else 88
+    return 88
+
+
+@functools.lru_cache(maxsize=256)
+def _ruff_length(path: str, mtime_ns: int, size: int) -> tuple[int | None] | None:
+    """``(line-length or None,)`` when ``path`` is a ruff config, else None."""
+    del mtime_ns, size  # part of the cache key only
+    try:
+        with open(path, "rb") as handle:
+            table = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    if path.endswith("pyproject.toml"):
+        tool = table.get("tool")
+        ruff = tool.get("ruff") if isinstance(tool, dict) else None
+        if not isinstance(ruff, dict):
+            return None
+        table = ruff
+    length = table.get("line-length")
+    if isinstance(length, int) and not isinstance(length, bool) and 0 < length < 1000:
+        return (length,)
+    return (None,)
+
+
 class ConfigResolver:
     """Materialize the :class:`Config` of each file, caching per directory.
 
@@ -635,6 +687,7 @@ class ConfigResolver:
                 raise ConfigError("has no [tool.chainlens] section", config_file)
             self._fixed = (layer,)
         self._by_directory: dict[Path, tuple[ConfigLayer, ...]] = {}
+        self._line_lengths: dict[Path, int] = {}
         self._exclusions: dict[
             tuple[tuple[ConfigLayer, ...], Path], tuple[tuple[Path, str], ...]
         ] = {}
@@ -668,7 +721,15 @@ class ConfigResolver:
 
     def config_for(self, path: str | Path) -> Config:
         """Return the frozen settings for analysing ``path``."""
-        return materialize(Path(os.path.abspath(path)), self.all_layers_for(path))
+        absolute = Path(os.path.abspath(path))
+        config = materialize(absolute, self.all_layers_for(path))
+        if self.isolated:
+            return replace(config, isolated=True)
+        directory = absolute if absolute.is_dir() else absolute.parent
+        length = self._line_lengths.get(directory)
+        if length is None:
+            length = self._line_lengths[directory] = ruff_line_length(directory)
+        return replace(config, line_length=length) if length != 88 else config
 
     def exclude_patterns(self, path: str | Path) -> tuple[tuple[Path, str], ...]:
         """Return the ``(anchor directory, glob)`` exclusions in force for ``path``.

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from chainlens.analyzer.config import ConfigResolver, glob_regex
+from chainlens.analyzer.extract.modules import PROJECT_MARKERS
 from chainlens.analyzer.files import MAX_SETTINGS_BYTES, read_bounded, reason
 
 PYTHON_SUFFIXES: Final = (".py", ".pyi")
@@ -148,6 +149,7 @@ def discover(
     force_exclude: bool = False,
     faults: list[Fault] | None = None,
     special: bool = False,
+    one_project: bool = False,
 ) -> list[Path]:
     """Return the files to check under ``paths``, sorted and without duplicates.
 
@@ -157,6 +159,9 @@ def discover(
     FIFO, a broken or looping symbolic link, a folder named ``x.py``) are
     returned too, so that reading them says what they are (the fleet scan
     gives each a row); otherwise they are left out, as git leaves them.
+    With ``one_project`` a folder below a given one that is a project of its
+    own (it holds a ``pyproject.toml``, ``setup.cfg`` or ``setup.py``) is not
+    entered.
     """
     gitignore = GitIgnore(faults)
     found: dict[str, Path] = {}
@@ -165,7 +170,7 @@ def discover(
         if force_exclude and resolver.is_excluded(path):
             continue
         if path.is_dir():
-            walk = _Walk(path, resolver, gitignore, faults, special)
+            walk = _Walk(path, resolver, gitignore, faults, special, one_project)
             for file in walk.files():
                 found.setdefault(os.path.abspath(file), file)
         else:
@@ -183,7 +188,9 @@ class _Walk:
         gitignore: GitIgnore,
         faults: list[Fault] | None,
         special: bool,
+        one_project: bool = False,
     ) -> None:
+        self.one_project = one_project
         self.root = root
         self.real_root = os.path.realpath(root)
         self.resolver = resolver
@@ -229,6 +236,10 @@ class _Walk:
                 if respect and self.gitignore.is_ignored(absolute, is_dir=is_dir):
                     continue
                 if is_dir:
+                    if self.one_project and any(
+                        (absolute / marker).is_file() for marker in PROJECT_MARKERS
+                    ):
+                        continue  # another project: not searched as this one
                     subdirectories.append(directory / entry.name)
                     if self.special and entry.name.endswith(PYTHON_SUFFIXES):
                         yield directory / entry.name  # a folder named x.py

@@ -10,8 +10,14 @@ findings (one call reported once per job) are applied once.
 
 from __future__ import annotations
 
+import ast
+import bisect
+import io
+import itertools
 import re
+import tokenize
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, TextEdit
 from chainlens.analyzer.model.source import SourcePosition
@@ -71,14 +77,20 @@ def _overlaps(span: tuple[int, int, str], taken: list[tuple[int, int, str]]) -> 
 
 
 def apply_fixes(
-    text: str, diagnostics: Iterable[Diagnostic], *, unsafe: bool = False
+    text: str,
+    diagnostics: Iterable[Diagnostic],
+    *,
+    unsafe: bool = False,
+    line_length: int | None = None,
 ) -> tuple[str, int]:
     """Apply the fixes of ``diagnostics`` to ``text``: each one's
     :meth:`~Diagnostic.fix_to_apply` (safe fixes only unless ``unsafe``).
 
     Return the new text and how many findings were fixed.  Fixes are taken in
     the order of their findings' positions; fixes pointing outside the text and
-    fixes overlapping one already taken are left out.
+    fixes overlapping one already taken are left out.  With ``line_length``, a
+    statement a fix made longer than that is laid out as ruff format would
+    (:func:`wrap_long_lines`).
     """
     offsets = _Offsets(text)
     taken: list[tuple[int, int, str]] = []
@@ -111,4 +123,210 @@ def apply_fixes(
     out = text
     for start, end, new_text in sorted(taken, key=lambda s: (s[0], s[1]), reverse=True):
         out = out[:start] + new_text + out[end:]
+    if line_length is not None and taken:
+        out = wrap_long_lines(out, _edited_lines(out, taken), line_length)
     return out, fixed
+
+
+def _edited_lines(out: str, taken: list[tuple[int, int, str]]) -> set[int]:
+    """The lines (numbers from 1) of ``out`` where the edits ``taken`` end."""
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(out)]
+    lines: set[int] = set()
+    shift = 0
+    for start, end, new_text in sorted(taken, key=lambda s: (s[0], s[1])):
+        at = start + shift + len(new_text)
+        lines.add(bisect.bisect_right(starts, max(at - 1, 0)))
+        shift += len(new_text) - (end - start)
+    return lines
+
+
+# ------------------------------------------------------------ long lines wrapped
+#
+# A fix that inserts ``.uid(...)`` can push a line past the project's line
+# length.  The statement is then laid out as ruff format (and black) lays out a
+# call chain, so that a formatted file stays formatted: an assignment or a
+# ``return`` whose value chains two calls or more after a call (``a.b(x).c(y)
+# .d(z)``) is wrapped in parentheses, on one line inside them when it fits, else
+# one ``.method(...)`` per line (ruff's fluent layout); a chain with one call
+# after a call breaks inside a call's parentheses, the first one (left to
+# right) that does not fit.  Arguments that do not fit on one line inside
+# their parentheses go one per line, with a trailing comma.  Only statements
+# on one line of their own are wrapped (no comment, no backslash, no other
+# statement on the line); anything else is left as the fix wrote it.
+
+#: ruff's default ``line-length`` (and black's)
+DEFAULT_LINE_LENGTH = 88
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """The parentheses of one call: offsets in the line of ``(`` and ``)``,
+    and its arguments' texts."""
+
+    open: int
+    close: int
+    arguments: tuple[str, ...]
+
+
+def _chain(value: ast.expr) -> tuple[list[ast.Call], list[int]] | None:
+    """The calls of a call chain (outermost first) and the ends of the values
+    that a ``.name`` follows when they are calls or subscripts (where ruff's
+    fluent layout breaks), or None when ``value`` is no call chain."""
+    calls: list[ast.Call] = []
+    breaks: list[int] = []
+    node: ast.expr = value
+    while True:
+        if isinstance(node, ast.Call):
+            calls.append(node)
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            inner = node.value
+            if isinstance(inner, ast.Call | ast.Subscript):
+                assert inner.end_col_offset is not None
+                breaks.append(inner.end_col_offset)
+            node = inner
+        else:
+            break
+    if not calls or not isinstance(value, ast.Call):
+        return None
+    return calls, sorted(breaks)
+
+
+def _group(raw: bytes, call: ast.Call) -> _Group | None:
+    """The parentheses of ``call`` in the line ``raw`` (None: no arguments)."""
+    parts: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
+    parts.sort(key=lambda n: (n.lineno, n.col_offset))
+    if not parts or call.end_col_offset is None:
+        return None
+    close = call.end_col_offset - 1
+    if raw[close : close + 1] != b")":
+        return None
+    func_end = call.func.end_col_offset
+    assert func_end is not None
+    open_ = raw.index(b"(", func_end)
+    texts = []
+    for part in parts:
+        assert part.end_col_offset is not None
+        texts.append(raw[part.col_offset : part.end_col_offset].decode())
+    return _Group(open_, close, tuple(texts))
+
+
+def _print(
+    raw: bytes,
+    span: tuple[int, int],
+    groups: list[_Group],
+    lead: str,
+    indent: str,
+    limit: int,
+) -> list[str]:
+    """Lay out ``raw[start:end]`` after ``lead`` (lines after the first start
+    at ``indent``): each call's parentheses kept on the line when the text up
+    to the next call's ``(`` fits, else broken (the arguments on one line
+    inside them, or one per line)."""
+    start, end = span
+    lines: list[str] = []
+    current = lead
+    position = start
+    outer = sorted(
+        (g for g in groups if start <= g.open and g.close < end), key=lambda g: g.open
+    )
+    for index, group in enumerate(outer):
+        following = outer[index + 1].open + 1 if index + 1 < len(outer) else end
+        if len(current + raw[position:following].decode()) <= limit:
+            continue  # this call stays on the line (position is not moved)
+        lines.append(current + raw[position : group.open + 1].decode())
+        inner = indent + "    "
+        joined = inner + ", ".join(group.arguments)
+        if len(joined) <= limit:
+            lines.append(joined)
+        else:
+            lines.extend(f"{inner}{argument}," for argument in group.arguments)
+        current = indent
+        position = group.close
+    lines.append(current + raw[position:end].decode())
+    return lines
+
+
+def _wrapped(line: str, statement: ast.stmt, limit: int) -> list[str] | None:
+    """The statement on ``line`` laid out as ruff format would, or None."""
+    value = getattr(statement, "value", None)
+    if not isinstance(value, ast.expr) or value.end_col_offset is None:
+        return None
+    raw = line.encode()
+    start, end = value.col_offset, value.end_col_offset
+    prefix = raw[:start].decode()
+    if not prefix.rstrip().endswith(("=", "return")):
+        return None  # the value in parentheses, or after a header (``if x: ...``)
+    if prefix[: len(prefix) - len(prefix.lstrip())] != prefix[: statement.col_offset]:
+        return None
+    if raw[end:].strip():
+        return None  # more after the value (a ``;``)
+    found = _chain(value)
+    if found is None:
+        return None
+    calls, breaks = found
+    groups = [g for g in (_group(raw, c) for c in calls) if g is not None]
+    indent = line[: len(line) - len(line.lstrip())]
+    inner = indent + "    "
+    if len(breaks) >= 2:
+        flat = inner + raw[start:end].decode()
+        if len(flat) <= limit:
+            return [prefix + "(", flat, indent + ")"]
+        lines = [prefix + "("]
+        edges = [start, *breaks, end]
+        for left, right in itertools.pairwise(edges):
+            lines += _print(raw, (left, right), groups, inner, inner, limit)
+        return [*lines, indent + ")"]
+    printed = _print(raw, (start, end), groups, prefix, indent, limit)
+    return printed if len(printed) > 1 else None
+
+
+def wrap_long_lines(text: str, lines: Iterable[int], limit: int) -> str:
+    """Lay out the statements on ``lines`` (numbers from 1) that are longer
+    than ``limit`` as ruff format would; everything else is kept as it is."""
+    physical = text.splitlines(keepends=True)
+    long = sorted(
+        {
+            n
+            for n in lines
+            if 0 < n <= len(physical) and len(physical[n - 1].rstrip("\r\n")) > limit
+        },
+        reverse=True,
+    )
+    if not long:
+        return text
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    statements = {
+        node.lineno: node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.Return)
+        and node.end_lineno == node.lineno
+    }
+    for number in long:
+        statement = statements.get(number)
+        line = physical[number - 1]
+        content = line.rstrip("\r\n")
+        if statement is None or _has_comment(content):
+            continue
+        wrapped = _wrapped(content, statement, limit)
+        if wrapped is None:
+            continue
+        newline = line[len(content) :] or "\n"
+        physical[number - 1] = "".join(part + newline for part in wrapped)
+        if not line.endswith(("\n", "\r")):
+            physical[number - 1] = physical[number - 1][: -len(newline)]
+    return "".join(physical)
+
+
+def _has_comment(line: str) -> bool:
+    """Tell whether a line of code has a comment (or cannot be tokenized)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line + "\n").readline))
+    except (tokenize.TokenError, SyntaxError):
+        return True
+    return any(t.type == tokenize.COMMENT for t in tokens)

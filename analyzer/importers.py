@@ -4,8 +4,10 @@ A module of the project that is not a program itself (``jobs/steps.py``, which
 ``jobs/main.py`` imports) has findings only through the programs that import
 it.  :func:`importers_of` finds them without parsing anything: it walks the
 project (as ``chainlens check`` walks a folder: ``.gitignore`` and excludes
-respected) and keeps a file whose text has an import statement of the module's
-dotted name from one of the roots Python would resolve it from for that file
+respected; never above its root nor into a project below it; without a
+project root, the module's own folder only) and keeps a file whose text has an
+import statement of the module's dotted name from one of the roots Python
+would resolve it from for that file
 (:class:`~chainlens.analyzer.extract.modules.ModuleFinder`'s: the file's
 folder, the project root and its ``src/``), or a relative import of its name
 from inside the module's package.  Modules found so are searched
@@ -26,7 +28,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Final
 
-from chainlens.analyzer.config import ConfigResolver
+from chainlens.analyzer.config import ConfigError, ConfigResolver
 from chainlens.analyzer.discovery import discover, is_pyflink_source
 from chainlens.analyzer.extract.modules import MAX_MODULE_BYTES, project_root
 from chainlens.analyzer.files import read_bounded
@@ -130,26 +132,55 @@ class _Search:
 #: a project's Python files, listed at most once per this many seconds (an
 #: editor asks on every change of an open module)
 LISTING_SECONDS: Final = 2.0
-_LISTINGS: dict[Path, tuple[float, tuple[Path, ...]]] = {}
+_LISTINGS: dict[tuple[Path, bool, bool], tuple[float, tuple[Path, ...]]] = {}
 #: file contents by path, valid while the file's size and mtime are the same
 _TEXTS: dict[Path, tuple[tuple[int, int], bytes]] = {}
 _LOCK = threading.Lock()
 
 
-def _project_texts(root: Path) -> list[tuple[Path, bytes]]:
-    """The ``.py`` files of the project at ``root`` and their contents."""
+def _listing(folder: Path, *, project: bool, isolated: bool) -> list[Path]:
+    """The ``.py`` files searched: the project at ``folder`` (``project``),
+    walked as ``chainlens check`` walks it but never into another project
+    below it; else the files of ``folder`` itself.  No config file is read
+    when ``isolated``; one that cannot be used is no error here (the search
+    is then made as if there were none: it serves the file checked, whose own
+    settings are read where it is)."""
+    if not project:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return []
+        found: list[Path] = []
+        for entry in entries:
+            try:
+                if entry.name.endswith(".py") and entry.is_file():
+                    found.append(folder / entry.name)
+            except OSError:
+                continue
+        return found
+    try:
+        walked = discover([folder], ConfigResolver(isolated=isolated), one_project=True)
+    except ConfigError:
+        walked = discover([folder], ConfigResolver(isolated=True), one_project=True)
+    return [f for f in walked if f.name.endswith(".py")]
+
+
+def _project_texts(
+    folder: Path, *, project: bool = True, isolated: bool = False
+) -> list[tuple[Path, bytes]]:
+    """The ``.py`` files searched (see :func:`_listing`) and their contents."""
     now = time.monotonic()
+    listing = (folder, project, isolated)
     with _LOCK:
-        listed = _LISTINGS.get(root)
+        listed = _LISTINGS.get(listing)
     if listed is None or now - listed[0] > LISTING_SECONDS:
         files = tuple(
             Path(os.path.abspath(f))
-            for f in discover([root], ConfigResolver())
-            if f.name.endswith(".py")
+            for f in _listing(folder, project=project, isolated=isolated)
         )[:MAX_FILES]
         listed = (now, files)
         with _LOCK:
-            _LISTINGS[root] = listed
+            _LISTINGS[listing] = listed
     found: list[tuple[Path, bytes]] = []
     for path in listed[1]:
         try:
@@ -174,18 +205,34 @@ def _project_texts(root: Path) -> list[tuple[Path, bytes]]:
     return found
 
 
-def importers_of(path: str | Path, covered: Collection[str | Path] = ()) -> list[Path]:
+def importers_of(
+    path: str | Path,
+    covered: Collection[str | Path] = (),
+    *,
+    isolated: bool = False,
+) -> list[Path]:
     """The programs of ``path``'s project that may run it (absolute paths).
 
-    Files under ``covered`` (files and folders checked in the same run) are
-    left out as programs (they report their findings themselves), not as
-    links between modules.
+    The search never leaves the project: its root (the nearest folder at or
+    above the module with a project marker) and the folders below it that
+    are no project of their own; without a project root, the module's own
+    folder (not the folders below it: a shared temporary folder is nobody's
+    project).  ``isolated``: no config file is read (``--isolated``).  Files
+    under ``covered`` (files and folders checked in the same run) are left out
+    as programs (they report their findings themselves), not as links between
+    modules.
     """
     module = Path(os.path.abspath(path))
     if not (module.parent.name if module.name == "__init__.py" else module.stem):
         return []
-    root = project_root(module.parent) or module.parent
-    texts = {p: data for p, data in _project_texts(root) if p != module}
+    root = project_root(module.parent)
+    texts = {
+        p: data
+        for p, data in _project_texts(
+            root or module.parent, project=root is not None, isolated=isolated
+        )
+        if p != module
+    }
     skipped = [Path(os.path.abspath(c)) for c in covered]
     search = _Search()
     searched = [module]

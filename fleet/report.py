@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from chainlens.analyzer import write_atomic
-from chainlens.fleet.schema import SCHEMAS, TABLES
+from chainlens.fleet.schema import ERROR, SCHEMAS, TABLES
+
+#: The one unit of "without uid" the summary counts and every view names: the
+#: stateful operators (rows of ``operators``, per job) that have no uid.
+WITHOUT_UID = "stateful operators without uid"
+WITH_UID = "stateful operators with uid"
 
 
 def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], int]]:
@@ -29,6 +34,9 @@ def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], 
         keys.append((("repo", repo, value["status"]), 1))
         keys.append((("repo", repo, "jobs"), value["jobs"] or 0))
         keys.append((("repo", repo, "findings"), value["findings"] or 0))
+        if value["status"] == ERROR:
+            where = (repo, value["path"], value["line"])
+            keys.append((("failed", *where, value["error_code"], value["error"]), 1))
     path, line = value["path"], value["line"]
     if table == "findings":
         keys.append((("rule", value["rule"], value["name"], value["severity"]), 1))
@@ -47,11 +55,12 @@ def summary_keys(table: str, row: Sequence[Any]) -> list[tuple[tuple[Any, ...], 
                 1,
             )
         )
-        if value["rule"] in ("CL101", "CL103"):
+        if value["rule"] == "CL103":
             keys.append((("repo", repo, value["rule"]), 1))
     elif table == "operators" and value["stateful"]:
         keys.append((("coverage", repo, value["uid"] is not None), 1))
         if value["uid"] is None:
+            keys.append((("repo", repo, "stateful_without_uid"), 1))
             keys.append((("at", "without_uid", repo, repo, path, line), 1))
     elif table == "jobs":
         keys.append((("tasks_per_job", value["tasks"]), 1))
@@ -169,13 +178,11 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
                 "errors": 0,
                 "jobs": 0,
                 "findings": 0,
-                "missing_uid": 0,
+                "stateful_without_uid": 0,
                 "dropped_uid": 0,
             },
         )
-        field = {"error": "errors", "CL101": "missing_uid", "CL103": "dropped_uid"}.get(
-            what, what
-        )
+        field = {"error": "errors", "CL103": "dropped_uid"}.get(what, what)
         if field in entry:
             entry[field] += count
     behind = _files_behind(of("at"))
@@ -194,10 +201,20 @@ def build_summary(totals: dict[tuple[Any, ...], int]) -> dict[str, Any]:
         entry["stateful"] += count
         if has_uid:
             entry["with_uid"] += count
+    for entry in coverage.values():
+        entry["stateful_without_uid"] = entry["stateful"] - entry["with_uid"]
     files, more_files = _per_file(of("finding"), of("job"))
+    failed = [
+        {"repo": repo, "path": path, "line": line, "code": code, "message": message}
+        for (repo, path, line, code, message), _ in sorted(
+            of("failed"), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))
+        )
+    ]
     return {
         "files": files,
         "more_files": more_files,
+        "errors": failed[:REPORT_FILES],
+        "more_errors": max(0, len(failed) - REPORT_FILES),
         "tables": {name: totals.get(("rows", name), 0) for name in TABLES},
         "files_by_status": {k[0]: v for k, v in of("status")},
         "findings_by_rule": sorted(
@@ -410,6 +427,29 @@ def _file_section(summary: dict[str, Any], ids: dict[tuple[str, str], str]) -> s
     return "".join(parts)
 
 
+def _error_section(summary: dict[str, Any], ids: dict[tuple[str, str], str]) -> str:
+    """The files that could not be analysed, each with its error."""
+    errors = summary.get("errors", [])
+    if not errors:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(e['repo'])}</td><td class=text>"
+        f"{html.escape(e['path'])}</td><td>{e['line']}</td>"
+        f"<td class=text>{html.escape(str(e['code']))}</td>"
+        f"<td class=text>{html.escape(str(e['message']))}</td></tr>"
+        for e in errors
+    )
+    more = summary.get("more_errors", 0)
+    if more:
+        rows += f"<tr><td colspan=5 class=muted>{more} more: query the tables</td></tr>"
+    count = len(errors) + more
+    return (
+        f'<section id="errors"><h2>Files that could not be analysed ({count})</h2>'
+        "<table><tr><th>repository</th><th>path</th><th>line</th><th>error</th>"
+        f"<th>message</th></tr>{rows}</table></section>"
+    )
+
+
 def render_html(summary: dict[str, Any]) -> str:
     """Return the self-contained HTML report: charts whose bars lead to the files
     behind them, and each file to its findings and jobs."""
@@ -431,10 +471,10 @@ def render_html(summary: dict[str, Any]) -> str:
             "uid",
             "uid coverage of stateful operators, per repository",
             coverage,
-            ["with uid", "without uid"],
+            [WITH_UID, WITHOUT_UID],
             ["#1a7f37", "#cf222e"],
             summary["uid_coverage_by_repo"],
-            lambda r: f"{r['repo']}: stateful operators without uid",
+            lambda r: f"{r['repo']}: {WITHOUT_UID}",
             lambda r: {
                 "files": r.get("files_without_uid", []),
                 "more_files": r.get("more_files_without_uid", 0),
@@ -495,7 +535,7 @@ def render_html(summary: dict[str, Any]) -> str:
     repo_rows = "".join(
         f"<tr><td>{repo_cell(r['repo'])}</td><td>{r['files']}</td><td>{r['analysed']}</td>"
         f"<td>{r['errors']}</td><td>{r['jobs'] or 0}</td><td>{r['findings'] or 0}</td>"
-        f"<td>{r['missing_uid']}</td><td>{r['dropped_uid']}</td></tr>"
+        f"<td>{r['stateful_without_uid']}</td><td>{r['dropped_uid']}</td></tr>"
         for r in summary["repos"]
     )
     status = ", ".join(
@@ -525,8 +565,9 @@ lines, a file for its findings and jobs.</p>
 {"".join(sections)}
 <section><table><tr><th>repository</th><th>files</th><th>analysed</th><th>errors</th>\
 <th>jobs</th>
-<th>findings</th><th>missing uids (CL101)</th><th>dropped uids (CL103)</th></tr>\
+<th>findings</th><th>{WITHOUT_UID}</th><th>dropped uids (CL103)</th></tr>\
 {repo_rows}</table></section>
+{_error_section(summary, ids)}
 <section><h2>Files with findings or jobs</h2>{_file_section(summary, ids)}</section>
 </body></html>
 """
@@ -558,11 +599,21 @@ def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:
     ]
     for rule in summary["findings_by_rule"][:6]:
         lines.append(f"  {rule['rule']} {rule['name']}: {rule['n']}")
-    worst = sorted(summary["repos"], key=lambda r: -r["missing_uid"])[:5]
+    worst = sorted(summary["repos"], key=lambda r: -r["stateful_without_uid"])[:5]
     for repo in worst:
-        if repo["missing_uid"]:
+        if repo["stateful_without_uid"]:
             lines.append(
-                f"  {repo['repo']}: {repo['missing_uid']} stateful calls without uid"
+                f"  {repo['repo']}: {repo['stateful_without_uid']} {WITHOUT_UID}"
             )
+    errors = summary.get("errors", [])
+    count = len(errors) + summary.get("more_errors", 0)
+    if count:
+        lines.append(
+            f"{count} file{'s' if count != 1 else ''} could not be analysed"
+            + (", the first:" if count > 3 else ":")
+        )
+        lines += [
+            f"  {e['repo']}/{e['path']}:{e['line']}: {e['message']}" for e in errors[:3]
+        ]
     lines.append(f"tables, summary.json and report.html in {out}")
     return lines

@@ -54,6 +54,7 @@ from chainlens.analyzer import (
     descriptor_diagnostics,
     is_descriptor_name,
     materialize,
+    one_line,
     project_deployments,
     read_module,
     upgrade_from,
@@ -485,10 +486,14 @@ class Session:
             log.error(
                 "analysis of %s failed:\n%s", snapshot.uri, traceback.format_exc()
             )
-            problem = Problem("internal-error", f"chainlens failed: {exc!r}", None)
+            problem = Problem(
+                "internal-error", f"chainlens failed: {one_line(exc)}", None
+            )
             result = AnalysisResult(name, problems=(problem,))
             diagnostics = (
-                _file_problem(f"chainlens could not analyse this file: {exc!r}"),
+                _file_problem(
+                    f"chainlens could not analyse this file: {one_line(exc)}"
+                ),
             )
         return Analysis(
             snapshot,

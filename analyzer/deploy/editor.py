@@ -37,7 +37,7 @@ from chainlens.analyzer.deploy.targets import (
 )
 from chainlens.analyzer.files import read_text_bounded
 from chainlens.analyzer.gate.compare import compare_with_base
-from chainlens.analyzer.gate.history import HistoryError, Tree, base_for
+from chainlens.analyzer.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
 from chainlens.analyzer.model.diagnostic import Diagnostic, RelatedLocation
 from chainlens.analyzer.model.source import SourcePosition, SourceRange

@@ -24,7 +24,7 @@ from chainlens.analyzer.deploy.discover import (
     discover_deployments,
     select,
 )
-from chainlens.analyzer.gate.history import Tree
+from chainlens.analyzer.history import Tree
 from chainlens.analyzer.model.deployment import STATELESS, Deployment
 from chainlens.analyzer.model.document import Document
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chainlens.analyzer.api import analyze_graphs
+from chainlens.analyzer.api import analyze_graphs, with_findings
 from chainlens.analyzer.check import (
     FileCheck,
     check_selectors,
@@ -25,6 +25,7 @@ from chainlens.analyzer.check import (
     diff_of,
     display_path,
     findings_of,
+    pins_or_unsafe,
 )
 from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
@@ -39,7 +40,7 @@ from chainlens.analyzer.files import (
     write_atomic,
 )
 from chainlens.analyzer.fix import apply_fixes
-from chainlens.analyzer.gate.history import (
+from chainlens.analyzer.history import (
     Base,
     HistoryError,
     Tree,
@@ -65,7 +66,8 @@ from chainlens.analyzer.rules.restore.assignment import (
     Outcome,
     unknown_writers,
 )
-from chainlens.analyzer.rules.restore.baseline import Baseline
+from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
+from chainlens.analyzer.rules.restore.ids import HeldIds
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, build_restores
 from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 from chainlens.analyzer.savepoint.metadata import read_metadata
@@ -106,7 +108,7 @@ def compare_with_base(
     base revision describes it), from the repository's root and the base
     tree: a program whose settings changed is compared even when its text
     did not.
-    Raises :class:`~chainlens.analyzer.gate.history.HistoryError` when git cannot
+    Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
@@ -170,7 +172,9 @@ def compare_with_base(
             str(path), shown, before, data, config, label, tree, current, old_config
         )
         checked.append(
-            _pinned(path, data, result, write=fix) if fix or diff else result
+            _pinned(path, data, result, config.line_length, write=fix)
+            if fix or diff
+            else result
         )
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
@@ -239,16 +243,22 @@ def _on_lines(config: Config, upgrade: tuple[str, str] | None) -> tuple[Config, 
 
 
 def _pinned(
-    path: Path, data: bytes, checked: FileCheck, *, write: bool = True
+    path: Path,
+    data: bytes,
+    checked: FileCheck,
+    line_length: int,
+    *,
+    write: bool = True,
 ) -> FileCheck:
     """Apply the findings' safe fixes (the pins) once and write the file in its
-    own encoding, unless it changed meanwhile; the findings fixed are dropped.
+    own encoding, unless it changed meanwhile; the findings fixed are dropped
+    (a line made longer than ``line_length`` is wrapped as ruff format would).
     Without ``write``, the fixes are kept as a diff (``--diff``)."""
     source = _decoded(data)
     if source is None or checked.result is None:
         return checked
     fixable = [f.diagnostic for f in checked.findings if f.fixable]
-    fixed_text, count = apply_fixes(source.text, fixable)
+    fixed_text, count = apply_fixes(source.text, fixable, line_length=line_length)
     if not count or fixed_text == source.text:
         return checked
     try:
@@ -806,7 +816,7 @@ def compare_with_savepoint(
         replace(result, diagnostics=diagnostics),
     )
     if fix or diff:
-        checked = _pinned(path, data, checked, write=fix)
+        checked = _pinned(path, data, checked, config.line_length, write=fix)
     states, verdict = _restore(result, target, text, metadata, shown)
     return SavepointComparison(
         metadata,
@@ -1044,6 +1054,22 @@ class EditorBaseline:
         config = replace(config, select=("CL2",), extend_select=())
         return run_rules(result, config, text, baseline=baseline)
 
+    def held(
+        self, path: Path, result: AnalysisResult, config: Config
+    ) -> HeldIds | None:
+        """What savepoints of a deployed version of the document may hold, as
+        ``check --fix`` reads it (:func:`~chainlens.analyzer.check.held_at_base`):
+        the base's IDs; nothing outside git or for a file new since the base
+        (unless a deployment of it is configured); None when git cannot say."""
+        never: HeldIds | None = None if config.deployment is not None else {}
+        root = self._root(path)
+        if root is None:
+            return never
+        baseline = self._baseline(path, config)
+        if baseline is not None:
+            return held_by_base(baseline, result)
+        return never if self._bases.get(root) is not None else None
+
     def _root(self, path: Path) -> Path | None:
         folder = path.parent
         if folder not in self._roots:
@@ -1103,9 +1129,17 @@ def check_document(
     checked = check_text(path, text, config, cache=cache, read=read)
     if baseline is None or checked.result is None:
         return checked
-    extra = baseline.findings(Path(path), text, checked.result, config)
-    if not extra:
+    result = checked.result
+    if any(pins_or_unsafe(d) for d in result.diagnostics):
+        # a uid fix pins only what the document's base says savepoints hold
+        held = baseline.held(Path(path), result, config)
+        if held is not None:
+            result = with_findings(
+                replace(result, diagnostics=()), text, config, held=held
+            )
+    extra = baseline.findings(Path(path), text, result, config)
+    if not extra and result is checked.result:
         return checked
-    result = replace(checked.result, diagnostics=(*checked.result.diagnostics, *extra))
+    result = replace(result, diagnostics=(*result.diagnostics, *extra))
     findings = findings_of(checked.display, result.diagnostics, text)
     return replace(checked, findings=findings, result=result)

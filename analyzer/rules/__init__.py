@@ -50,6 +50,7 @@ from chainlens.analyzer.suppression import filter_suppressed
 if TYPE_CHECKING:
     from chainlens.analyzer.model.diagnostic import Diagnostic
     from chainlens.analyzer.rules.restore.baseline import Baseline
+    from chainlens.analyzer.rules.restore.ids import HeldIds
     from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
 
 __all__ = [
@@ -113,6 +114,7 @@ def run_rules(
     *,
     baseline: Baseline | None = None,
     savepoint: SavepointTarget | None = None,
+    held: HeldIds | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -120,7 +122,9 @@ def run_rules(
     attached when it is given, after checking each edit against it, and its
     suppression comments then remove the findings they name (CL901 reports the
     ones that remove none).  Identical findings (a helper called for several
-    operators) are reported once.
+    operators) are reported once.  ``held``: what savepoints of a version
+    already deployed may hold (:class:`~chainlens.analyzer.rules.base.RuleContext`),
+    which decides where a uid fix pins the operator IDs.
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -130,6 +134,7 @@ def run_rules(
         frozenset(rule.code.code for rule in rules),
         baseline=baseline,
         savepoint=savepoint,
+        held=held,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)

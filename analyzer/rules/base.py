@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.model.result import AnalysisResult
     from chainlens.analyzer.rules.restore.baseline import Baseline
     from chainlens.analyzer.rules.restore.fix import RestorePlan
+    from chainlens.analyzer.rules.restore.ids import HeldIds
     from chainlens.analyzer.rules.restore.restored_jobs import Restore
     from chainlens.analyzer.rules.restore.savepoint import SavepointTarget
     from chainlens.analyzer.rules.uid_plan import UidPlan
@@ -87,6 +88,10 @@ class RuleContext:
     baseline: Baseline | None = None
     #: the real savepoint the savepoint rules compare with (``--savepoint``)
     savepoint: SavepointTarget | None = None
+    #: what savepoints of a version already deployed may hold, when the caller
+    #: knows (nothing: a program never deployed); else found from ``baseline``
+    #: or ``savepoint``, and without either not known
+    held: HeldIds | None = None
     _uid_plan: UidPlan | None = field(default=None, repr=False)
     _restores: list[Restore] | None = field(default=None, repr=False)
     _restore_plans: dict[int, RestorePlan] = field(default_factory=dict, repr=False)
@@ -137,8 +142,23 @@ class RuleContext:
         if self._uid_plan is None:
             from chainlens.analyzer.rules.uid_plan import build_uid_plan
 
-            self._uid_plan = build_uid_plan(self.result, self.text)
+            self._uid_plan = build_uid_plan(self.result, self.text, self.held_ids())
         return self._uid_plan
+
+    def held_ids(self) -> HeldIds | None:
+        """What savepoints may hold of the program's state (None: not known):
+        as the caller says, else what the base or the real savepoint holds."""
+        if self.held is not None:
+            return self.held
+        if self.savepoint is not None:
+            target = self.savepoint
+            ids = frozenset(o.operator_id.lower() for o in target.metadata.operators)
+            return {target.job_index: ids}
+        if self.baseline is not None:
+            from chainlens.analyzer.rules.restore.baseline import held_by_base
+
+            return held_by_base(self.baseline, self.result)
+        return None
 
     @property
     def restores(self) -> list[Restore]:

@@ -92,7 +92,12 @@ class MissingUid:
     savepoints taken before still restore, and Flink saves the state under the
     uid from then on (for `reduce()` and the keyed aggregations the pin keeps
     Flink accepting those savepoints, but PyFlink never reads their running
-    value back: CL108).  The plain uid alone is an unsafe fix, for a job that has
+    value back: CL108).  A pin is only for state a savepoint may hold: `--fix`
+    reads the program at its git base (the revision the savepoint gate
+    compares with), and an operator new since the base, or any operator of a
+    program with no base (not in git, not committed yet) that no deployment
+    names, gets the plain uid as its safe fix: no savepoint holds its state.
+    Elsewhere the plain uid alone is an unsafe fix, for a job that has
     never been deployed (`--fix --unsafe-fixes`, or `unsafe-fixes = true`).
     Where the IDs cannot be pinned (a `sink_to()` sink, an operator PyFlink
     adds itself that would move, an ID that depends on a parallelism chainlens

@@ -35,7 +35,13 @@ from chainlens.analyzer.rules.operators import (
     text_of,
     uid_kind,
 )
-from chainlens.analyzer.rules.restore.ids import RestoreIds, moved, restore_ids
+from chainlens.analyzer.rules.restore.ids import (
+    HeldIds,
+    RestoreIds,
+    moved,
+    only_held,
+    restore_ids,
+)
 from chainlens.analyzer.rules.source_calls import LocatedCall, SourceCalls
 
 if TYPE_CHECKING:
@@ -298,8 +304,16 @@ def _order(sites: Iterable[_Site]) -> list[_Site]:
     return sorted(sites, key=key)
 
 
-def build_uid_plan(result: AnalysisResult, text: str | None) -> UidPlan:
-    """Plan a uid for every call creating user operators without one."""
+def build_uid_plan(
+    result: AnalysisResult, text: str | None, held: HeldIds | None = None
+) -> UidPlan:
+    """Plan a uid for every call creating user operators without one.
+
+    ``held``: what savepoints of a version already deployed may hold (the git
+    base's IDs; nothing for a program never deployed; None: not known, every
+    ID the program has today).  Only an operator whose state may be held under
+    the ID it has today is pinned with set_uid_hash(): a new one gets a plain
+    uid, which moves nothing any savepoint holds."""
     sites, same_call = _sites(result)
     if not sites:
         return UidPlan({})
@@ -313,7 +327,7 @@ def build_uid_plan(result: AnalysisResult, text: str | None) -> UidPlan:
     plan: dict[SourceRange, UidSuggestion] = {}
     for site in _order(sites):
         plan[site.range] = _suggest(site, calls, same_call, taken, quote)
-    safety = _Safety(result, {site.range: site for site in sites}, plan, quote)
+    safety = _Safety(result, {site.range: site for site in sites}, plan, quote, held)
     return UidPlan(plan, safety)
 
 
@@ -407,13 +421,16 @@ class _Safety:
         sites: dict[SourceRange, _Site],
         plan: dict[SourceRange, UidSuggestion],
         quote: str,
+        held: HeldIds | None = None,
     ) -> None:
         self.result = result
         self.sites = sites
         self.plan = plan
         self.quote = quote
         self._pins: dict[SourceRange, _Pin] = {}
-        self.before = restore_ids(result)
+        # only the IDs a savepoint may hold are kept: moving any other loses
+        # nothing (an operator new since the base, a job never deployed)
+        self.before = only_held(restore_ids(result), held)
         self._sizes = {
             job.spec.index: len(job.stream_graph.nodes)
             for job in result.jobs

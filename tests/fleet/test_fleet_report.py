@@ -24,8 +24,8 @@ def test_jobs_whose_graph_is_not_known_are_counted_last_and_named() -> None:
     assert "graph not known" in html  # None
     assert "1 task<" in html or "1 task</text>" in html
     assert "None task" not in html
-    # the stacked bar names each value
-    assert "1 with uid · 4 without uid" in html
+    # the stacked bar names each value, in the summary's one unit
+    assert "1 stateful operators with uid · 4 stateful operators without uid" in html
     # a long label is shortened with an ellipsis, whole in its tooltip
     assert "x" * 49 + "…" in html
     assert "<title>" + "x" * 80 + "</title>" in html
@@ -104,3 +104,87 @@ def test_a_number_leads_to_the_files_and_lines_behind_it(tmp_path: Path) -> None
     assert 'href="#file-' in page
     assert 'id="file-' in page
     assert "shop/example_orders.py" in page
+
+
+def _scanned(files: dict[str, bytes]) -> dict[str, object]:
+    from collections import Counter
+
+    from chainlens.fleet.report import build_summary, summary_keys
+    from chainlens.fleet.rows import scan_file
+    from chainlens.fleet.schema import TABLES
+
+    totals: Counter[tuple[object, ...]] = Counter()
+    for name, data in files.items():
+        rows = scan_file("shop", name, data)
+        for table in TABLES:
+            for row in rows.table(table):
+                totals.update(dict(summary_keys(table, row)))
+    return build_summary(dict(totals))
+
+
+def test_a_file_that_failed_is_named_with_its_error(tmp_path: Path) -> None:
+    """Not only a ``files`` row: summary.json, report.html and the printed
+    summary name the file, the line and the message."""
+    from chainlens.fleet.report import terminal_lines, write_report
+
+    pipelines = FIXTURES / "pipelines"
+    summary = _scanned(
+        {
+            "example_orders.py": (pipelines / "example_orders.py").read_bytes(),
+            "jobs/broken.py": b"from pyflink.datastream import X\n\ndef f(:\n",
+        }
+    )
+    (error,) = summary["errors"]  # type: ignore[misc]
+    assert error["repo"] == "shop"
+    assert error["path"] == "jobs/broken.py"
+    assert error["line"] == 3
+    assert error["code"] == "syntax-error"
+    assert error["message"]
+    assert summary["more_errors"] == 0
+    write_report(summary, tmp_path)
+    written = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert written["errors"] == [error]
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "Files that could not be analysed (1)" in page
+    assert "jobs/broken.py" in page
+    assert "<td>3</td><td class=text>syntax-error</td>" in page
+    assert html_escape(error["message"]) in page
+    lines = terminal_lines(summary, tmp_path)
+    assert "1 file could not be analysed:" in lines
+    assert f"  shop/jobs/broken.py:3: {error['message']}" in lines
+    # a scan without failures says nothing of them
+    clean = _scanned({"a.py": (pipelines / "example_orders.py").read_bytes()})
+    assert clean["errors"] == []
+    assert "could not be analysed" not in render_html(clean)
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def test_without_uid_is_one_unit_everywhere(tmp_path: Path) -> None:
+    """Stateful operators without uid: the number the chart's bar, the
+    per-repository table, summary.json and the printed summary all give, and
+    the words they give it with."""
+    from chainlens.fleet.report import WITHOUT_UID, terminal_lines
+
+    pipelines = FIXTURES / "pipelines"
+    names = ("example_orders.py", "connected_streams_key_by.py", "keyed_reduce.py")
+    summary = _scanned({n: (pipelines / n).read_bytes() for n in names})
+    (coverage,) = summary["uid_coverage_by_repo"]  # type: ignore[misc]
+    (repo,) = summary["repos"]  # type: ignore[misc]
+    without = coverage["stateful"] - coverage["with_uid"]
+    assert without > 0
+    assert coverage["stateful_without_uid"] == without
+    assert repo["stateful_without_uid"] == without
+    # the files behind the bar add up to the same number
+    assert sum(f["n"] for f in coverage["files_without_uid"]) == without
+    assert "missing_uid" not in repo
+    page = render_html(summary)
+    assert f"{without:g} {WITHOUT_UID}</text>" in page  # the bar
+    assert f"<th>{WITHOUT_UID}</th>" in page  # the table's column
+    assert f"<td>{without}</td><td>{repo['dropped_uid']}</td></tr>" in page
+    assert f"shop: {WITHOUT_UID}: " in page  # the list under the chart
+    assert f"  shop: {without} {WITHOUT_UID}" in terminal_lines(summary, tmp_path)

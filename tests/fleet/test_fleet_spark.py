@@ -6,6 +6,7 @@ Expected rows are computed here with the per-file function over the same bytes
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -158,9 +159,17 @@ def test_summary_and_report(local_scan: Path) -> None:
     summary = json.loads((local_scan / "summary.json").read_text(encoding="utf-8"))
     assert summary["tables"]["files"] == sum(table(local_scan, "files").values())
     assert summary["files_by_status"]["error"] == 4
+    # the files that failed are named with their errors, not only in the rows
+    errors = summary["errors"]
+    assert len(errors) == 4
+    assert all(e["path"] and e["message"] and "line" in e for e in errors)
     rules = {r["rule"] for r in summary["findings_by_rule"]}
     assert "CL101" in rules
+    # one unit of "without uid": stateful operators, per repository and overall
+    for repo in summary["uid_coverage_by_repo"]:
+        assert repo["stateful_without_uid"] == repo["stateful"] - repo["with_uid"]
     report = (local_scan / "report.html").read_text(encoding="utf-8")
+    assert all(html.escape(e["path"]) in report for e in errors)
     assert report.count("<svg") == 4
     assert "uid coverage of stateful operators" in report
     assert "http" not in report.replace("http://www.w3.org/2000/svg", "")

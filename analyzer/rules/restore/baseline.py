@@ -31,6 +31,7 @@ from chainlens.analyzer.rules.operators import (
     keeps_savepoints,
     state_info,
 )
+from chainlens.analyzer.rules.restore.ids import HeldIds
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,36 @@ def pair_jobs(base: AnalysisResult, new: AnalysisResult) -> list[JobPair]:
             )
         )
     return pairs
+
+
+def held_by_base(baseline: Baseline, result: AnalysisResult) -> HeldIds:
+    """What a savepoint of the base may hold, per job of ``result``: the ID
+    each stateful operator of its base job saves under (the generated one),
+    and the IDs the base pins with set_uid_hash (a savepoint taken before it
+    may hold those).  A job the base does not have holds nothing; a base job
+    chainlens could not hash entirely may hold any ID."""
+    held: HeldIds = {}
+    for pair in pair_jobs(baseline.result, result):
+        if not keeps_savepoints(pair.base) or not keeps_savepoints(pair.new):
+            continue
+        graph, job_graph = pair.base.stream_graph, pair.base.job_graph
+        if graph is None or job_graph is None:
+            held[pair.new.spec.index] = None
+            continue
+        ids: set[str] = set()
+        for node in stateful(pair.base):
+            ident = job_graph.operator_ids.get(node.id)
+            if ident is None or node.id in job_graph.uncertain_nodes:
+                ids = set()
+                break
+            ids.add(ident)
+            if isinstance(node.user_hash, str):
+                ids.add(node.user_hash.lower())
+        else:
+            held[pair.new.spec.index] = frozenset(ids)
+            continue
+        held[pair.new.spec.index] = None
+    return held
 
 
 def restore_id(job: CompiledJob, node: StreamNode) -> str | None:

@@ -31,6 +31,27 @@ from chainlens.analyzer.rules.restore.assignment import Claimant, claimants
 #: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]
 
+#: What savepoints of a version already deployed may hold, per job index of
+#: the program: the IDs its state is saved under (None: any ID, not known).  A
+#: job without an entry is new: no savepoint holds its state.  ``None`` for the
+#: whole program: not known, every ID it has today may be held.
+HeldIds = dict[int, frozenset[str] | None]
+
+
+def only_held(before: RestoreIds, held: HeldIds | None) -> RestoreIds:
+    """The operators of ``before`` whose state a savepoint may hold under the
+    ID they have today (an ID not known is kept in a job that may hold any)."""
+    if held is None:
+        return before
+    kept: RestoreIds = {}
+    for key, ident in before.items():
+        if key[0] not in held:
+            continue
+        ids = held[key[0]]
+        if ids is None or ident is None or ident in ids:
+            kept[key] = ident
+    return kept
+
 
 def restore_ids(result: AnalysisResult) -> RestoreIds:
     """The ID a savepoint of the program holds each stateful operator's state
