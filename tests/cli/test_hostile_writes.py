@@ -27,7 +27,8 @@ from tests.support import unprivileged
 ROOT = Path(__file__).resolve().parents[2]
 
 #: a keyed reduce without a uid: CL101 with a safe fix (a plain uid: no git base,
-#: no savepoint holds its state); the runs ignore CL108 (the reduce's aggregate, a warning no fix removes)
+#: no savepoint holds its state); the runs ignore CL108 (the reduce's aggregate,
+#: a warning no fix removes)
 PROGRAM = """\
 from pyflink.datastream import StreamExecutionEnvironment
 env = StreamExecutionEnvironment.get_execution_environment()
