@@ -194,12 +194,15 @@ class FlinkCluster:
         return pids
 
     def alive(self) -> list[int]:
-        """The cluster's JVMs still running."""
+        """The cluster's processes still running (a zombie, killed and not yet
+        reaped by whoever adopted it, is not running)."""
         out = []
         for pid in self.pids:
             try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2 :].split()[0] in ("Z", "X"):
                 continue
             out.append(pid)
         return out
@@ -225,6 +228,9 @@ class FlinkCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.pids = sorted(set(self.pids) | children)
+        deadline = time.monotonic() + 10
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.2)
 
     def __enter__(self) -> FlinkCluster:
         try:
