@@ -26,8 +26,12 @@ from pathlib import Path
 from typing import Final
 
 from chainlens.analyzer.config import ConfigResolver, glob_regex
-from chainlens.analyzer.extract.modules import PROJECT_MARKERS
-from chainlens.analyzer.files import MAX_SETTINGS_BYTES, read_bounded, reason
+from chainlens.analyzer.files import (
+    MAX_SETTINGS_BYTES,
+    PROJECT_MARKERS,
+    read_bounded,
+    reason,
+)
 
 PYTHON_SUFFIXES: Final = (".py", ".pyi")
 

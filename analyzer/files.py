@@ -32,6 +32,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
+#: The files that mark a project root (the importer search and the walks stop
+#: at them).
+PROJECT_MARKERS: Final = ("pyproject.toml", "setup.cfg", "setup.py")
 #: Configuration files (``pyproject.toml``, ``chainlens.toml``), ``.gitignore``
 #: and ``.git/info/exclude``: larger ones are refused (git itself skips pattern
 #: files over 100 MiB).

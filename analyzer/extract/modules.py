@@ -25,13 +25,11 @@ from pathlib import Path
 import libcst as cst
 
 from chainlens.analyzer.decoding import DecodeError, decode_source
-from chainlens.analyzer.files import read_bounded
+from chainlens.analyzer.files import PROJECT_MARKERS, read_bounded
 
 #: Reads a module's text; None when it cannot be read.
 ReadText = Callable[[Path], "str | None"]
 
-#: The files that mark a project root.
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 #: At most this many of the program's modules are followed per analysis.
 MAX_MODULES = 200
 #: A module larger than this is not followed (its calls are then unknown).
