@@ -42,6 +42,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_metadata": ("savepoint.metadata", "read_metadata"),
     "EditorBaseline": ("gate.compare", "EditorBaseline"),
     "check_document": ("gate.compare", "check_document"),
+    "verified_diagnostics": ("gate.compare", "verified_diagnostics"),
     "HistoryError": ("gate.history", "HistoryError"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
@@ -287,6 +288,7 @@ __all__ = [
     "upgrade_section",
     "variant_facts",
     "variants_of_file",
+    "verified_diagnostics",
 ]
 
 
@@ -381,6 +383,7 @@ if TYPE_CHECKING:
         compare_with_base,
         compare_with_savepoint,
         explain_id,
+        verified_diagnostics,
     )
     from chainlens.analyzer.gate.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment

@@ -50,26 +50,32 @@ def analyze_source(
     *,
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
+    verify_fixes: bool = True,
 ) -> AnalysisResult:
     """Analyse one PyFlink program given as text and run the rules. Never raises.
 
     ``cache`` keeps parsed statements between analyses of versions of one text
     (an editor's buffer): only the statements an edit touched are parsed again.
     ``read`` reads the program's own modules (an editor's unsaved buffers; the
-    disk by default).
+    disk by default).  ``verify_fixes=False``: the uid fixes are not checked
+    for the operator IDs they move (``run_rules``).
     """
     config = config or Config()
     result = _analyze(path, text, config, cache, read)
-    return with_findings(result, text, config)
+    return with_findings(result, text, config, verify_fixes=verify_fixes)
 
 
 def with_findings(
-    result: AnalysisResult, text: str | None, config: Config
+    result: AnalysisResult,
+    text: str | None,
+    config: Config,
+    *,
+    verify_fixes: bool = True,
 ) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
         with _quiet():
-            diagnostics = run_rules(result, config, text)
+            diagnostics = run_rules(result, config, text, verify_fixes=verify_fixes)
     except Exception as exc:
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()

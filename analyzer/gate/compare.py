@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chainlens.analyzer.api import analyze_graphs
+from chainlens.analyzer.api import analyze_graphs, with_findings
 from chainlens.analyzer.check import (
     FileCheck,
     check_selectors,
@@ -1011,7 +1011,13 @@ class EditorBaseline:
         self._roots: dict[Path, Path | None] = {}
 
     def findings(
-        self, path: Path, text: str, result: AnalysisResult, config: Config
+        self,
+        path: Path,
+        text: str,
+        result: AnalysisResult,
+        config: Config,
+        *,
+        verify_fixes: bool = True,
     ) -> tuple[Diagnostic, ...]:
         """The CL2xx findings of the document ``text`` (none outside git, for a
         file new since the base, or one unchanged)."""
@@ -1019,7 +1025,9 @@ class EditorBaseline:
         if baseline is None or baseline.text == text:
             return ()
         config = replace(config, select=("CL2",), extend_select=())
-        return run_rules(result, config, text, baseline=baseline)
+        return run_rules(
+            result, config, text, baseline=baseline, verify_fixes=verify_fixes
+        )
 
     def _root(self, path: Path) -> Path | None:
         folder = path.parent
@@ -1072,17 +1080,47 @@ def check_document(
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
     baseline: EditorBaseline | None = None,
+    verify_fixes: bool = True,
 ) -> FileCheck:
     """An editor's document checked (:func:`~chainlens.analyzer.check.check_text`
     with its parse cache and unsaved modules), and with ``baseline`` the
     savepoint rules against its git base, joined into the one result the
-    editor shows."""
-    checked = check_text(path, text, config, cache=cache, read=read)
+    editor shows.
+
+    ``verify_fixes=False`` leaves the uid fixes unchecked for the operator IDs
+    they move (the findings say only what the plain uid would be): an edit
+    then costs no hashing; :func:`verified_diagnostics` gives the findings
+    with their fixes checked, when a fix is asked for."""
+    checked = check_text(
+        path, text, config, cache=cache, read=read, verify_fixes=verify_fixes
+    )
     if baseline is None or checked.result is None:
         return checked
-    extra = baseline.findings(Path(path), text, checked.result, config)
+    extra = baseline.findings(
+        Path(path), text, checked.result, config, verify_fixes=verify_fixes
+    )
     if not extra:
         return checked
     result = replace(checked.result, diagnostics=(*checked.result.diagnostics, *extra))
     findings = findings_of(checked.display, result.diagnostics, text)
     return replace(checked, findings=findings, result=result)
+
+
+def verified_diagnostics(
+    path: str,
+    text: str,
+    result: AnalysisResult,
+    config: Config,
+    *,
+    baseline: EditorBaseline | None = None,
+) -> tuple[Diagnostic, ...]:
+    """The findings :func:`check_document` gives ``text`` (whose analysis, with
+    or without its fixes checked, is ``result``), with every uid fix checked
+    for the operator IDs it moves: what ``check_document`` returns with
+    ``verify_fixes=True``, without analysing the text again."""
+    if not result.jobs or not any(d.fixes for d in result.diagnostics):
+        return result.diagnostics  # no uid fix to check: the same findings
+    found = with_findings(replace(result, diagnostics=()), text, config).diagnostics
+    if baseline is None:
+        return found
+    return (*found, *baseline.findings(Path(path), text, result, config))

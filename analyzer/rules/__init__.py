@@ -113,6 +113,7 @@ def run_rules(
     *,
     baseline: Baseline | None = None,
     savepoint: SavepointTarget | None = None,
+    verify_fixes: bool = True,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -120,7 +121,8 @@ def run_rules(
     attached when it is given, after checking each edit against it, and its
     suppression comments then remove the findings they name (CL901 reports the
     ones that remove none).  Identical findings (a helper called for several
-    operators) are reported once.
+    operators) are reported once.  ``verify_fixes=False`` offers the plain uid
+    fixes unchecked (:func:`~chainlens.analyzer.rules.uid_plan.build_uid_plan`).
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -130,6 +132,7 @@ def run_rules(
         frozenset(rule.code.code for rule in rules),
         baseline=baseline,
         savepoint=savepoint,
+        verify_fixes=verify_fixes,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)
