@@ -245,6 +245,7 @@ def _analyze_text(
             read=read,
             guard=_refuse_deep,
             flink_version=config.flink_version.version,
+            method_scans=cache.method_scans if cache is not None else None,
         )
         jobs = _until_rejected(
             compile_jobs(
