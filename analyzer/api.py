@@ -36,6 +36,7 @@ from chainlens.analyzer.model.result import CompiledJob, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
+from chainlens.analyzer.rules.source_calls import remember_tree
 
 
 def uses_pyflink(text: str) -> bool:
@@ -192,6 +193,7 @@ def _analyze_text(
             # locates syntax errors exactly, and guards LibCST against input it
             # handles badly (very deep nesting crashes or stalls it).
             tree = ast.parse(text)
+            remember_tree(text, tree)
             if cache is not None:
                 module = cache.parse_module(text, tree, _refuse_deep)
             else:

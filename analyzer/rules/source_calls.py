@@ -12,9 +12,12 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.operators import SETTER_METHODS
+
+T = TypeVar("T")
 
 #: Python's own line breaks (``str.splitlines`` knows more, which ``ast`` ignores).
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -67,12 +70,24 @@ class SourceCalls:
 
     @classmethod
     def parse(cls, text: str) -> SourceCalls | None:
-        """Index ``text``; None when ``ast`` cannot parse it."""
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        return cls(text, tree)
+        """Index ``text``; None when ``ast`` cannot parse it.
+
+        The index of a text indexed lately is used again (the rules run twice
+        on one text when an editor checks its fixes after publishing), and
+        the tree the analysis parsed the text into (:func:`remember_tree`)
+        spares parsing it again."""
+        found = _INDEXED.get(text)
+        if found is not None:
+            return found
+        tree = _TREES.get(text)
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        index = cls(text, tree)
+        _keep(_INDEXED, text, index)
+        return index
 
     def _byte_column(self, position: SourcePosition) -> int | None:
         if not 0 < position.line <= len(self._lines):
@@ -166,3 +181,23 @@ class SourceCalls:
                 return None if first_method in _ENVIRONMENT_METHODS else node.id
             else:
                 return None
+
+
+#: the texts indexed lately, and the trees their analyses parsed them into
+#: (a few: an editor's documents, a check's file; any thread may add one)
+_INDEXED: dict[str, SourceCalls] = {}
+_TREES: dict[str, ast.Module] = {}
+_KEPT = 2
+
+
+def _keep(kept: dict[str, T], text: str, value: T) -> None:
+    if len(kept) >= _KEPT:
+        kept.clear()
+    kept[text] = value
+
+
+def remember_tree(text: str, tree: ast.Module) -> None:
+    """Note that ``tree`` is ``ast.parse(text)`` (the analysis has it), for
+    :meth:`SourceCalls.parse` of the same text."""
+    if text not in _INDEXED:
+        _keep(_TREES, text, tree)
