@@ -129,8 +129,8 @@ class Analysis:
         self.variants: asyncio.Future[VariantFacts | None] | None = None
         #: the findings with their uid fixes checked for the operator IDs they
         #: move (``diagnostics`` has them unchecked): how, and once computed
-        self.verify: Callable[[], tuple[Diagnostic, ...]] | None = None
-        self.verified: asyncio.Future[tuple[Diagnostic, ...]] | None = None
+        self.verify: Callable[[], tuple[Diagnostic, ...] | None] | None = None
+        self.verified: asyncio.Future[tuple[Diagnostic, ...] | None] | None = None
 
     @cached_property
     def facts(self) -> FileFacts:
@@ -415,7 +415,7 @@ class Session:
         if not self._is_latest(uri, document, analysis):
             return
         diagnostics = await self.fixes(analysis)
-        if not self._is_latest(uri, document, analysis):
+        if diagnostics is None or not self._is_latest(uri, document, analysis):
             return
         if diagnostics != analysis.diagnostics:
             analysis.diagnostics = diagnostics
@@ -460,12 +460,23 @@ class Session:
             if self._running == 0 and self._collecting:
                 gc.enable()
 
-    async def fixes(self, analysis: Analysis) -> tuple[Diagnostic, ...]:
+    def _moved_on(self, snapshot: Snapshot) -> Callable[[], bool]:
+        """Whether the document has moved on from ``snapshot`` (any thread)."""
+
+        def moved_on() -> bool:
+            now = self._snapshot_of(snapshot.uri)
+            return now is None or now.version != snapshot.version
+
+        return moved_on
+
+    async def fixes(self, analysis: Analysis) -> tuple[Diagnostic, ...] | None:
         """The findings of ``analysis`` with their fixes checked (what a code
         action offers; as ``chainlens check`` gives them), computed once per
-        analysis, off the loop.  An edit publishes its findings without
-        checking which uid fixes keep the operator IDs savepoints are restored
-        by: that hashes the job again per finding, and is done only here."""
+        analysis, off the loop; None when the document changed meanwhile (the
+        check stops: it would slow down the analysis of the new text).  An
+        edit publishes its findings without checking which uid fixes keep the
+        operator IDs savepoints are restored by when that hashes many
+        operators again (``VERIFY_BEFORE_PUBLISHING``)."""
         verify = analysis.verify
         if verify is None:
             return analysis.diagnostics
@@ -500,7 +511,7 @@ class Session:
         name = str(path) if path is not None else snapshot.uri
         upgrade: FileUpgrade | None = None
         deployed: tuple[str, ...] = ()
-        verify: Callable[[], tuple[Diagnostic, ...]] | None = None
+        verify: Callable[[], tuple[Diagnostic, ...] | None] | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
             deployed = tuple(deployment_values(config))
@@ -538,12 +549,12 @@ class Session:
                 assert checked.result is not None  # check_document keeps it
                 result = checked.result
                 if any(d.fixes for d in result.diagnostics):
-                    verify = functools.partial(
-                        _verified, (), name, snapshot.text, result, config, base
-                    )
                     if _rehashed(result) <= VERIFY_BEFORE_PUBLISHING:
-                        result = replace(result, diagnostics=verify())
-                        verify = None
+                        verified = verified_diagnostics(
+                            name, snapshot.text, result, config, baseline=base
+                        )
+                        assert verified is not None  # nothing stops it
+                        result = replace(result, diagnostics=verified)
                     else:
                         verify = functools.partial(
                             _verified,
@@ -553,6 +564,7 @@ class Session:
                             result,
                             config,
                             base,
+                            self._moved_on(snapshot),
                         )
                 to = settings.upgrade_to
                 if to is not None and to != result.flink_version.version:
@@ -608,13 +620,14 @@ def _verified(
     result: AnalysisResult,
     config: Config,
     baseline: EditorBaseline | None,
-) -> tuple[Diagnostic, ...]:
+    stop: Callable[[], bool] | None = None,
+) -> tuple[Diagnostic, ...] | None:
     """An analysis' findings (after its configuration's problems) with their
-    fixes checked."""
-    return (
-        *problems,
-        *verified_diagnostics(name, text, result, config, baseline=baseline),
+    fixes checked; None when ``stop()`` became true meanwhile."""
+    found = verified_diagnostics(
+        name, text, result, config, baseline=baseline, stop=stop
     )
+    return None if found is None else (*problems, *found)
 
 
 def _file_problem(message: str) -> Diagnostic:

@@ -56,6 +56,8 @@ from chainlens.analyzer.rules.operators import (
 from chainlens.analyzer.rules.restore.assignment import (
     Landing,
     Outcome,
+    SupersededError,
+    stopping_when,
     unknown_writers,
 )
 from chainlens.analyzer.rules.restore.baseline import Baseline
@@ -1113,14 +1115,29 @@ def verified_diagnostics(
     config: Config,
     *,
     baseline: EditorBaseline | None = None,
-) -> tuple[Diagnostic, ...]:
+    stop: Callable[[], bool] | None = None,
+) -> tuple[Diagnostic, ...] | None:
     """The findings :func:`check_document` gives ``text`` (whose analysis, with
     or without its fixes checked, is ``result``), with every uid fix checked
     for the operator IDs it moves: what ``check_document`` returns with
-    ``verify_fixes=True``, without analysing the text again."""
+    ``verify_fixes=True``, without analysing the text again.  None when
+    ``stop()`` became true meanwhile (checked before each job is hashed
+    again: the caller no longer wants them)."""
     if not result.jobs or not any(d.fixes for d in result.diagnostics):
         return result.diagnostics  # no uid fix to check: the same findings
-    found = with_findings(replace(result, diagnostics=()), text, config).diagnostics
-    if baseline is None:
-        return found
-    return (*found, *baseline.findings(Path(path), text, result, config))
+    try:
+        with stopping_when(stop or _never):
+            found = with_findings(
+                replace(result, diagnostics=()), text, config
+            ).diagnostics
+            if baseline is not None:
+                found = (*found, *baseline.findings(Path(path), text, result, config))
+    except SupersededError:
+        return None
+    if stop is not None and stop():
+        return None  # a rule may have reported the interruption as a failure
+    return found
+
+
+def _never() -> bool:
+    return False

@@ -158,9 +158,11 @@ async def code_action(
     )
     every = not only or any(FIX_ALL.startswith(k) for k in only)
     asked = any(d.source == SOURCE for d in params.context.diagnostics)
-    diagnostics = (
-        await ls.session.fixes(analysis) if every or (quick and asked) else None
-    )
+    diagnostics = None
+    if every or (quick and asked):
+        diagnostics = await ls.session.fixes(analysis)
+        if diagnostics is None:
+            return []  # the document changed: these would edit an old version
     if quick:
         actions.extend(
             quick_fixes(analysis, params.context.diagnostics, params.range, diagnostics)

@@ -28,8 +28,10 @@ what a real ``_metadata`` file holds.  :func:`assign` returns a
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.compile.hashing import (
@@ -151,6 +153,27 @@ class Assignment:
 Changes = Mapping[int, tuple[str | None, str | None]]
 
 
+class SupersededError(Exception):
+    """The check under way is no longer wanted (:func:`stopping_when`)."""
+
+
+_STOP = threading.local()
+
+
+@contextlib.contextmanager
+def stopping_when(stop: Callable[[], bool]) -> Iterator[None]:
+    """Give up hashing jobs again on this thread as soon as ``stop()`` is true
+    (checked before each job is hashed again: :func:`claimants` raises
+    :class:`SupersededError`), e.g. when an editor's document changed while
+    the fixes of its previous version were being checked."""
+    before = getattr(_STOP, "stop", None)
+    _STOP.stop = stop
+    try:
+        yield
+    finally:
+        _STOP.stop = before
+
+
 #: the chained-output counts of the graphs hashed again lately, by identity
 #: (a graph is hashed again once per uid fix checked: the counts do not
 #: depend on uids)
@@ -202,6 +225,9 @@ def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant
     generated: Mapping[int, str] = job_graph.operator_ids
     nodes = {n.id: n for n in graph.nodes}
     if changes:
+        stop = getattr(_STOP, "stop", None)
+        if stop is not None and stop():
+            raise SupersededError
         for node_id, (uid, user) in changes.items():
             node = nodes[node_id]
             nodes[node_id] = replace(
