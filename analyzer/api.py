@@ -327,7 +327,16 @@ def _nesting_depth(tree: ast.AST) -> int:
             deepest = depth
             if deepest > MAX_NESTING_DEPTH:
                 return deepest
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        below = depth + 1
+        # ast.iter_child_nodes, inlined (the walk is over every changed statement)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                stack.append((value, below))
+            elif isinstance(value, list):
+                stack.extend(
+                    (item, below) for item in value if isinstance(item, ast.AST)
+                )
     return deepest
 
 
