@@ -3,11 +3,12 @@
 Drives the real server (``python -m chainlens.server``) over stdio with pygls'
 client, on two shapes of program:
 
-* ``jobs``: many small jobs (the 300- and 5,000-line programs of
-  ``bench_lsp.py``: one stage function per job, each a few operators);
+* ``jobs``: many small stages (the 300- and 5,000-line programs of
+  ``bench_lsp.py``: a class and a function per stage, a few operators each,
+  all feeding one job: 25 operators per 300 lines);
 * ``big``: one job of many operators (stateful process functions, keyed
   reduces, windows, unions; no uids, so the uid rules report and plan fixes):
-  360 lines and 143 operators, and 4,200 lines and 1,700 operators.
+  360 lines and 141 operators, and 4,200 lines and 1,791 operators.
 
 Each program gets three kinds of edit in turn: a comment (the text changes, the
 graph not), an operator's parallelism (the graph changes: chaining and every
@@ -23,6 +24,14 @@ printed before and after each program, and the spread as p10..p90.
 
     python tests/bench/bench_lsp_edits.py [--edits 60] [--baseline PYTHON]
         [--shapes jobs-300,jobs-5000,big-360,big-4200]
+
+``--cpu`` times instead, in this process, the thread CPU time of each edit's
+check as the server runs it (``check_document`` on the document's parse
+cache, uid fixes unchecked where the checkout has that), which a loaded
+machine inflates far less than the wall clock; run it with each checkout's
+Python to compare them::
+
+    PYTHON tests/bench/bench_lsp_edits.py --cpu --edits 8
 
 Not a test: nothing here asserts a time.
 """
@@ -328,12 +337,46 @@ async def run(servers: list[Server], args: argparse.Namespace) -> None:
         print(f"  load after {load()}", flush=True)
 
 
+def cpu(args: argparse.Namespace) -> None:
+    """Print the median thread CPU time of each kind of edit, in process."""
+    import gc
+    import inspect
+    import statistics
+
+    from chainlens.analyzer import Config, ModuleCache, check_document
+
+    quick = "verify_fixes" in inspect.signature(check_document).parameters
+    options = {"verify_fixes": False} if quick else {}
+    gc.disable()  # as the server does while it analyses
+    print(f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}")
+    for shape, text, edits in shapes(args.shapes.split(",")):
+        cache = ModuleCache(keep_current_only=True)
+        check_document("/bench/p.py", text, Config(), cache=cache, **options)
+        found = []
+        for kind, edit in edits.items():
+            times = []
+            for n in range(args.edits):
+                started = time.thread_time()
+                check_document(
+                    "/bench/p.py", edit(text, n), Config(), cache=cache, **options
+                )
+                times.append(time.thread_time() - started)
+            found.append(f"{kind} {statistics.median(times) * 1000:.1f} ms")
+        print(f"{shape}: CPU per edit (median) " + "; ".join(found), flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--baseline", help="the Python of a baseline checkout")
     parser.add_argument("--shapes", default="jobs-300,jobs-5000,big-360,big-4200")
+    parser.add_argument(
+        "--cpu", action="store_true", help="CPU per edit in this process"
+    )
     args = parser.parse_args()
+    if args.cpu:
+        cpu(args)
+        return
     servers = [Server(sys.executable, "this")]
     if args.baseline:
         servers.append(Server(args.baseline, "baseline"))
