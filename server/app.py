@@ -8,7 +8,6 @@ listens on a socket for debugging.  The server converts; every fact comes from
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from lsprotocol import types
@@ -115,33 +114,9 @@ def create_server() -> ChainlensServer:
     return server
 
 
-#: a program checked once while the client starts (see ``warm_up``)
-WARM_UP_PROGRAM = """\
-from pyflink.datastream import StreamExecutionEnvironment
-
-env = StreamExecutionEnvironment.get_execution_environment()
-env.from_collection([("a", 1)]).key_by(lambda e: e[0]).reduce(lambda a, b: a).print()
-env.execute("warm-up")
-"""
-
-
-def warm_up() -> None:
-    """Load the analysis and check a small program once, with the rules'
-    documentation the diagnostics link to, so that the first document opened
-    does not wait for that (the analyzer loads its modules on first use)."""
-    try:
-        from chainlens.analyzer import Config, check_document
-
-        check_document("warm_up.py", WARM_UP_PROGRAM, Config())
-        diagnostic.default_docs_url()
-    except Exception:  # only time is at stake: the first document does it
-        log.debug("warming up failed", exc_info=True)
-
-
 def serve(*, tcp: bool = False, host: str = "127.0.0.1", port: int = 2087) -> int:
     """Run the server until the client exits; return the exit code."""
     logging.basicConfig(level=logging.WARNING, format="chainlens: %(message)s")
-    threading.Thread(target=warm_up, name="chainlens-warm-up", daemon=True).start()
     server = create_server()
     if tcp:
         server.start_tcp(host, port)
