@@ -54,6 +54,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "EditorBaseline": ("gate.compare", "EditorBaseline"),
     "check_document": ("gate.compare", "check_document"),
     "HistoryError": ("history", "HistoryError"),
+    "verified_diagnostics": ("gate.compare", "verified_diagnostics"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
     "read_module": ("extract.modules", "read_from_disk"),
     # deployments
@@ -315,6 +316,7 @@ __all__ = [
     "upgrade_section",
     "variant_facts",
     "variants_of_file",
+    "verified_diagnostics",
     "write_atomic",
 ]
 
@@ -428,6 +430,7 @@ if TYPE_CHECKING:
         compare_with_base,
         compare_with_savepoint,
         explain_id,
+        verified_diagnostics,
     )
     from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment

@@ -37,6 +37,7 @@ from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.ids import HeldIds
+from chainlens.analyzer.rules.source_calls import remember_tree
 
 
 def uses_pyflink(text: str) -> bool:
@@ -52,6 +53,7 @@ def analyze_source(
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
     held: HeldIds | None = None,
+    verify_fixes: bool = True,
 ) -> AnalysisResult:
     """Analyse one PyFlink program given as text and run the rules. Never raises.
 
@@ -59,11 +61,12 @@ def analyze_source(
     (an editor's buffer): only the statements an edit touched are parsed again.
     ``read`` reads the program's own modules (an editor's unsaved buffers; the
     disk by default).  ``held``: what savepoints of a version already deployed
-    may hold (see ``run_rules``; None: not known).
+    may hold (see ``run_rules``; None: not known).  ``verify_fixes=False``: the
+    uid fixes are not checked for the operator IDs they move (``run_rules``).
     """
     config = config or Config()
     result = _analyze(path, text, config, cache, read)
-    return with_findings(result, text, config, held=held)
+    return with_findings(result, text, config, held=held, verify_fixes=verify_fixes)
 
 
 def with_findings(
@@ -72,11 +75,14 @@ def with_findings(
     config: Config,
     *,
     held: HeldIds | None = None,
+    verify_fixes: bool = True,
 ) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``."""
     try:
         with _quiet():
-            diagnostics = run_rules(result, config, text, held=held)
+            diagnostics = run_rules(
+                result, config, text, held=held, verify_fixes=verify_fixes
+            )
     except Exception as exc:
         problem = Problem(
             "internal-error", f"a rule failed on this file: {exc!r}", _start()
@@ -208,6 +214,7 @@ def _analyze_text(
             # locates syntax errors exactly, and guards LibCST against input it
             # handles badly (very deep nesting crashes or stalls it).
             tree = ast.parse(text)
+            remember_tree(text, tree)
             if cache is not None:
                 module = cache.parse_module(text, tree, _refuse_deep)
             else:
@@ -253,6 +260,7 @@ def _analyze_text(
             read=read,
             guard=_refuse_deep,
             flink_version=config.flink_version.version,
+            method_scans=cache.method_scans if cache is not None else None,
         )
         jobs = _until_rejected(
             compile_jobs(

@@ -154,6 +154,7 @@ def check_text(
     importers: bool = True,
     covered: Collection[str] = (),
     history: bool = True,
+    verify_fixes: bool = True,
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
@@ -166,10 +167,13 @@ def check_text(
     (a module of the project, not a program) gets the findings located in it
     of the project's programs that import it (``importers``), except those
     under ``covered`` (the files and folders checked in the same run: they
-    report them themselves).
+    report them themselves).  ``verify_fixes=False`` (an editor, which
+    verifies them when they are asked for): see ``analyze_source``.
     """
     shown = display if display is not None else path
-    result = analyze_source(path, text, config, cache=cache, read=read)
+    result = analyze_source(
+        path, text, config, cache=cache, read=read, verify_fixes=verify_fixes or fix
+    )
     if importers and not result.jobs and not result.problems:
         result = _with_importers_findings(path, text, config, result, read, covered)
     fixed, fixed_text = 0, None

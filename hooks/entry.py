@@ -40,6 +40,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     isolate_python_children()
     names_as_bytes()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        # what the command line's --version prints, without loading it
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"chainlens {version('chainlens')}")
+        except PackageNotFoundError:
+            print("chainlens unknown")
+        return 0
     if args[:1] == ["fleet"]:
         from chainlens.fleet.cli import main as fleet_main
 

@@ -100,7 +100,9 @@ class ChainlensServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             protocol_cls=ChainlensProtocol,
         )
-        self.session = Session(self.snapshot, self.on_analysis, self.encoding)
+        self.session = Session(
+            self.snapshot, self.on_analysis, self.encoding, self.on_settled
+        )
         self.pull_diagnostics = False
         #: the open documents' texts, kept by chainlens itself: pygls splits lines
         #: with str.splitlines, which also breaks at form feeds and other
@@ -136,6 +138,14 @@ class ChainlensServer(LanguageServer):
         """Publish a fresh analysis (push mode) — never an outdated one."""
         if not self.pull_diagnostics:
             diagnostic.publish(self, analysis)
+
+    def on_settled(self, analysis: Analysis) -> None:
+        """Publish the findings of an analysis again, their fixes checked (push
+        mode), or ask a pulling client to pull them again."""
+        if not self.pull_diagnostics:
+            diagnostic.publish(self, analysis)
+        elif self.client_supports("workspace.diagnostics.refresh_support"):
+            self.workspace_diagnostic_refresh(None)
 
     def client_supports(self, path: str) -> bool:
         """Tell whether a client capability (dotted attribute path) is set and true."""

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
@@ -59,6 +59,7 @@ from chainlens.analyzer import (
     read_module,
     upgrade_from,
     variant_facts,
+    verified_diagnostics,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
@@ -71,6 +72,15 @@ CONFIG_PROBLEM = RuleCode("CL000", "analysis-error")
 WAIT_SECONDS = 30.0
 #: Documents analysed at the same time (each on its own thread).
 PARALLEL_ANALYSES = 4
+#: Checking which uid fixes keep the operator IDs savepoints are restored by
+#: hashes a job again per fixable finding (and per operator a fix would move).
+#: Up to this many operators (fixable findings x the largest job), the check
+#: is done before the findings are published; beyond, the findings are
+#: published at once (their plain uid fixes unchecked, without what a fix
+#: moves) and checked once the document has been left alone for
+#: ``SETTLE_SECONDS``, then published again (a code action checks them at once).
+VERIFY_BEFORE_PUBLISHING = 3_000
+SETTLE_SECONDS = 0.3
 
 
 def uri_to_path(uri: str) -> Path | None:
@@ -118,6 +128,10 @@ class Analysis:
         self.seconds = seconds
         #: the facts under the program's other command lines (on first use)
         self.variants: asyncio.Future[VariantFacts | None] | None = None
+        #: the findings with their uid fixes checked for the operator IDs they
+        #: move (``diagnostics`` has them unchecked): how, and once computed
+        self.verify: Callable[[], tuple[Diagnostic, ...] | None] | None = None
+        self.verified: asyncio.Future[tuple[Diagnostic, ...] | None] | None = None
 
     @cached_property
     def facts(self) -> FileFacts:
@@ -130,6 +144,8 @@ class _Document:
     dirty: bool = False
     latest: Analysis | None = None
     worker: asyncio.Task[None] | None = None
+    #: the check of the latest analysis' fixes, once the document is left alone
+    settler: asyncio.Task[None] | None = None
     waiters: list[asyncio.Future[Analysis]] = field(default_factory=list)
 
 
@@ -141,9 +157,12 @@ class Session:
         snapshot_of: Callable[[str], Snapshot | None],
         publish: Callable[[Analysis], None],
         encoding: Callable[[], str],
+        republish: Callable[[Analysis], None] | None = None,
     ) -> None:
         self._snapshot_of = snapshot_of
         self._publish = publish
+        #: an analysis whose findings changed once their fixes were checked
+        self._republish = republish or publish
         self._encoding = encoding
         self._documents: dict[str, _Document] = {}
         self._slots = asyncio.Semaphore(PARALLEL_ANALYSES)
@@ -369,12 +388,42 @@ class Session:
                 except Exception:  # a failed send must not stop the worker
                     log.exception("publishing diagnostics failed")
                 self._modules_of_program_changed(uri, analysis)
+                if analysis.verify is not None:
+                    document.settler = loop.create_task(
+                        self._settle(uri, document, analysis)
+                    )
         finally:
             document = self._documents.get(uri)
             if document is not None and document.worker is asyncio.current_task():
                 document.worker = None
                 if document.dirty:
                     document.worker = loop.create_task(self._work(uri))
+
+    def _is_latest(self, uri: str, document: _Document, analysis: Analysis) -> bool:
+        """Tell whether ``analysis`` is still what the document shows and no
+        newer one is under way."""
+        return (
+            self._documents.get(uri) is document
+            and document.latest is analysis
+            and not document.dirty
+            and document.worker is None
+        )
+
+    async def _settle(self, uri: str, document: _Document, analysis: Analysis) -> None:
+        """Once the document is left alone, check the fixes of its findings
+        and publish them again if that changed what they say."""
+        await asyncio.sleep(SETTLE_SECONDS)
+        if not self._is_latest(uri, document, analysis):
+            return
+        diagnostics = await self.fixes(analysis)
+        if diagnostics is None or not self._is_latest(uri, document, analysis):
+            return
+        if diagnostics != analysis.diagnostics:
+            analysis.diagnostics = diagnostics
+            try:
+                self._republish(analysis)
+            except Exception:  # a failed send must not stop the session
+                log.exception("publishing diagnostics failed")
 
     async def _in_thread(self, work: Callable[[], T]) -> T:
         """Run ``work`` on a daemon thread of its own and await it."""
@@ -412,6 +461,30 @@ class Session:
             if self._running == 0 and self._collecting:
                 gc.enable()
 
+    def _moved_on(self, snapshot: Snapshot) -> Callable[[], bool]:
+        """Whether the document has moved on from ``snapshot`` (any thread)."""
+
+        def moved_on() -> bool:
+            now = self._snapshot_of(snapshot.uri)
+            return now is None or now.version != snapshot.version
+
+        return moved_on
+
+    async def fixes(self, analysis: Analysis) -> tuple[Diagnostic, ...] | None:
+        """The findings of ``analysis`` with their fixes checked (what a code
+        action offers; as ``chainlens check`` gives them), computed once per
+        analysis, off the loop; None when the document changed meanwhile (the
+        check stops: it would slow down the analysis of the new text).  An
+        edit publishes its findings without checking which uid fixes keep the
+        operator IDs savepoints are restored by when that hashes many
+        operators again (``VERIFY_BEFORE_PUBLISHING``)."""
+        verify = analysis.verify
+        if verify is None:
+            return analysis.diagnostics
+        if analysis.verified is None:
+            analysis.verified = asyncio.ensure_future(self._in_thread(verify))
+        return await asyncio.shield(analysis.verified)
+
     async def variants(self, analysis: Analysis) -> VariantFacts | None:
         """The facts of the document under its other command lines (for a
         program that reads options), computed once per analysis, off the loop."""
@@ -439,6 +512,7 @@ class Session:
         name = str(path) if path is not None else snapshot.uri
         upgrade: FileUpgrade | None = None
         deployed: tuple[str, ...] = ()
+        verify: Callable[[], tuple[Diagnostic, ...] | None] | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
             deployed = tuple(deployment_values(config))
@@ -471,9 +545,28 @@ class Session:
                     cache=cache,
                     read=self._read_module,
                     baseline=base,
+                    verify_fixes=False,
                 )
                 assert checked.result is not None  # check_document keeps it
                 result = checked.result
+                if any(d.fixes for d in result.diagnostics):
+                    if _rehashed(result) <= VERIFY_BEFORE_PUBLISHING:
+                        verified = verified_diagnostics(
+                            name, snapshot.text, result, config, baseline=base
+                        )
+                        assert verified is not None  # nothing stops it
+                        result = replace(result, diagnostics=verified)
+                    else:
+                        verify = functools.partial(
+                            _verified,
+                            problems,
+                            name,
+                            snapshot.text,
+                            result,
+                            config,
+                            base,
+                            self._moved_on(snapshot),
+                        )
                 to = settings.upgrade_to
                 if to is not None and to != result.flink_version.version:
                     upgrade = upgrade_from(
@@ -495,7 +588,7 @@ class Session:
                     f"chainlens could not analyse this file: {one_line(exc)}"
                 ),
             )
-        return Analysis(
+        analysis = Analysis(
             snapshot,
             result,
             diagnostics,
@@ -505,11 +598,41 @@ class Session:
             upgrade,
             deployed,
         )
+        analysis.verify = verify
+        return analysis
 
     def shutdown(self) -> None:
         """Start no more analyses (those under way end with the process)."""
         for document in self._documents.values():
             document.dirty = False
+
+
+def _rehashed(result: AnalysisResult) -> int:
+    """About how many operators checking the uid fixes of ``result``'s
+    findings hashes again: a job per fixable finding."""
+    fixable = sum(1 for d in result.diagnostics if d.fixes)
+    largest = max(
+        (len(j.stream_graph.nodes) for j in result.jobs if j.stream_graph is not None),
+        default=0,
+    )
+    return fixable * largest
+
+
+def _verified(
+    problems: tuple[Diagnostic, ...],
+    name: str,
+    text: str,
+    result: AnalysisResult,
+    config: Config,
+    baseline: EditorBaseline | None,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[Diagnostic, ...] | None:
+    """An analysis' findings (after its configuration's problems) with their
+    fixes checked; None when ``stop()`` became true meanwhile."""
+    found = verified_diagnostics(
+        name, text, result, config, baseline=baseline, stop=stop
+    )
+    return None if found is None else (*problems, *found)
 
 
 def _file_problem(message: str) -> Diagnostic:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import mmh3
 
@@ -47,25 +47,49 @@ def hash_collision_message(uid: object) -> str:
     )
 
 
+#: byte -> the low byte of byte * 37 (the same for a signed Java byte)
+_TIMES_37 = bytes((b * 37) & 0xFF for b in range(256))
+
+
+def chained_outputs(graph: StreamGraph) -> dict[int, int]:
+    """Return, per node, how many of its out-edges are chainable.
+
+    What the hash of a node without uid counts; it depends on the graph's
+    shape and settings, never on uids, so a graph hashed again with other
+    uids (``claimants``) counts it once."""
+    return {
+        node.id: sum(1 for e in graph.out_edges(node.id) if is_chainable(e, graph))
+        for node in graph.nodes
+    }
+
+
 def generate_deterministic_hash(
-    node: StreamNode, hashes: dict[int, bytes], graph: StreamGraph
+    node: StreamNode,
+    hashes: dict[int, bytes],
+    graph: StreamGraph,
+    chained: Mapping[int, int] | None = None,
 ) -> bytes:
     """Return the hash of a node without uid; every input must be hashed already.
 
     Mirrors StreamGraphHasherV2.generateDeterministicHash (Flink 2.3): murmur3 of
     the little-endian int ``len(hashes)`` written once plus once per chainable
     out-edge, then mixed with each input's hash in in-edge order as
-    ``h[j] = (byte) (h[j] * 37 ^ input[j])`` on signed Java bytes.
+    ``h[j] = (byte) (h[j] * 37 ^ input[j])`` on signed Java bytes (the low
+    byte of a product does not depend on the sign; the 16 bytes are mixed at
+    once).  ``chained``: the counts of :func:`chained_outputs`, when known.
     """
     position = struct.pack("<i", len(hashes))
-    chained = sum(1 for e in graph.out_edges(node.id) if is_chainable(e, graph))
-    digest = bytearray(murmur3_128(position * (1 + chained)))
+    count = (
+        chained[node.id]
+        if chained is not None
+        else sum(1 for e in graph.out_edges(node.id) if is_chainable(e, graph))
+    )
+    digest = murmur3_128(position * (1 + count))
     for edge in graph.in_edges(node.id):
         other = hashes[edge.source_id]
-        for j in range(len(digest)):
-            signed = digest[j] - 256 if digest[j] > 127 else digest[j]
-            digest[j] = ((signed * 37) ^ other[j]) & 0xFF
-    return bytes(digest)
+        mixed = int.from_bytes(digest.translate(_TIMES_37), "little")
+        digest = (mixed ^ int.from_bytes(other, "little")).to_bytes(16, "little")
+    return digest
 
 
 def _check_collision(
@@ -91,6 +115,7 @@ def generate_node_hash(
     hashes: dict[int, bytes],
     graph: StreamGraph,
     symbolic: dict[int, Symbol] | None = None,
+    chained: Mapping[int, int] | None = None,
 ) -> bool:
     """Hash ``node`` into ``hashes``; return False when an input is not hashed yet.
 
@@ -103,7 +128,7 @@ def generate_node_hash(
     if uid is None:
         if any(e.source_id not in hashes for e in graph.in_edges(node.id)):
             return False
-        hashes[node.id] = generate_deterministic_hash(node, hashes, graph)
+        hashes[node.id] = generate_deterministic_hash(node, hashes, graph, chained)
         return True
     digest = generate_user_specified_hash(str(uid))
     _check_collision(node, digest, hashes, symbolic)
@@ -114,7 +139,11 @@ def generate_node_hash(
 
 
 def traverse_stream_graph_and_generate_hashes(
-    graph: StreamGraph, symbolic: dict[int, Symbol] | None = None
+    graph: StreamGraph,
+    symbolic: dict[int, Symbol] | None = None,
+    *,
+    nodes: Mapping[int, StreamNode] | None = None,
+    chained: Mapping[int, int] | None = None,
 ) -> dict[int, bytes]:
     """Return every node's 16-byte hash, in the order Flink computes them.
 
@@ -123,6 +152,10 @@ def traverse_stream_graph_and_generate_hashes(
     a node whose inputs are not all hashed is dropped from the visited set and
     re-enqueued by a later input.  Raises :class:`JobGraphError` with Flink's
     message when two uids collide.  Nodes unreachable from a source get no hash.
+
+    ``nodes`` replaces the graph's nodes by id (the same graph with other uids:
+    the edges and settings are the graph's); ``chained`` is
+    :func:`chained_outputs` of the graph, when known.
     """
     hashes: dict[int, bytes] = {}
     sources = graph.source_ids
@@ -130,7 +163,8 @@ def traverse_stream_graph_and_generate_hashes(
     visited: set[int] = set(sources)
     while remaining:
         current = remaining.popleft()
-        if generate_node_hash(graph.node(current), hashes, graph, symbolic):
+        node = nodes[current] if nodes is not None else graph.node(current)
+        if generate_node_hash(node, hashes, graph, symbolic, chained):
             for edge in graph.out_edges(current):
                 if edge.target_id not in visited:
                     remaining.append(edge.target_id)

@@ -11,6 +11,7 @@ analysed program is never imported or executed.
 from __future__ import annotations
 
 import ast
+from collections import ChainMap
 from collections.abc import Sequence
 
 import libcst as cst
@@ -36,6 +37,7 @@ def interpret(
     read: ReadText | None = None,
     guard: Guard | None = None,
     flink_version: str = NEWEST,
+    method_scans: dict[int, tuple[object, object]] | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -44,9 +46,15 @@ def interpret(
     ``path`` is the program's file: its own modules are found from there and
     read with ``read`` (the disk by default); without it none is followed.
     ``flink_version`` is the Flink line whose PyFlink API the program is
-    checked against.
+    checked against.  ``method_scans`` keeps what was read of the methods of
+    the program's classes (their state descriptors) between analyses of
+    versions of one text: a method whose node an edit left alone is not read
+    again; after the run it holds the methods this version used.
     """
     program = Program()
+    current: dict[int, tuple[object, object]] = {}
+    if method_scans is not None:
+        program.method_scans = ChainMap(current, method_scans)
     program.base_config = dict(flink_config or {})
     program.default_parallelism = default_parallelism
     program.flink_version = flink_version
@@ -54,4 +62,7 @@ def interpret(
     Evaluator(
         module, text, program, resolver, argv, tree, known, path, read, guard
     ).run()
+    if method_scans is not None:
+        method_scans.clear()
+        method_scans.update(current)
     return program

@@ -130,6 +130,9 @@ class ModuleCache:
         self._previous: tuple[list[str], list[int]] | None = None
         self.hits = 0
         self.misses = 0
+        #: what was read of the methods of the program's classes (their state
+        #: descriptors), by node: kept between versions (``interpret``)
+        self.method_scans: dict[int, tuple[object, object]] = {}
 
     def _piece(self, text: str) -> _Piece:
         found = self._pieces.get(text)

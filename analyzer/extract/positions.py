@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable, Mapping
 
 import libcst as cst
-import libcst.matchers as cst_matchers
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -422,6 +421,10 @@ class CallLocator:
             self._ranges.setdefault(id(node), where)
 
     def _from_metadata(self) -> None:
+        # the fallback alone uses LibCST's matchers (a second of imports: loaded
+        # when a file first needs it, not with the analyzer)
+        import libcst.matchers as cst_matchers
+
         self._metadata_used = True
         wrapper = MetadataWrapper(self._module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)

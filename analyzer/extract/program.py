@@ -7,6 +7,7 @@ counter exactly as Flink's JVM-wide ``Transformation.getNewNodeId()`` does.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.model.flink_versions import NEWEST
@@ -85,7 +86,9 @@ class Program:
     flink_version: str = NEWEST
     #: the calls and assignments found in each user function method, by the id
     #: of its node (kept with the node): read once however often it is used
-    method_scans: dict[int, tuple[object, object]] = field(default_factory=dict)
+    method_scans: MutableMapping[int, tuple[object, object]] = field(
+        default_factory=dict
+    )
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""

@@ -120,6 +120,21 @@ def new_transformation(
 
 
 _EMPTY = cst.Module(body=())
+#: a lambda's text by its node (kept with the node: the nodes of statements
+#: an edit left alone are the same objects in the next version's tree)
+_LAMBDA_TEXTS: dict[int, tuple[cst.CSTNode, str]] = {}
+_LAMBDA_TEXTS_KEPT = 4096
+
+
+def _lambda_text(node: cst.CSTNode) -> str:
+    found = _LAMBDA_TEXTS.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    text = " ".join(_EMPTY.code_for_node(node).split())
+    if len(_LAMBDA_TEXTS) >= _LAMBDA_TEXTS_KEPT:
+        _LAMBDA_TEXTS.clear()
+    _LAMBDA_TEXTS[id(node)] = (node, text)
+    return text
 
 
 def function_identity(func: object) -> tuple[str, ...]:
@@ -130,7 +145,7 @@ def function_identity(func: object) -> tuple[str, ...]:
     if isinstance(func, FunctionDef):
         return (f"def {func.name}",)
     if isinstance(func, LambdaValue):
-        return (" ".join(_EMPTY.code_for_node(func.node).split()),)
+        return (_lambda_text(func.node),)
     if isinstance(func, QualifiedRef):
         return (func.qualname,)
     return ()

@@ -12,6 +12,7 @@ never run.  What cannot be read is kept as unknown (``None``), never guessed.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import replace
 
 import libcst as cst
@@ -285,10 +286,13 @@ def _resolve(
     return node
 
 
-def _scan(fn: FunctionDef, scans: dict[int, tuple[object, object]]) -> _Method:
+def _scan(
+    fn: FunctionDef, scans: MutableMapping[int, tuple[object, object]]
+) -> _Method:
     """The calls and assignments of method ``fn``, read once per node."""
     known = scans.get(id(fn.node))
     if known is not None and known[0] is fn.node and isinstance(known[1], _Method):
+        scans[id(fn.node)] = known  # still used: kept for the next analysis
         return known[1]
     method = _Method()
     fn.node.visit(method)
@@ -297,7 +301,7 @@ def _scan(fn: FunctionDef, scans: dict[int, tuple[object, object]]) -> _Method:
 
 
 def inventory(
-    func: object, scans: dict[int, tuple[object, object]] | None = None
+    func: object, scans: MutableMapping[int, tuple[object, object]] | None = None
 ) -> tuple[StateDescriptor, ...]:
     """The descriptors the class of user function ``func`` declares (none when
     ``func`` is not an instance of one of the program's classes); ``scans``

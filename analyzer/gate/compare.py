@@ -64,6 +64,8 @@ from chainlens.analyzer.rules.operators import (
 from chainlens.analyzer.rules.restore.assignment import (
     Landing,
     Outcome,
+    SupersededError,
+    stopping_when,
     unknown_writers,
 )
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
@@ -1044,7 +1046,13 @@ class EditorBaseline:
         self._roots: dict[Path, Path | None] = {}
 
     def findings(
-        self, path: Path, text: str, result: AnalysisResult, config: Config
+        self,
+        path: Path,
+        text: str,
+        result: AnalysisResult,
+        config: Config,
+        *,
+        verify_fixes: bool = True,
     ) -> tuple[Diagnostic, ...]:
         """The CL2xx findings of the document ``text`` (none outside git, for a
         file new since the base, or one unchanged)."""
@@ -1052,7 +1060,9 @@ class EditorBaseline:
         if baseline is None or baseline.text == text:
             return ()
         config = replace(config, select=("CL2",), extend_select=())
-        return run_rules(result, config, text, baseline=baseline)
+        return run_rules(
+            result, config, text, baseline=baseline, verify_fixes=verify_fixes
+        )
 
     def held(
         self, path: Path, result: AnalysisResult, config: Config
@@ -1121,25 +1131,78 @@ def check_document(
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
     baseline: EditorBaseline | None = None,
+    verify_fixes: bool = True,
 ) -> FileCheck:
     """An editor's document checked (:func:`~chainlens.analyzer.check.check_text`
     with its parse cache and unsaved modules), and with ``baseline`` the
     savepoint rules against its git base, joined into the one result the
-    editor shows."""
-    checked = check_text(path, text, config, cache=cache, read=read)
+    editor shows.
+
+    ``verify_fixes=False`` leaves the uid fixes unchecked for the operator IDs
+    they move (the findings say only what the plain uid would be): an edit
+    then costs no hashing; :func:`verified_diagnostics` gives the findings
+    with their fixes checked, when a fix is asked for."""
+    checked = check_text(
+        path, text, config, cache=cache, read=read, verify_fixes=verify_fixes
+    )
     if baseline is None or checked.result is None:
         return checked
     result = checked.result
-    if any(pins_or_unsafe(d) for d in result.diagnostics):
+    if verify_fixes and any(pins_or_unsafe(d) for d in result.diagnostics):
         # a uid fix pins only what the document's base says savepoints hold
         held = baseline.held(Path(path), result, config)
         if held is not None:
             result = with_findings(
                 replace(result, diagnostics=()), text, config, held=held
             )
-    extra = baseline.findings(Path(path), text, result, config)
+    extra = baseline.findings(
+        Path(path), text, result, config, verify_fixes=verify_fixes
+    )
     if not extra and result is checked.result:
         return checked
     result = replace(result, diagnostics=(*result.diagnostics, *extra))
     findings = findings_of(checked.display, result.diagnostics, text)
     return replace(checked, findings=findings, result=result)
+
+
+def verified_diagnostics(
+    path: str,
+    text: str,
+    result: AnalysisResult,
+    config: Config,
+    *,
+    baseline: EditorBaseline | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> tuple[Diagnostic, ...] | None:
+    """The findings :func:`check_document` gives ``text`` (whose analysis, with
+    or without its fixes checked, is ``result``), with every uid fix checked
+    for the operator IDs it moves: what ``check_document`` returns with
+    ``verify_fixes=True``, without analysing the text again.  None when
+    ``stop()`` became true meanwhile (checked before each job is hashed
+    again: the caller no longer wants them)."""
+    if not result.jobs or not any(d.fixes for d in result.diagnostics):
+        return result.diagnostics  # no uid fix to check: the same findings
+    try:
+        with stopping_when(stop or _never):
+            checked = with_findings(replace(result, diagnostics=()), text, config)
+            if baseline is not None and any(
+                pins_or_unsafe(d) for d in checked.diagnostics
+            ):
+                # a uid fix pins only what the document's base says savepoints hold
+                held = baseline.held(Path(path), checked, config)
+                if held is not None:
+                    checked = with_findings(
+                        replace(result, diagnostics=()), text, config, held=held
+                    )
+            found = checked.diagnostics
+            if baseline is not None:
+                found = (*found, *baseline.findings(Path(path), text, checked, config))
+    except SupersededError:
+        return None
+    if stop is not None and stop():
+        return None  # a rule may have reported the interruption as a failure
+    return found
+
+
+def _never() -> bool:
+    return False

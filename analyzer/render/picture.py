@@ -16,9 +16,6 @@ from itertools import pairwise
 from typing import Final
 from xml.sax.saxutils import escape
 
-from grandalf.graphs import Edge, Graph, Vertex
-from grandalf.layouts import SugiyamaLayout
-
 from chainlens.analyzer.model.job_graph import ChainBreak, JobEdge, JobGraph, JobVertex
 from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.render.graphs import job_summary
@@ -172,6 +169,10 @@ def _layout(
     so no edge crosses a box; each label sits centred on its edge's curve in a
     gap wide enough for it.
     """
+    # grandalf (and numpy, which it loads) only when a picture is drawn
+    from grandalf.graphs import Edge, Graph, Vertex
+    from grandalf.layouts import SugiyamaLayout
+
     position = {v.id: i for i, v in enumerate(graph.vertices)}
     vertices = [Vertex(i) for i in range(len(boxes))]
     for vertex, box in zip(vertices, boxes, strict=True):

@@ -115,6 +115,7 @@ def run_rules(
     baseline: Baseline | None = None,
     savepoint: SavepointTarget | None = None,
     held: HeldIds | None = None,
+    verify_fixes: bool = True,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -124,7 +125,9 @@ def run_rules(
     ones that remove none).  Identical findings (a helper called for several
     operators) are reported once.  ``held``: what savepoints of a version
     already deployed may hold (:class:`~chainlens.analyzer.rules.base.RuleContext`),
-    which decides where a uid fix pins the operator IDs.
+    which decides where a uid fix pins the operator IDs.  ``verify_fixes=False``
+    offers the plain uid fixes unchecked
+    (:func:`~chainlens.analyzer.rules.uid_plan.build_uid_plan`).
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -135,6 +138,7 @@ def run_rules(
         baseline=baseline,
         savepoint=savepoint,
         held=held,
+        verify_fixes=verify_fixes,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)

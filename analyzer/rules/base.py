@@ -92,6 +92,9 @@ class RuleContext:
     #: knows (nothing: a program never deployed); else found from ``baseline``
     #: or ``savepoint``, and without either not known
     held: HeldIds | None = None
+    #: whether uid fixes are checked for the operator IDs they move (False:
+    #: the plain uids, unchecked; see ``build_uid_plan``)
+    verify_fixes: bool = True
     _uid_plan: UidPlan | None = field(default=None, repr=False)
     _restores: list[Restore] | None = field(default=None, repr=False)
     _restore_plans: dict[int, RestorePlan] = field(default_factory=dict, repr=False)
@@ -142,7 +145,9 @@ class RuleContext:
         if self._uid_plan is None:
             from chainlens.analyzer.rules.uid_plan import build_uid_plan
 
-            self._uid_plan = build_uid_plan(self.result, self.text, self.held_ids())
+            self._uid_plan = build_uid_plan(
+                self.result, self.text, self.held_ids(), verify=self.verify_fixes
+            )
         return self._uid_plan
 
     def held_ids(self) -> HeldIds | None:

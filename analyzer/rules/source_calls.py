@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from dataclasses import dataclass
+from typing import TypeVar
 
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.operators import SETTER_METHODS
+
+T = TypeVar("T")
 
 #: Python's own line breaks (``str.splitlines`` knows more, which ``ast`` ignores).
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -53,9 +57,22 @@ class SourceCalls:
         self._by_end: dict[tuple[int, int], list[ast.Call]] = {}
         self._parents: dict[int, ast.AST] = {}
         self.literal_uids: set[str] = set()
-        for parent in ast.walk(tree):
-            for child in ast.iter_child_nodes(parent):
-                self._parents[id(child)] = parent
+        parents = self._parents
+        # ast.walk's breadth-first order, with ast.iter_child_nodes inlined
+        # (they walked every node's fields twice: most of the index's time)
+        todo: deque[ast.AST] = deque([tree])
+        while todo:
+            parent = todo.popleft()
+            for name in parent._fields:
+                value = getattr(parent, name, None)
+                if isinstance(value, ast.AST):
+                    parents[id(value)] = parent
+                    todo.append(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            parents[id(item)] = parent
+                            todo.append(item)
             if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
                 if parent.end_lineno is not None and parent.end_col_offset is not None:
                     key = (parent.end_lineno, parent.end_col_offset)
@@ -67,12 +84,24 @@ class SourceCalls:
 
     @classmethod
     def parse(cls, text: str) -> SourceCalls | None:
-        """Index ``text``; None when ``ast`` cannot parse it."""
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        return cls(text, tree)
+        """Index ``text``; None when ``ast`` cannot parse it.
+
+        The index of a text indexed lately is used again (the rules run twice
+        on one text when an editor checks its fixes after publishing), and
+        the tree the analysis parsed the text into (:func:`remember_tree`)
+        spares parsing it again."""
+        found = _INDEXED.get(text)
+        if found is not None:
+            return found
+        tree = _TREES.get(text)
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        index = cls(text, tree)
+        _keep(_INDEXED, text, index)
+        return index
 
     def _byte_column(self, position: SourcePosition) -> int | None:
         if not 0 < position.line <= len(self._lines):
@@ -166,3 +195,23 @@ class SourceCalls:
                 return None if first_method in _ENVIRONMENT_METHODS else node.id
             else:
                 return None
+
+
+#: the texts indexed lately, and the trees their analyses parsed them into
+#: (a few: an editor's documents, a check's file; any thread may add one)
+_INDEXED: dict[str, SourceCalls] = {}
+_TREES: dict[str, ast.Module] = {}
+_KEPT = 2
+
+
+def _keep(kept: dict[str, T], text: str, value: T) -> None:
+    if len(kept) >= _KEPT:
+        kept.clear()
+    kept[text] = value
+
+
+def remember_tree(text: str, tree: ast.Module) -> None:
+    """Note that ``tree`` is ``ast.parse(text)`` (the analysis has it), for
+    :meth:`SourceCalls.parse` of the same text."""
+    if text not in _INDEXED:
+        _keep(_TREES, text, tree)

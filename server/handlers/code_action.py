@@ -43,11 +43,15 @@ def quick_fixes(
     analysis: Analysis,
     wanted: Sequence[types.Diagnostic],
     selection: types.Range,
+    diagnostics: Sequence[Diagnostic] | None = None,
 ) -> list[types.CodeAction]:
-    """Return the fix and suppress actions of the findings the client asks about."""
+    """Return the fix and suppress actions of the findings the client asks about
+    (``diagnostics``: the analysis' findings with their fixes checked)."""
     actions: list[types.CodeAction] = []
     asked = [d for d in wanted if d.source == SOURCE]
-    for ours in analysis.diagnostics:
+    if diagnostics is None:
+        diagnostics = analysis.diagnostics
+    for ours in diagnostics:
         matching = [d for d in asked if _matches(d, ours, analysis.lines)]
         if not matching:
             continue
@@ -85,9 +89,14 @@ def quick_fixes(
     return actions
 
 
-def fix_all(analysis: Analysis) -> types.CodeAction | None:
-    """Return one action applying every safe fix of the file (as ``check --fix``)."""
-    fixed, count = apply_fixes(analysis.text, analysis.diagnostics)
+def fix_all(
+    analysis: Analysis, diagnostics: Sequence[Diagnostic] | None = None
+) -> types.CodeAction | None:
+    """Return one action applying every safe fix of the file (as ``check --fix``;
+    ``diagnostics``: the analysis' findings with their fixes checked)."""
+    if diagnostics is None:
+        diagnostics = analysis.diagnostics
+    fixed, count = apply_fixes(analysis.text, diagnostics)
     if not count or fixed == analysis.text:
         return None
     return types.CodeAction(
@@ -135,17 +144,31 @@ OPTIONS: Final = types.CodeActionOptions(
 )
 
 
-def code_action(
+async def code_action(
     ls: ChainlensServer, analysis: Analysis, params: types.CodeActionParams
 ) -> list[types.CodeAction] | None:
     """``textDocument/codeAction``: the quick fixes of the findings in the
-    range, and the fix of everything in the file."""
+    range, and the fix of everything in the file.  The fixes are checked for
+    the operator IDs they move here, once per analysis (an edit publishes the
+    findings without that check)."""
     only = params.context.only
     actions: list[types.CodeAction] = []
-    if not only or any(types.CodeActionKind.QuickFix.value.startswith(k) for k in only):
-        actions.extend(quick_fixes(analysis, params.context.diagnostics, params.range))
-    if not only or any(FIX_ALL.startswith(k) for k in only):
-        action = fix_all(analysis)
+    quick = not only or any(
+        types.CodeActionKind.QuickFix.value.startswith(k) for k in only
+    )
+    every = not only or any(FIX_ALL.startswith(k) for k in only)
+    asked = any(d.source == SOURCE for d in params.context.diagnostics)
+    diagnostics = None
+    if every or (quick and asked):
+        diagnostics = await ls.session.fixes(analysis)
+        if diagnostics is None:
+            return []  # the document changed: these would edit an old version
+    if quick:
+        actions.extend(
+            quick_fixes(analysis, params.context.diagnostics, params.range, diagnostics)
+        )
+    if every:
+        action = fix_all(analysis, diagnostics)
         if action is not None:
             actions.append(action)
     return actions

@@ -699,3 +699,41 @@ def test_misspelt_flink_keys_name_the_nearest(
     code, _, err = _run(capsys, "check")
     assert code == 2
     assert "did you mean 'python.operator-chaining.enabled'?" in err
+
+
+def test_fixes_checked_later_as_check_gives_them() -> None:
+    """An editor's findings without their uid fixes checked, then checked
+    (``verified_diagnostics``), are what ``check_text`` gives; a check that is
+    no longer wanted stops."""
+    from chainlens.analyzer import (
+        Config,
+        check_document,
+        check_text,
+        verified_diagnostics,
+    )
+
+    text = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "s = env.from_collection([('a', 1)])\n"
+        + "".join(
+            f"s = s.key_by(lambda e: e[0]).reduce(lambda a, b: a).name('r{i}')\n"
+            for i in range(4)
+        )
+        + "s.print()\nenv.execute('j')\n"
+    )
+    config = Config()
+    checked = check_text("p.py", text, config)
+    assert checked.result is not None
+    quick = check_document("p.py", text, config, verify_fixes=False)
+    assert quick.result is not None
+    assert [(d.code, d.range) for d in quick.result.diagnostics] == [
+        (d.code, d.range) for d in checked.result.diagnostics
+    ]
+    assert quick.result.diagnostics != checked.result.diagnostics  # notes, fixes
+    later = verified_diagnostics("p.py", text, quick.result, config)
+    assert later == checked.result.diagnostics
+    stopped = verified_diagnostics(
+        "p.py", text, quick.result, config, stop=lambda: True
+    )
+    assert stopped is None

@@ -412,6 +412,61 @@ async def test_fix_all(lsp: Session) -> None:
     assert fixed == expected
 
 
+def many_stateful_operators(count: int) -> str:
+    """One job of ``count`` stateful operators without uids, in a chain: their
+    uid fixes are checked after the findings are first published."""
+    head = (
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "s0 = env.from_collection([('a', 1)])\n"
+    )
+    stages = "".join(
+        f"s{i + 1} = s{i}.key_by(lambda e: e[0]).reduce(lambda a, b: a)"
+        f".name('total {i}')\n"
+        for i in range(count)
+    )
+    return head + stages + f"s{count}.print()\nenv.execute('many')\n"
+
+
+async def test_fixes_checked_once_left_alone(lsp: Session) -> None:
+    """Past VERIFY_BEFORE_PUBLISHING, an edit's findings are published with
+    their plain uid fixes unchecked, then again, once checked, exactly as the
+    analyzer reports them; a code action checks them at once."""
+    from chainlens.server.session import VERIFY_BEFORE_PUBLISHING
+
+    text = many_stateful_operators(60)
+    result = analyze_source("p.py", text)
+    fixable = [d for d in result.diagnostics if d.fixes]
+    largest = max(len(j.stream_graph.nodes) for j in result.jobs if j.stream_graph)
+    assert len(fixable) * largest > VERIFY_BEFORE_PUBLISHING
+    uri = lsp.open("many.py", text)
+    path = str(lsp.workspace / "many.py")
+    expected = findings(text, path)
+    first = await lsp.diagnostics(uri)
+    assert sorted((d.code, d.range.start.line) for d in first) == [
+        (code, line) for code, line, _ in expected
+    ]
+    cl101 = next(d for d in first if d.code == "CL101")
+    actions = await lsp.actions(uri, [cl101])
+    titles = [a.title for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    # outside git, never deployed: the fixes pin no ID (see findings())
+    planned = analyze_source("p.py", text, held=NEVER_DEPLOYED)
+    ours = next(d for d in planned.diagnostics if d.code.code == "CL101")
+    assert titles[: len(ours.fixes)] == [
+        f.description + ("" if f.safe else " (unsafe)") for f in ours.fixes
+    ]
+    got: list[tuple[str, int, str]] = []
+    for _ in range(300):
+        got = sorted(
+            (d.code, d.range.start.line, d.message) for d in await lsp.diagnostics(uri)
+        )
+        if got == expected:
+            break
+        await asyncio.sleep(0.1)
+    assert got == expected
+
+
 async def test_code_lens_of_a_job_through_the_table_api(lsp: Session) -> None:
     from tests.cli.test_cli import TABLE_ROUND_TRIP
 

@@ -28,15 +28,20 @@ what a real ``_metadata`` file holds.  :func:`assign` returns a
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from chainlens.analyzer.compile.hashing import traverse_stream_graph_and_generate_hashes
-from chainlens.analyzer.model.job_graph import JobGraphError, JobVertex
+from chainlens.analyzer.compile.hashing import (
+    chained_outputs,
+    traverse_stream_graph_and_generate_hashes,
+)
+from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError, JobVertex
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.savepoint import SavedState
-from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
 
@@ -148,6 +153,68 @@ class Assignment:
 Changes = Mapping[int, tuple[str | None, str | None]]
 
 
+class SupersededError(Exception):
+    """The check under way is no longer wanted (:func:`stopping_when`)."""
+
+
+_STOP = threading.local()
+
+
+@contextlib.contextmanager
+def stopping_when(stop: Callable[[], bool]) -> Iterator[None]:
+    """Give up hashing jobs again on this thread as soon as ``stop()`` is true
+    (checked before each job is hashed again: :func:`claimants` raises
+    :class:`SupersededError`), e.g. when an editor's document changed while
+    the fixes of its previous version were being checked."""
+    before = getattr(_STOP, "stop", None)
+    _STOP.stop = stop
+    try:
+        yield
+    finally:
+        _STOP.stop = before
+
+
+#: the chained-output counts of the graphs hashed again lately, by identity
+#: (a graph is hashed again once per uid fix checked: the counts do not
+#: depend on uids)
+_CHAINED: dict[int, tuple[StreamGraph, dict[int, int]]] = {}
+_CHAINED_KEPT = 8
+
+
+def _chained(graph: StreamGraph) -> dict[int, int]:
+    found = _CHAINED.get(id(graph))
+    if found is not None and found[0] is graph:
+        return found[1]
+    counts = chained_outputs(graph)
+    if len(_CHAINED) >= _CHAINED_KEPT:
+        _CHAINED.clear()
+    _CHAINED[id(graph)] = (graph, counts)
+    return counts
+
+
+_ORDERS: dict[int, tuple[JobGraph, list[tuple[JobVertex, list[int]]]]] = {}
+
+
+def _task_order(job_graph: JobGraph) -> list[tuple[JobVertex, list[int]]]:
+    """Each task with its operators in the order
+    ``JobVertex.getOperatorIDs()`` visits them (once per job graph)."""
+    found = _ORDERS.get(id(job_graph))
+    if found is not None and found[0] is job_graph:
+        return found[1]
+    order: list[tuple[JobVertex, list[int]]] = []
+    for vertex in job_graph.vertices:
+        place = {ident: i for i, ident in enumerate(vertex.operator_ids_flink_order)}
+        ordered = sorted(
+            vertex.node_ids,
+            key=lambda n: place.get(job_graph.operator_ids.get(n, ""), len(place)),
+        )
+        order.append((vertex, ordered))
+    if len(_ORDERS) >= _CHAINED_KEPT:
+        _ORDERS.clear()
+    _ORDERS[id(job_graph)] = (job_graph, order)
+    return order
+
+
 def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant]:
     """The job's operators with the IDs Flink knows them by, task by task (after
     ``changes``: uids and uid hashes set, the job hashed again); empty when the
@@ -158,6 +225,9 @@ def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant
     generated: Mapping[int, str] = job_graph.operator_ids
     nodes = {n.id: n for n in graph.nodes}
     if changes:
+        stop = getattr(_STOP, "stop", None)
+        if stop is not None and stop():
+            raise SupersededError
         for node_id, (uid, user) in changes.items():
             node = nodes[node_id]
             nodes[node_id] = replace(
@@ -167,19 +237,13 @@ def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant
             )
         try:
             hashes = traverse_stream_graph_and_generate_hashes(
-                replace(graph, nodes=tuple(nodes[n.id] for n in graph.nodes))
+                graph, nodes=nodes, chained=_chained(graph)
             )
         except JobGraphError:
             return []
         generated = {k: v.hex() for k, v in hashes.items()}
     out: list[Claimant] = []
-    for vertex in job_graph.vertices:
-        # JobVertex.getOperatorIDs(): the order the task's operators are visited
-        place = {ident: i for i, ident in enumerate(vertex.operator_ids_flink_order)}
-        ordered = sorted(
-            vertex.node_ids,
-            key=lambda n: place.get(job_graph.operator_ids.get(n, ""), len(place)),
-        )
+    for vertex, ordered in _task_order(job_graph):
         for node_id in ordered:
             node = nodes[node_id]
             gen = (

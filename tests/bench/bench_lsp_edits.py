@@ -1,0 +1,395 @@
+"""Language server latency on edits that change the graph, against a baseline.
+
+Drives the real server (``python -m chainlens.server``) over stdio with pygls'
+client, on two shapes of program:
+
+* ``jobs``: many small stages (the 300- and 5,000-line programs of
+  ``bench_lsp.py``: a class and a function per stage, a few operators each,
+  all feeding one job: 25 operators per 300 lines);
+* ``big``: one job of many operators (stateful process functions, keyed
+  reduces, windows, unions; no uids, so the uid rules report and plan fixes):
+  360 lines and 141 operators, and 4,200 lines and 1,791 operators.
+
+Each program gets three kinds of edit in turn: a comment (the text changes, the
+graph not), an operator's parallelism (the graph changes: chaining and every
+operator ID upstream of it) and an operator's name.  The latency is measured
+from sending ``didChange`` to receiving the diagnostics of that version.  The
+first diagnostics after ``didOpen`` are timed too (a fresh document).
+
+With ``--baseline PYTHON`` a second server, started with that Python (another
+checkout of chainlens installed beside it), gets the same edits interleaved
+with this one's, edit by edit, so that both see the same load; the ratios
+printed are this checkout's p50 over the baseline's.  The load average is
+printed before and after each program, and the spread as p10..p90.
+
+    python tests/bench/bench_lsp_edits.py [--edits 60] [--baseline PYTHON]
+        [--shapes jobs-300,jobs-5000,big-360,big-4200]
+
+``--cpu`` times instead, in this process, the thread CPU time of each edit's
+check as the server runs it (``check_document`` on the document's parse
+cache, uid fixes unchecked where the checkout has that), which a loaded
+machine inflates far less than the wall clock; run it with each checkout's
+Python to compare them::
+
+    PYTHON tests/bench/bench_lsp_edits.py --cpu --edits 8
+
+Not a test: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_lsp import program as jobs_program
+
+BIG_HEAD = '''"""One generated job of {n} stages for the latency benchmark."""
+
+from pyflink.common import Types
+from pyflink.common.time import Time
+from pyflink.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from pyflink.datastream.state import ValueStateDescriptor
+from pyflink.datastream.window import TumblingProcessingTimeWindows
+
+EVENT = Types.TUPLE([Types.STRING(), Types.INT()])
+'''
+
+BIG_CLASS = """
+
+class Count{i}(KeyedProcessFunction):
+    def open(self, ctx):
+        self.seen = ctx.get_state(ValueStateDescriptor("seen-{i}", Types.INT()))
+
+    def process_element(self, value, ctx):
+        yield value[0], value[1] + (self.seen.value() or 0)
+"""
+
+# one stage: a map, a stateful process function, a keyed reduce, a window, a
+# second reduce and map, a union and a filter (long lines: an editor's file)
+BIG_STAGE = """
+    # stage {i}
+    c{i} = s{i}.map(lambda e: (e[0], e[1] + {i}), output_type=EVENT).set_parallelism(4).key_by(lambda e: e[0]).process(Count{i}(), output_type=EVENT).name("count {i}")
+    t{i} = c{i}.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+    w{i} = c{i}.key_by(lambda e: e[0]).window(TumblingProcessingTimeWindows.of(Time.seconds({i} + 1))).reduce(lambda a, b: (a[0], max(a[1], b[1])))
+    s{j} = t{i}.union(w{i}).filter(lambda e: e[1] > {i})
+"""
+
+BIG_TAIL = """
+
+def main():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(4)
+    s0 = env.from_collection([("a", 1), ("b", 2)], type_info=EVENT)
+{stages}
+    s{n}.print()
+    env.execute("one big job")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def big_program(lines: int) -> str:
+    """One job of about ``lines`` lines (5 operators per 12 lines)."""
+    per_stage = BIG_CLASS.count("\n") + BIG_STAGE.count("\n")
+    stages = max(1, (lines - 25) // per_stage)
+    return (
+        BIG_HEAD.format(n=stages)
+        + "".join(BIG_CLASS.format(i=i) for i in range(stages))
+        + BIG_TAIL.format(
+            n=stages,
+            stages="".join(BIG_STAGE.format(i=i, j=i + 1) for i in range(stages)),
+        )
+    )
+
+
+#: an edit: the program's text and the edit number -> the new text
+Edit = Callable[[str, int], str]
+
+
+def comment_edit(text: str, n: int) -> str:
+    """A comment changes (the graph does not)."""
+    marker = "\n\ndef main():"
+    return text.replace(marker, f"\n\n# edit {n}{marker}", 1)
+
+
+def parallelism_edit(anchor: str) -> Edit:
+    """One operator's parallelism changes: chaining and operator IDs change."""
+
+    def edit(text: str, n: int) -> str:
+        head, found, tail = text.partition(anchor)
+        assert found, anchor
+        new = found.replace(".set_parallelism(4)", f".set_parallelism({n % 2 + 2})")
+        new = new.replace("(4)", f"({n % 2 + 2})") if new == found else new
+        return head + new + tail
+
+    return edit
+
+
+def name_edit(old: str) -> Edit:
+    def edit(text: str, n: int) -> str:
+        return text.replace(old, old[:-2] + f' edit {n}")', 1)
+
+    return edit
+
+
+def shapes(wanted: list[str]) -> list[tuple[str, str, dict[str, Edit]]]:
+    out = []
+    for shape in wanted:
+        kind, _, size = shape.partition("-")
+        lines = int(size)
+        if kind == "jobs":
+            text = jobs_program(lines)
+            edits = {
+                "comment": comment_edit,
+                "parallelism": parallelism_edit('.name("enrich 0")'),
+                "name": name_edit('.name("keep 0")'),
+            }
+            # the stage's map gets a parallelism of its own
+            text = text.replace(
+                '.name("enrich 0")', '.name("enrich 0")\n        .set_parallelism(4)', 1
+            )
+            edits["parallelism"] = parallelism_edit(
+                '.name("enrich 0")\n        .set_parallelism(4)'
+            )
+        else:
+            text = big_program(lines)
+            middle = (text.count("# stage ") // 2) or 0
+            edits = {
+                "comment": comment_edit,
+                "parallelism": parallelism_edit(
+                    f"s{middle}.map(lambda e: (e[0], e[1] + {middle}), "
+                    "output_type=EVENT).set_parallelism(4)"
+                ),
+                "name": name_edit(f'.name("count {middle}")'),
+            }
+        out.append((shape, text, edits))
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def load() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+class Server:
+    """One language server process and the diagnostics it published."""
+
+    def __init__(self, python: str, label: str) -> None:
+        self.python = python
+        self.label = label
+        self.client = LanguageClient("chainlens-bench", "1")
+        self.arrived: dict[tuple[str, int], float] = {}
+        self.counts: dict[tuple[str, int], int] = {}
+        self.event = asyncio.Event()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(params: types.PublishDiagnosticsParams) -> None:
+            key = (params.uri, params.version or 0)
+            self.arrived[key] = time.perf_counter()
+            self.counts[key] = len(params.diagnostics)
+            self.event.set()
+
+    async def start(self) -> float:
+        started = time.perf_counter()
+        await self.client.start_io(self.python, "-m", "chainlens.server")
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    general=types.GeneralClientCapabilities(
+                        position_encodings=[types.PositionEncodingKind.Utf16]
+                    )
+                )
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+        return time.perf_counter() - started
+
+    async def wait_for(self, uri: str, version: int) -> float:
+        while (uri, version) not in self.arrived:
+            self.event.clear()
+            await asyncio.wait_for(self.event.wait(), 600)
+        return self.arrived[(uri, version)]
+
+    async def open(self, uri: str, text: str) -> float:
+        sent = time.perf_counter()
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
+        return await self.wait_for(uri, 1) - sent
+
+    async def change(self, uri: str, version: int, text: str) -> float:
+        sent = time.perf_counter()
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangeWholeDocument(text=text)
+                ],
+            )
+        )
+        return await self.wait_for(uri, version) - sent
+
+    async def code_actions(self, uri: str, lines: int) -> float:
+        """Time one codeAction request over the whole document."""
+        sent = time.perf_counter()
+        await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=types.Range(
+                    types.Position(0, 0), types.Position(max(lines - 1, 0), 0)
+                ),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        return time.perf_counter() - sent
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+def summary(samples: list[float]) -> str:
+    ms = [s * 1000 for s in samples]
+    return (
+        f"p50 {percentile(ms, 0.5):8.1f} ms  p99 {percentile(ms, 0.99):8.1f} ms  "
+        f"spread p10..p90 {percentile(ms, 0.1):.1f}..{percentile(ms, 0.9):.1f} ms"
+    )
+
+
+async def run(servers: list[Server], args: argparse.Namespace) -> None:
+    for shape, text, edits in shapes(args.shapes.split(",")):
+        lines = text.count("\n")
+        print(f"\n{shape}: {lines} lines; load {load()}", flush=True)
+        version = 1
+        uris = {s.label: f"file:///bench/{s.label}/{shape}.py" for s in servers}
+        opened = {s.label: await s.open(uris[s.label], text) for s in servers}
+        counts = {s.label: s.counts[(uris[s.label], 1)] for s in servers}
+        for server in servers:
+            print(
+                f"  {server.label:>8} open -> first diagnostics "
+                f"{opened[server.label] * 1000:8.1f} ms ({counts[server.label]} "
+                "diagnostics)",
+                flush=True,
+            )
+        for kind, edit in edits.items():
+            samples: dict[str, list[float]] = {s.label: [] for s in servers}
+            for n in range(args.edits):
+                version += 1
+                new = edit(text, n)
+                order = servers if n % 2 == 0 else servers[::-1]
+                for server in order:
+                    samples[server.label].append(
+                        await server.change(uris[server.label], version, new)
+                    )
+            p50 = {k: percentile(v, 0.5) for k, v in samples.items()}
+            for server in servers:
+                ratio = (
+                    f"  x{p50[server.label] / p50['baseline']:.2f} of baseline"
+                    if "baseline" in p50 and server.label != "baseline"
+                    else ""
+                )
+                print(
+                    f"  {server.label:>8} {kind:<12} {summary(samples[server.label])}"
+                    f"{ratio}",
+                    flush=True,
+                )
+        actions = {s.label: [] for s in servers}  # type: dict[str, list[float]]
+        for _ in range(max(3, args.edits // 10)):
+            for server in servers:
+                actions[server.label].append(
+                    await server.code_actions(uris[server.label], lines)
+                )
+        for server in servers:
+            print(
+                f"  {server.label:>8} {'codeAction':<12} "
+                f"{summary(actions[server.label])}",
+                flush=True,
+            )
+        for server in servers:  # close: the next program starts from nothing
+            server.client.text_document_did_close(
+                types.DidCloseTextDocumentParams(
+                    text_document=types.TextDocumentIdentifier(uri=uris[server.label])
+                )
+            )
+        print(f"  load after {load()}", flush=True)
+
+
+def cpu(args: argparse.Namespace) -> None:
+    """Print the median thread CPU time of each kind of edit, in process."""
+    import gc
+    import inspect
+    import statistics
+
+    from chainlens.analyzer import Config, ModuleCache, check_document
+
+    quick = "verify_fixes" in inspect.signature(check_document).parameters
+    options = {"verify_fixes": False} if quick else {}
+    gc.disable()  # as the server does while it analyses
+    print(f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}")
+    for shape, text, edits in shapes(args.shapes.split(",")):
+        cache = ModuleCache(keep_current_only=True)
+        check_document("/bench/p.py", text, Config(), cache=cache, **options)
+        found = []
+        for kind, edit in edits.items():
+            times = []
+            for n in range(args.edits):
+                started = time.thread_time()
+                check_document(
+                    "/bench/p.py", edit(text, n), Config(), cache=cache, **options
+                )
+                times.append(time.thread_time() - started)
+            found.append(f"{kind} {statistics.median(times) * 1000:.1f} ms")
+        print(f"{shape}: CPU per edit (median) " + "; ".join(found), flush=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--edits", type=int, default=60)
+    parser.add_argument("--baseline", help="the Python of a baseline checkout")
+    parser.add_argument("--shapes", default="jobs-300,jobs-5000,big-360,big-4200")
+    parser.add_argument(
+        "--cpu", action="store_true", help="CPU per edit in this process"
+    )
+    args = parser.parse_args()
+    if args.cpu:
+        cpu(args)
+        return
+    servers = [Server(sys.executable, "this")]
+    if args.baseline:
+        servers.append(Server(args.baseline, "baseline"))
+    print(f"{os.cpu_count()} cores; load {load()}; {args.edits} edits of each kind")
+    for server in servers:
+        started = await server.start()
+        print(f"  {server.label:>8} server started in {started * 1000:.0f} ms")
+    try:
+        await run(servers, args)
+    finally:
+        for server in servers:
+            await server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
