@@ -1,0 +1,76 @@
+"""What a ruff user expects of the command line: ID prefixes, paths that are
+not Python, standard input, one-line errors, options among the paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chainlens.hooks.cli import main
+
+PINNED = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1, 2], type_info=Types.INT()) \\
+    .map(lambda x: x + 1, output_type=Types.INT()) \\
+    .set_uid_hash("abcd0000000000000000000000000000") \\
+    .key_by(lambda x: x % 2) \\
+    .reduce(lambda a, b: a + b) \\
+    .set_uid_hash("abcd1111111111111111111111111111") \\
+    .print()
+env.execute("pinned")
+"""
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def pinned(tmp_path: Path) -> Path:
+    path = tmp_path / "pinned.py"
+    path.write_text(PINNED, encoding="utf-8")
+    return path
+
+
+def test_explain_id_takes_a_prefix_only_one_id_begins_with(
+    pinned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "explain-id", "ABCD1", str(pinned))
+    assert code == 0
+    assert out == (
+        f"{pinned}:9:6: uid hash of 'Reduce' in task "
+        "'Reduce -> Sink: Print to Std. Out', job 'pinned'\n"
+    )
+    code, out, _ = _run(capsys, "explain-id", "abce", str(pinned))
+    assert code == 1
+    assert out.startswith("abce: no operator or task of the 1 PyFlink file")
+
+
+def test_explain_id_names_the_ids_an_ambiguous_prefix_begins(
+    pinned: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "explain-id", "abcd", str(pinned))
+    assert code == 2
+    assert out == ""
+    assert err == (
+        "chainlens: error: abcd is ambiguous: 2 IDs begin with it "
+        "(abcd0000000000000000000000000000, abcd1111111111111111111111111111); "
+        "give more digits\n"
+    )
+
+
+@pytest.mark.parametrize("given", ["abc", "abcd-", "a" * 33])
+def test_explain_id_refuses_what_is_no_id_nor_a_long_enough_prefix(
+    pinned: Path, capsys: pytest.CaptureFixture[str], given: str
+) -> None:
+    code, _, err = _run(capsys, "explain-id", given, str(pinned))
+    assert code == 2
+    assert "not an operator ID (32 hexadecimal digits, or a prefix of at least 4)" in (
+        err
+    )
