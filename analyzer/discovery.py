@@ -146,6 +146,21 @@ class GitIgnore:
         return ignored
 
 
+def is_python_file(path: str | Path) -> bool:
+    """Tell whether a file named on the command line is Python: a ``.py`` or
+    ``.pyi`` name, anything that is not a regular file (reading it says what
+    it is), or a script whose first line runs Python (``#!/usr/bin/env
+    python3``), as pre-commit's ``types: [python]`` passes it."""
+    if str(path).endswith(PYTHON_SUFFIXES) or not os.path.isfile(path):
+        return True
+    try:
+        with open(path, "rb") as file:
+            first = file.read(128).split(b"\n", 1)[0]
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first
+
+
 def discover(
     paths: Sequence[str | Path],
     resolver: ConfigResolver,

@@ -74,3 +74,37 @@ def test_explain_id_refuses_what_is_no_id_nor_a_long_enough_prefix(
     assert "not an operator ID (32 hexadecimal digits, or a prefix of at least 4)" in (
         err
     )
+
+
+def test_check_of_a_named_file_that_is_not_python_says_so_and_fails(
+    tmp_path: Path,
+    pinned: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("import pyflink: todo\n", encoding="utf-8")
+    warning = (
+        "chainlens: warning: notes.txt: not a Python file (no .py or .pyi name, "
+        "no Python #! line); not checked\n"
+    )
+    code, out, err = _run(capsys, "check", "notes.txt")
+    assert (code, out, err) == (1, "", warning)
+    assert _run(capsys, "check", "notes.txt", "--exit-zero")[0] == 0
+    # the other files are checked and reported; the run fails all the same
+    code, out, err = _run(capsys, "check", "notes.txt", "pinned.py", "--select", "CL9")
+    assert (code, err) == (1, warning)
+    assert out.startswith("All checks passed! (1 PyFlink file checked)")
+    # a folder walked only ever yields Python files: nothing to say of notes.txt
+    code, out, err = _run(capsys, "check", ".", "--select", "CL9")
+    assert (code, err) == (0, "")
+
+
+def test_a_script_named_on_the_command_line_with_a_python_line_is_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run-job").write_text("#!/usr/bin/env python3\n" + PINNED, "utf-8")
+    code, out, err = _run(capsys, "check", "run-job", "--select", "CL9")
+    assert (code, err) == (0, "")
+    assert out.startswith("All checks passed! (1 PyFlink file checked)")
