@@ -3,6 +3,9 @@ not Python, standard input, one-line errors, options among the paths."""
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,60 @@ def test_a_script_named_on_the_command_line_with_a_python_line_is_checked(
     code, out, err = _run(capsys, "check", "run-job", "--select", "CL9")
     assert (code, err) == (0, "")
     assert out.startswith("All checks passed! (1 PyFlink file checked)")
+
+
+def _stdin(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    data = io.BytesIO(text.encode("utf-8"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(data))
+
+
+def test_graph_reads_the_program_on_standard_input_as_check_does(
+    tmp_path: Path,
+    pinned: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, from_file, _ = _run(capsys, "graph", "pinned.py")
+    assert code == 0
+    _stdin(monkeypatch, PINNED)
+    code, out, err = _run(capsys, "graph", "-")
+    assert (code, err) == (0, "")
+    assert out == from_file.replace("pinned.py", "-")
+    # named as --stdin-filename, configured as that file
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "chainlens.toml").write_text("flink-version = '1.20'\n")
+    _stdin(monkeypatch, PINNED)
+    code, out, _ = _run(
+        capsys, "graph", "-", "--stdin-filename", "jobs/totals.py", "--format", "json"
+    )
+    assert code == 0
+    (file,) = json.loads(out)["files"]
+    assert file["path"] == "jobs/totals.py"
+    assert file["flink_version"]["version"] == "1.20"
+    _stdin(monkeypatch, "def f(:\n")
+    code, out, _ = _run(capsys, "graph", "-")
+    assert code == 1
+    assert "-:1:7: syntax-error" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-", "pinned.py"], "'-' (standard input) must be the only PATH"),
+        (["pinned.py", "--stdin-filename", "x.py"], "--stdin-filename goes with"),
+        (["-", "--all-variants"], "not with --all-variants"),
+    ],
+)
+def test_graph_of_standard_input_refuses_what_does_not_go_with_it(
+    tmp_path: Path,
+    pinned: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "graph", *argv)
+    assert code == 2
+    assert message in err
