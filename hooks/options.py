@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from chainlens.analyzer import (
     MAX_PARALLELISM,
@@ -33,6 +35,46 @@ class UsageError(Exception):
 
 class RefusedError(Exception):
     """A command that would overwrite what chainlens did not write (exit code 2)."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``PROG: error: ...``,
+    then the command's short usage line (never the whole usage of its options),
+    as ruff reports a mistake; its subcommands' parsers are of this class too."""
+
+    def short_usage(self) -> str:
+        """``usage: chainlens check [options] [PATH ...]``: one line."""
+        formatter = self._get_formatter()
+        words = [self.prog, "[options]"]
+        for action in self._get_positional_actions():
+            metavar = action.metavar or action.dest
+            words.append(formatter._format_args(action, str(metavar)))
+        return "usage: " + " ".join(word for word in words if word)
+
+    def fail(self, message: str) -> None:
+        """Print the one-line error and the short usage to standard error."""
+        self._print_message(f"{self.prog}: error: {message}\n", sys.stderr)
+        self._print_message(f"{self.short_usage()}\n", sys.stderr)
+
+    def error(self, message: str) -> NoReturn:
+        self.fail(message)
+        self.exit(2)
+
+
+def command_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` were parsed for: ``chainlens
+    cluster diff``'s for ``cluster diff``, the top level's without one."""
+    found = parser
+    while True:
+        chosen = None
+        for action in found._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            return found
+        found = chosen
 
 
 def check_output_file(name: str, inputs: Sequence[Path]) -> None:

@@ -168,3 +168,66 @@ def test_graph_of_standard_input_refuses_what_does_not_go_with_it(
     code, _, err = _run(capsys, "graph", *argv)
     assert code == 2
     assert message in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "error", "usage"),
+    [
+        # argparse's own errors
+        (
+            ["check", "--fix", "--diff"],
+            "chainlens check: error: argument --diff: not allowed with argument --fix",
+            "usage: chainlens check [options] [PATH ...]",
+        ),
+        (
+            ["check", "-j", "0"],
+            "chainlens check: error: argument -j/--jobs: must be at least 1",
+            "usage: chainlens check [options] [PATH ...]",
+        ),
+        (
+            ["check", "--bogus"],
+            "chainlens check: error: unrecognized arguments: --bogus",
+            "usage: chainlens check [options] [PATH ...]",
+        ),
+        (
+            ["cluster", "diff"],
+            "chainlens cluster diff: error: the following arguments are required: "
+            "--cluster, --job",
+            "usage: chainlens cluster diff [options] [PATH ...]",
+        ),
+        (
+            ["bogus"],
+            "chainlens: error: argument COMMAND: invalid choice: 'bogus'",
+            "usage: chainlens [options] COMMAND ...",
+        ),
+        # the commands' own: conflicting options, a bad value
+        (
+            ["savepoint", "--cluster", "http://localhost:1"],
+            "chainlens savepoint: error: --cluster and --job go together",
+            "usage: chainlens savepoint [options] [PATH ...]",
+        ),
+        (
+            ["explain-id", "xyz"],
+            "chainlens explain-id: error: 'xyz' is not an operator ID",
+            "usage: chainlens explain-id [options] HEX [PATH ...]",
+        ),
+        (
+            ["graph", "-", "--all-variants"],
+            "chainlens graph: error: '-' (standard input) is read once",
+            "usage: chainlens graph [options] [PATH ...]",
+        ),
+        (
+            ["cluster"],
+            "chainlens cluster: error: give a cluster command: diff",
+            "usage: chainlens cluster [options] COMMAND ...",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_and_the_command_s_short_usage(
+    capsys: pytest.CaptureFixture[str], argv: list[str], error: str, usage: str
+) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert (code, out) == (2, "")
+    first, second = err.splitlines()
+    assert first.startswith(error)
+    assert second == usage
