@@ -53,6 +53,7 @@ from chainlens.hooks.options import (
     RefusedError,
     UsageError,
     command_parser,
+    join_dash_led_values,
     resolver_of,
     version,
 )
@@ -100,9 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parse(
     parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
 ) -> argparse.Namespace:
-    """Parse the command line; an argument no option takes is the error of
-    the command given (``chainlens check: error: unrecognized arguments``)."""
-    args, extra = parser.parse_known_args(argv)
+    """Parse the command line: options between and after the paths, a value
+    of ``--argv`` that starts with a dash; an argument no option takes is the
+    error of the command given (``chainlens check: error: unrecognized
+    arguments``)."""
+    words = sys.argv[1:] if argv is None else argv
+    args, extra = parser.parse_known_args(join_dash_led_values(words))
     if extra:
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -231,3 +231,66 @@ def test_a_usage_error_is_one_line_and_the_command_s_short_usage(
     first, second = err.splitlines()
     assert first.startswith(error)
     assert second == usage
+
+
+def test_options_come_between_and_after_the_paths(
+    tmp_path: Path,
+    pinned: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "clicks.py").write_text(PINNED, encoding="utf-8")
+    first = _run(capsys, "check", "-q", "--select", "CL1", "jobs", "pinned.py")
+    assert first[0] == 1
+    assert "jobs/clicks.py:" in first[1]
+    assert "pinned.py:" in first[1]
+    mixed = _run(capsys, "check", "jobs", "-q", "--select", "CL1", "pinned.py")
+    assert mixed == first
+    found = _run(capsys, "explain-id", "abcd1", "pinned.py", "jobs")
+    assert found[0] == 0
+    assert _run(capsys, "explain-id", "abcd1", "--argv", "", "jobs", "pinned.py") == (
+        found
+    )
+    # cluster diff's paths and options mix too (a command under a command)
+    code, _, err = _run(
+        capsys, "cluster", "diff", "jobs", "--job", "x", "pinned.py", "--cluster", "?"
+    )
+    assert code == 2
+    assert "unrecognized arguments" not in err
+    # after "--" every word is a path, even one that starts with a dash
+    code, out, _ = _run(capsys, "check", "-q", "--", "-x.py")
+    assert code == 1
+    assert out.startswith("-x.py:1:1: CL000 error: Cannot read the file")
+
+
+ARGV_PROGRAM = """import argparse
+
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dedupe", action="store_true")
+args = parser.parse_args()
+env = StreamExecutionEnvironment.get_execution_environment()
+numbers = env.from_collection([1, 2], type_info=Types.INT())
+if args.dedupe:
+    numbers = numbers.key_by(lambda x: x).reduce(lambda a, b: a)
+numbers.print()
+env.execute("argv")
+"""
+
+
+@pytest.mark.parametrize("given", [["--argv", "--dedupe"], ["--argv=--dedupe"]])
+def test_argv_takes_a_value_that_starts_with_a_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: list[str]
+) -> None:
+    path = tmp_path / "argv.py"
+    path.write_text(ARGV_PROGRAM, encoding="utf-8")
+    code, out, err = _run(capsys, "graph", str(path), *given)
+    assert (code, err) == (0, "")
+    assert "Reduce" in out
+    code, out, _ = _run(capsys, "graph", *given, str(path), "--argv", "")
+    assert code == 0
+    assert "Reduce" not in out  # the last --argv wins, as any option's value
