@@ -728,7 +728,7 @@ def _not_python(path: Path, base: Path) -> FileCheck:
         str(path),
         shown,
         notice=f"{shown}: not a Python file (no .py or .pyi name, no Python "
-        "#! line); not checked",
+        "#! line, no PyFlink); not checked",
         not_python=True,
     )
 

@@ -86,10 +86,10 @@ def test_check_of_a_named_file_that_is_not_python_says_so_and_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "notes.txt").write_text("import pyflink: todo\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("todo: the uids\n", encoding="utf-8")
     warning = (
         "chainlens: warning: notes.txt: not a Python file (no .py or .pyi name, "
-        "no Python #! line); not checked\n"
+        "no Python #! line, no PyFlink); not checked\n"
     )
     code, out, err = _run(capsys, "check", "notes.txt")
     assert (code, out, err) == (1, "", warning)
@@ -101,6 +101,11 @@ def test_check_of_a_named_file_that_is_not_python_says_so_and_fails(
     # a folder walked only ever yields Python files: nothing to say of notes.txt
     code, out, err = _run(capsys, "check", ".", "--select", "CL9")
     assert (code, err) == (0, "")
+    # a PyFlink program named on the command line is checked whatever its name
+    (tmp_path / "job.txt").write_text(PINNED, encoding="utf-8")
+    code, out, err = _run(capsys, "check", "job.txt", "--select", "CL9")
+    assert (code, err) == (0, "")
+    assert out.startswith("All checks passed! (1 PyFlink file checked)")
 
 
 def test_a_script_named_on_the_command_line_with_a_python_line_is_checked(
