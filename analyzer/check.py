@@ -48,7 +48,12 @@ from chainlens.analyzer.config import (
     Settings,
 )
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
-from chainlens.analyzer.discovery import Fault, discover, is_pyflink_source
+from chainlens.analyzer.discovery import (
+    Fault,
+    discover,
+    is_pyflink_source,
+    is_python_file,
+)
 from chainlens.analyzer.errors import one_line
 from chainlens.analyzer.extract.modules import ReadText, read_from_disk
 from chainlens.analyzer.extract.parse import ModuleCache
@@ -130,6 +135,8 @@ class FileCheck:
     diff: str = ""
     #: something the user should know about the file (e.g. not written)
     notice: str | None = None
+    #: named on the command line but not checked: not a Python file
+    not_python: bool = False
     #: the Flink version the file was analysed for, and what chose it
     flink_version: FlinkVersion = DEFAULT_VERSION
 
@@ -686,6 +693,13 @@ def check_paths(
     faults: list[Fault] = []
     files = discover(paths, resolver, force_exclude=force_exclude, faults=faults)
     covered = tuple(os.path.abspath(p) for p in paths)
+    named = {os.path.abspath(p) for p in paths if not Path(p).is_dir()}
+    foreign = [
+        path
+        for path in files
+        if os.path.abspath(path) in named and not is_python_file(path)
+    ]
+    files = [path for path in files if path not in foreign]
     check_selectors({layer for path in files for layer in resolver.layers_for(path)})
     tasks = [
         _Task(
@@ -699,6 +713,7 @@ def check_paths(
         for path in files
     ]
     faulty = [_fault_check(fault, resolver, base) for fault in faults]
+    faulty.extend(_not_python(path, base) for path in foreign)
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
         checked = [_check_task(task) for task in tasks]
     else:
@@ -707,6 +722,19 @@ def check_paths(
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
             checked = list(pool.map(_check_task, tasks, chunksize=chunksize))
     return sorted([*checked, *faulty], key=lambda c: os.path.abspath(c.path))
+
+
+def _not_python(path: Path, base: Path) -> FileCheck:
+    """A file named on the command line that is not Python: not checked, said
+    in a warning (its run fails, as ruff's does on a file it cannot check)."""
+    shown = display_path(path, base)
+    return FileCheck(
+        str(path),
+        shown,
+        notice=f"{shown}: not a Python file (no .py or .pyi name, no Python "
+        "#! line, no PyFlink); not checked",
+        not_python=True,
+    )
 
 
 def _fault_check(fault: Fault, resolver: ConfigResolver, base: Path) -> FileCheck:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from chainlens.analyzer.config import ConfigResolver, glob_regex
+from chainlens.analyzer.config import MAX_FILE_BYTES, ConfigResolver, glob_regex
 from chainlens.analyzer.files import (
     MAX_SETTINGS_BYTES,
     PROJECT_MARKERS,
     read_bounded,
+    read_head,
     reason,
 )
 
@@ -144,6 +145,23 @@ class GitIgnore:
             if rule.regex.fullmatch(subject):
                 ignored = not rule.negated
         return ignored
+
+
+def is_python_file(path: str | Path) -> bool:
+    """Tell whether a file named on the command line is to be checked as
+    Python: a ``.py`` or ``.pyi`` name, a script whose first line runs Python
+    (``#!/usr/bin/env python3``, as pre-commit's ``types: [python]`` passes
+    it), a file of another name that uses PyFlink, or anything that is not a
+    regular file or cannot be read (reading it says what it is)."""
+    if str(path).endswith(PYTHON_SUFFIXES) or not os.path.isfile(path):
+        return True
+    try:
+        data = read_head(path, MAX_FILE_BYTES)[0]
+    except OSError:
+        return True
+    first = data.split(b"\n", 1)[0]
+    python = first.startswith(b"#!") and b"python" in first
+    return python or is_pyflink_source(data)
 
 
 def discover(

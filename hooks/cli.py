@@ -48,18 +48,26 @@ from chainlens.hooks.deployments import (
     run_for_deployments,
     wants_deployments,
 )
-from chainlens.hooks.options import RefusedError, UsageError, resolver_of, version
+from chainlens.hooks.options import (
+    CommandParser,
+    RefusedError,
+    UsageError,
+    command_parser,
+    join_dash_led_values,
+    resolver_of,
+    version,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``chainlens`` command."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chainlens",
         description="See the Flink JobGraph a PyFlink program will build, "
         "without running it.",
     )
     parser.add_argument("--version", action="version", version=f"chainlens {version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (check, rule, graph, savepoint, cluster, explain_id, lsp, fleet):
         command.add_parser(sub)
     return parser
@@ -84,10 +92,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     return dispatch(args, parser)
+
+
+def parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
+) -> argparse.Namespace:
+    """Parse the command line: options between and after the paths, a value
+    of ``--argv`` that starts with a dash; an argument no option takes is the
+    error of the command given (``chainlens check: error: unrecognized
+    arguments``)."""
+    words = sys.argv[1:] if argv is None else argv
+    args, extra = parser.parse_known_args(join_dash_led_values(words))
+    if extra:
+        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -119,8 +141,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"chainlens: error: {exc}", file=sys.stderr)
         return 2
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"chainlens: error: {exc}", file=sys.stderr)
+        _fail(command_parser(parser, args), str(exc))
         return 2
     except concurrent.futures.BrokenExecutor:  # a worker process died
         print(
@@ -132,8 +153,17 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except Exception as exc:
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
         return 2
-    parser.print_usage(sys.stderr)
+    _fail(command_parser(parser, args), "give a command")
     return 2
+
+
+def _fail(parser: argparse.ArgumentParser, message: str) -> None:
+    """A usage error: one line, then the command's short usage."""
+    if isinstance(parser, CommandParser):
+        parser.fail(message)
+    else:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
 
 
 def _run_one(args: argparse.Namespace, out: Captured) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from chainlens.hooks.cli import build_parser
+from chainlens.hooks.cli import build_parser, parse
 from tests.support import ROOT, chainlens
 
 #: the commands that only read (run for real when their files exist)
@@ -127,7 +127,7 @@ def test_every_documented_command_is_valid(
         assert argv[0] in commands
         return
     try:
-        parser.parse_args(argv)
+        parse(parser, argv)
     except SystemExit as exc:
         error = capsys.readouterr().err
         if exc.code == 0:  # --help

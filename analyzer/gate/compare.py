@@ -952,6 +952,8 @@ class IdMatch:
     operator: str
     #: "operator ID", "task (vertex) ID" or "uid hash"
     kind: str
+    #: the whole ID (32 hexadecimal digits) that was looked for or begins so
+    ident: str = ""
 
 
 def explain_id(
@@ -962,9 +964,10 @@ def explain_id(
     *,
     cwd: str | Path | None = None,
 ) -> tuple[list[IdMatch], int]:
-    """Find the operators and tasks whose ID is ``ident`` (32 hex digits) in the
-    programs under ``paths``, in the work tree or at git revision ``ref``;
-    return them and how many PyFlink files were searched."""
+    """Find the operators and tasks whose ID is ``ident`` (32 hex digits), or
+    begins with it (a prefix, as git abbreviates hashes), in the programs under
+    ``paths``, in the work tree or at git revision ``ref``; return them (each
+    with the whole ID it has) and how many PyFlink files were searched."""
     wanted = ident.strip().lower()
     here = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     given = [Path(p) for p in paths] or [here]
@@ -1010,14 +1013,17 @@ def _matches(wanted: str, shown: str, result: AnalysisResult) -> list[IdMatch]:
             for node_id in vertex.node_ids:
                 node = graph.node(node_id)
                 where = node.range.start if node.range is not None else None
-                kinds = []
-                if job_graph.operator_ids.get(node_id) == wanted:
-                    kinds.append("operator ID")
-                if node_id == vertex.head_node_id and vertex.id == wanted:
-                    kinds.append("task (vertex) ID")
-                if isinstance(node.user_hash, str) and node.user_hash.lower() == wanted:
-                    kinds.append("uid hash")
-                for kind in dict.fromkeys(kinds):
+                kinds: dict[tuple[str, str], None] = {}
+                operator_id = job_graph.operator_ids.get(node_id)
+                if operator_id is not None and operator_id.startswith(wanted):
+                    kinds[("operator ID", operator_id)] = None
+                if node_id == vertex.head_node_id and vertex.id.startswith(wanted):
+                    kinds[("task (vertex) ID", vertex.id)] = None
+                if isinstance(
+                    node.user_hash, str
+                ) and node.user_hash.lower().startswith(wanted):
+                    kinds[("uid hash", node.user_hash.lower())] = None
+                for kind, ident in kinds:
                     found.append(
                         IdMatch(
                             shown,
@@ -1027,6 +1033,7 @@ def _matches(wanted: str, shown: str, result: AnalysisResult) -> list[IdMatch]:
                             str(vertex.name),
                             str(node.name),
                             kind,
+                            ident,
                         )
                     )
     return found

@@ -92,14 +92,19 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     analysed = [c for c in checked if c.analysed]
     findings = [f for c in analysed for f in c.findings]
     summary = check_summary(analysed)
+    # a file named that is not Python fails the run, as one ruff cannot check
+    foreign = any(file.not_python for file in checked)
+    if foreign and not analysed:
+        return 0 if args.exit_zero else 1
     if mode is Mode.DIFF:
-        return _report_diff(analysed, summary, out)
+        return max(_report_diff(analysed, summary, out), int(foreign))
     report = render(args, findings, summary, fixing=mode is Mode.FIX)
     if args.output_file:
         write_output(args.output_file, report)
     else:
         out.write(report)
-    return exit_status(args, findings)
+    status = exit_status(args, findings)
+    return status if args.exit_zero else max(status, int(foreign))
 
 
 def _check_stdin(

@@ -9,14 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from chainlens.analyzer import (
     AnalysisResult,
     ConfigResolver,
     VersionError,
+    check_bytes,
     check_file,
     discover,
+    display_path,
     parse_flink_range,
     render_dot,
     render_graph_json,
@@ -63,6 +66,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(flags, choices, optional values), combined up to 16 command lines; "
         "command lines giving the same jobs are shown once",
     )
+    graph.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="with PATH '-' (the program on standard input): the file it stands "
+        "for, whose configuration applies and whose name the graph carries",
+    )
     add_analysis_arguments(graph)
     add_deployment_arguments(graph)
 
@@ -79,17 +88,48 @@ def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
     return checked.result or AnalysisResult(path)
 
 
+def _graph_of_stdin(
+    args: argparse.Namespace, resolver: ConfigResolver
+) -> AnalysisResult:
+    """``chainlens graph -``: the program on standard input, configured as the
+    file ``--stdin-filename`` names (as ``check -`` reads it)."""
+    name = args.stdin_filename or "-"
+    where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
+    shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
+    config = resolver.config_for(where)
+    # never more than the limit plus one byte in memory (a larger program is
+    # reported too large)
+    data = sys.stdin.buffer.read(config.max_file_bytes + 1)
+    checked = check_bytes(str(where), data, config, display=shown, pyflink_only=False)
+    # the graph is located as the findings of ``check -`` are: by the name shown
+    return (
+        replace(checked.result, path=shown) if checked.result else AnalysisResult(shown)
+    )
+
+
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
     if not args.files:
         raise UsageError("the following arguments are required: PATH")
-    if args.flink_version is not None and ".." in args.flink_version:
+    if "-" in args.files and args.files != ["-"]:
+        raise UsageError("'-' (standard input) must be the only PATH")
+    if args.stdin_filename is not None and args.files != ["-"]:
+        raise UsageError("--stdin-filename goes with PATH '-' (standard input)")
+    upgrade = args.flink_version is not None and ".." in args.flink_version
+    if args.files == ["-"] and (args.all_variants or upgrade):
+        raise UsageError(
+            "'-' (standard input) is read once: not with --all-variants or "
+            "--flink-version A..B"
+        )
+    if upgrade:
         return _graph_upgrade(args)
     resolver = resolver_of(args)
     if args.all_variants:
         return _graph_variants(args, resolver)
     results: list[AnalysisResult] = []
-    for given in args.files:
+    if args.files == ["-"]:
+        results.append(_graph_of_stdin(args, resolver))
+    for given in [] if args.files == ["-"] else args.files:
         if Path(given).is_dir():
             for path in discover([given], resolver):
                 checked = check_file(path, resolver.config_for(path))

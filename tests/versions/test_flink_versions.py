@@ -335,10 +335,11 @@ def test_every_output_says_the_version_and_where_it_came_from(tmp_path: Path) ->
     assert sarif["runs"][0]["properties"]["flinkVersions"] == [{**pin, "files": 1}]
     bad = _cli("check", "job.py", "--flink-version", "1.17", cwd=tmp_path)
     assert bad.returncode == 2
-    assert bad.stderr.splitlines()[-1] == (
-        "chainlens: error: --flink-version: Flink 1.17 is not supported "
-        "(supported: 1.18, 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)"
-    )
+    assert bad.stderr.splitlines() == [
+        "chainlens check: error: --flink-version: Flink 1.17 is not supported "
+        "(supported: 1.18, 1.19, 1.20, 2.0, 2.1, 2.2, 2.3)",
+        "usage: chainlens check [options] [PATH ...]",
+    ]
 
 
 def test_the_upgrade_preview_names_what_breaks(tmp_path: Path) -> None:
