@@ -221,11 +221,12 @@ def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds |
     """What savepoints of a deployed version of the program ``path`` may hold,
     as its git history says: the IDs of its stateful operators at the base the
     savepoint gate compares with (the merge-base with the default branch, or
-    the last commit on it; a renamed file followed).  Nothing when there is no
-    base (not in a git repository, no commit yet, the file new since the base)
+    the last commit on it; a renamed file followed).  Nothing when the
+    repository has no base for it (no commit yet, the file new since the base)
     and no deployment of the program is configured; None (not known: every ID
-    it has today may be held) when git cannot say, or when the program is
-    deployed but has no base."""
+    it has today may be held) outside a git repository (nothing says whether
+    it was deployed), when git cannot say, or when the program is deployed but
+    has no base."""
     if not restore_ids(result):
         return None  # no state in a STREAMING job: nothing to pin anyway
     never: HeldIds | None = None if config.deployment is not None else {}
@@ -233,7 +234,7 @@ def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds |
     try:
         root = repository_root(absolute)
     except HistoryError:
-        return never
+        return None  # no history: whether a savepoint holds its state is unknown
     try:
         base = default_base(root)
         rel = absolute.relative_to(root).as_posix()

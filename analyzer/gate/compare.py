@@ -1076,12 +1076,13 @@ class EditorBaseline:
     ) -> HeldIds | None:
         """What savepoints of a deployed version of the document may hold, as
         ``check --fix`` reads it (:func:`~chainlens.analyzer.check.held_at_base`):
-        the base's IDs; nothing outside git or for a file new since the base
-        (unless a deployment of it is configured); None when git cannot say."""
+        the base's IDs; nothing for a file new since the base (unless a
+        deployment of it is configured); None outside git or when git cannot
+        say."""
         never: HeldIds | None = None if config.deployment is not None else {}
         root = self._root(path)
         if root is None:
-            return never
+            return None  # no history: whether a savepoint holds it is unknown
         baseline = self._baseline(path, config)
         if baseline is not None:
             return held_by_base(baseline, result)

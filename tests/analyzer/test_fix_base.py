@@ -108,7 +108,19 @@ def test_a_program_renamed_since_the_base_keeps_its_pin(tmp_path: Path) -> None:
     assert f'.set_uid_hash("{TOTALS_ID}")' in fixed
 
 
-@pytest.mark.parametrize("where", ["no-git", "no-commit", "untracked"])
+def test_outside_git_every_id_is_kept(tmp_path: Path) -> None:
+    """No history says whether the program was deployed: a savepoint may hold
+    its state under the IDs it has today (a real restore of exactly this:
+    tests/savepoints/test_savepoint_fix.py), so the fix pins them."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "totals.py"
+    path.write_text(BASE, encoding="utf-8")
+    fixed = _fixed(path)
+    assert f'.set_uid_hash("{TOTALS_ID}")' in fixed
+
+
+@pytest.mark.parametrize("where", ["no-commit", "untracked"])
 def test_without_a_base_the_uid_is_plain(tmp_path: Path, where: str) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
@@ -184,11 +196,11 @@ def test_the_editor_decides_as_check_fix(tmp_path: Path) -> None:
     assert PINNED in fixed
     assert '.uid("counts-reduce")' in fixed
     assert fixed.count(".set_uid_hash(") == 1
-    # outside git: nothing pinned
+    # outside git: whether it was deployed is not known, every ID pinned
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     checked = check_document(
         str(elsewhere / "job.py"), text, Config(), baseline=EditorBaseline(None)
     )
     fixed, _ = apply_fixes(text, checked.diagnostics)
-    assert ".set_uid_hash(" not in fixed
+    assert fixed.count(".set_uid_hash(") == 2

@@ -173,15 +173,17 @@ class Session:
         return [a for a in got or [] if isinstance(a, types.CodeAction)]
 
 
-#: what savepoints hold of a program outside git that no deployment names
-NEVER_DEPLOYED: dict[int, frozenset[str] | None] = {}
+#: what savepoints hold of a program outside git: not known (nothing says
+#: whether it was deployed), so a uid fix pins every ID it has today
+OUTSIDE_GIT: dict[int, frozenset[str] | None] | None = None
 
 
 def findings(text: str, path: str) -> list[tuple[str, int, str]]:
     """What the analyzer itself reports: (code, 0-based line, message).  The
-    documents are outside git, never deployed: no savepoint holds their state,
-    so a uid fix pins no ID (as ``check --fix`` and the editor decide)."""
-    result = analyze_source(path, text, held=NEVER_DEPLOYED)
+    documents are outside git: whether a savepoint holds their state is not
+    known, so a uid fix pins every ID (as ``check --fix`` and the editor
+    decide)."""
+    result = analyze_source(path, text, held=OUTSIDE_GIT)
     return sorted(
         (d.code.code, d.range.start.line - 1, d.message) for d in result.diagnostics
     )
@@ -372,7 +374,7 @@ async def test_quick_fix_adds_the_uid_like_check_fix(lsp: Session) -> None:
     assert fixes[0].kind == types.CodeActionKind.QuickFix
     fixed = apply_edits(PIPELINE, edits_of(fixes[0]), lsp.encoding)
     expected, count = apply_fixes(
-        PIPELINE, analyze_source("p.py", PIPELINE, held=NEVER_DEPLOYED).diagnostics
+        PIPELINE, analyze_source("p.py", PIPELINE, held=OUTSIDE_GIT).diagnostics
     )
     assert count == 1
     assert fixed == expected
@@ -406,7 +408,7 @@ async def test_fix_all(lsp: Session) -> None:
     assert [a.kind for a in actions] == ["source.fixAll.chainlens"]
     fixed = apply_edits(text, edits_of(actions[0]), lsp.encoding)
     expected, count = apply_fixes(
-        text, analyze_source("p.py", text, held=NEVER_DEPLOYED).diagnostics
+        text, analyze_source("p.py", text, held=OUTSIDE_GIT).diagnostics
     )
     assert count == 2
     assert fixed == expected
@@ -450,8 +452,8 @@ async def test_fixes_checked_once_left_alone(lsp: Session) -> None:
     cl101 = next(d for d in first if d.code == "CL101")
     actions = await lsp.actions(uri, [cl101])
     titles = [a.title for a in actions if a.kind == types.CodeActionKind.QuickFix]
-    # outside git, never deployed: the fixes pin no ID (see findings())
-    planned = analyze_source("p.py", text, held=NEVER_DEPLOYED)
+    # outside git: the fixes pin every ID (see findings())
+    planned = analyze_source("p.py", text, held=OUTSIDE_GIT)
     ours = next(d for d in planned.diagnostics if d.code.code == "CL101")
     assert titles[: len(ours.fixes)] == [
         f.description + ("" if f.safe else " (unsafe)") for f in ours.fixes
