@@ -28,6 +28,7 @@ from chainlens.analyzer.deploy.discover import discover_deployments
 from chainlens.hooks.cli import main
 from tests.deployments.test_deployments_gate import ALLOW, CHAINING_OFF, edit, make_repo
 from tests.support import ROOT
+from tests.tools import flink_venvs
 
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"
 
@@ -55,12 +56,7 @@ def _flink(repo: Path, *args: str) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=600,
-        env={
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("FLINK_", "PYFLINK_"))
-        }
-        | {"PYTHONHASHSEED": "0"},
+        env=flink_venvs.environ(),
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout[-2000:] + done.stderr[-2000:]

@@ -34,7 +34,6 @@ import contextlib
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import subprocess
@@ -512,17 +511,6 @@ def run_target(target: str, seed: int, limit: float) -> Outcome:
 TARGETS = ("chains", "strings", "files", "git", "edits")
 
 
-def peak_mb() -> int:
-    """This process's peak resident memory in MB: VmHWM, the high-water mark of
-    its own memory (getrusage's ru_maxrss keeps, across fork and exec, that of
-    the process it was started from: a test worker of a gigabyte)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--target", action="append", choices=TARGETS)
@@ -532,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="a summary as JSON")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    from tests.tools.fuzz import peak_mb
+
     summary: dict[str, dict[str, object]] = {}
     failures = 0
     for target in args.target or TARGETS:
