@@ -8,6 +8,7 @@ ids PyFlink's rewrites consume.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -27,6 +28,7 @@ from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import (
+    MAX_JOB_TRANSFORMATIONS,
     JobSpec,
     Transformation,
     TransformationKind,
@@ -34,10 +36,6 @@ from chainlens.analyzer.model.transformation import (
 from chainlens.analyzer.model.values import Text, Unknown
 
 COLLECT_SINK_NAME = "Data stream collect sink"
-#: A job of more transformations is not compiled: its graph is an unknown.
-#: Compiling 30,000 (10,000 branches of map and print) took 4 s; the largest
-#: program of the test corpora builds 42; real jobs build hundreds at most.
-MAX_JOB_TRANSFORMATIONS = 10_000
 
 #: What is compiled for when no version is given.
 NEWEST_PROFILE = profile()
@@ -53,14 +51,30 @@ class _Counter:
         return value
 
 
-def _shift_job(job: JobSpec, shift: dict[int, int]) -> JobSpec:
+class _Shift:
+    """The ids earlier jobs consumed beyond what their specs counted: ``extra``
+    ids from each ``start`` on.  Jobs are compiled in submission order, so the
+    starts (each job's ``next_id``) never decrease."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.totals: list[int] = []  # the extra ids up to and including each start
+
+    def add(self, start: int, extra: int) -> None:
+        if extra:
+            self.starts.append(start)
+            self.totals.append((self.totals[-1] if self.totals else 0) + extra)
+
+    def moved(self, tid: int) -> int:
+        at = bisect_right(self.starts, tid)
+        return tid + (self.totals[at - 1] if at else 0)
+
+
+def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
     """Renumber a job's transformations after earlier jobs consumed extra ids."""
-
-    def moved(tid: int) -> int:
-        return tid + sum(extra for start, extra in shift.items() if tid >= start)
-
-    if not any(shift.values()):
+    if not shift.starts:
         return job
+    moved = shift.moved
     transformations = {
         moved(tid): replace(t, id=moved(tid), inputs=tuple(moved(i) for i in t.inputs))
         for tid, t in job.transformations.items()
@@ -176,13 +190,13 @@ def compile_jobs(
     version: VersionProfile = NEWEST_PROFILE,
 ) -> list[CompiledJob]:
     """Compile every submission of a program in order, threading the id counter."""
-    shift: dict[int, int] = {}
+    shift = _Shift()
     result: list[CompiledJob] = []
     for job in jobs:
         original_next = job.next_id
         shifted = _shift_job(job, shift)
         compiled, consumed = compile_job(shifted, default_parallelism, version)
-        shift[original_next] = consumed
+        shift.add(original_next, consumed)
         result.append(compiled)
     return result
 

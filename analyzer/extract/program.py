@@ -14,6 +14,7 @@ from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import (
+    MAX_JOB_TRANSFORMATIONS,
     EnvSettings,
     JobSpec,
     Transformation,
@@ -64,6 +65,17 @@ class EnvState:
         self.settings = replace(self.settings, **changes)  # type: ignore[arg-type]
 
 
+#: What one submission costs against :data:`MAX_SUBMITTED`: this much for the
+#: job itself (compiling, hashing and checking a job has a fixed cost) plus
+#: one per transformation in it (none for a job too big to be compiled).
+JOB_COST = 20
+
+#: The submissions chainlens compiles in one program, in cost units: the
+#: largest real jobs (a few thousand operators) fit many times over; a program
+#: that submits jobs in a loop or a recursion stops being followed here.
+MAX_SUBMITTED = 20_000
+
+
 @dataclass(eq=False, slots=True)
 class Program:
     """Everything the interpreted program created."""
@@ -77,6 +89,8 @@ class Program:
     #: the options of the program's command line that switch variants on
     options: list[CommandLineOption] = field(default_factory=list)
     next_id: int = 1
+    #: what the jobs submitted so far cost (see :data:`MAX_SUBMITTED`)
+    submitted: int = 0
     #: Flink configuration given outside the program (chainlens config), applied
     #: to every environment before the program's own settings.
     base_config: dict[str, str] = field(default_factory=dict)
@@ -126,14 +140,33 @@ class Program:
         job_name: object,
         where: SourceRange | None,
         collect_input: int | None = None,
-    ) -> JobSpec:
-        """Record a job submission; PyFlink clears the env's transformation list."""
+    ) -> JobSpec | None:
+        """Record a job submission; PyFlink clears the env's transformation list.
+
+        Past :data:`MAX_SUBMITTED`, the submission is not recorded (None) and
+        an unknown says so, where it happens, once.
+        """
         name: str | Symbol | None
         if job_name is None or isinstance(job_name, (str, Symbol)):
             name = job_name
         else:
             name = Symbol("job name", "not a string", where)
         reachable = _reachable(self.transformations, env.transformations, collect_input)
+        size = len(reachable)
+        cost = JOB_COST + (size if size <= MAX_JOB_TRANSFORMATIONS else 0)
+        if self.submitted + cost > MAX_SUBMITTED:
+            if self.submitted <= MAX_SUBMITTED:  # said once, where it happens
+                self.unknown(
+                    "job budget",
+                    f"the program submitted {len(self.jobs):,} jobs by here, as "
+                    "many as chainlens compiles in one program: this job and the "
+                    "ones after it are not shown",
+                    where,
+                )
+            self.submitted = MAX_SUBMITTED + 1
+            env.transformations.clear()
+            return None
+        self.submitted += cost
         job = JobSpec(
             index=len(self.jobs),
             trigger=trigger,

@@ -71,19 +71,30 @@ def restore_ids(result: AnalysisResult) -> RestoreIds:
     return found
 
 
+def _per_job(before: RestoreIds) -> dict[int, dict[int, str | None]]:
+    """``before`` split by job index: node id -> ID, per job."""
+    split: dict[int, dict[int, str | None]] = {}
+    for (index, node_id), ident in before.items():
+        split.setdefault(index, {})[node_id] = ident
+    return split
+
+
 def _misplaced(
-    index: int, who: Sequence[Claimant], before: RestoreIds, *, unknown: bool = True
+    index: int,
+    who: Sequence[Claimant],
+    mine: Mapping[int, str | None],
+    *,
+    unknown: bool = True,
 ) -> list[tuple[int, int]]:
     """The stateful operators of job ``index`` that would not get back the
-    state saved under their ID ``before`` (and, with ``unknown``, those whose ID
-    before is not known).
+    state saved under their ID before, ``mine`` (and, with ``unknown``, those
+    whose ID before is not known).
 
     What :func:`~chainlens.analyzer.rules.restore.assignment.assign` decides, counted
     directly: an operator gets its state back when it is the only operator
     asking for that ID (by its ``set_uid_hash`` when the savepoint holds it,
     else by its generated ID).
     """
-    mine = {nid: ident for (j, nid), ident in before.items() if j == index}
     saved = {ident for ident in mine.values() if ident is not None}
     asking: dict[str, list[int]] = {}
     for claimant in who:
@@ -113,6 +124,7 @@ def moved(
     changes (per job index: node id -> uid, uid hash), or cannot be shown to;
     None when a job would be rejected."""
     found: list[tuple[int, int]] = []
+    split = _per_job(before)
     for job in result.jobs:
         per_job = changes.get(job.spec.index)
         if not per_job or not keeps_savepoints(job):
@@ -120,19 +132,21 @@ def moved(
         who = claimants(job, per_job)
         if not who:
             return None
-        found += _misplaced(job.spec.index, who, before)
+        found += _misplaced(job.spec.index, who, split.get(job.spec.index, {}))
     return found
 
 
 def misplaced_in(result: AnalysisResult, before: RestoreIds) -> bool:
     """Tell whether some stateful operator of ``result`` would not get back
     the state a savepoint of the earlier version saved under ``before``."""
+    split = _per_job(before)
     for job in result.jobs:
         if not keeps_savepoints(job):
             continue
         who = claimants(job)
         if not who and job.job_graph is not None:
             return True
-        if _misplaced(job.spec.index, who, before, unknown=False):
+        mine = split.get(job.spec.index, {})
+        if _misplaced(job.spec.index, who, mine, unknown=False):
             return True
     return False
