@@ -456,4 +456,5 @@ def test_jobs_submitted_in_a_recursion_stop_at_a_located_budget() -> None:
     graphs = [job.stream_graph for job in result.jobs]
     sizes = {len(graph.nodes) for graph in graphs if graph is not None}
     nodes = [node.id for graph in graphs if graph is not None for node in graph.nodes]
-    assert len(sizes) == 1 and len(nodes) == len(set(nodes)) == jobs * sizes.pop()
+    (size,) = sizes
+    assert len(nodes) == len(set(nodes)) == jobs * size
