@@ -165,9 +165,10 @@ def check_text(
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
-    With ``fix``, a uid fix pins only the operator IDs a savepoint of a deployed
-    version may hold, as the file's git base says (:func:`held_at_base`; not
-    with ``history`` False: then every ID the program has today is kept).
+    A uid fix (shown, and applied with ``fix``) pins only the operator IDs a
+    savepoint of a deployed version may hold, as the file's git base says
+    (:func:`held_at_base`; not with ``history`` False: then every ID the
+    program has today is kept).
 
     ``cache`` is an editor buffer's parse cache and ``read`` reads the
     program's own modules (see ``analyze_source``).  A text that builds no job
@@ -184,14 +185,16 @@ def check_text(
     if importers and not result.jobs and not result.problems:
         result = _with_importers_findings(path, text, config, result, read, covered)
     fixed, fixed_text = 0, None
-    if fix and result.ok:
-        held = None
-        if history and any(pins_or_unsafe(d) for d in result.diagnostics):
-            held = held_at_base(path, result, config)
+    held = None
+    if history and result.ok and any(pins_or_unsafe(d) for d in result.diagnostics):
+        # the fixes shown are the ones --fix applies: a pin only where a
+        # savepoint of the base may hold the ID
+        held = held_at_base(path, result, config)
         if held is not None:
             result = with_findings(
                 replace(result, diagnostics=()), text, config, held=held
             )
+    if fix and result.ok:
         fixed_text, fixed, result = fix_until_stable(
             path, text, result, config, held=held
         )

@@ -1151,7 +1151,13 @@ def check_document(
     then costs no hashing; :func:`verified_diagnostics` gives the findings
     with their fixes checked, when a fix is asked for."""
     checked = check_text(
-        path, text, config, cache=cache, read=read, verify_fixes=verify_fixes
+        path,
+        text,
+        config,
+        cache=cache,
+        read=read,
+        verify_fixes=verify_fixes,
+        history=False,  # what savepoints hold: the document's own baseline
     )
     if baseline is None or checked.result is None:
         return checked

@@ -204,3 +204,21 @@ def test_the_editor_decides_as_check_fix(tmp_path: Path) -> None:
     )
     fixed, _ = apply_fixes(text, checked.diagnostics)
     assert fixed.count(".set_uid_hash(") == 2
+
+
+def test_check_without_fix_shows_the_fix_check_fix_applies(tmp_path: Path) -> None:
+    """The findings of a plain check (their text, ``--diff``, SARIF's fixes)
+    say what ``--fix`` does: a pin for the operator a savepoint may hold, a
+    plain uid, and no word of set_uid_hash(), for the new one."""
+    repo = _repo(tmp_path)
+    (repo / "job.py").write_text(BASE + SECOND_JOB, encoding="utf-8")
+    checked = check_file(repo / "job.py", CL101)
+    found = {f.diagnostic.range.start.line: f.diagnostic for f in checked.findings}
+    assert sorted(found) == [8, 13]
+    kept, new = found[8], found[13]
+    for diagnostic, pinned in ((kept, True), (new, False)):
+        fix = diagnostic.fix_to_apply()
+        assert fix is not None
+        inserted = "".join(edit.new_text for edit in fix.edits)
+        assert (".set_uid_hash(" in inserted) is pinned, inserted
+        assert ("set_uid_hash()" in diagnostic.message) is pinned, diagnostic.message
