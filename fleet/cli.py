@@ -17,7 +17,7 @@ DESCRIPTION = (
 
 def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``fleet`` sub-commands to *parser*."""
-    sub = parser.add_subparsers(dest="fleet_command", required=True)
+    sub = parser.add_subparsers(dest="fleet_command", required=True, metavar="COMMAND")
     scan = sub.add_parser(
         "scan",
         help="scan repositories on Spark and write tables and a report",
@@ -111,9 +111,13 @@ def add_history_arguments(sub: argparse._SubParsersAction[Any]) -> None:
     )
 
 
-def main(argv: list[str]) -> int:
-    """``chainlens fleet ARGS``: parse *argv* (what follows ``fleet``) and run it."""
-    parser = argparse.ArgumentParser(prog="chainlens fleet", description=DESCRIPTION)
+def main(
+    argv: list[str],
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> int:
+    """``chainlens fleet ARGS``: parse *argv* (what follows ``fleet``) and run it
+    (``parser_class``: the command line's parser, whose errors are one line)."""
+    parser = parser_class(prog="chainlens fleet", description=DESCRIPTION)
     add_fleet_arguments(parser)
     try:
         args = parser.parse_args(argv)

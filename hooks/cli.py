@@ -49,7 +49,6 @@ from chainlens.hooks.deployments import (
     wants_deployments,
 )
 from chainlens.hooks.options import (
-    CommandParser,
     RefusedError,
     UsageError,
     command_parser,
@@ -57,6 +56,7 @@ from chainlens.hooks.options import (
     resolver_of,
     version,
 )
+from chainlens.hooks.parser import CommandParser
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -51,8 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args[:1] == ["fleet"]:
         from chainlens.fleet.cli import main as fleet_main
+        from chainlens.hooks.parser import CommandParser
 
-        return fleet_main(args[1:])
+        return fleet_main(args[1:], CommandParser)
     from chainlens.hooks.cli import main as cli_main
 
     return cli_main(args)

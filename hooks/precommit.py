@@ -30,11 +30,12 @@ from chainlens.analyzer import ConfigResolver, project_deployments
 from chainlens.hooks.cli import dispatch
 from chainlens.hooks.entry import isolate_python_children, names_as_bytes
 from chainlens.hooks.options import add_check_arguments
+from chainlens.hooks.parser import CommandParser
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser: the options of ``chainlens check``, files from pre-commit."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="chainlens-pre-commit",
         description="chainlens check for pre-commit: "
         "check the PyFlink programs among FILES.",

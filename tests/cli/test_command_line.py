@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -299,3 +300,45 @@ def test_argv_takes_a_value_that_starts_with_a_dash(
     code, out, _ = _run(capsys, "graph", *given, str(path), "--argv", "")
     assert code == 0
     assert "Reduce" not in out  # the last --argv wins, as any option's value
+
+
+@pytest.mark.parametrize(
+    ("entry", "argv", "error", "usage"),
+    [
+        (
+            "chainlens",
+            ["fleet", "scan", "repos"],
+            "chainlens fleet scan: error: the following arguments are required: --out",
+            "usage: chainlens fleet scan [options] ROOT [ROOT ...]",
+        ),
+        (
+            "chainlens",
+            ["fleet", "replay"],
+            "chainlens fleet: error: argument COMMAND: invalid choice: 'replay'",
+            "usage: chainlens fleet [options] COMMAND ...",
+        ),
+        (
+            "chainlens-pre-commit",
+            ["--bogus", "job.py"],
+            "chainlens-pre-commit: error: unrecognized arguments: --bogus",
+            "usage: chainlens-pre-commit [options] [PATH ...]",
+        ),
+    ],
+)
+def test_the_fleet_and_the_hook_say_a_usage_error_in_one_line_too(
+    entry: str, argv: list[str], error: str, usage: str, tmp_path: Path
+) -> None:
+    """The executables themselves: ``chainlens fleet`` is parsed before the
+    analysis is loaded, the hook by its own parser."""
+    executable = Path(sys.executable).with_name(entry)
+    done = subprocess.run(
+        [str(executable), *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    first, second = done.stderr.splitlines()
+    assert first.startswith(error)
+    assert second == usage
