@@ -160,3 +160,14 @@ def test_the_readme_picture_is_what_chainlens_draws(
     code, svg, _ = chainlens(*command.split())
     assert code == 0
     assert svg == (ROOT / "docs" / "example_orders.svg").read_text("utf-8")
+
+
+def test_the_readme_gives_the_command_ci_runs_and_the_fast_one_first() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    ci = (ROOT / ".ci" / "run").read_text("utf-8").strip().splitlines()[-1]
+    tests = readme[readme.index("## Run the tests") :]
+    tests = tests[: tests.index("\n## ")]
+    fast = tests.index('-m "not slow and not spark and not editor and not oracle"')
+    assert f"\n{ci}\n" in tests
+    assert fast < tests.index(f"\n{ci}\n")
+    assert "minutes" in tests
