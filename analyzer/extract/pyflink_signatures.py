@@ -22,7 +22,7 @@ ones.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
@@ -134,6 +134,89 @@ def _listed(names: list[str]) -> str:
     if len(quoted) == 2:
         return f"{quoted[0]} and {quoted[1]}"
     return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+
+
+#: The parameters the static methods of PyFlink's time-based window assigners
+#: and triggers call ``to_milliseconds()`` on (they take a
+#: ``pyflink.common.time.Time``), in the order they call it, and whether None
+#: is let through (an offset, whose default is None).  The same in every
+#: supported line: ``tests/versions/test_time_parameters.py`` reads them from
+#: each line's wheel and calls each with what has no ``to_milliseconds()``.
+TIME_PARAMETERS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "ContinuousEventTimeTrigger.of": (("interval", False),),
+    "ContinuousProcessingTimeTrigger.of": (("interval", False),),
+    "TumblingEventTimeWindows.of": (("size", False), ("offset", True)),
+    "TumblingProcessingTimeWindows.of": (("size", False), ("offset", True)),
+    "SlidingEventTimeWindows.of": (
+        ("size", False),
+        ("slide", False),
+        ("offset", True),
+    ),
+    "SlidingProcessingTimeWindows.of": (
+        ("size", False),
+        ("slide", False),
+        ("offset", True),
+    ),
+    "EventTimeSessionWindows.with_gap": (("size", False),),
+    "ProcessingTimeSessionWindows.with_gap": (("size", False),),
+}
+
+#: The Python type of a value the replay knows (None: not known)
+_SCALARS = (bool, int, float, str, bytes)
+
+
+def time_signature(key: str) -> Signature:
+    """The signature of ``key`` as :data:`TIME_PARAMETERS` writes it (for a
+    function whose own is not in the tables: the triggers' ``of``)."""
+    return Signature(
+        ", ".join(n + ("=" if none_ok else "") for n, none_ok in TIME_PARAMETERS[key])
+    )
+
+
+def time_argument_error(
+    key: str,
+    signature: Signature | None,
+    positional: Sequence[object],
+    keywords: Mapping[str, object],
+    type_name: Callable[[object], str | None],
+) -> str | None:
+    """Why ``key`` (``TumblingEventTimeWindows.of``), called with these
+    arguments (which bind), raises AttributeError: the first argument it calls
+    ``to_milliseconds()`` on that is known to be of another type than
+    ``Time`` (``type_name`` names a value's class, None when not known)."""
+    if key not in TIME_PARAMETERS:
+        return None
+    if signature is None:
+        signature = time_signature(key)
+    for name, none_ok in TIME_PARAMETERS[key]:
+        if name in keywords:
+            value = keywords[name]
+        elif name in signature.positional and signature.positional.index(name) < len(
+            positional
+        ):
+            value = positional[signature.positional.index(name)]
+        else:
+            continue  # not given: a bind error already, or its default (None)
+        if value is None:
+            if none_ok:
+                continue
+            kind: str | None = "NoneType"
+        elif isinstance(value, _SCALARS):
+            kind = type(value).__name__
+        else:
+            kind = type_name(value)
+        if kind is None or kind == "Time":
+            continue
+        return (
+            f"{key}() takes a Time: {name} is a{_article(kind)} {kind} ('{kind}' "
+            "object has no attribute 'to_milliseconds'): the program fails here "
+            "with AttributeError"
+        )
+    return None
+
+
+def _article(kind: str) -> str:
+    return "n" if kind[:1].lower() in "aeiou" else ""
 
 
 class PyFlinkSignatures:

@@ -26,8 +26,10 @@ from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_signatures import (
+    TIME_PARAMETERS,
     Signature,
     pyflink_signatures,
+    time_argument_error,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -346,12 +348,30 @@ class PyFlinkResolver:
             cls = parts[-size]
             key = ".".join(parts[-size:])
             signature = signatures.function(key)
-            if signature is None:
+            if signature is None and key not in TIME_PARAMETERS:
                 continue
             module = ".".join(parts[:-size])
             if cls in names.modules.get(module, frozenset()):
                 self.check_binds(key, signature, call)
+                self.check_time_arguments(key, signature, call)
             return
+
+    def check_time_arguments(
+        self, key: str, signature: Signature | None, call: Call
+    ) -> None:
+        """A window assigner or trigger given what is not a ``Time`` (a
+        ``Duration``, milliseconds as an int) fails on ``to_milliseconds()``."""
+        if call.args.unseen:
+            return
+        error = time_argument_error(
+            key,
+            signature,
+            call.args.positional,
+            call.args.keywords,
+            lambda v: v.simple_name if isinstance(v, PyObject) else None,
+        )
+        if error is not None:
+            raise ProgramStopError(error, call.where)
 
     def check_object_binds(self, kind: str, name: str, call: Call) -> None:
         """A method of a ``Configuration`` or a ``WatermarkStrategy`` the

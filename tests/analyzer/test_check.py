@@ -726,7 +726,7 @@ def test_fixes_checked_later_as_check_gives_them() -> None:
         + "s.print()\nenv.execute('j')\n"
     )
     config = Config()
-    checked = check_text("p.py", text, config)
+    checked = check_text("p.py", text, config, history=False)  # no baseline either
     assert checked.result is not None
     quick = check_document("p.py", text, config, verify_fixes=False)
     assert quick.result is not None

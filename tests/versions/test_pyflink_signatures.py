@@ -200,6 +200,7 @@ def test_every_wrong_call_raises_in_real_pyflink_of_each_line(line: str) -> None
 HEAD = """\
 from pyflink.common import Configuration, Types, WatermarkStrategy
 from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.common.time import Time
 from pyflink.datastream.window import TumblingEventTimeWindows
 
 env = StreamExecutionEnvironment.get_execution_environment()
@@ -224,7 +225,7 @@ def test_window_all_without_an_assigner_raises() -> None:
 
 def test_an_unknown_keyword_raises() -> None:
     (message,) = _stop(
-        "keyed.window(TumblingEventTimeWindows.of(5))"
+        "keyed.window(TumblingEventTimeWindows.of(Time.seconds(5)))"
         ".process(lambda x: x, result_type=Types.INT())\n"
     )
     assert "got an unexpected keyword argument 'result_type'" in message
