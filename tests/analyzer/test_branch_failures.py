@@ -143,3 +143,65 @@ def test_nested_conditions_are_named_together() -> None:
 def test_a_severity_set_for_the_rule_is_kept() -> None:
     result = _analyse(severities={"CL000": Severity.INFO})
     assert {severity for _, severity, _ in _cl000(result)} == {Severity.INFO}
+
+
+DATACLASS = FIXTURES / "pipelines" / "branch_fails_dataclass_config.py"
+
+
+def test_a_dataclass_carries_the_command_line_to_the_branch() -> None:
+    text = DATACLASS.read_text(encoding="utf-8")
+    path = str(DATACLASS)
+    unknown = analyze_source(path, text, CONFIG)
+    assert [p.code for p in unknown.problems] == ["flink-error-when"]
+    away = analyze_source(path, text, replace(CONFIG, argv=("--source", "kafka")))
+    assert not away.problems
+    assert [j.job_graph for j in away.jobs] == [u.job_graph for u in unknown.jobs]
+    assert len(away.jobs) == 1
+    taken = analyze_source(
+        path, text, replace(CONFIG, argv=("--source", "file", "--path", "/in"))
+    )
+    assert [p.code for p in taken.problems] == ["flink-error"]
+    assert not taken.jobs
+
+
+DATACLASS_PROGRAM = """
+from dataclasses import dataclass, field
+import dataclasses
+from pyflink.datastream import StreamExecutionEnvironment
+
+@dataclass
+class Base:
+    name: str
+    parallelism: int = 3
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Base):
+    LIMIT: "ClassVar[int]" = 9
+    uid: str = field(default="u-default")
+    tags: list = field(default_factory=list)
+
+settings = Settings(ARGS)
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(settings.parallelism)
+env.from_collection([1]).map(lambda x: x).name(settings.name).uid(settings.uid).print()
+env.execute()
+"""
+
+
+def test_a_dataclass_init_takes_fields_in_order_with_their_defaults() -> None:
+    def map_of(args: str) -> tuple[object, object, object]:
+        text = DATACLASS_PROGRAM.replace("ARGS", args)
+        result = analyze_source("d.py", text, CONFIG)
+        (job,) = result.jobs
+        (op,) = [t for t in job.spec.transformations.values() if t.inputs == (1,)]
+        return op.name, op.uid, op.parallelism
+
+    # the parent's fields first, defaults from the body and field(default=...)
+    assert map_of('"orders"') == ("orders", "u-default", 3)
+    assert map_of('"orders", uid="u1"') == ("orders", "u1", 3)
+    # a ClassVar is no field: the third positional argument is the uid
+    assert map_of('"orders", 5, "u-pos"') == ("orders", "u-pos", 5)
+    # arguments Python would refuse leave the fields unknown
+    name, uid, _ = map_of('"orders", colour="red"')
+    assert not isinstance(name, str)
+    assert uid is None or not isinstance(uid, str)

@@ -1,11 +1,14 @@
-"""Real Flink on each path of ``branch_fails_on_unknown.py``, whose failures
-chainlens says with their conditions (``tests/analyzer/test_branch_failures.py``).
+"""Real Flink on each path of ``branch_fails_on_unknown.py`` and
+``branch_fails_dataclass_config.py``, whose failures chainlens says with their
+conditions (``tests/analyzer/test_branch_failures.py``).
 
 The program's default run is compared with its stored expected files like any
 fixture; here the other paths are run now: ``--source file`` raises the
 AttributeError chainlens names on 2.3 and builds the file source's graph
 chainlens builds on 1.20 (a line that has ``read_text_file``), and the debug
-print raises the TypeError chainlens names.
+print raises the TypeError chainlens names; the dataclass configuration's file
+branch raises AttributeError on 2.3 and TypeError on 1.20, as chainlens says
+once ``--argv`` decides it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tests.support import FIXTURES, ROOT
 
 GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 PROGRAM = FIXTURES / "pipelines" / "branch_fails_on_unknown.py"
+DATACLASS = FIXTURES / "pipelines" / "branch_fails_dataclass_config.py"
 
 pytestmark = [
     pytest.mark.oracle,
@@ -48,20 +52,22 @@ def _flink_venvs() -> Any:
     return module
 
 
-def _run(out: Path, version: str, *options: str, **env: str) -> dict[str, Any]:
-    """What real Flink ``version`` builds of the program run with ``options``."""
+def _run(
+    out: Path, version: str, *options: str, program: Path = PROGRAM, **env: str
+) -> dict[str, Any]:
+    """What real Flink ``version`` builds of ``program`` run with ``options``."""
     command = [sys.executable, str(GENERATOR), "--out-dir", str(out), *options]
     if version != NEWEST:
         command += ["--flink-version", version]
     subprocess.run(
-        [*command, str(PROGRAM)],
+        [*command, str(program)],
         env=_flink_venvs().environ(**env),
         capture_output=True,
         text=True,
         check=False,
         timeout=300,
     )
-    found = out / "branch_fails_on_unknown.expected.json"
+    found = out / f"{program.stem}.expected.json"
     assert found.exists(), f"the generator wrote nothing in {out}"
     with found.open(encoding="utf-8") as f:
         return json.load(f)  # type: ignore[no-any-return]
@@ -107,3 +113,25 @@ def test_the_debug_print_fails_as_said(tmp_path: Path) -> None:
     assert said.code == "flink-error-when"
     assert "DataStream.print()" in said.message
     assert "TypeError" in said.message
+
+
+@pytest.mark.parametrize(
+    ("version", "error"), [(NEWEST, "AttributeError"), ("1.20", "TypeError")]
+)
+def test_the_dataclass_file_branch_fails_as_said(
+    tmp_path: Path, version: str, error: str
+) -> None:
+    expected = _run(tmp_path, version, "--argv", "--source file", program=DATACLASS)
+    assert expected["error"]["type"] == error
+    config = _config(expected, version, ("--source", "file"))
+    assert differences(DATACLASS, expected, version, config) == []
+    result = analyse_like_flink(DATACLASS, expected, version, config)
+    (said,) = result.problems
+    assert said.code == "flink-error"
+    assert error in said.message
+    # without the command line: the same failure, said with its condition
+    alone = analyse_like_flink(DATACLASS, expected, version)
+    (conditional,) = alone.problems
+    assert conditional.code == "flink-error-when"
+    assert conditional.message.startswith('when `config.source == "file"`: ')
+    assert len(alone.jobs) == 1
