@@ -66,7 +66,7 @@ def interpret(
     current: dict[int, tuple[object, object]] = {}
     decided: dict[tuple[object, ...], bool] = {}
     failures: list[tuple[str, SourceRange | None]] = []
-    while True:
+    for attempt in range(MAX_FAILING_BRANCHES + 1):
         program = Program()
         if method_scans is not None:
             program.method_scans = ChainMap(current, method_scans)
@@ -92,8 +92,15 @@ def interpret(
             break
         message, where, branch = evaluator.failed_when
         failures.append((message, where))
-        if len(decided) >= MAX_FAILING_BRANCHES:
-            break  # the program, as far as followed, ends at this failure
+        if attempt == MAX_FAILING_BRANCHES or branch.key in decided:
+            program.unknown(  # the program, as far as followed, ends here
+                "branch",
+                f"PyFlink raises in more than {MAX_FAILING_BRANCHES} branches on "
+                "conditions that are not known statically: the program is not "
+                "analysed past this one",
+                where,
+            )
+            break
         decided[branch.key] = not branch.taken
     for message, where in failures:
         program.problem("flink-error-when", message, where)

@@ -205,3 +205,38 @@ def test_a_dataclass_init_takes_fields_in_order_with_their_defaults() -> None:
     name, uid, _ = map_of('"orders", colour="red"')
     assert not isinstance(name, str)
     assert uid is None or not isinstance(uid, str)
+
+
+def test_past_the_limit_of_failing_branches_the_program_ends_and_says_so() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 2
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in")\n'
+            for i in range(count)
+        )
+        + "env.from_collection([1]).print()\nenv.execute()\n"
+    )
+    result = analyze_source("many.py", text, CONFIG)
+    failures = [p for p in result.problems if p.code == "flink-error-when"]
+    assert len(failures) == MAX_FAILING_BRANCHES + 1
+    assert not result.jobs
+    (limit,) = [u for u in result.unknowns if "more than" in u.reason]
+    assert limit.range == failures[-1].range
+    # within the limit every failing branch is decided away and the job kept
+    fewer = text.replace(
+        "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in")\n'
+            for i in range(MAX_FAILING_BRANCHES, count)
+        ),
+        "",
+    )
+    kept = analyze_source("fewer.py", fewer, CONFIG)
+    assert len([p for p in kept.problems if p.code == "flink-error-when"]) == (
+        MAX_FAILING_BRANCHES
+    )
+    assert len(kept.jobs) == 1
