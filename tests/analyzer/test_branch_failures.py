@@ -240,3 +240,16 @@ def test_past_the_limit_of_failing_branches_the_program_ends_and_says_so() -> No
         MAX_FAILING_BRANCHES
     )
     assert len(kept.jobs) == 1
+
+
+def test_the_upgrade_preview_counts_a_conditional_failure_as_an_api_removed() -> None:
+    from chainlens.analyzer.upgrade import upgrade_of_file
+
+    upgrade = upgrade_of_file(str(PROGRAM), CONFIG, "1.20", "2.3")
+    (removed,) = upgrade.removed_apis
+    assert removed.range is not None
+    assert removed.range.start.line == _line("env.read_text_file(")
+    assert removed.message.startswith(
+        'fails on Flink 2.3 when `args.source == "file"`: '
+        "StreamExecutionEnvironment.read_text_file() does not exist"
+    )
