@@ -253,3 +253,28 @@ def test_the_upgrade_preview_counts_a_conditional_failure_as_an_api_removed() ->
         'fails on Flink 2.3 when `args.source == "file"`: '
         "StreamExecutionEnvironment.read_text_file() does not exist"
     )
+
+
+def test_an_elif_is_said_with_the_conditions_before_it() -> None:
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        'source = os.environ.get("SOURCE")\n'
+        'if source == "file":\n'
+        '    s = env.read_text_file("in")\n'
+        'elif source == "socket":\n'
+        '    s = env.socket_text_stream("host", 9999)\n'
+        "else:\n"
+        "    s = env.from_collection([1])\n"
+        "s.print()\n"
+        "env.execute()\n"
+    )
+    result = analyze_source("elif.py", text, CONFIG)
+    assert [(p.code, p.message.split(": ", 1)[0]) for p in result.problems] == [
+        ("flink-error-when", 'when `source == "file"`'),
+        ("flink-error-when", 'when not `source == "file"` and `source == "socket"`'),
+    ]
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name.startswith("Source: Collection Source")
