@@ -160,9 +160,16 @@ def compare_results(before: AnalysisResult, after: AnalysisResult) -> FileUpgrad
     old, new = before.flink_version.version, after.flink_version.version
     known = {(p.code, p.range) for p in before.problems}
     removed = tuple(
-        Change("api-removed", f"fails on Flink {new}: {p.message}", p.range)
+        Change(
+            "api-removed",
+            f"fails on Flink {new}: {p.message}"
+            if p.code == "flink-error"
+            else f"fails on Flink {new} {p.message}",  # "when `...`: ..."
+            p.range,
+        )
         for p in after.problems
-        if p.code == "flink-error" and (p.code, p.range) not in known
+        if p.code in ("flink-error", "flink-error-when")
+        and (p.code, p.range) not in known
     )
     jobs: list[JobUpgrade] = []
     for index in range(max(len(before.jobs), len(after.jobs))):

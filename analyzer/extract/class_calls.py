@@ -68,6 +68,54 @@ def foreign_base(cls: ClassDef) -> str | None:
     return None
 
 
+#: The default of a dataclass field that has none.
+REQUIRED = Opaque("a required field")
+
+_DATACLASS = frozenset({"dataclass", "dataclasses.dataclass"})
+
+
+def _is_dataclass(stmt: cst.ClassDef) -> bool:
+    for decorator in stmt.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        if code_of(expr) in _DATACLASS:
+            return True
+    return False
+
+
+def _dataclass_fields(cls: ClassDef) -> list[tuple[str, object]] | None:
+    """The fields of the ``__init__`` a dataclass is given: its parents'
+    first, a field declared again keeping its place (None: not a dataclass)."""
+    if cls.fields is None:
+        return None
+    merged: dict[str, object] = {}
+    for parent in reversed(cls.parents):
+        merged.update(_dataclass_fields(parent) or [])
+    merged.update(cls.fields)
+    return list(merged.items())
+
+
+def _init_dataclass(instance: Instance, call: Call) -> None:
+    """The ``__init__`` ``@dataclass`` writes: each field from its argument,
+    else its default (nothing is set when the arguments are not known)."""
+    fields = _dataclass_fields(instance.cls)
+    if fields is None or call.args.unseen:
+        return
+    names = [name for name, _ in fields]
+    if len(call.args.positional) > len(fields) or any(
+        key not in names for key in call.args.keywords
+    ):
+        return  # Python raises TypeError: not the replay's to say
+    for index, (name, default) in enumerate(fields):
+        if index < len(call.args.positional):
+            value = call.args.positional[index]
+        else:
+            value = call.args.keywords.get(name, default)
+        if value is not REQUIRED:
+            instance.attrs[name] = value
+
+
 def with_receiver(call: Call, receiver: object) -> Call:
     """``call`` with ``receiver`` as the first argument (``self``, ``cls``)."""
     args = Args([receiver, *call.args.positional], dict(call.args.keywords))
@@ -126,7 +174,47 @@ class ClassCalls:
         body = ChainScope({}, scope)
         with contextlib.suppress(StopError, ReturnError, BreakError, ContinueError):
             self.exec_block(body_of(stmt.body), body)
-        return ClassDef(stmt.name.value, bases, dict(body), tuple(parents), foreign)
+        fields = self.dataclass_fields(stmt, body) if _is_dataclass(stmt) else None
+        return ClassDef(
+            stmt.name.value, bases, dict(body), tuple(parents), foreign, fields
+        )
+
+    def dataclass_fields(
+        self, stmt: cst.ClassDef, body: dict[str, object]
+    ) -> tuple[tuple[str, object], ...]:
+        """The fields a ``@dataclass`` body declares (``name: type [= default]``,
+        ``ClassVar`` ones left out), each with its default: the value, the
+        ``default=`` of a ``field(...)``, or REQUIRED (no default, or a
+        ``default_factory`` whose value is not known)."""
+        found: list[tuple[str, object]] = []
+        for line in body_of(stmt.body):
+            if not isinstance(line, cst.SimpleStatementLine):
+                continue
+            for small in line.body:
+                if not (
+                    isinstance(small, cst.AnnAssign)
+                    and isinstance(small.target, cst.Name)
+                ) or "ClassVar" in code_of(small.annotation.annotation):
+                    continue
+                name = small.target.value
+                default: object = REQUIRED
+                value = small.value
+                if isinstance(value, cst.Call) and code_of(value.func) in (
+                    "field",
+                    "dataclasses.field",
+                ):
+                    for arg in value.args:
+                        if arg.keyword is not None and arg.keyword.value == "default":
+                            default = self.eval(arg.value, body)
+                        elif (
+                            arg.keyword is not None
+                            and arg.keyword.value == "default_factory"
+                        ):
+                            default = Opaque(f"{name} (made by its default_factory)")
+                elif value is not None:
+                    default = body.get(name, REQUIRED)
+                found.append((name, default))
+        return tuple(found)
 
     def instantiate(self, cls: ClassDef, call: Call, node: cst.Call) -> Instance:
         """``Cls(...)``: an instance, its ``__init__`` followed."""
@@ -141,6 +229,8 @@ class ClassCalls:
         init = self.call_bound(cls, instance, "__init__", call, node)
         if init is NOT_FOUND and foreign is not None:
             self.init_foreign(instance, foreign, call)  # the PyFlink class's own
+        elif init is NOT_FOUND:
+            _init_dataclass(instance, call)
         return instance
 
     def init_foreign(self, instance: object, base: str, call: Call) -> None:

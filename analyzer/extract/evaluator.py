@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -39,6 +39,7 @@ from chainlens.analyzer.extract.flow import (
 from chainlens.analyzer.extract.interface import (
     UNRESOLVED,
     Args,
+    Assumption,
     Call,
     ProgramStopError,
     Record,
@@ -118,6 +119,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         path: str | None = None,
         read: ReadText | None = None,
         guard: Guard | None = None,
+        decided: Mapping[tuple[object, ...], bool] | None = None,
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
@@ -144,6 +146,16 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         #: the statement being executed, with its module context (where a
         #: failure is reported)
         self.current: tuple[cst.CSTNode, Context, int, SourceRange | None] | None = None
+        #: branches on unknown conditions decided before the run (by
+        #: :meth:`Assumption.key`): a branch in which the program failed in an
+        #: earlier run is not taken
+        self.decided = dict(decided or {})
+        #: the branches on unknown conditions the running code is in
+        self.assumed: list[Assumption] = []
+        #: the program failed in a branch on an unknown condition that can
+        #: still be decided the other way: the failure, said as conditional,
+        #: and the branch to decide (see :func:`interpret`)
+        self.failed_when: tuple[str, SourceRange | None, Assumption] | None = None
 
     # ------------------------------------------------------------------ driver
 
@@ -156,11 +168,24 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         except (StopError, ReturnError, BreakError, ContinueError):
             pass
         except ProgramStopError as stop:
-            self.record.problem("flink-error", stop.message, stop.where)
+            self.program_failed(stop)
         except (RecursionError, MemoryError) as exc:
             self.stopped_at(f"it is too large or too deep to follow ({exc!r})")
         except Exception as exc:  # a case chainlens does not handle: say where
             self.stopped_at(f"chainlens failed on it ({exc!r})")
+
+    def program_failed(self, stop: ProgramStopError) -> None:
+        """The program raises at ``stop``: a failure on every path is the
+        program's end; one reached only through branches on unknown conditions
+        is said with them, and the innermost of them not decided yet is left
+        for a run that decides it the other way."""
+        assumed = stop.assumed or ()
+        open_ = [a for a in assumed if a.key not in self.decided]
+        if not open_:  # on every path (or every other one fails too)
+            self.record.problem("flink-error", stop.message, stop.where)
+            return
+        when = " and ".join(a.shown() for a in assumed)
+        self.failed_when = (f"when {when}: {stop.message}", stop.where, open_[-1])
 
     def stopped_at(self, why: str) -> None:
         """Report the statement the replay stopped at; jobs before it stay."""
@@ -280,6 +305,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     def exec_if(self, stmt: cst.If, scope: dict[str, object]) -> None:
         test = self.eval(stmt.test, scope)
         holds = truth(test)
+        assumption: Assumption | None = None
         if holds is None and ends_program(stmt.body):
             holds = False  # a guard: the program goes on only when it is false
         elif (
@@ -289,13 +315,44 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         ):
             holds = True
         elif holds is None:
+            key = self.branch_key(stmt.test)
+            decided = self.decided.get(key) if key is not None else None
             self.note_unknown(
                 "branch",
                 f"the condition `{code_of(stmt.test)}` is not known statically; "
-                "the first branch is analysed",
+                + (
+                    "the first branch is analysed"
+                    if decided is None
+                    else "the first branch fails when the program runs, what "
+                    "follows it is analysed"
+                ),
                 stmt.test,
             )
-            holds = True
+            holds = True if decided is None else decided
+            if key is not None:
+                assumption = Assumption(key, code_of(stmt.test), holds)
+        if assumption is None:
+            self.take_branch(stmt, holds, scope)
+            return
+        self.assumed.append(assumption)
+        try:
+            self.take_branch(stmt, holds, scope)
+        except ProgramStopError as stop:
+            if stop.assumed is None:  # the innermost branch: all are open
+                stop.assumed = tuple(self.assumed)
+            raise
+        finally:
+            self.assumed.pop()
+
+    def branch_key(self, test: cst.CSTNode) -> tuple[object, ...] | None:
+        """Where the test of a branch is, the same in every run of the
+        program (None: not located)."""
+        found = self.context.locator.range_of(test, self.top)
+        if found is None:
+            return None
+        return (self.context.path, found.start, found.end)
+
+    def take_branch(self, stmt: cst.If, holds: bool, scope: dict[str, object]) -> None:
         if holds:
             self.exec_block(body_of(stmt.body), scope)
         elif isinstance(stmt.orelse, cst.If):

@@ -12,6 +12,7 @@ what it cannot know in a :class:`Record`.  Both sides speak of a call as a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from chainlens.analyzer.extract.values import Opaque, QualifiedRef
@@ -22,6 +23,21 @@ from chainlens.analyzer.model.values import CommandLineOption
 UNRESOLVED = Opaque("unresolved")
 
 
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    """A branch on a condition that is not known statically, as the replay
+    took it: ``test`` is the condition's source text, ``taken`` whether its
+    body ran (else what follows it: ``elif``, ``else`` or nothing)."""
+
+    key: tuple[object, ...]
+    test: str
+    taken: bool
+
+    def shown(self) -> str:
+        """The condition as said in a finding."""
+        return f"`{self.test}`" if self.taken else f"not `{self.test}`"
+
+
 class ProgramStopError(Exception):
     """The program raises here when it runs: nothing after it happens."""
 
@@ -29,6 +45,9 @@ class ProgramStopError(Exception):
         super().__init__(message)
         self.message = message
         self.where = where
+        #: the branches on unknown conditions the failing code was reached
+        #: through, outermost first (None: not yet known)
+        self.assumed: tuple[Assumption, ...] | None = None
 
 
 class Args:

@@ -23,6 +23,12 @@ from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.model.flink_versions import NEWEST
+from chainlens.analyzer.model.source import SourceRange
+
+#: Branches on unknown conditions in which the program fails that are decided
+#: the other way, each by a new run of the program (past it, the program is
+#: analysed as ending at the last failure).
+MAX_FAILING_BRANCHES = 8
 
 
 def interpret(
@@ -50,18 +56,54 @@ def interpret(
     the program's classes (their state descriptors) between analyses of
     versions of one text: a method whose node an edit left alone is not read
     again; after the run it holds the methods this version used.
+
+    A failure (PyFlink raising) reached only through branches on conditions
+    that are not known statically is not the program's end: it is recorded as
+    ``flink-error-when`` with those conditions, and the program is replayed
+    with the innermost of them decided the other way, so that the jobs of the
+    paths that do not fail are the ones returned.
     """
-    program = Program()
     current: dict[int, tuple[object, object]] = {}
-    if method_scans is not None:
-        program.method_scans = ChainMap(current, method_scans)
-    program.base_config = dict(flink_config or {})
-    program.default_parallelism = default_parallelism
-    program.flink_version = flink_version
-    resolver = PyFlinkResolver(program)
-    Evaluator(
-        module, text, program, resolver, argv, tree, known, path, read, guard
-    ).run()
+    decided: dict[tuple[object, ...], bool] = {}
+    failures: list[tuple[str, SourceRange | None]] = []
+    for attempt in range(MAX_FAILING_BRANCHES + 1):
+        program = Program()
+        if method_scans is not None:
+            program.method_scans = ChainMap(current, method_scans)
+        program.base_config = dict(flink_config or {})
+        program.default_parallelism = default_parallelism
+        program.flink_version = flink_version
+        resolver = PyFlinkResolver(program)
+        evaluator = Evaluator(
+            module,
+            text,
+            program,
+            resolver,
+            argv,
+            tree,
+            known,
+            path,
+            read,
+            guard,
+            decided,
+        )
+        evaluator.run()
+        if evaluator.failed_when is None:
+            break
+        message, where, branch = evaluator.failed_when
+        failures.append((message, where))
+        if attempt == MAX_FAILING_BRANCHES or branch.key in decided:
+            program.unknown(  # the program, as far as followed, ends here
+                "branch",
+                f"PyFlink raises in more than {MAX_FAILING_BRANCHES} branches on "
+                "conditions that are not known statically: the program is not "
+                "analysed past this one",
+                where,
+            )
+            break
+        decided[branch.key] = not branch.taken
+    for message, where in failures:
+        program.problem("flink-error-when", message, where)
     if method_scans is not None:
         method_scans.clear()
         method_scans.update(current)

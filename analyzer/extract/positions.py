@@ -418,7 +418,8 @@ class CallLocator:
             _ast_calls(stmt, owners)
         located = _control_pairs(collector.controls, owners, self._lines)
         for node, where in located or ():
-            self._ranges.setdefault(id(node), where)
+            if not isinstance(node, cst.Call):  # a call is located as a call
+                self._ranges.setdefault(id(node), where)
 
     def _from_metadata(self) -> None:
         # the fallback alone uses LibCST's matchers (a second of imports: loaded

@@ -80,6 +80,9 @@ class ClassDef:
     #: a base class that is neither the program's nor ``object``: its methods
     #: are not known
     foreign_base: str | None = None
+    #: for a ``@dataclass``: its fields in order, each with its default (the
+    #: value, or :data:`REQUIRED`), which the ``__init__`` it is given takes
+    fields: tuple[tuple[str, object], ...] | None = None
 
     def lookup(self, name: str) -> object | None:
         """The class attribute ``name``, from this class or its parents."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.rules.base import RuleContext
 
 #: How each kind of problem is introduced in a finding.
@@ -30,6 +32,14 @@ class AnalysisError:
     or is too large, a PyFlink API chainlens does not know or does not model, an
     internal failure, and calls at which PyFlink itself raises when the program
     runs (for example `set_uid_hash` on a `sink_to` sink).
+
+    A call at which PyFlink raises only on some paths, inside a branch whose
+    condition is not known statically (`if config.source == "file":` where the
+    source comes from the environment), is a warning that names the condition:
+    "PyFlink raises here when `config.source == "file"`".  The jobs shown are
+    those of the paths that do not fail (the other branch); when `--argv`, or
+    the arguments a deployment passes, decide the condition, the failure is
+    either gone (the branch is not taken) or an error (it is).
 
     ## Why is this bad?
     chainlens rebuilds the job graph from the source without running it.  Where
@@ -64,5 +74,24 @@ class AnalysisError:
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report every problem of the analysis where it happened."""
         for problem in context.result.problems:
+            if problem.code == "flink-error-when":
+                yield self.conditional(context, problem.message, problem.range)
+                continue
             label = _LABELS.get(problem.code, problem.code)
             yield context.report(self, f"{label}: {problem.message}", problem.range)
+
+    def conditional(
+        self, context: RuleContext, message: str, where: SourceRange | None
+    ) -> Diagnostic:
+        """A failure only on the paths through branches on conditions that are
+        not known (``message`` starts with them): a warning, unless the
+        configuration makes the rule's findings something else than errors."""
+        found = context.report(
+            self,
+            f"PyFlink raises here {message}; on the other paths the program "
+            "goes on, and their jobs are the ones analysed",
+            where,
+        )
+        if found.severity == self.severity:
+            return replace(found, severity=Severity.WARNING)
+        return found

@@ -173,3 +173,34 @@ def test_an_attribute_named_at_run_time_is_an_unknown_at_the_getattr() -> None:
     assert unknown.range is not None
     assert (unknown.range.start.line, unknown.range.start.column) == (4, 6)
     assert "environment variable" in unknown.reason
+
+
+def test_a_condition_that_is_a_call_is_located_alike_with_or_without_the_cache() -> (
+    None
+):
+    from chainlens.analyzer.extract.parse import ModuleCache
+
+    program = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "def main():\n"
+        "    env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "    s = env.from_collection([1])\n"
+        '    if os.environ.get("A") == "x":\n'
+        "        s = s.map(lambda x: x)\n"
+        '    if os.environ.get("B"):\n'
+        "        s.print()\n"
+        "    env.execute()\n"
+        "main()\n"
+    )
+
+    def ranges(result: object) -> list[tuple[int, int]]:
+        return [
+            (u.range.start.line, u.range.start.column)
+            for u in result.unknowns  # type: ignore[attr-defined]
+            if u.subject == "branch"
+        ]
+
+    plain = ranges(analyze_source("c.py", program))
+    assert plain == ranges(analyze_source("c.py", program, cache=ModuleCache()))
+    assert plain == [(6, 7), (8, 18)]

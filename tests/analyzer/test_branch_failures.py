@@ -1,0 +1,280 @@
+"""A failure inside a branch whose condition is not known is said with its
+condition and keeps the jobs of the paths that do not fail; the command line
+that decides the condition makes it disappear, or certain."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from chainlens.analyzer import Config
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.model.diagnostic import Severity
+from chainlens.analyzer.model.flink_versions import FlinkVersion
+from chainlens.analyzer.model.result import AnalysisResult
+from tests.support import FIXTURES
+
+PROGRAM = FIXTURES / "pipelines" / "branch_fails_on_unknown.py"
+TEXT = PROGRAM.read_text(encoding="utf-8")
+CONFIG = Config(default_parallelism=4, argv=())
+
+
+def _analyse(text: str = TEXT, **changes: object) -> AnalysisResult:
+    return analyze_source(str(PROGRAM), text, replace(CONFIG, **changes))  # type: ignore[arg-type]
+
+
+def _cl000(result: AnalysisResult) -> list[tuple[int, Severity, str]]:
+    return [
+        (d.range.start.line, d.severity, d.message)
+        for d in result.diagnostics
+        if d.code.code == "CL000"
+    ]
+
+
+def _line(needle: str, text: str = TEXT) -> int:
+    return next(i for i, x in enumerate(text.split("\n"), 1) if needle in x)
+
+
+def test_failures_under_unknown_conditions_are_conditional_and_keep_the_job() -> None:
+    result = _analyse()
+    found = _cl000(result)
+    assert [(line, severity) for line, severity, _ in found] == [
+        (_line("env.read_text_file("), Severity.WARNING),
+        (_line('words.print("words"'), Severity.WARNING),
+    ]
+    assert found[0][2].startswith(
+        'PyFlink raises here when `args.source == "file"`: '
+        "StreamExecutionEnvironment.read_text_file() does not exist in PyFlink 2.3"
+    )
+    assert found[1][2].startswith(
+        'PyFlink raises here when `os.environ.get("ORDERS_DEBUG")`: '
+        "DataStream.print() too many positional arguments"
+    )
+    assert {p.code for p in result.problems} == {"flink-error-when"}
+    # the job of the paths that do not fail: the collection, no debug print
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    names = [v.name for v in job.job_graph.vertices]
+    assert names[0] == "Source: Collection Source"
+    assert not any("Custom File Source" in n for n in names)
+    # the branch is said as decided by the failure
+    (branch,) = [
+        u
+        for u in result.unknowns
+        if "args.source" in u.reason and u.subject == "branch"
+    ]
+    assert "the first branch fails when the program runs" in branch.reason
+
+
+def test_the_command_line_decides_the_branch() -> None:
+    away = _analyse(argv=("--source", "collection"))
+    assert [line for line, _, _ in _cl000(away)] == [_line('words.print("words"')]
+    assert len(away.jobs) == 1
+    taken = _analyse(argv=("--source", "file"))
+    (certain,) = [f for f in _cl000(taken) if f[0] == _line("env.read_text_file(")]
+    assert certain[1] is Severity.ERROR
+    assert certain[2].startswith("PyFlink raises here: StreamExecutionEnvironment")
+    assert not taken.jobs
+    assert [p.code for p in taken.problems] == ["flink-error"]
+
+
+def test_a_line_that_has_the_call_takes_the_branch() -> None:
+    result = _analyse(flink_version=FlinkVersion("1.20", "flag"))
+    assert [line for line, _, _ in _cl000(result)] == [_line('words.print("words"')]
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Custom File Source"
+
+
+def test_a_failure_on_every_path_is_as_before() -> None:
+    text = TEXT.replace(
+        '    if args.source == "file":\n        lines = env.read_text_file(args.path)\n'
+        "    else:\n        lines = env.from_collection(",
+        "    lines = env.read_text_file(args.path)\n    env.from_collection(",
+    )
+    assert text != TEXT
+    result = _analyse(text)
+    ((line, severity, message),) = _cl000(result)
+    assert line == _line("env.read_text_file(", text)
+    assert severity is Severity.ERROR
+    assert message.startswith("PyFlink raises here: StreamExecutionEnvironment")
+    assert not result.jobs
+
+
+def test_both_branches_failing_is_a_failure_on_every_path() -> None:
+    text = TEXT.replace(
+        'lines = env.from_collection(["a b", "b c", "c a"], type_info=Types.STRING())',
+        'lines = env.read_text_file(args.path, "UTF-8")',
+    )
+    assert text != TEXT
+    found = _cl000(_analyse(text))
+    assert [(line, severity) for line, severity, _ in found] == [
+        (_line("read_text_file(args.path)", text), Severity.WARNING),
+        (_line('read_text_file(args.path, "UTF-8")', text), Severity.ERROR),
+    ]
+    assert not _analyse(text).jobs
+
+
+def test_nested_conditions_are_named_together() -> None:
+    text = TEXT.replace(
+        '    if args.source == "file":\n'
+        "        lines = env.read_text_file(args.path)\n",
+        '    if args.source == "file":\n'
+        "        if args.path.endswith('.txt'):\n"
+        "            lines = env.read_text_file(args.path)\n"
+        "        else:\n"
+        '            lines = env.from_collection(["x"], type_info=Types.STRING())\n',
+    ).replace("/tmp/chainlens-branch-fails-input", "' + os.environ['IN'] + '")
+    assert text != TEXT
+    result = _analyse(text, argv=None)
+    messages = [m for _, _, m in _cl000(result)]
+    assert any(
+        m.startswith(
+            'PyFlink raises here when `args.source == "file"` and '
+            "`args.path.endswith('.txt')`: "
+        )
+        for m in messages
+    ), messages
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    # the inner else is the path kept: a collection of one element
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+def test_a_severity_set_for_the_rule_is_kept() -> None:
+    result = _analyse(severities={"CL000": Severity.INFO})
+    assert {severity for _, severity, _ in _cl000(result)} == {Severity.INFO}
+
+
+DATACLASS = FIXTURES / "pipelines" / "branch_fails_dataclass_config.py"
+
+
+def test_a_dataclass_carries_the_command_line_to_the_branch() -> None:
+    text = DATACLASS.read_text(encoding="utf-8")
+    path = str(DATACLASS)
+    unknown = analyze_source(path, text, CONFIG)
+    assert [p.code for p in unknown.problems] == ["flink-error-when"]
+    away = analyze_source(path, text, replace(CONFIG, argv=("--source", "kafka")))
+    assert not away.problems
+    assert [j.job_graph for j in away.jobs] == [u.job_graph for u in unknown.jobs]
+    assert len(away.jobs) == 1
+    taken = analyze_source(
+        path, text, replace(CONFIG, argv=("--source", "file", "--path", "/in"))
+    )
+    assert [p.code for p in taken.problems] == ["flink-error"]
+    assert not taken.jobs
+
+
+DATACLASS_PROGRAM = """
+from dataclasses import dataclass, field
+import dataclasses
+from pyflink.datastream import StreamExecutionEnvironment
+
+@dataclass
+class Base:
+    name: str
+    parallelism: int = 3
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Base):
+    LIMIT: "ClassVar[int]" = 9
+    uid: str = field(default="u-default")
+    tags: list = field(default_factory=list)
+
+settings = Settings(ARGS)
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(settings.parallelism)
+env.from_collection([1]).map(lambda x: x).name(settings.name).uid(settings.uid).print()
+env.execute()
+"""
+
+
+def test_a_dataclass_init_takes_fields_in_order_with_their_defaults() -> None:
+    def map_of(args: str) -> tuple[object, object, object]:
+        text = DATACLASS_PROGRAM.replace("ARGS", args)
+        result = analyze_source("d.py", text, CONFIG)
+        (job,) = result.jobs
+        (op,) = [t for t in job.spec.transformations.values() if t.inputs == (1,)]
+        return op.name, op.uid, op.parallelism
+
+    # the parent's fields first, defaults from the body and field(default=...)
+    assert map_of('"orders"') == ("orders", "u-default", 3)
+    assert map_of('"orders", uid="u1"') == ("orders", "u1", 3)
+    # a ClassVar is no field: the third positional argument is the uid
+    assert map_of('"orders", 5, "u-pos"') == ("orders", "u-pos", 5)
+    # arguments Python would refuse leave the fields unknown
+    name, uid, _ = map_of('"orders", colour="red"')
+    assert not isinstance(name, str)
+    assert uid is None or not isinstance(uid, str)
+
+
+def test_past_the_limit_of_failing_branches_the_program_ends_and_says_so() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 2
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in")\n'
+            for i in range(count)
+        )
+        + "env.from_collection([1]).print()\nenv.execute()\n"
+    )
+    result = analyze_source("many.py", text, CONFIG)
+    failures = [p for p in result.problems if p.code == "flink-error-when"]
+    assert len(failures) == MAX_FAILING_BRANCHES + 1
+    assert not result.jobs
+    (limit,) = [u for u in result.unknowns if "more than" in u.reason]
+    assert limit.range == failures[-1].range
+    # within the limit every failing branch is decided away and the job kept
+    fewer = text.replace(
+        "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in")\n'
+            for i in range(MAX_FAILING_BRANCHES, count)
+        ),
+        "",
+    )
+    kept = analyze_source("fewer.py", fewer, CONFIG)
+    assert len([p for p in kept.problems if p.code == "flink-error-when"]) == (
+        MAX_FAILING_BRANCHES
+    )
+    assert len(kept.jobs) == 1
+
+
+def test_the_upgrade_preview_counts_a_conditional_failure_as_an_api_removed() -> None:
+    from chainlens.analyzer.upgrade import upgrade_of_file
+
+    upgrade = upgrade_of_file(str(PROGRAM), CONFIG, "1.20", "2.3")
+    (removed,) = upgrade.removed_apis
+    assert removed.range is not None
+    assert removed.range.start.line == _line("env.read_text_file(")
+    assert removed.message.startswith(
+        'fails on Flink 2.3 when `args.source == "file"`: '
+        "StreamExecutionEnvironment.read_text_file() does not exist"
+    )
+
+
+def test_an_elif_is_said_with_the_conditions_before_it() -> None:
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        'source = os.environ.get("SOURCE")\n'
+        'if source == "file":\n'
+        '    s = env.read_text_file("in")\n'
+        'elif source == "socket":\n'
+        '    s = env.socket_text_stream("host", 9999)\n'
+        "else:\n"
+        "    s = env.from_collection([1])\n"
+        "s.print()\n"
+        "env.execute()\n"
+    )
+    result = analyze_source("elif.py", text, CONFIG)
+    assert [(p.code, p.message.split(": ", 1)[0]) for p in result.problems] == [
+        ("flink-error-when", 'when `source == "file"`'),
+        ("flink-error-when", 'when not `source == "file"` and `source == "socket"`'),
+    ]
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name.startswith("Source: Collection Source")
