@@ -38,7 +38,7 @@ from chainlens.fleet.history import HistoryOptions, run_history
 from chainlens.fleet.history_rows import label_of
 from chainlens.hooks.cli import main as cli_main
 from tests.fleet.history_repos import _commit
-from tests.fleet.test_fleet_history import _full_tables
+from tests.fleet.test_fleet_history import _full_tables, history_command
 from tests.support import FIXTURES, git
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
@@ -354,3 +354,18 @@ def test_a_rerun_compares_a_program_whose_module_changed_since(
     counts = rows(out, "versions", repo="deployed", change="deployment")
     assert len(counts) == len(deployed) - 1
     assert git(repo, "rev-parse", "HEAD").strip() == shas[-1]
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
+def test_on_spark_the_tables_are_the_run_without_spark(
+    history: tuple[Path, dict[str, list[str]], Path], tmp_path: Path
+) -> None:
+    """The timelines (deployments included) travel to the executors: local[2]
+    writes the tables the run without Spark wrote."""
+    pytest.importorskip("pyspark")
+    root, _, expected = history
+    out = tmp_path / "history"
+    done = history_command([root], out, "--master", "local[2]", cache=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _full_tables(out) == _full_tables(expected)
