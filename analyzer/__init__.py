@@ -65,6 +65,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "apply_deployment": ("deploy.apply", "apply_deployment"),
     "choose_deployments": ("deploy.targets", "choose"),
     "deployment_at": ("deploy.targets", "deployment_at"),
+    "deployed_programs": ("deploy.targets", "deployed_programs"),
+    "deployments_at_commit": ("deploy.targets", "deployments_at_commit"),
     "deployment_base_settings": ("deploy.targets", "base_settings"),
     "describe_deployment": ("deploy.targets", "describe"),
     "discover_deployments": ("deploy.discover", "discover_deployments"),
@@ -252,12 +254,14 @@ __all__ = [
     "compare_with_savepoint",
     "count_versions",
     "default_jobs",
+    "deployed_programs",
     "deployment_at",
     "deployment_base_settings",
     "deployment_findings",
     "deployment_run_document",
     "deployment_savepoint",
     "deployment_values",
+    "deployments_at_commit",
     "describe_deployment",
     "descriptor_diagnostics",
     "diff_of",
@@ -390,7 +394,9 @@ if TYPE_CHECKING:
     )
     from chainlens.analyzer.deploy.targets import choose as choose_deployments
     from chainlens.analyzer.deploy.targets import (
+        deployed_programs,
         deployment_at,
+        deployments_at_commit,
         project_deployments,
         restore_verdict,
     )

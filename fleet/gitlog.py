@@ -78,6 +78,9 @@ class Commit:
     #: the boundary of a shallow clone: its parents are not in the clone, and
     #: git shows every file of it as added
     shallow: bool = False
+    #: the other files it changed (not Python: descriptors, Dockerfiles,
+    #: configuration), the paths before and after
+    others: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -195,6 +198,7 @@ def _commit(chunk: str, boundary: set[str]) -> Commit:
     author, _, subject = rest.partition("\x02")
     tokens = raw.lstrip("\n").split("\0")
     changes: list[Change] = []
+    others: set[str] = set()
     index = 0
     while index < len(tokens):
         meta = tokens[index]
@@ -223,6 +227,7 @@ def _commit(chunk: str, boundary: set[str]) -> Commit:
         elif status != "R":
             status = "M"
         if not (is_python(path) or is_python(old_path)):
+            others.update({old_path, path})
             continue
         changes.append(
             Change(
@@ -241,6 +246,7 @@ def _commit(chunk: str, boundary: set[str]) -> Commit:
         subject,
         tuple(changes),
         sha in boundary,
+        tuple(sorted(others)),
     )
 
 

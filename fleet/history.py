@@ -11,8 +11,10 @@ writes the state file, ``summary.json`` and ``report.html``.  As with ``fleet
 scan``, everything goes into a folder beside ``--out`` that takes its place at
 the end (only a folder chainlens wrote is replaced).
 
-Deployment descriptors (which jobs run where, with which savepoint) are not
-read yet: :func:`deployed` is where they will say which files are deployed.
+Deployment descriptors give each deployed program its settings from commit
+to commit (:func:`chainlens.fleet.history_plan.timeline_of`); which files
+run as jobs, and from which savepoint, they do not say yet: :func:`deployed`
+is where they will.
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ class HistoryOptions:
 
 def deployed(plan: RepoPlan) -> RepoPlan:
     """The extension point for deployment descriptors: which of the
-    repository's files run as jobs (and from which savepoint).  Not read yet:
-    every PyFlink file of the branch is taken for deployed."""
+    repository's files run as jobs (and from which savepoint).  Not narrowed
+    yet: every PyFlink file of the branch is taken for deployed (the
+    descriptors already give the programs they run their settings)."""
     return plan
 
 

@@ -15,8 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chainlens.analyzer import (
+    ConfigResolver,
+    Deployment,
+    HistoryError,
+    deployed_programs,
+    deployments_at_commit,
+    project_deployments,
+)
 from chainlens.fleet.gitlog import Commit, History, walk
-from chainlens.fleet.history_rows import Lineage, Version
+from chainlens.fleet.history_rows import Lineage, Timeline, Version
 from chainlens.fleet.inputs import SKIPPED_DIRS
 
 
@@ -87,17 +95,107 @@ def plan_repository(
     for commit in history.commits:
         for change in commit.changes:
             _place(plan, history, commit, change, live, made, carried)
-    plan.lineages = list(made.values())
-    plan.untouched = {k: v for k, v in carried.items() if k not in made}
+    timeline = timeline_of(history)
+    # files no new commit changed whose modules or deployment one changed:
+    # compared there, from the state the earlier run left
+    watched = [
+        Lineage(history.repo, history.root, key, carry=state)
+        for key, state in carried.items()
+        if key not in made and state.get("blob") and _moved(timeline, state)
+    ]
+    plan.lineages = [*made.values(), *watched]
+    for lineage in plan.lineages:
+        lineage.timeline = timeline
+    keys = {lineage.key for lineage in watched}
+    plan.untouched = {
+        k: v for k, v in carried.items() if k not in made and k not in keys
+    }
     head = history.head
     at_head = set(live.values())
-    for lineage in plan.lineages:
+    for lineage in watched:
+        lineage.head = head
+        lineage.head_time = history.commits[-1].time if history.commits else 0
+        plan.touched_paths.add(str((lineage.carry or {}).get("path", "")))
+    for lineage in made.values():
         if lineage.key in at_head and lineage.versions[-1].change != "D":
             lineage.head = head
             lineage.head_time = history.commits[-1].time if history.commits else 0
         plan.touched_paths.update(v.path for v in lineage.versions)
         plan.touched_paths.update(v.old_path for v in lineage.versions if v.old_path)
     return plan
+
+
+def _moved(timeline: Timeline, state: dict[str, Any]) -> bool:
+    """Whether the walked commits changed a module the file followed at the
+    end of the earlier run, or the deployment that runs it."""
+    path = state.get("path")
+    if any(index >= 0 for index, _ in timeline.deployments.get(str(path), ())):
+        return True
+    return any(module in timeline.changed for module in state.get("modules", ()))
+
+
+def timeline_of(history: History) -> Timeline:
+    """The repository's commits for what changes around its files: the Python
+    files each commit changed, and each deployed program's deployment from
+    commit to commit (:func:`program_deployments`)."""
+    timeline = Timeline()
+    for index, commit in enumerate(history.commits):
+        parent = None if commit.shallow else commit.parent
+        timeline.commits.append((commit.sha, parent, commit.time))
+        timeline.position[commit.sha] = index
+        for change in commit.changes:
+            for path in {change.path, change.old_path}:
+                if path is not None:
+                    timeline.changed.setdefault(path, []).append(index)
+    timeline.deployments = program_deployments(history)
+    return timeline
+
+
+def program_deployments(
+    history: History,
+) -> dict[str, list[tuple[int, Deployment | None]]]:
+    """Program path -> ``(commit index, deployment in force from then on)``.
+
+    The deployments are those the work tree's descriptors describe (as
+    ``chainlens savepoint --deployment`` finds them), each read again from the
+    blobs of the parent of the first commit walked (index -1), of the first
+    commit, and of every commit that changed a file other than Python (a
+    descriptor, a Dockerfile, a Flink configuration file): the analyzer's
+    ``deployment_at``, which the gate's ``--base`` uses.  None where the
+    deployment did not exist yet.  A repository without deployments, or
+    whose descriptors cannot be read, has none (every file compared with
+    the gate's settings alone)."""
+    if history.problem is not None or not history.commits:
+        return {}
+    root = Path(history.root)
+    resolver = ConfigResolver()
+    try:
+        programs = deployed_programs(project_deployments(root, resolver))
+    except Exception:  # unreadable descriptors: compared without deployments
+        return {}
+    if not programs:
+        return {}
+    found: dict[str, list[tuple[int, Deployment | None]]] = {
+        rel: [] for rel in programs
+    }
+
+    def record(index: int, commit: str) -> None:
+        try:
+            at = deployments_at_commit(programs, root, resolver, commit)
+        except HistoryError:
+            return
+        for rel, deployment in at.items():
+            entries = found[rel]
+            if not entries or entries[-1][1] != deployment:
+                entries.append((index, deployment))
+
+    first = history.commits[0]
+    if first.parent is not None and not first.shallow:
+        record(-1, first.parent)
+    for index, commit in enumerate(history.commits):
+        if index == 0 or commit.others:
+            record(index, commit.sha)
+    return {rel: entries for rel, entries in found.items() if entries}
 
 
 def _place(

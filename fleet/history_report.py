@@ -271,19 +271,14 @@ the head of each branch: give each a uid (or pin its ID with
 """
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``: whole or not at all (the analyzer's writer:
-    a temporary file beside it, synced, renamed into place)."""
-    write_atomic(path, text)
-
-
 def write_report(summary: dict[str, Any], directory: Path) -> None:
-    """Write ``summary.json`` and ``report.html`` into ``directory``."""
-    _atomic_write(
+    """Write ``summary.json`` and ``report.html`` into ``directory``, each
+    whole or not at all (the analyzer's one atomic writer)."""
+    write_atomic(
         directory / "summary.json",
         json.dumps(summary, indent=1, sort_keys=True, default=str) + "\n",
     )
-    _atomic_write(directory / "report.html", render_html(summary))
+    write_atomic(directory / "report.html", render_html(summary))
 
 
 def terminal_lines(summary: dict[str, Any], out: Path) -> list[str]:

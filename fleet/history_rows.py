@@ -16,6 +16,7 @@ The same function runs on Spark executors and in the benchmark's process pool.
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 import traceback
@@ -33,11 +34,15 @@ from chainlens.analyzer import (
     Config,
     ConfigError,
     ConfigResolver,
+    Deployment,
+    DeploymentError,
     StateFact,
     analyze_graphs,
+    apply_deployment,
     check_selectors,
     compare_versions,
     is_pyflink_source,
+    restore_verdict,
     state_info,
 )
 from chainlens.fleet.gitlog import Blobs
@@ -61,6 +66,62 @@ class Version:
     old_path: str | None
     blob: str | None
     old_blob: str | None
+    #: a version the file did not change itself, compared because of what
+    #: changed around it: "module" (a module it follows), "deployment" (the
+    #: deployment that runs it); None: a change of the file
+    cause: str | None = None
+
+
+@dataclass(slots=True)
+class Timeline:
+    """A repository's walked commits, for what changes around a file: which
+    Python files each commit changed, and the deployment in force for each
+    deployed program from commit to commit (the savepoint gate compares a
+    program whose modules or deployment changed, its own text unchanged)."""
+
+    #: (sha, first parent, time) of each commit walked, oldest first
+    commits: list[tuple[str, str | None, int]] = field(default_factory=list)
+    #: sha -> its index in ``commits``
+    position: dict[str, int] = field(default_factory=dict)
+    #: Python path -> the indexes of the commits that changed it
+    changed: dict[str, list[int]] = field(default_factory=dict)
+    #: program path -> (from index, deployment in force from then on); index
+    #: -1: at the parent of the first commit walked
+    deployments: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+
+    def deployment(self, path: str, index: int) -> Any:
+        """The deployment running ``path`` at commit ``index`` (None: none)."""
+        found = None
+        for start, deployment in self.deployments.get(path, ()):
+            if start > index:
+                break
+            found = deployment
+        return found
+
+    def follows_changed(self, index: int, modules: set[str]) -> bool:
+        """Whether commit ``index`` changed one of ``modules``."""
+        for module in modules:
+            indexes = self.changed.get(module, [])
+            at = bisect.bisect_left(indexes, index)
+            if at < len(indexes) and indexes[at] == index:
+                return True
+        return False
+
+    def next_event(
+        self, path: str, modules: set[str], after: int, before: int
+    ) -> int | None:
+        """The first commit after ``after`` and before ``before`` that changes
+        one of ``modules`` or the deployment of ``path`` (None: none)."""
+        candidates = [
+            start for start, _ in self.deployments.get(path, ()) if after < start
+        ]
+        for module in modules:
+            indexes = self.changed.get(module, [])
+            at = bisect.bisect_right(indexes, after)
+            if at < len(indexes):
+                candidates.append(indexes[at])
+        found = min(candidates, default=None)
+        return found if found is not None and found < before else None
 
 
 @dataclass(slots=True)
@@ -79,6 +140,8 @@ class Lineage:
     #: what an earlier run knew of the lineage (its last version's identities
     #: and change counts), to go on from
     carry: dict[str, Any] | None = None
+    #: its repository's commits (shared by the repository's lineages)
+    timeline: Timeline | None = None
 
     def blobs(self) -> set[str]:
         """The blobs it reads."""
@@ -198,17 +261,31 @@ def _reader(blobs: Blobs, root: str, commit: str) -> Any:
 _RESOLVER: list[ConfigResolver] = []
 
 
-def gate_config(root: str, rel: str) -> Config:
+def gate_config(root: str, rel: str, deployment: Deployment | None = None) -> Config:
     """The settings the savepoint gate uses for the file ``rel`` (read from the
     repository's work tree, as ``chainlens savepoint`` run there would), with
-    the gate's rules."""
+    the deployment that runs it applied as ``savepoint --deployment`` applies
+    it, and the gate's rules.  Raises ConfigError, DeploymentError."""
     if not _RESOLVER:
         _RESOLVER.append(ConfigResolver())
     resolver = _RESOLVER[0]
     path = os.path.join(root, rel)
     check_selectors(resolver.layers_for(path))
     config = resolver.config_for(path)
+    if deployment is not None:
+        config = apply_deployment(config, deployment)
     return replace(config, select=tuple(SAVEPOINT_RULES), extend_select=())
+
+
+def _relative(modules: Iterable[str], root: str) -> set[str]:
+    """The repository-relative paths of the modules a program followed."""
+    found = set()
+    for module in modules:
+        try:
+            found.add(Path(module).relative_to(root).as_posix())
+        except ValueError:
+            continue
+    return found
 
 
 @dataclass(slots=True)
@@ -321,45 +398,134 @@ def _lineage(
     last_blob: str | None = carry.get("blob")
     last_commit: str | None = carry.get("commit")
     last: _Analysis | None = None
-    for version in lineage.versions:
+    timeline = lineage.timeline
+    versions = lineage.versions
+    final_path = versions[-1].path if versions else carry.get("path")
+    modules: set[str] = set(carry.get("modules", ()))
+    step: Version | None = None
+    if timeline is not None and last_blob and carry.get("path"):
+        # carried from the earlier run: what changed around the file (a
+        # module it follows, its deployment) before its next version here
+        end = len(timeline.commits)
+        if versions:
+            end = timeline.position.get(versions[0].commit, end)
+        step = _next(timeline, end, -1, carry["path"], last_blob, modules)
+    number, taken = -1, 0
+    while step is not None or taken < len(versions):
+        if step is None:
+            number, step = taken, versions[taken]
+            taken += 1
         output.versions += 1
-        counters = output.commits.setdefault((lineage.repo, version.commit), Counter())
-        try:
-            rows, last, identities = _version(
-                repo, root, version, blobs, analyses, identities, counters, output
-            )
-        except Exception as exc:  # the per-version boundary: a row, never a task
-            detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            rows = [
-                (
-                    "versions",
-                    _version_row(
-                        repo,
-                        version,
-                        "error",
-                        "internal-error",
-                        f"chainlens failed: {detail}",
-                    ),
-                )
-            ]
-            counters["errors_internal"] += 1
-            last, identities = None, _Identities(next_token=identities.next_token)
+        rows, last, identities = _step(
+            repo, root, step, blobs, analyses, identities, output, lineage
+        )
         yield from rows
-        last_blob, last_commit = version.blob, version.commit
-        if version.change == "D":
+        last_blob, last_commit = step.blob, step.commit
+        if step.change == "D":
             last_blob = None
+        modules = (
+            _relative(last.result.modules, root)
+            if last is not None and last.result is not None
+            else set()
+        )
+        step = _around(timeline, versions, number, step, last, modules)
     if lineage.head is not None and last is not None and last.result is not None:
-        yield from _exposure(repo, lineage, last.result, identities)
-    if lineage.versions:
-        final = lineage.versions[-1]
+        yield from _exposure(repo, lineage, final_path or "", last.result, identities)
+    if final_path is not None:
         output.states[(lineage.repo, lineage.key)] = {
-            "path": final.path,
+            "path": final_path,
+            "modules": sorted(modules),
             **identities.to_json(last_blob, last_commit),
         }
     for version in lineage.versions:
         for blob in (version.blob, version.old_blob):
             if blob:
                 analyses.used(blob)
+
+
+def _step(
+    repo: str,
+    root: str,
+    version: Version,
+    blobs: Blobs,
+    analyses: Analyses,
+    identities: _Identities,
+    output: TaskOutput,
+    lineage: Lineage,
+) -> tuple[list[tuple[str, Row]], _Analysis | None, _Identities]:
+    """One version's rows, never raising (the per-version boundary)."""
+    counters = output.commits.setdefault((lineage.repo, version.commit), Counter())
+    try:
+        return _version(
+            repo,
+            root,
+            version,
+            blobs,
+            analyses,
+            identities,
+            counters,
+            output,
+            lineage.timeline,
+        )
+    except Exception as exc:  # the per-version boundary: a row, never a task
+        detail = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        rows = [
+            (
+                "versions",
+                _version_row(
+                    repo,
+                    version,
+                    "error",
+                    "internal-error",
+                    f"chainlens failed: {detail}",
+                ),
+            )
+        ]
+        counters["errors_internal"] += 1
+        return rows, None, _Identities(next_token=identities.next_token)
+
+
+def _around(
+    timeline: Timeline | None,
+    versions: list[Version],
+    number: int,
+    step: Version,
+    last: _Analysis | None,
+    modules: set[str],
+) -> Version | None:
+    """The next commit, before the file's next version, that changes a module
+    the program follows or the deployment that runs it: a version of the
+    same bytes compared there (None: no such commit)."""
+    if (
+        timeline is None
+        or last is None
+        or last.result is None
+        or step.change == "D"
+        or step.blob is None
+    ):
+        return None
+    here = timeline.position.get(step.commit)
+    if here is None:
+        return None
+    end = len(timeline.commits)
+    if number + 1 < len(versions):
+        end = timeline.position.get(versions[number + 1].commit, end)
+    return _next(timeline, end, here, step.path, step.blob, modules)
+
+
+def _next(
+    timeline: Timeline, end: int, here: int, path: str, blob: str, modules: set[str]
+) -> Version | None:
+    """The version of ``blob`` at the first commit after ``here`` and before
+    ``end`` that changes one of ``modules`` or the deployment of ``path``."""
+    found = timeline.next_event(path, modules, here, end)
+    if found is None:
+        return None
+    sha, parent, time_ = timeline.commits[found]
+    if parent is None:
+        return None
+    cause = "module" if timeline.follows_changed(found, modules) else "deployment"
+    return Version(sha, parent, time_, cause, path, None, blob, blob, cause)
 
 
 def _version_row(
@@ -423,20 +589,35 @@ def _version(
     identities: _Identities,
     counters: Counter[str],
     output: TaskOutput,
+    timeline: Timeline | None = None,
 ) -> tuple[list[tuple[str, Row]], _Analysis | None, _Identities]:
     """The rows of one version, its analysis and the identities after it."""
-    counters["python_files"] += 1
+    own = version.cause is None  # the commit changed the file itself
+    counters["python_files"] += own
     if version.change == "D" or version.blob is None:
         return (
             [("versions", _version_row(repo, version, "deleted"))],
             None,
             _Identities(next_token=identities.next_token),
         )
+    index = timeline.position.get(version.commit) if timeline is not None else None
+    deployment = old_deployment = None
+    if timeline is not None and index is not None:
+        deployment = timeline.deployment(version.path, index)
+        # a deployment new since the parent: the parent compared as it runs
+        # now, as the gate compares it (nothing at the base restores otherwise)
+        old_deployment = timeline.deployment(version.path, index - 1) or deployment
     try:
-        config = gate_config(root, version.path)
-    except ConfigError as exc:
+        config = gate_config(root, version.path, deployment)
+        old_config = (
+            config
+            if old_deployment is deployment
+            else gate_config(root, version.path, old_deployment)
+        )
+    except (ConfigError, DeploymentError) as exc:
         counters["errors"] += 1
-        row = _version_row(repo, version, "error", "config-error", str(exc))
+        kind = "config-error" if isinstance(exc, ConfigError) else "deployment-error"
+        row = _version_row(repo, version, "error", kind, str(exc))
         return [("versions", row)], None, identities
     config_key = repr(config)
     new = analyses.get(
@@ -458,7 +639,7 @@ def _version(
             None,
             identities,
         )
-    counters["pyflink_files"] += 1
+    counters["pyflink_files"] += own
     status, code, error = "analysed", None, None
     counts: tuple[int | None, ...] = (None,) * 6
     result = new.result
@@ -474,15 +655,30 @@ def _version(
     findings: int | None = None
     after = identities
     base = None
-    if version.old_blob and version.parent and version.old_blob != version.blob:
+    # what makes the gate compare: other bytes, other settings (the
+    # deployment), or a module the program follows changed by this commit
+    differs = (
+        version.old_blob != version.blob
+        or old_config != config
+        or (
+            timeline is not None
+            and index is not None
+            and result is not None
+            and timeline.follows_changed(index, _relative(result.modules, root))
+        )
+    )
+    # a deployment that upgrades stateless restores nothing: the gate says so
+    # instead of comparing
+    stateless = deployment is not None and restore_verdict(deployment) is not None
+    if version.old_blob and version.parent and differs and not stateless:
         base = analyses.get(
             blobs,
             version.old_blob,
             root,
             version.path,
             version.parent,
-            config,
-            config_key,
+            old_config,
+            config_key if old_config is config else repr(old_config),
         )
     if base is not None and isinstance(base.data, str):
         counters["errors"] += 1
@@ -504,6 +700,7 @@ def _version(
             read_after=_reader(blobs, root, version.commit),
             base=base.result,
             current=result,
+            old_config=None if old_config is config else old_config,
         )
         diagnostics = comparison.check.diagnostics
         findings = len(diagnostics)
@@ -610,10 +807,14 @@ def _follow(
 
 
 def _exposure(
-    repo: str, lineage: Lineage, result: AnalysisResult, identities: _Identities
+    repo: str,
+    lineage: Lineage,
+    final_path: str,
+    result: AnalysisResult,
+    identities: _Identities,
 ) -> Iterator[tuple[str, Row]]:
     """Today's stateful operators without uid, with their past ID changes."""
-    path = printable(lineage.versions[-1].path) if lineage.versions else ""
+    path = printable(final_path)
     for job in result.jobs:
         index = job.spec.index
         graph, job_graph = job.stream_graph, job.job_graph

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from chainlens.analyzer.config import ConfigLayer, ConfigResolver
@@ -88,6 +88,44 @@ def deployment_at(
         same = [d for d in found.deployments if d.origin.path == deployment.origin.path]
         same = same if len(same) == 1 else []
     return same[0] if same else None
+
+
+def deployed_programs(discovered: Discovered) -> dict[str, Deployment]:
+    """Each program a deployment runs (repository-relative ``/`` path) and that
+    deployment; of several deployments of one program, the first by name (and
+    descriptor, line)."""
+    found: dict[str, Deployment] = {}
+    ordered = sorted(
+        discovered.deployments,
+        key=lambda d: (d.name, d.origin.path, d.origin.line),
+    )
+    for deployment in ordered:
+        if deployment.program_path is None:
+            continue
+        try:
+            rel = Path(deployment.program_path).relative_to(discovered.root)
+        except ValueError:
+            continue
+        found.setdefault(rel.as_posix(), deployment)
+    return found
+
+
+def deployments_at_commit(
+    programs: Mapping[str, Deployment],
+    root: Path,
+    resolver: ConfigResolver,
+    commit: str,
+) -> dict[str, Deployment | None]:
+    """The deployments of ``programs`` (:func:`deployed_programs`) as the
+    revision ``commit`` describes them, each read again by
+    :func:`deployment_at` from the blobs of that commit (nothing checked out):
+    None where its descriptor or the deployment did not exist then.  Raises
+    :class:`~chainlens.analyzer.history.HistoryError` when git cannot answer."""
+    tree = Tree(root, commit)
+    return {
+        rel: deployment_at(deployment, root, resolver, tree.text_of)
+        for rel, deployment in programs.items()
+    }
 
 
 def restore_verdict(deployment: Deployment) -> str | None:
