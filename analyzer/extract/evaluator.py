@@ -331,12 +331,19 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             holds = True if decided is None else decided
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), holds)
-        if assumption is None:
+        with self.assuming(assumption):
             self.take_branch(stmt, holds, scope)
+
+    @contextlib.contextmanager
+    def assuming(self, assumption: Assumption | None) -> Iterator[None]:
+        """Run what follows inside a branch on an unknown condition: a failure
+        in it is reached only when the condition is as assumed."""
+        if assumption is None:
+            yield
             return
         self.assumed.append(assumption)
         try:
-            self.take_branch(stmt, holds, scope)
+            yield
         except ProgramStopError as stop:
             if stop.assumed is None:  # the innermost branch: all are open
                 stop.assumed = tuple(self.assumed)
@@ -363,14 +370,31 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     def exec_for(self, stmt: cst.For, scope: dict[str, object]) -> None:
         iterable = self.eval(stmt.iter, scope)
         items = iterate(iterable)
+        assumption: Assumption | None = None
         if items is None:
+            key = self.branch_key(stmt.iter)
+            runs = self.decided.get(key, True) if key is not None else True
             self.note_unknown(
                 "loop",
                 f"`{code_of(stmt.iter)}` is not known statically; "
-                "the loop body is analysed once",
+                + (
+                    "the loop body is analysed once"
+                    if runs
+                    else "the loop body fails when the program runs, what "
+                    "follows it is analysed as if it were empty"
+                ),
                 stmt.iter,
             )
-            items = [Symbol("loop item", "not known statically")]
+            items = [Symbol("loop item", "not known statically")] if runs else []
+            if key is not None:
+                assumption = Assumption(key, code_of(stmt.iter), runs, "loop")
+        with self.assuming(assumption):
+            self.loop_over(stmt, items, scope)
+
+    def loop_over(
+        self, stmt: cst.For, items: Sequence[object], scope: dict[str, object]
+    ) -> None:
+        """Run a ``for`` loop's body for each of ``items``, then its ``else``."""
         try:
             for count, item in enumerate(items):
                 if count >= MAX_LOOP_ITERATIONS:
@@ -392,12 +416,34 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             pass
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
+        holds = truth(self.eval(stmt.test, scope))
+        if holds is False:  # the body never runs
+            if stmt.orelse is not None:
+                self.exec_block(body_of(stmt.orelse.body), scope)
+            return
+        assumption: Assumption | None = None
+        if holds is None:
+            key = self.branch_key(stmt.test)
+            runs = self.decided.get(key, True) if key is not None else True
+            if key is not None:
+                assumption = Assumption(key, code_of(stmt.test), runs)
+            if not runs:
+                self.note_unknown(
+                    "loop",
+                    f"the condition `{code_of(stmt.test)}` is not known "
+                    "statically; the loop body fails when the program runs, what "
+                    "follows it is analysed as if it never held",
+                    stmt.test,
+                )
+                if stmt.orelse is not None:
+                    self.exec_block(body_of(stmt.orelse.body), scope)
+                return
         self.note_unknown(
             "loop",
             "a while loop's iterations are not followed; its body is analysed once",
             stmt.test,
         )
-        with contextlib.suppress(BreakError, ContinueError):
+        with self.assuming(assumption), contextlib.suppress(BreakError, ContinueError):
             self.exec_block(body_of(stmt.body), scope)
 
     def assign(

@@ -27,14 +27,21 @@ UNRESOLVED = Opaque("unresolved")
 class Assumption:
     """A branch on a condition that is not known statically, as the replay
     took it: ``test`` is the condition's source text, ``taken`` whether its
-    body ran (else what follows it: ``elif``, ``else`` or nothing)."""
+    body ran (else what follows it: ``elif``, ``else`` or nothing).  A loop
+    over what is not known, or while a condition not known holds, is such a
+    branch too: its body runs once, or not at all."""
 
     key: tuple[object, ...]
     test: str
     taken: bool
+    #: ``if`` (the test held or not) or ``loop`` (``test`` is what a ``for``
+    #: loop iterates over: its body ran once, or not at all)
+    kind: str = "if"
 
     def shown(self) -> str:
         """The condition as said in a finding."""
+        if self.kind == "loop":
+            return f"`{self.test}` is {'not ' if self.taken else ''}empty"
         return f"`{self.test}`" if self.taken else f"not `{self.test}`"
 
 

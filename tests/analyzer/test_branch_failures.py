@@ -278,3 +278,63 @@ def test_an_elif_is_said_with_the_conditions_before_it() -> None:
     (job,) = result.jobs
     assert job.job_graph is not None
     assert job.job_graph.vertices[0].name.startswith("Source: Collection Source")
+
+
+LOOP_HEAD = """\
+import os
+
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+"""
+LOOP_JOB = """\
+env.from_collection([1, 2], type_info=Types.INT()).print()
+env.execute("after")
+"""
+
+
+def _loop(body: str) -> AnalysisResult:
+    return analyze_source("loop.py", LOOP_HEAD + body + LOOP_JOB, CONFIG)
+
+
+def test_a_failure_in_a_loop_over_what_is_not_known_is_conditional() -> None:
+    """The body of a loop over a list that is not known runs once, or never:
+    a failure in it is said when the list is not empty; the job after it is
+    the one of an empty list."""
+    result = _loop(
+        'for path in os.environ["INPUTS"].split(","):\n'
+        "    env.read_text_file(path).print()\n"
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 8
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `os.environ["INPUTS"].split(",")` is not empty: '
+        "StreamExecutionEnvironment.read_text_file() does not exist"
+    )
+    (job,) = result.jobs
+    assert job.job_name == "after"
+
+
+def test_a_failure_in_a_while_loop_on_an_unknown_condition_is_conditional() -> None:
+    result = _loop(
+        'while os.environ.get("MORE"):\n    env.read_text_file("x").print()\n'
+    )
+    ((_, severity, message),) = _cl000(result)
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when `os.environ.get("MORE")`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_loop_that_runs_for_certain_fails_for_certain() -> None:
+    for loop in ("while True:\n", "for path in ['a']:\n"):
+        result = _loop(loop + '    env.read_text_file("x").print()\n    break\n')
+        ((_, severity, message),) = _cl000(result)
+        assert severity is Severity.ERROR, loop
+        assert message.startswith("PyFlink raises here: "), loop
+        assert not result.jobs
+    # a loop that never runs fails nowhere
+    result = _loop('while False:\n    env.read_text_file("x").print()\n')
+    assert not _cl000(result)
+    assert [j.job_name for j in result.jobs] == ["after"]
