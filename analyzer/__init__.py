@@ -143,6 +143,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Section": ("render.findings", "Section"),
     "check_summary": ("render.findings", "check_summary"),
     "render_report": ("render.findings", "render_report"),
+    "TEXT_FORMATS": ("model.diagnostic", "TEXT_FORMATS"),
     "base_section": ("render.gate", "base_section"),
     "savepoint_section": ("render.gate", "savepoint_section"),
     "upgrade_section": ("render.gate", "upgrade_section"),
@@ -178,6 +179,7 @@ __all__ = [
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
     "SAVEPOINT_RULES",
+    "TEXT_FORMATS",
     "AnalysisResult",
     "AtomicFile",
     "CheckSummary",
@@ -435,6 +437,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
+        TEXT_FORMATS,
         Diagnostic,
         Finding,
         RuleCode,

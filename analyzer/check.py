@@ -74,6 +74,7 @@ from chainlens.analyzer.history import (
 )
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     Finding,
     RelatedLocation,
@@ -82,6 +83,7 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.rules.base import clipped, split_message
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
 from chainlens.analyzer.rules.restore.ids import (
     HeldIds,
@@ -421,11 +423,13 @@ def _with_importers_findings(
             shown = f"{program.name}:{via.start.line}:{via.start.column + 1}"
             derived[key] = Diagnostic(
                 code=diagnostic.code,
-                message=f"{message} [in the program {shown}]",
+                message=clipped(message, MESSAGE_LIMIT - len(shown) - 18)
+                + f" [in the program {shown}]",
                 severity=diagnostic.severity,
                 range=at,
                 related=(RelatedLocation(via, "the program that runs this code"),),
                 job_index=diagnostic.job_index,
+                explanation=diagnostic.explanation,
             )
     if not derived:
         return result
@@ -649,11 +653,13 @@ def _check_task(task: _Task) -> FileCheck:
             if isinstance(exc, ConfigError)
             else f"chainlens failed: {one_line(exc)}"
         )
+        message, explanation = split_message(message)
         diagnostic = Diagnostic(
             registry.ANALYSIS_ERROR.code,
             message,
             Severity.ERROR,
             _FILE_START,
+            explanation=explanation,
         )
         return FileCheck(
             task.path,

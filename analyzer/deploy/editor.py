@@ -41,6 +41,7 @@ from chainlens.analyzer.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
 from chainlens.analyzer.model.diagnostic import Diagnostic, RelatedLocation
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.rules.base import split_message
 
 #: the rules of the gate reported in a descriptor
 GATE_RULES = ("CL201", "CL202", "CL203", "CL204", "CL205")
@@ -130,15 +131,19 @@ def _gate(
             related = RelatedLocation(
                 diagnostic.range, f"{finding.path}:{at.line}: {diagnostic.message}"
             )
+            said = (
+                f"{what} breaks the restore of {deployment.label}: "
+                f"{diagnostic.message} [{finding.path}:{at.line}:{at.column + 1}]"
+            )
+            message, _ = split_message(said)
             out.append(
                 Diagnostic(
                     diagnostic.code,
-                    f"{what} breaks the restore of {deployment.label}: "
-                    f"{diagnostic.message} [{finding.path}:{at.line}:"
-                    f"{at.column + 1}]",
+                    message,
                     diagnostic.severity,
                     where,
                     related=(related,),
+                    explanation=f"{said}. {diagnostic.explanation}".rstrip(),
                 )
             )
     return out

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Final
 
 from chainlens.analyzer.model.source import SourceRange
+
+#: The longest a finding's message should be (what and where); the rest of what
+#: a finding says is its explanation.
+MESSAGE_LIMIT: Final = 120
+
+#: The text formats of a report of findings: ``text`` (each finding with its
+#: notes), ``concise`` (one line each) and ``full`` (with the explanation).
+TEXT_FORMATS: Final = ("text", "concise", "full")
 
 
 class Severity(enum.Enum):
@@ -59,7 +68,13 @@ class RelatedLocation:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """One finding at one place in one file."""
+    """One finding at one place in one file.
+
+    ``message`` is what a person reads first: what is wrong and where, in one
+    short line (at most :data:`MESSAGE_LIMIT` characters, as ruff's); the
+    ``explanation`` says the rest of it (why, what Flink does, how to fix it),
+    shown on demand (``--show explanation``, the editor's hover, SARIF).
+    """
 
     code: RuleCode
     message: str
@@ -70,6 +85,7 @@ class Diagnostic:
     job_index: int | None = None
     #: other fixes of the same finding (the editor offers each as an action)
     alternatives: tuple[Fix, ...] = ()
+    explanation: str = ""
 
     @property
     def fixes(self) -> tuple[Fix, ...]:

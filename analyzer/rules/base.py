@@ -11,11 +11,13 @@ yields findings; rules never re-run the analysis.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     Fix,
     RelatedLocation,
@@ -69,6 +71,44 @@ def rule_summary(rule: Rule) -> str:
     return sentence + ("." if dot else "")
 
 
+def clipped(text: str, limit: int = 40) -> str:
+    """Return ``text`` cut to ``limit`` characters (an ellipsis ends a cut one),
+    for names in a finding's short message, which any name can make long."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> tuple[str, str]:
+    """Split a long finding text into a short message and its explanation.
+
+    The message is the longest start of ``text`` that ends at a clause (before
+    ``: ``, ``; `` or ``. ``, else before `` (`` or ``, ``; never inside
+    brackets) within ``limit`` characters, else its words up to the limit; the
+    explanation is the whole text, which says more.  A text within the limit
+    is the message alone."""
+    if len(text) <= limit:
+        return text, ""
+    whole = text if text.endswith((".", ")", "]")) else text + "."
+    for marks in ((": ", "; ", ". "), (" (", ", ")):
+        cuts = sorted(
+            (m.start() for mark in marks for m in re.finditer(re.escape(mark), text)),
+            reverse=True,
+        )
+        for cut in cuts:
+            head = text[:cut]
+            if limit // 3 <= cut <= limit and _balanced(head):
+                return head.rstrip(" ,;:"), whole
+    cut = text.rfind(" ", 0, limit)
+    short = text[: cut if cut > 0 else limit - 1].rstrip(" ,;:") + "\u2026"
+    return short, whole
+
+
+def _balanced(text: str) -> bool:
+    """Tell whether every bracket opened in ``text`` is closed."""
+    pairs = ("()", "[]", "<>")
+    closed = all(text.count(o) == text.count(c) for o, c in pairs)
+    return closed and text.count("`") % 2 == 0
+
+
 @dataclass(slots=True)
 class RuleContext:
     """What a rule sees while it runs on one file.
@@ -113,24 +153,28 @@ class RuleContext:
         fix: Fix | None = None,
         job_index: int | None = None,
         alternatives: Sequence[Fix] = (),
+        explanation: str = "",
     ) -> Diagnostic:
         """Build a finding of ``rule`` (at the start of the file when unlocated).
 
-        A finding about code in another module of the program is reported
-        where this file reaches that module (a suppression comment goes
-        there), names the place in the module and points at it; it has no fix
-        (the fixes edit this file only)."""
+        ``message`` is the short line (what and where), ``explanation`` the
+        rest (why, what Flink does, how to fix it).  A finding about code in
+        another module of the program is reported where this file reaches that
+        module (a suppression comment goes there), names the place in the
+        module and points at it; it has no fix (the fixes edit this file
+        only)."""
         if where is not None and where.path is not None:
-            shown = (
-                f"{path_of(self.result.path, where)}:{where.start.line}:"
-                f"{where.start.column + 1}"
-            )
-            message = f"{message} [in {shown}]"
+            path = path_of(self.result.path, where)
+            suffix = f" [in {path.rsplit('/', 1)[-1]}:{where.start.line}]"
+            message = clipped(message, MESSAGE_LIMIT - len(suffix)) + suffix
+            shown = f"{path}:{where.start.line}:{where.start.column + 1}"
+            explanation = f"The code is in {shown}. {explanation}".rstrip()
             related = (RelatedLocation(where, "the code it is about"), *related)
             where, fix, alternatives = where.via, None, ()
         return Diagnostic(
             code=rule.code,
             message=message,
+            explanation=explanation,
             severity=self.severity(rule),
             range=where if where is not None else FILE_START,
             related=tuple(related),

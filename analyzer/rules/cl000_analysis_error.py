@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.base import RuleContext, split_message
 
 #: How each kind of problem is introduced in a finding.
 _LABELS = {
@@ -65,4 +65,5 @@ class AnalysisError:
         """Report every problem of the analysis where it happened."""
         for problem in context.result.problems:
             label = _LABELS.get(problem.code, problem.code)
-            yield context.report(self, f"{label}: {problem.message}", problem.range)
+            message, explanation = split_message(f"{label}: {problem.message}")
+            yield context.report(self, message, problem.range, explanation=explanation)

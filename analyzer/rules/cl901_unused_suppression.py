@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.rules.base import RuleContext
+from chainlens.analyzer.rules.base import RuleContext, split_message
 
 
 class UnusedSuppression:
@@ -42,4 +42,11 @@ class UnusedSuppression:
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each suppression (or code in one) that suppressed nothing."""
         for unused in context.unused_suppressions:
-            yield context.report(self, unused.message, unused.range, fix=unused.fix)
+            message, explanation = split_message(unused.message)
+            yield context.report(
+                self,
+                message,
+                unused.range,
+                fix=unused.fix,
+                explanation=explanation,
+            )

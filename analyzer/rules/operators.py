@@ -16,6 +16,7 @@ from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol
+from chainlens.analyzer.rules.base import clipped
 
 #: DataStream methods that only configure the operator they are called on.
 SETTER_METHODS = SETTERS
@@ -148,6 +149,12 @@ def display_name(node: StreamNode) -> str:
             return f"{what} ('{name}')"
         return f"{api_method(node.api)}()"
     return f"'{node.name}'"
+
+
+def brief_name(node: StreamNode, limit: int = 40) -> str:
+    """Return how a finding's short message names ``node``: its Flink name,
+    quoted and clipped (the explanation names it in full)."""
+    return f"'{clipped(str(node.name), limit)}'"
 
 
 def described(node: StreamNode, *, line: bool = True) -> str:

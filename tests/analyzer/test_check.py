@@ -136,12 +136,13 @@ def test_default_parallelism_flag_changes_findings(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _write(project / "totals.py", MISSING_UID)
-    _, symbolic, _ = _run(capsys, "check", "--select", "CL106")
+    _, symbolic, _ = _run(capsys, "check", "--select", "CL106", "--show", "explanation")
     _, concrete, _ = _run(
-        capsys, "check", "--select", "CL106", "--default-parallelism", "1"
+        capsys, "check", "--select", "CL106", "--default-parallelism", "1", "-v"
     )
-    assert "<default parallelism>" in symbolic
-    assert "<default parallelism>" not in concrete
+    # the explanation is wrapped under its finding
+    assert "<default parallelism>" in " ".join(symbolic.split())
+    assert "<default parallelism>" not in " ".join(concrete.split())
 
 
 def test_missing_path_and_usage_errors(
