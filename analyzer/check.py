@@ -79,11 +79,12 @@ from chainlens.analyzer.model.diagnostic import (
     Finding,
     RelatedLocation,
     Severity,
+    clipped,
+    split_message,
 )
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules.base import clipped, split_message
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
 from chainlens.analyzer.rules.restore.ids import (
     HeldIds,

@@ -39,9 +39,12 @@ from chainlens.analyzer.files import read_text_bounded
 from chainlens.analyzer.gate.compare import compare_with_base
 from chainlens.analyzer.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
-from chainlens.analyzer.model.diagnostic import Diagnostic, RelatedLocation
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    RelatedLocation,
+    split_message,
+)
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
-from chainlens.analyzer.rules.base import split_message
 
 #: the rules of the gate reported in a descriptor
 GATE_RULES = ("CL201", "CL202", "CL203", "CL204", "CL205")

@@ -13,10 +13,9 @@ from pathlib import Path
 
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.deployment import Deployment
-from chainlens.analyzer.model.diagnostic import Diagnostic, Finding
+from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, split_message
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import is_enabled, rule_by_code, severity_for
-from chainlens.analyzer.rules.base import split_message
 
 #: DeployProblem codes that are a rule's findings
 RULES = {"program-missing": "CL301"}

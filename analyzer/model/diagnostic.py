@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Final
 
@@ -15,6 +16,44 @@ MESSAGE_LIMIT: Final = 120
 #: The text formats of a report of findings: ``text`` (each finding with its
 #: notes), ``concise`` (one line each) and ``full`` (with the explanation).
 TEXT_FORMATS: Final = ("text", "concise", "full")
+
+
+def clipped(text: str, limit: int = 40) -> str:
+    """Return ``text`` cut to ``limit`` characters (an ellipsis ends a cut one),
+    for names in a finding's short message, which any name can make long."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> tuple[str, str]:
+    """Split a long finding text into a short message and its explanation.
+
+    The message is the longest start of ``text`` that ends at a clause (before
+    ``: ``, ``; `` or ``. ``, else before `` (`` or ``, ``; never inside
+    brackets) within ``limit`` characters, else its words up to the limit; the
+    explanation is the whole text, which says more.  A text within the limit
+    is the message alone."""
+    if len(text) <= limit:
+        return text, ""
+    whole = text if text.endswith((".", ")", "]")) else text + "."
+    for marks in ((": ", "; ", ". "), (" (", ", ")):
+        cuts = sorted(
+            (m.start() for mark in marks for m in re.finditer(re.escape(mark), text)),
+            reverse=True,
+        )
+        for cut in cuts:
+            head = text[:cut]
+            if limit // 3 <= cut <= limit and _balanced(head):
+                return head.rstrip(" ,;:"), whole
+    cut = text.rfind(" ", 0, limit)
+    short = text[: cut if cut > 0 else limit - 1].rstrip(" ,;:") + "\u2026"
+    return short, whole
+
+
+def _balanced(text: str) -> bool:
+    """Tell whether every bracket opened in ``text`` is closed."""
+    pairs = (("(", ")"), ("[", "]"), ("<", ">"))
+    closed = all(text.count(o) == text.count(c) for o, c in pairs)
+    return closed and text.count("`") % 2 == 0
 
 
 class Severity(enum.Enum):

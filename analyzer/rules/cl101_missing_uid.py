@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity, clipped
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.base import RuleContext, clipped
+from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.cl108_aggregate_not_restored import restarting
 from chainlens.analyzer.rules.operators import (
     brief_name,

@@ -10,9 +10,10 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.stream_graph import FusedMember, StreamNode
-from chainlens.analyzer.rules.base import RuleContext, clipped
+from chainlens.analyzer.rules.base import RuleContext
 
 
 def _message(node: StreamNode, member: FusedMember) -> tuple[str, str] | None:

@@ -10,10 +10,11 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.base import FILE_START, RuleContext, clipped
+from chainlens.analyzer.rules.base import FILE_START, RuleContext
 from chainlens.analyzer.rules.operators import (
     brief_name,
     display_name,

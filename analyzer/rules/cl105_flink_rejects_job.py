@@ -11,10 +11,11 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.source import SourceRange
-from chainlens.analyzer.rules.base import RuleContext, clipped
+from chainlens.analyzer.rules.base import RuleContext
 
 #: Flink's message for a repeated uid, which CL104 reports at both places.
 HASH_COLLISION = "Hash collision on user-specified ID"

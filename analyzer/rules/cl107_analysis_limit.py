@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.rules.base import RuleContext, split_message
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    RuleCode,
+    Severity,
+    split_message,
+)
+from chainlens.analyzer.rules.base import RuleContext
 
 
 class AnalysisLimit:

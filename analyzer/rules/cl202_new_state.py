@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
-from chainlens.analyzer.rules.base import RuleContext, clipped
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity, clipped
+from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import (
     brief_name,
     display_name,

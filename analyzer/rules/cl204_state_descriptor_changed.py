@@ -12,13 +12,14 @@ from chainlens.analyzer.model.diagnostic import (
     Diagnostic,
     RuleCode,
     Severity,
+    split_message,
 )
 from chainlens.analyzer.model.flink_versions import NEWEST, profile
 from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
-from chainlens.analyzer.rules.base import RuleContext, split_message
+from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import brief_name, display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from chainlens.analyzer.extract.pyflink_datastream import SETTERS
+from chainlens.analyzer.model.diagnostic import clipped
 from chainlens.analyzer.model.enums import JobType, OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.model.values import Symbol
-from chainlens.analyzer.rules.base import clipped
 
 #: DataStream methods that only configure the operator they are called on.
 SETTER_METHODS = SETTERS

@@ -19,10 +19,9 @@ import pytest
 from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.check import check_file
 from chainlens.analyzer.config import Config
-from chainlens.analyzer.model.diagnostic import MESSAGE_LIMIT, Diagnostic
+from chainlens.analyzer.model.diagnostic import MESSAGE_LIMIT, Diagnostic, split_message
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.rules import run_rules
-from chainlens.analyzer.rules.base import split_message
 from chainlens.analyzer.rules.restore.baseline import Baseline
 from tests.support import FIXTURES, PIPELINES
 
