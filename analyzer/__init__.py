@@ -107,6 +107,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Problem": ("model.result", "Problem"),
     "Diagnostic": ("model.diagnostic", "Diagnostic"),
     "Finding": ("model.diagnostic", "Finding"),
+    "diagnostics_at": ("model.diagnostic", "diagnostics_at"),
     "RuleCode": ("model.diagnostic", "RuleCode"),
     "RuleInfo": ("model.diagnostic", "RuleInfo"),
     "Severity": ("model.diagnostic", "Severity"),
@@ -262,6 +263,7 @@ __all__ = [
     "deployment_values",
     "describe_deployment",
     "descriptor_diagnostics",
+    "diagnostics_at",
     "diff_of",
     "diff_running_job",
     "discover",
@@ -444,6 +446,7 @@ if TYPE_CHECKING:
         RuleInfo,
         Severity,
         TextEdit,
+        diagnostics_at,
     )
     from chainlens.analyzer.model.document import Document
     from chainlens.analyzer.model.flink_versions import FlinkVersion, VersionError

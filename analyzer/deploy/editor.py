@@ -40,9 +40,10 @@ from chainlens.analyzer.gate.compare import compare_with_base
 from chainlens.analyzer.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     RelatedLocation,
-    split_message,
+    clipped,
 )
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
@@ -138,7 +139,14 @@ def _gate(
                 f"{what} breaks the restore of {deployment.label}: "
                 f"{diagnostic.message} [{finding.path}:{at.line}:{at.column + 1}]"
             )
-            message, _ = split_message(said)
+            suffix = f" [{finding.path.rsplit('/', 1)[-1]}:{at.line}]"
+            message = (
+                clipped(
+                    f"{what} breaks the restore: {diagnostic.message}",
+                    MESSAGE_LIMIT - len(suffix),
+                )
+                + suffix
+            )
             out.append(
                 Diagnostic(
                     diagnostic.code,

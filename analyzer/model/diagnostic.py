@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 #: The longest a finding's message should be (what and where); the rest of what
 #: a finding says is its explanation.
@@ -179,3 +180,21 @@ class RuleInfo:
     enabled_by_default: bool
     summary: str
     doc: str = ""
+
+
+def diagnostics_at(
+    diagnostics: Iterable[Diagnostic], position: SourcePosition
+) -> tuple[Diagnostic, ...]:
+    """The findings whose range holds ``position`` (an empty range holds its
+    start; a finding at a line's start, with no width, its whole first line),
+    in the order given: what a hover there explains."""
+    found = []
+    for d in diagnostics:
+        start, end = d.range.start, d.range.end
+        if end <= start:
+            holds = position.line == start.line and position.column >= start.column
+        else:
+            holds = start <= position < end
+        if holds:
+            found.append(d)
+    return tuple(found)
