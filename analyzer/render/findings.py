@@ -576,7 +576,8 @@ def _first_paragraph(doc: str, fallback: str) -> str:
 def _description(doc: str, fallback: str) -> str:
     """The rule doc's prose before its example (what it does, why it is bad),
     one paragraph a line, without the section headings."""
-    prose = doc.split("## Example", 1)[0]
+    _, what, rest = doc.partition("## What it does")
+    prose = (rest if what else doc).split("## Example", 1)[0]
     paragraphs = []
     for block in prose.split("\n\n"):
         lines = [line.strip() for line in block.splitlines()]

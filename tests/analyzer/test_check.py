@@ -60,8 +60,9 @@ def test_text_findings_are_ruff_style_with_severity(
     code, out, _ = _run(capsys, "check")
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].startswith(
-        "jobs/totals.py:8:6: CL101 [*] warning: Keyed reduce() 'Reduce' keeps state"
+    assert lines[0] == (
+        "jobs/totals.py:8:6: CL101 [*] warning: Keyed reduce() 'Reduce' keeps state "
+        "but has no uid()"
     )
     assert lines[-3].startswith(
         "Found 2 findings (1 warning, 1 info) in 1 file of 1 PyFlink"
