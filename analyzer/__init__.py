@@ -108,6 +108,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Diagnostic": ("model.diagnostic", "Diagnostic"),
     "Finding": ("model.diagnostic", "Finding"),
     "diagnostics_at": ("model.diagnostic", "diagnostics_at"),
+    "shown_max_parallelism": ("model.job_graph", "shown_max_parallelism"),
     "RuleCode": ("model.diagnostic", "RuleCode"),
     "RuleInfo": ("model.diagnostic", "RuleInfo"),
     "Severity": ("model.diagnostic", "Severity"),
@@ -309,6 +310,7 @@ __all__ = [
     "rule_infos",
     "savepoint_section",
     "shown_command_line",
+    "shown_max_parallelism",
     "shuffle_count",
     "state_compatibility_note",
     "state_info",
@@ -454,6 +456,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.model.flink_versions import (
         parse_version as parse_flink_version,
     )
+    from chainlens.analyzer.model.job_graph import shown_max_parallelism
     from chainlens.analyzer.model.result import (
         BLOCKING,
         AnalysisResult,

@@ -160,3 +160,24 @@ def test_the_readme_picture_is_what_chainlens_draws(
     code, svg, _ = chainlens(*command.split())
     assert code == 0
     assert svg == (ROOT / "docs" / "example_orders.svg").read_text("utf-8")
+
+
+def test_the_readme_text_example_is_what_chainlens_prints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The block under 'It prints each job's tasks' is the start of the real
+    output of the command above it (the checkout's path as /path/to/chainlens),
+    up to its closing '  ...'."""
+    monkeypatch.chdir(ROOT)
+    readme = (ROOT / "README.md").read_text("utf-8")
+    command = "graph tests/fixtures/pipelines/example_orders.py --default-parallelism 4"
+    assert f".venv/bin/chainlens {command}\n" in readme
+    after = readme.split("It prints each job's tasks", 1)[1]
+    block = after.split("```\n", 2)[1]
+    shown = block.splitlines()
+    assert shown[-1] == "  ..."
+    code, out, _ = chainlens(*command.split())
+    assert code == 0
+    printed = out.replace(str(ROOT), "/path/to/chainlens").splitlines()
+    assert shown[:-1] == printed[: len(shown) - 1]
+    assert "max parallelism not set (Flink derives it)" in block

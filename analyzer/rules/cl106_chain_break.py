@@ -13,7 +13,7 @@ from chainlens.analyzer.model.diagnostic import (
     Severity,
 )
 from chainlens.analyzer.model.enums import Partitioner
-from chainlens.analyzer.model.job_graph import BreakReason
+from chainlens.analyzer.model.job_graph import BreakReason, shown_max_parallelism
 from chainlens.analyzer.model.job_graph import ChainBreak as BrokenEdge
 from chainlens.analyzer.model.stream_graph import StreamEdge, StreamNode
 from chainlens.analyzer.rules.base import RuleContext
@@ -65,7 +65,8 @@ def explain(
         case BreakReason.PARALLELISM_DIFFERS:
             return f"{reason.value} ({up.parallelism} and {down.parallelism})"
         case BreakReason.MAX_PARALLELISM_DIFFERS:
-            return f"{reason.value} ({up.max_parallelism} and {down.max_parallelism})"
+            values = (shown_max_parallelism(n.max_parallelism) for n in (up, down))
+            return f"{reason.value} ({' and '.join(values)})"
         case BreakReason.SLOT_SHARING_GROUP_DIFFERS:
             groups = f"'{up.slot_sharing_group}' and '{down.slot_sharing_group}'"
             return f"{reason.value} ({groups})"

@@ -16,6 +16,7 @@ from chainlens.analyzer import (
     VariantChange,
     diagnostics_at,
     shown_command_line,
+    shown_max_parallelism,
 )
 
 if TYPE_CHECKING:
@@ -63,14 +64,12 @@ def render_fact(fact: OperatorFact) -> list[str]:
             f"- {code(fact.call_name)} is fused by PyFlink into the Python operator "
             f"{code(fact.fused_into)}"
         )
+    max_parallelism = shown_max_parallelism(
+        fact.max_parallelism, derived=" (Flink derives it)"
+    )
     lines.append(
-        f"- parallelism {fact.parallelism}"
-        + (
-            f", max parallelism {fact.max_parallelism}"
-            if fact.max_parallelism != -1
-            else ""
-        )
-        + f", slot sharing group {code(fact.slot_sharing_group)}"
+        f"- parallelism {fact.parallelism}, max parallelism {max_parallelism}, "
+        f"slot sharing group {code(fact.slot_sharing_group)}"
     )
     uid = (
         f"uid {code(fact.uid)}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -190,3 +191,24 @@ def test_colour_on_a_terminal_and_no_colour_with_no_color(project: Path) -> None
     assert ESCAPE not in _on_a_terminal(project, TERM="dumb")
     # an empty NO_COLOR is not set (no-color.org)
     assert ESCAPE in _on_a_terminal(project, NO_COLOR="")
+
+
+# ---------------------------------------------------------------------------
+# max parallelism -1
+
+
+def test_a_max_parallelism_not_set_is_said_so_and_json_keeps_the_number() -> None:
+    program = str(FIXTURES / "pipelines" / "example_orders.py")
+    code, out, _ = chainlens("graph", program, "--default-parallelism", "4")
+    assert code == 0
+    assert "max parallelism -1" not in out
+    assert "parallelism 4, max parallelism not set (Flink derives it), " in out
+    code, out, _ = chainlens(
+        "graph", program, "--default-parallelism", "4", "--format", "json"
+    )
+    vertices = json.loads(out)["files"][0]["jobs"][0]["job_graph"]["vertices"]
+    assert {v["max_parallelism"] for v in vertices} == {-1}
+    # a max parallelism set is shown as it is
+    program = str(FIXTURES / "pipelines" / "env_max_parallelism.py")
+    out = chainlens("graph", program, "--default-parallelism", "4")[1]
+    assert re.search(r"max parallelism \d+, ", out)

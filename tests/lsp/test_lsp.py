@@ -363,6 +363,7 @@ async def test_hover_explains_the_findings_at_the_cursor(lsp: Session) -> None:
     assert f"**CL101** {finding.message}\n\n{finding.explanation}" in text
     # the operator's facts come first
     assert text.index("**Task") < text.index("**CL101**")
+    assert "max parallelism not set (Flink derives it)" in text
 
 
 async def test_hover_names_the_command_lines_that_change_an_operator_or_a_job(
