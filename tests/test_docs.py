@@ -165,14 +165,14 @@ def test_the_readme_picture_is_what_chainlens_draws(
 def test_the_readme_text_example_is_what_chainlens_prints(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The block under 'It prints each job's tasks' is the start of the real
+    """The block under 'It prints the Flink version' is the start of the real
     output of the command above it (the checkout's path as /path/to/chainlens),
     up to its closing '  ...'."""
     monkeypatch.chdir(ROOT)
     readme = (ROOT / "README.md").read_text("utf-8")
     command = "graph tests/fixtures/pipelines/example_orders.py --default-parallelism 4"
     assert f".venv/bin/chainlens {command}\n" in readme
-    after = readme.split("It prints each job's tasks", 1)[1]
+    after = readme.split("It prints the Flink version it analyses for", 1)[1]
     block = after.split("```\n", 2)[1]
     shown = block.splitlines()
     assert shown[-1] == "  ..."

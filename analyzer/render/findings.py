@@ -426,8 +426,10 @@ def render_sarif(
     """Return a SARIF 2.1.0 log with one run.
 
     ``tool.driver.rules`` lists every known rule (stable across runs, with its
-    docs as ``help``); each result has ``ruleId``/``ruleIndex``, ``level``, one
-    location and ``partialFingerprints.primaryLocationLineHash``.  Relative
+    docs as ``help`` and their prose before the example as
+    ``fullDescription``); each result has ``ruleId``/``ruleIndex``, ``level``,
+    the short message, the finding's explanation as ``properties.explanation``,
+    one location and ``partialFingerprints.primaryLocationLineHash``.  Relative
     paths use the ``%SRCROOT%`` base (the working directory).
     """
     ordered = sorted(findings, key=sort_key)
