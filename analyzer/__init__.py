@@ -109,6 +109,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Problem": ("model.result", "Problem"),
     "Diagnostic": ("model.diagnostic", "Diagnostic"),
     "Finding": ("model.diagnostic", "Finding"),
+    "diagnostics_at": ("model.diagnostic", "diagnostics_at"),
+    "shown_max_parallelism": ("model.job_graph", "shown_max_parallelism"),
     "RuleCode": ("model.diagnostic", "RuleCode"),
     "RuleInfo": ("model.diagnostic", "RuleInfo"),
     "Severity": ("model.diagnostic", "Severity"),
@@ -145,6 +147,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Section": ("render.findings", "Section"),
     "check_summary": ("render.findings", "check_summary"),
     "render_report": ("render.findings", "render_report"),
+    "TEXT_FORMATS": ("model.diagnostic", "TEXT_FORMATS"),
     "base_section": ("render.gate", "base_section"),
     "savepoint_section": ("render.gate", "savepoint_section"),
     "upgrade_section": ("render.gate", "upgrade_section"),
@@ -180,6 +183,7 @@ __all__ = [
     "MAX_PARALLELISM",
     "PARALLEL_THRESHOLD",
     "SAVEPOINT_RULES",
+    "TEXT_FORMATS",
     "AnalysisResult",
     "AtomicFile",
     "CheckSummary",
@@ -264,6 +268,7 @@ __all__ = [
     "deployments_at_commit",
     "describe_deployment",
     "descriptor_diagnostics",
+    "diagnostics_at",
     "diff_of",
     "diff_running_job",
     "discover",
@@ -309,6 +314,7 @@ __all__ = [
     "rule_infos",
     "savepoint_section",
     "shown_command_line",
+    "shown_max_parallelism",
     "shuffle_count",
     "state_compatibility_note",
     "state_info",
@@ -441,12 +447,14 @@ if TYPE_CHECKING:
     from chainlens.analyzer.history import HistoryError
     from chainlens.analyzer.model.deployment import Deployment
     from chainlens.analyzer.model.diagnostic import (
+        TEXT_FORMATS,
         Diagnostic,
         Finding,
         RuleCode,
         RuleInfo,
         Severity,
         TextEdit,
+        diagnostics_at,
     )
     from chainlens.analyzer.model.document import Document
     from chainlens.analyzer.model.flink_versions import FlinkVersion, VersionError
@@ -454,6 +462,7 @@ if TYPE_CHECKING:
     from chainlens.analyzer.model.flink_versions import (
         parse_version as parse_flink_version,
     )
+    from chainlens.analyzer.model.job_graph import shown_max_parallelism
     from chainlens.analyzer.model.result import (
         BLOCKING,
         AnalysisResult,

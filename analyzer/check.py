@@ -74,10 +74,13 @@ from chainlens.analyzer.history import (
 )
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     Finding,
     RelatedLocation,
     Severity,
+    clipped,
+    split_message,
 )
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.result import AnalysisResult, Problem
@@ -424,11 +427,13 @@ def _with_importers_findings(
             shown = f"{program.name}:{via.start.line}:{via.start.column + 1}"
             derived[key] = Diagnostic(
                 code=diagnostic.code,
-                message=f"{message} [in the program {shown}]",
+                message=clipped(message, MESSAGE_LIMIT - len(shown) - 18)
+                + f" [in the program {shown}]",
                 severity=diagnostic.severity,
                 range=at,
                 related=(RelatedLocation(via, "the program that runs this code"),),
                 job_index=diagnostic.job_index,
+                explanation=diagnostic.explanation,
             )
     if not derived:
         return result
@@ -652,11 +657,13 @@ def _check_task(task: _Task) -> FileCheck:
             if isinstance(exc, ConfigError)
             else f"chainlens failed: {one_line(exc)}"
         )
+        message, explanation = split_message(message)
         diagnostic = Diagnostic(
             registry.ANALYSIS_ERROR.code,
             message,
             Severity.ERROR,
             _FILE_START,
+            explanation=explanation,
         )
         return FileCheck(
             task.path,

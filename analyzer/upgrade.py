@@ -33,7 +33,7 @@ from chainlens.analyzer.model.flink_versions import (
     VersionRange,
     profile,
 )
-from chainlens.analyzer.model.job_graph import JobGraph
+from chainlens.analyzer.model.job_graph import JobGraph, shown_max_parallelism
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob, Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.rules.operators import state_info
@@ -298,8 +298,9 @@ def _task_changes(a: JobGraph, b: JobGraph, new: str) -> list[Change]:
                         Change(
                             "max-parallelism",
                             f"max parallelism of task {a.vertices[task].name!s}: "
-                            f"{mp_a} -> {mp_b} on Flink {new} (keyed state "
-                            "cannot be restored across a change)",
+                            f"{shown_max_parallelism(mp_a)} -> "
+                            f"{shown_max_parallelism(mp_b)} on Flink {new} (keyed "
+                            "state cannot be restored across a change)",
                             ops_a.ranges[key],
                         )
                     )

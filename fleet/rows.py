@@ -230,6 +230,7 @@ def result_rows(
                 d.code.name,
                 d.severity.value,
                 d.message,
+                d.explanation,
             )
         )
     rows.files.append(

@@ -124,6 +124,7 @@ SCHEMAS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
         ("name", "string"),
         ("severity", "string"),
         ("message", "string"),
+        ("explanation", "string"),
     ),
 }
 TABLES: Final = tuple(SCHEMAS)

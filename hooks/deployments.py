@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chainlens.analyzer import (
+    TEXT_FORMATS,
     Deployment,
     Document,
     Finding,
@@ -189,7 +190,7 @@ def _emit(
             deployment_run_document(deployment, verdict=verdict, result=result)
         )
         return
-    if fmt == "text":
+    if fmt in TEXT_FORMATS:
         sys.stdout.write(heading)
     else:  # sarif, github, dot: the report stays machine-readable
         sys.stderr.write(heading)

@@ -10,14 +10,16 @@ chainlens did not write.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TextIO
 
 from chainlens.analyzer import (
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
+    TEXT_FORMATS,
     ConfigError,
     ConfigLayer,
     ConfigResolver,
@@ -217,10 +219,26 @@ def add_check_arguments(
         "--format",
         "--output-format",
         dest="format",
-        choices=("text", "json", "sarif", "github"),
+        choices=(*TEXT_FORMATS, "json", "sarif", "github"),
         default="text",
-        help="output format: text (path:line:col: CODE severity: message), json, "
-        "sarif (SARIF 2.1.0, for GitHub code scanning), github (workflow annotations)",
+        help="output format: text (path:line:col: CODE severity: message, then its "
+        "notes), concise (one line per finding), full (text and each finding's "
+        "explanation), json, sarif (SARIF 2.1.0, for GitHub code scanning), github "
+        "(workflow annotations)",
+    )
+    parser.add_argument(
+        "--show",
+        action="append",
+        choices=("explanation",),
+        default=[],
+        help="explanation: print each finding's explanation (why, what Flink does, "
+        "how to fix it) under it, indented",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="the same as --show explanation",
     )
     parser.add_argument(
         "--stdin-filename",
@@ -380,3 +398,18 @@ def resolver_of(args: argparse.Namespace) -> ConfigResolver:
             deployment, layer, config_file=args.config, isolated=args.isolated
         )
     return ConfigResolver(layer, config_file=args.config, isolated=args.isolated)
+
+
+def use_colour(stream: TextIO) -> bool:
+    """Whether the text written to ``stream`` is coloured: with ``FORCE_COLOR``
+    set (not empty), yes; with ``NO_COLOR`` set (not empty, no-color.org) or
+    ``TERM=dumb``, no; else when ``stream`` is a terminal."""
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False

@@ -171,3 +171,24 @@ def test_the_readme_gives_the_command_ci_runs_and_the_fast_one_first() -> None:
     assert f"\n{ci}\n" in tests
     assert fast < tests.index(f"\n{ci}\n")
     assert "minutes" in tests
+
+
+def test_the_readme_text_example_is_what_chainlens_prints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The block under 'It prints the Flink version' is the start of the real
+    output of the command above it (the checkout's path as /path/to/chainlens),
+    up to its closing '  ...'."""
+    monkeypatch.chdir(ROOT)
+    readme = (ROOT / "README.md").read_text("utf-8")
+    command = "graph tests/fixtures/pipelines/example_orders.py --default-parallelism 4"
+    assert f".venv/bin/chainlens {command}\n" in readme
+    after = readme.split("It prints the Flink version it analyses for", 1)[1]
+    block = after.split("```\n", 2)[1]
+    shown = block.splitlines()
+    assert shown[-1] == "  ..."
+    code, out, _ = chainlens(*command.split())
+    assert code == 0
+    printed = out.replace(str(ROOT), "/path/to/chainlens").splitlines()
+    assert shown[:-1] == printed[: len(shown) - 1]
+    assert "max parallelism not set (Flink derives it)" in block

@@ -39,7 +39,12 @@ from chainlens.analyzer.files import read_text_bounded
 from chainlens.analyzer.gate.compare import compare_with_base
 from chainlens.analyzer.history import HistoryError, Tree, base_for
 from chainlens.analyzer.model.deployment import STATELESS, Deployment, Setting
-from chainlens.analyzer.model.diagnostic import Diagnostic, RelatedLocation
+from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
+    Diagnostic,
+    RelatedLocation,
+    clipped,
+)
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 #: the rules of the gate reported in a descriptor
@@ -130,15 +135,26 @@ def _gate(
             related = RelatedLocation(
                 diagnostic.range, f"{finding.path}:{at.line}: {diagnostic.message}"
             )
+            said = (
+                f"{what} breaks the restore of {deployment.label}: "
+                f"{diagnostic.message} [{finding.path}:{at.line}:{at.column + 1}]"
+            )
+            suffix = f" [{finding.path.rsplit('/', 1)[-1]}:{at.line}]"
+            message = (
+                clipped(
+                    f"{what} breaks the restore: {diagnostic.message}",
+                    MESSAGE_LIMIT - len(suffix),
+                )
+                + suffix
+            )
             out.append(
                 Diagnostic(
                     diagnostic.code,
-                    f"{what} breaks the restore of {deployment.label}: "
-                    f"{diagnostic.message} [{finding.path}:{at.line}:"
-                    f"{at.column + 1}]",
+                    message,
                     diagnostic.severity,
                     where,
                     related=(related,),
+                    explanation=f"{said}. {diagnostic.explanation}".rstrip(),
                 )
             )
     return out

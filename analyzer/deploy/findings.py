@@ -13,7 +13,7 @@ from pathlib import Path
 
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.deployment import Deployment
-from chainlens.analyzer.model.diagnostic import Diagnostic, Finding
+from chainlens.analyzer.model.diagnostic import Diagnostic, Finding, split_message
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import is_enabled, rule_by_code, severity_for
 
@@ -40,7 +40,17 @@ def deployment_findings(
             shown = path.relative_to(here).as_posix()
         except ValueError:
             shown = path.as_posix()
-        message = f"{deployment.label}: {problem.message}"
-        diagnostic = Diagnostic(rule.code, message, severity_for(rule, config), where)
+        # the descriptor's line says which deployment: the message is the problem
+        message, _ = split_message(problem.message)
+        explanation = f"{deployment.label}: {problem.message}"
+        if not explanation.endswith("."):
+            explanation += "."
+        diagnostic = Diagnostic(
+            rule.code,
+            message,
+            severity_for(rule, config),
+            where,
+            explanation=explanation,
+        )
         out.append(Finding(shown, diagnostic, f"{code}:{problem.origin}"))
     return tuple(out)

@@ -399,7 +399,8 @@ class StateFact:
     #: "empty" (an operator without state whose entry no operator takes),
     #: "new" (stateful, no saved state for it), "unknown"
     outcome: str
-    #: the gate's finding about it (its message), if any
+    #: the gate's finding about it (all it says: its explanation, else its
+    #: message), if any
     reason: str | None = None
     #: that finding's rule and severity
     rule: str | None = None
@@ -576,7 +577,7 @@ def _facts(
             finding = _worst(
                 d
                 for d in mine
-                if d.code.code in _STATE_RULES and saved.operator_id in d.message
+                if d.code.code in _STATE_RULES and _says(d, saved.operator_id)
             )
             shown_node = owner or writer
             facts.append(
@@ -590,7 +591,7 @@ def _facts(
                     new_id,
                     saved.has_state,
                     outcome,
-                    finding.message if finding else None,
+                    _said(finding),
                     finding.code.code if finding else None,
                     finding.severity.value if finding else None,
                     writer.id if writer is not None else None,
@@ -606,7 +607,7 @@ def _facts(
                     for d in mine
                     if d.code.code == "CL201"
                     and d.message.startswith("chainlens cannot tell whether the state")
-                    and f"(line {line} at " in d.message
+                    and _says(d, f"(line {line} at ")
                 )
                 facts.append(
                     StateFact(
@@ -619,7 +620,7 @@ def _facts(
                         None,
                         True,
                         "unknown",
-                        finding.message if finding else None,
+                        _said(finding),
                         finding.code.code if finding else None,
                         finding.severity.value if finding else None,
                         node.id,
@@ -643,7 +644,7 @@ def _facts(
             finding = _worst(
                 d
                 for d in mine
-                if d.code.code == "CL202" and ident is not None and ident in d.message
+                if d.code.code == "CL202" and ident is not None and _says(d, ident)
             )
             facts.append(
                 StateFact(
@@ -656,7 +657,7 @@ def _facts(
                     ident,
                     True,
                     "new",
-                    finding.message if finding else None,
+                    _said(finding),
                     finding.code.code if finding else None,
                     finding.severity.value if finding else None,
                     None,
@@ -673,6 +674,19 @@ def _fact_outcome(restore: Restore, landing: Landing) -> str:
     if landing.outcome is Outcome.MAX_PARALLELISM:
         return "max parallelism"
     return _OUTCOMES[landing.outcome]
+
+
+def _says(diagnostic: Diagnostic, text: str) -> bool:
+    """Tell whether a finding names ``text`` (in its message or explanation)."""
+    return text in diagnostic.message or text in diagnostic.explanation
+
+
+def _said(diagnostic: Diagnostic | None) -> str | None:
+    """All a finding says: its explanation (which holds its message's facts),
+    else its message; None without a finding."""
+    if diagnostic is None:
+        return None
+    return diagnostic.explanation or diagnostic.message
 
 
 def _worst(found: Iterable[Diagnostic]) -> Diagnostic | None:

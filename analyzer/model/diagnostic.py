@@ -3,9 +3,58 @@
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
-from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+
+#: The longest a finding's message should be (what and where); the rest of what
+#: a finding says is its explanation.
+MESSAGE_LIMIT: Final = 120
+
+#: The text formats of a report of findings: ``text`` (each finding with its
+#: notes), ``concise`` (one line each) and ``full`` (with the explanation).
+TEXT_FORMATS: Final = ("text", "concise", "full")
+
+
+def clipped(text: str, limit: int = 40) -> str:
+    """Return ``text`` cut to ``limit`` characters (an ellipsis ends a cut one),
+    for names in a finding's short message, which any name can make long."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> tuple[str, str]:
+    """Split a long finding text into a short message and its explanation.
+
+    The message is the longest start of ``text`` that ends at a clause (before
+    ``: ``, ``; `` or ``. ``, else before `` (`` or ``, ``; never inside
+    brackets) within ``limit`` characters, else its words up to the limit; the
+    explanation is the whole text, which says more.  A text within the limit
+    is the message alone."""
+    if len(text) <= limit:
+        return text, ""
+    whole = text if text.endswith((".", ")", "]")) else text + "."
+    for marks in ((": ", "; ", ". "), (" (", ", ")):
+        cuts = sorted(
+            (m.start() for mark in marks for m in re.finditer(re.escape(mark), text)),
+            reverse=True,
+        )
+        for cut in cuts:
+            head = text[:cut]
+            if limit // 3 <= cut <= limit and _balanced(head):
+                return head.rstrip(" ,;:"), whole
+    cut = text.rfind(" ", 0, limit)
+    short = text[: cut if cut > 0 else limit - 1].rstrip(" ,;:") + "\u2026"
+    return short, whole
+
+
+def _balanced(text: str) -> bool:
+    """Tell whether every bracket opened in ``text`` is closed."""
+    pairs = (("(", ")"), ("[", "]"), ("<", ">"))
+    closed = all(text.count(o) == text.count(c) for o, c in pairs)
+    return closed and text.count("`") % 2 == 0
 
 
 class Severity(enum.Enum):
@@ -59,7 +108,13 @@ class RelatedLocation:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
-    """One finding at one place in one file."""
+    """One finding at one place in one file.
+
+    ``message`` is what a person reads first: what is wrong and where, in one
+    short line (at most :data:`MESSAGE_LIMIT` characters, as ruff's); the
+    ``explanation`` says the rest of it (why, what Flink does, how to fix it),
+    shown on demand (``--show explanation``, the editor's hover, SARIF).
+    """
 
     code: RuleCode
     message: str
@@ -70,6 +125,7 @@ class Diagnostic:
     job_index: int | None = None
     #: other fixes of the same finding (the editor offers each as an action)
     alternatives: tuple[Fix, ...] = ()
+    explanation: str = ""
 
     @property
     def fixes(self) -> tuple[Fix, ...]:
@@ -124,3 +180,21 @@ class RuleInfo:
     enabled_by_default: bool
     summary: str
     doc: str = ""
+
+
+def diagnostics_at(
+    diagnostics: Iterable[Diagnostic], position: SourcePosition
+) -> tuple[Diagnostic, ...]:
+    """The findings whose range holds ``position`` (an empty range holds its
+    start; a finding at a line's start, with no width, its whole first line),
+    in the order given: what a hover there explains."""
+    found = []
+    for d in diagnostics:
+        start, end = d.range.start, d.range.end
+        if end <= start:
+            holds = position.line == start.line and position.column >= start.column
+        else:
+            holds = start <= position < end
+        if holds:
+            found.append(d)
+    return tuple(found)

@@ -21,6 +21,16 @@ from chainlens.analyzer.model.stream_graph import StreamEdge
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
 
 
+def shown_max_parallelism(value: object, *, derived: str = "") -> str:
+    """How a person reads a max parallelism: Flink's ``-1`` is ``not set``
+    (Flink derives one from the parallelism when the job starts), with
+    ``derived`` after it (e.g. `` (Flink derives it)``); a value as it is.
+    JSON keeps the raw number."""
+    if value == -1 and not isinstance(value, bool):
+        return f"not set{derived}"
+    return str(value)
+
+
 class BreakReason(enum.Enum):
     """One clause of ``isChainable``/``isChainableInput``/``areOperatorsChainable``."""
 

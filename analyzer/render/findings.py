@@ -6,20 +6,33 @@ in the format asked for, with a command's :class:`Section` (the savepoint
 gate's base, savepoint or upgrade) over the text and in the JSON document.
 Positions inside chainlens are 1-based lines and 0-based code-point columns;
 every format here shows 1-based columns (as ruff, editors and SARIF do).
+
+A finding's message is one short line; its explanation (why, what Flink does,
+how to fix it) is shown in the text under the finding when asked
+(``explain``, the ``full`` format), and is a field of its own in JSON and a
+property of the SARIF result.  The text is coloured when ``colour`` says so
+(the command line decides: a terminal, ``NO_COLOR``, ``FORCE_COLOR``).
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 from urllib.parse import quote
 
 from chainlens.analyzer.check import FileCheck
-from chainlens.analyzer.model.diagnostic import Finding, Fix, RuleInfo, Severity
+from chainlens.analyzer.model.diagnostic import (
+    TEXT_FORMATS,
+    Finding,
+    Fix,
+    RuleInfo,
+    Severity,
+)
 from chainlens.analyzer.model.document import Document
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.source import SourceRange, path_of
@@ -40,6 +53,22 @@ _GITHUB_COMMAND: Final = {
     Severity.INFO: "notice",
     Severity.HINT: "notice",
 }
+#: ANSI SGR codes of the text's parts (as ruff colours them).
+_BOLD: Final = "1"
+_STYLE: Final = {
+    "path": _BOLD,
+    "punctuation": "36",
+    "code": "1;31",
+    "fixable": "36",
+    "note": "2",
+    Severity.ERROR: "1;31",
+    Severity.WARNING: "1;33",
+    Severity.INFO: "1;34",
+    Severity.HINT: "1;36",
+}
+#: The width the explanation is wrapped to, under its finding.
+_EXPLANATION_WIDTH: Final = 88
+
 _SEVERITY_ORDER: Final = (
     Severity.ERROR,
     Severity.WARNING,
@@ -95,11 +124,15 @@ def render_report(
     section: Section | None = None,
     rules: Sequence[RuleInfo] = (),
     working_directory_uri: str | None = None,
+    explain: bool = False,
+    colour: bool = False,
 ) -> str:
     """The report of a ``check`` (or ``savepoint``: ``command``, whose
-    ``--fix`` the text names) in ``format``: text, json, sarif or github;
-    with ``statistics`` the findings per rule instead.  ``section`` heads the
-    text and is a key of the JSON document."""
+    ``--fix`` the text names) in ``format``: text, concise, full, json, sarif
+    or github; with ``statistics`` the findings per rule instead.  ``section``
+    heads the text and is a key of the JSON document.  ``explain`` (and the
+    ``full`` format) puts each finding's explanation under it; ``colour``
+    colours the text formats."""
     if statistics:
         report = render_statistics(findings, as_json=format == "json")
     elif format == "json":
@@ -119,9 +152,16 @@ def render_report(
         report = render_github(findings)
     else:
         report = render_text(
-            findings, summary, fixing=fixing, with_summary=not quiet, command=command
+            findings,
+            summary,
+            fixing=fixing,
+            with_summary=not quiet,
+            command=command,
+            explain=explain or format == "full",
+            notes=format != "concise",
+            colour=colour,
         )
-    if section is not None and format == "text":
+    if section is not None and format in TEXT_FORMATS:
         return f"{section.heading}\n{report}"
     return report
 
@@ -182,24 +222,45 @@ def render_text(
     fixing: bool = False,
     with_summary: bool = True,
     command: str = "check",
+    explain: bool = False,
+    notes: bool = True,
+    colour: bool = False,
 ) -> str:
     """Return ruff-style lines and a summary (which names ``command``'s
     ``--fix``).
 
     Each finding is ``path:line:col: CODE [*] severity: message`` (``[*]`` when
-    ``--fix`` resolves it), followed by its related locations, indented.
+    ``--fix`` resolves it), followed (with ``notes``) by its related locations,
+    indented, and (with ``explain``) by its explanation, indented and wrapped.
+    ``colour`` styles the path, the code, the marker and the severity with
+    ANSI codes.
     """
+    paint = _painter(colour)
     out: list[str] = []
     for finding in sorted(findings, key=sort_key):
         d = finding.diagnostic
-        marker = " [*]" if finding.fixable else ""
+        marker = " " + paint("fixable", "[*]") if finding.fixable else ""
         out.append(
-            f"{_where(finding.path, d.range)}: {d.code.code}{marker} "
-            f"{d.severity.value}: {d.message}"
+            f"{_where(finding.path, d.range, paint)}{paint('punctuation', ':')} "
+            f"{paint('code', d.code.code)}{marker} "
+            f"{paint(d.severity, d.severity.value)}: {d.message}"
         )
-        for related in d.related:
+        for related in d.related if notes else ():
             out.append(
-                f"    {_where(finding.path, related.range)}: note: {related.message}"
+                f"    {_where(finding.path, related.range, paint)}"
+                f"{paint('punctuation', ':')} {paint('note', 'note')}: "
+                f"{related.message}"
+            )
+        if explain and d.explanation:
+            out.extend(
+                textwrap.wrap(
+                    d.explanation,
+                    _EXPLANATION_WIDTH,
+                    initial_indent="    ",
+                    subsequent_indent="    ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
             )
     if with_summary:
         out.append(summary_line(findings, summary, fixing=fixing, command=command))
@@ -255,8 +316,29 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _where(path: str, where: SourceRange) -> str:
-    return f"{path_of(path, where)}:{where.start.line}:{where.start.column + 1}"
+def _painter(colour: bool) -> Callable[[str | Severity, str], str]:
+    """A function that wraps a part of the text in its ANSI style (or not)."""
+
+    def paint(part: str | Severity, text: str) -> str:
+        return f"\x1b[{_STYLE[part]}m{text}\x1b[0m" if colour else text
+
+    return paint
+
+
+def _plain(part: str | Severity, text: str) -> str:
+    return text
+
+
+def _where(
+    path: str,
+    where: SourceRange,
+    paint: Callable[[str | Severity, str], str] = _plain,
+) -> str:
+    colon = paint("punctuation", ":")
+    return (
+        f"{paint('path', path_of(path, where))}{colon}{where.start.line}{colon}"
+        f"{where.start.column + 1}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -284,6 +366,7 @@ def finding_to_json(finding: Finding) -> dict[str, object]:
         "name": d.code.name,
         "severity": d.severity.value,
         "message": d.message,
+        "explanation": d.explanation,
         "range": d.range.to_json(),
         "related": [
             {"message": r.message, "range": r.range.to_json()} for r in d.related
@@ -343,8 +426,10 @@ def render_sarif(
     """Return a SARIF 2.1.0 log with one run.
 
     ``tool.driver.rules`` lists every known rule (stable across runs, with its
-    docs as ``help``); each result has ``ruleId``/``ruleIndex``, ``level``, one
-    location and ``partialFingerprints.primaryLocationLineHash``.  Relative
+    docs as ``help`` and their prose before the example as
+    ``fullDescription``); each result has ``ruleId``/``ruleIndex``, ``level``,
+    the short message, the finding's explanation as ``properties.explanation``,
+    one location and ``partialFingerprints.primaryLocationLineHash``.  Relative
     paths use the ``%SRCROOT%`` base (the working directory).
     """
     ordered = sorted(findings, key=sort_key)
@@ -391,7 +476,7 @@ def _sarif_rule(rule: RuleInfo) -> dict[str, object]:
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": _limit(summary, 1024)},
-        "fullDescription": {"text": _limit(_first_paragraph(doc, summary), 1024)},
+        "fullDescription": {"text": _limit(_description(doc, summary), 1024)},
         "help": {"text": doc, "markdown": doc},
         "defaultConfiguration": {
             "level": _SARIF_LEVEL[rule.severity],
@@ -420,6 +505,8 @@ def _sarif_result(finding: Finding, rule_index: int) -> dict[str, object]:
             "primaryLocationLineHash": finding.fingerprint or "0:1"
         },
     }
+    if d.explanation:
+        result["properties"] = {"explanation": d.explanation}
     if d.related:
         result["relatedLocations"] = [
             {
@@ -486,6 +573,20 @@ def _first_paragraph(doc: str, fallback: str) -> str:
         if text and not text.lower().startswith(("what it does", "## ")):
             return text
     return fallback
+
+
+def _description(doc: str, fallback: str) -> str:
+    """The rule doc's prose before its example (what it does, why it is bad),
+    one paragraph a line, without the section headings."""
+    _, what, rest = doc.partition("## What it does")
+    prose = (rest if what else doc).split("## Example", 1)[0]
+    paragraphs = []
+    for block in prose.split("\n\n"):
+        lines = [line.strip() for line in block.splitlines()]
+        text = " ".join(line for line in lines if line and not line.startswith("#"))
+        if text:
+            paragraphs.append(text)
+    return "\n\n".join(paragraphs) or _first_paragraph(doc, fallback)
 
 
 def _limit(text: str, size: int) -> str:

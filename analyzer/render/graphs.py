@@ -12,7 +12,11 @@ import json
 from collections.abc import Sequence
 
 from chainlens.analyzer.model.document import Document, sorted_keys
-from chainlens.analyzer.model.job_graph import JobGraph, JobVertex
+from chainlens.analyzer.model.job_graph import (
+    JobGraph,
+    JobVertex,
+    shown_max_parallelism,
+)
 from chainlens.analyzer.model.result import NOT_FOLLOWED, AnalysisResult, CompiledJob
 from chainlens.analyzer.model.source import SourceRange, path_of
 from chainlens.analyzer.model.stream_graph import StreamGraph
@@ -21,6 +25,10 @@ from chainlens.analyzer.operator_facts import shuffle_count
 from chainlens.analyzer.render.serialize import job_graph_to_json, stream_graph_to_json
 
 SCHEMA_VERSION = 1
+
+
+#: What a max parallelism not set is, in the graph's text.
+DERIVED = " (Flink derives it)"
 
 
 def _value(value: object) -> object:
@@ -110,7 +118,8 @@ def _vertex_lines(
     lines = [
         f"  task {index}: {_value(vertex.name)}",
         f"    parallelism {_value(vertex.parallelism)}, max parallelism "
-        f"{_value(vertex.max_parallelism)}, slot sharing group "
+        f"{shown_max_parallelism(vertex.max_parallelism, derived=DERIVED)}, "
+        "slot sharing group "
         f"{_value(vertex.slot_sharing_group)!s}, vertex id {vertex.id}",
     ]
     for op in vertex.operators:

@@ -185,9 +185,21 @@ def _run(
             # an analysis error when CL000 runs, else let the caller's boundary do.
             if ANALYSIS_ERROR not in enabled:
                 raise
-            message = f"chainlens failed: rule {rule.code} failed on this file: {exc!r}"
-            found = [context.report(ANALYSIS_ERROR, message, None)]
+            message = f"chainlens failed: rule {rule.code} failed on this file"
+            found = [
+                context.report(
+                    ANALYSIS_ERROR,
+                    message,
+                    None,
+                    explanation=f"{message}: {exc!r}.",
+                )
+            ]
         for diagnostic in found:
-            key = (diagnostic.code, diagnostic.range, diagnostic.message)
+            key = (
+                diagnostic.code,
+                diagnostic.range,
+                diagnostic.message,
+                diagnostic.explanation,
+            )
             seen.setdefault(key, diagnostic)
     return list(seen.values())

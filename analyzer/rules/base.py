@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     Fix,
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.source import SourcePosition, SourceRange, path_of
 
@@ -113,24 +115,28 @@ class RuleContext:
         fix: Fix | None = None,
         job_index: int | None = None,
         alternatives: Sequence[Fix] = (),
+        explanation: str = "",
     ) -> Diagnostic:
         """Build a finding of ``rule`` (at the start of the file when unlocated).
 
-        A finding about code in another module of the program is reported
-        where this file reaches that module (a suppression comment goes
-        there), names the place in the module and points at it; it has no fix
-        (the fixes edit this file only)."""
+        ``message`` is the short line (what and where), ``explanation`` the
+        rest (why, what Flink does, how to fix it).  A finding about code in
+        another module of the program is reported where this file reaches that
+        module (a suppression comment goes there), names the place in the
+        module and points at it; it has no fix (the fixes edit this file
+        only)."""
         if where is not None and where.path is not None:
-            shown = (
-                f"{path_of(self.result.path, where)}:{where.start.line}:"
-                f"{where.start.column + 1}"
-            )
-            message = f"{message} [in {shown}]"
+            path = path_of(self.result.path, where)
+            suffix = f" [in {path.rsplit('/', 1)[-1]}:{where.start.line}]"
+            message = clipped(message, MESSAGE_LIMIT - len(suffix)) + suffix
+            shown = f"{path}:{where.start.line}:{where.start.column + 1}"
+            explanation = f"The code is in {shown}. {explanation}".rstrip()
             related = (RelatedLocation(where, "the code it is about"), *related)
             where, fix, alternatives = where.via, None, ()
         return Diagnostic(
             code=rule.code,
             message=message,
+            explanation=explanation,
             severity=self.severity(rule),
             range=where if where is not None else FILE_START,
             related=tuple(related),

@@ -6,7 +6,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    RuleCode,
+    Severity,
+    split_message,
+)
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.rules.base import RuleContext
 
@@ -78,7 +83,8 @@ class AnalysisError:
                 yield self.conditional(context, problem.message, problem.range)
                 continue
             label = _LABELS.get(problem.code, problem.code)
-            yield context.report(self, f"{label}: {problem.message}", problem.range)
+            message, explanation = split_message(f"{label}: {problem.message}")
+            yield context.report(self, message, problem.range, explanation=explanation)
 
     def conditional(
         self, context: RuleContext, message: str, where: SourceRange | None
@@ -86,12 +92,11 @@ class AnalysisError:
         """A failure only on the paths through branches on conditions that are
         not known (``message`` starts with them): a warning, unless the
         configuration makes the rule's findings something else than errors."""
-        found = context.report(
-            self,
+        short, explanation = split_message(
             f"PyFlink raises here {message}; on the other paths the program "
-            "goes on, and their jobs are the ones analysed",
-            where,
+            "goes on, and their jobs are the ones analysed"
         )
+        found = context.report(self, short, where, explanation=explanation)
         if found.severity == self.severity:
             return replace(found, severity=Severity.WARNING)
         return found

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity, clipped
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.cl108_aggregate_not_restored import restarting
 from chainlens.analyzer.rules.operators import (
+    brief_name,
     display_name,
     is_sink_committer,
     is_user_operator,
@@ -26,8 +27,11 @@ def _upper_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _message(graph: JobGraph | None, nodes: list[StreamNode], in_job: str) -> str:
-    """Describe the stateful operators one call creates without a uid."""
+def _message(
+    graph: JobGraph | None, nodes: list[StreamNode], in_job: str
+) -> tuple[str, str]:
+    """Describe the stateful operators one call creates without a uid: the
+    short message and its explanation."""
     parts = []
     for node in nodes:
         info = state_info(node)
@@ -40,21 +44,25 @@ def _message(graph: JobGraph | None, nodes: list[StreamNode], in_job: str) -> st
         info = state_info(node)
         assert info is not None
         return (
-            f"{_upper_first(info.what)} {display_name(node)} keeps state "
-            f"({info.stores}) but has no uid(){in_job}; Flink saves the state under "
-            f"its generated {operator_id_text(graph, node)}, which changes whenever "
-            "the graph before the operator changes"
+            f"{_upper_first(info.what)} {brief_name(node)} keeps state but has no "
+            f"uid(){in_job}",
+            f"{_upper_first(info.what)} {display_name(node)} keeps {info.stores}. "
+            f"Flink saves the state under its generated "
+            f"{operator_id_text(graph, node)}, which changes whenever the graph "
+            "before the operator changes.",
         )
     primary = [n for n in nodes if not is_sink_committer(n)]
     if len(primary) <= 1:
         return (
-            f"{_upper_first(' and '.join(parts))} keep state but have no uid()"
-            f"{in_job}; Flink saves the state under generated operator IDs, which "
-            "change whenever the graph before them changes"
+            f"{' and '.join(brief_name(n, 30) for n in nodes)} keep state but have "
+            f"no uid(){in_job}",
+            f"{_upper_first(' and '.join(parts))} keep state. Flink saves the state "
+            "under generated operator IDs, which change whenever the graph before "
+            "them changes.",
         )
     return (
-        f"This call creates {len(primary)} stateful operators without uid(){in_job}: "
-        + "; ".join(parts)
+        f"This call creates {len(primary)} stateful operators without uid(){in_job}",
+        _upper_first("; ".join(parts)) + ".",
     )
 
 
@@ -154,16 +162,20 @@ class MissingUid:
                     and state_info(node) is not None
                 ):
                     sites.setdefault(node.range, []).append(node)
-            in_job = f" in job '{job.job_name}'" if several_jobs else ""
+            in_job = (
+                f" in job '{clipped(str(job.job_name), 30)}'" if several_jobs else ""
+            )
             for where, nodes in sites.items():
                 suggestion = context.uid_plan.for_range(where)
-                message = _message(job.job_graph, nodes, in_job)
+                message, why = _message(job.job_graph, nodes, in_job)
                 version = context.result.flink_version.version
                 aggregate = any(restarting(n, version) for n in nodes)
+                note = fix_note(suggestion, aggregate=aggregate)
                 yield context.report(
                     self,
-                    message + fix_note(suggestion, aggregate=aggregate),
+                    message,
                     where,
+                    explanation=f"{why} {note}".rstrip(),
                     fix=suggestion.fix,
                     alternatives=suggestion.alternatives,
                     job_index=job.spec.index,

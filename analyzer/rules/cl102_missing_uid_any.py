@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity, clipped
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import (
+    brief_name,
     display_name,
     is_sink_committer,
     is_user_operator,
@@ -88,7 +89,9 @@ class MissingUidAny:
                 if skip_stateful and state_info(node) is not None:
                     continue
                 sites.setdefault(node.range, []).append(node)
-            in_job = f" in job '{job.job_name}'" if several_jobs else ""
+            in_job = (
+                f" in job '{clipped(str(job.job_name), 30)}'" if several_jobs else ""
+            )
             for where, nodes in sites.items():
                 suggestion = context.uid_plan.for_range(where)
                 primary = [n for n in nodes if not is_sink_committer(n)] or nodes
@@ -98,16 +101,20 @@ class MissingUidAny:
                 ]
                 if len(primary) == 1:
                     verb = "has" if len(parts) == 1 else "have"
-                    message = f"Operator {' and '.join(parts)} {verb} no uid(){in_job}"
+                    names = " and ".join(brief_name(n, 30) for n in nodes)
+                    message = f"Operator {names} {verb} no uid(){in_job}"
+                    why = f"Operator {' and '.join(parts)} {verb} no uid()."
                 else:
                     message = (
                         f"This call creates {len(primary)} operators without uid()"
-                        f"{in_job}: {'; '.join(parts)}"
+                        f"{in_job}"
                     )
+                    why = f"The operators: {'; '.join(parts)}."
                 yield context.report(
                     self,
-                    message + fix_note(suggestion),
+                    message,
                     where,
+                    explanation=f"{why} {fix_note(suggestion)}".rstrip(),
                     fix=suggestion.fix,
                     alternatives=suggestion.alternatives,
                     job_index=job.spec.index,

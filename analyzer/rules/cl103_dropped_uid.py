@@ -10,22 +10,27 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.stream_graph import FusedMember, StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 
 
-def _message(node: StreamNode, member: FusedMember) -> str | None:
-    """Say what fusion dropped from ``member`` of ``node`` (None: nothing)."""
+def _message(node: StreamNode, member: FusedMember) -> tuple[str, str] | None:
+    """Say what fusion dropped from ``member`` of ``node`` (None: nothing): the
+    short message and its explanation."""
     dropped: list[str] = []
+    brief: list[str] = []
     whose: list[str] = []
     if member.dropped_uid:
         dropped.append(f"uid '{member.uid}'")
+        brief.append(f"uid '{clipped(str(member.uid), 30)}'")
         whose.append(
             f"uid is '{node.uid}'" if node.uid is not None else "uid is not set"
         )
     if member.dropped_uid_hash:
         dropped.append(f"uid hash {member.uid_hash}")
+        brief.append("uid hash")
         whose.append(
             f"uid hash is {node.user_hash}"
             if node.user_hash is not None
@@ -35,10 +40,12 @@ def _message(node: StreamNode, member: FusedMember) -> str | None:
         return None
     verb = "is" if len(dropped) == 1 else "are"
     return (
+        f"The {' and '.join(brief)} of '{clipped(str(member.name), 25)}' {verb} "
+        f"dropped by Python operator fusion",
         f"The {' and the '.join(dropped)} of '{member.name}' {verb} dropped: PyFlink "
         f"fuses '{member.name}' into the Python operator '{node.name}', whose "
         f"{' and whose '.join(whose)} (taken from its first member "
-        f"'{node.members[0].name}')"
+        f"'{node.members[0].name}').",
     )
 
 
@@ -100,9 +107,10 @@ class DroppedUid:
                     continue
                 head = node.members[0]
                 for member in node.members[1:]:
-                    message = _message(node, member)
-                    if message is None:
+                    said = _message(node, member)
+                    if said is None:
                         continue
+                    message, explanation = said
                     related: tuple[RelatedLocation, ...] = ()
                     if head.range is not None:
                         related = (
@@ -117,4 +125,5 @@ class DroppedUid:
                         member.range or node.range,
                         related=related,
                         job_index=job.spec.index,
+                        explanation=explanation,
                     )

@@ -10,11 +10,16 @@ from chainlens.analyzer.model.diagnostic import (
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import FILE_START, RuleContext
-from chainlens.analyzer.rules.operators import display_name, is_sink_committer
+from chainlens.analyzer.rules.operators import (
+    brief_name,
+    display_name,
+    is_sink_committer,
+)
 
 
 def _position(node: StreamNode) -> tuple[int, int, int]:
@@ -89,7 +94,7 @@ class DuplicateUid:
                 if len(nodes) > 1:
                     yield from self._repeats(
                         context,
-                        f"uid '{uid}'",
+                        (f"uid '{uid}'", f"uid '{clipped(uid, 30)}'"),
                         nodes,
                         f"Flink rejects the job: Hash collision on user-specified ID "
                         f'"{uid}"',
@@ -100,7 +105,7 @@ class DuplicateUid:
                 if len(nodes) > 1:
                     yield from self._repeats(
                         context,
-                        f"uid hash {uid_hash}",
+                        (f"uid hash {uid_hash}", f"uid hash {uid_hash}"),
                         nodes,
                         "Flink builds the job, but the operators claim the same saved "
                         "state when it is restored",
@@ -111,12 +116,13 @@ class DuplicateUid:
     def _repeats(
         self,
         context: RuleContext,
-        what: str,
+        named: tuple[str, str],
         nodes: list[StreamNode],
         consequence: str,
         in_job: str,
         job_index: int,
     ) -> Iterator[Diagnostic]:
+        what, brief = named
         nodes = sorted(nodes, key=_position)
         by_range: dict[SourceRange | None, list[StreamNode]] = {}
         for node in nodes:
@@ -129,15 +135,24 @@ class DuplicateUid:
             names = ", ".join(display_name(n) for n in here)
             if where == first_where:
                 message = (
+                    f"The {brief} is set on {len(here)} operators by this call, "
+                    "which runs more than once"
+                )
+                explanation = (
                     f"The {what} is set on {len(here)} operators{in_job} by this call, "
-                    f"which runs more than once ({names}): {consequence}"
+                    f"which runs more than once ({names}): {consequence}."
                 )
                 related: tuple[RelatedLocation, ...] = ()
             else:
                 line = f" (line {first_where.start.line})" if first_where else ""
+                shown = clipped(", ".join(brief_name(n, 25) for n in here), 30)
                 message = (
+                    f"The {brief} of {shown} is already set on "
+                    f"{brief_name(first, 25)}{line}"
+                )
+                explanation = (
                     f"The {what} of {names} is already set on {display_name(first)}"
-                    f"{line}{in_job}: {consequence}"
+                    f"{line}{in_job}: {consequence}."
                 )
                 related = (
                     (RelatedLocation(first_where, f"{what} first set here"),)
@@ -145,5 +160,10 @@ class DuplicateUid:
                     else ()
                 )
             yield context.report(
-                self, message, where, related=related, job_index=job_index
+                self,
+                message,
+                where,
+                related=related,
+                job_index=job_index,
+                explanation=explanation,
             )

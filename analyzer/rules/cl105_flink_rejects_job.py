@@ -6,10 +6,12 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     RelatedLocation,
     RuleCode,
     Severity,
+    clipped,
 )
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.source import SourceRange
@@ -101,10 +103,13 @@ class FlinkRejectsJob:
                 related = (
                     RelatedLocation(job.spec.range, "the job is submitted here"),
                 )
+            first = error.message.split(". ", 1)[0].split("\n", 1)[0]
+            name = clipped(str(job.job_name), 30)
             yield context.report(
                 self,
-                f"Flink rejects job '{job.job_name}': {error.message}",
+                clipped(f"Flink rejects job '{name}': {first}", MESSAGE_LIMIT),
                 where,
+                explanation=f"Flink rejects job '{job.job_name}': {error.message}",
                 related=related,
                 job_index=job.spec.index,
             )

@@ -6,17 +6,55 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     RelatedLocation,
     RuleCode,
     Severity,
 )
 from chainlens.analyzer.model.enums import Partitioner
-from chainlens.analyzer.model.job_graph import BreakReason
+from chainlens.analyzer.model.job_graph import BreakReason, shown_max_parallelism
 from chainlens.analyzer.model.job_graph import ChainBreak as BrokenEdge
 from chainlens.analyzer.model.stream_graph import StreamEdge, StreamNode
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import display_name
+from chainlens.analyzer.rules.operators import brief_name, display_name
+
+#: Each reason in a few words, for the short message (``explain`` says it all).
+_BRIEF: dict[BreakReason, str] = {
+    BreakReason.MULTIPLE_INPUTS: "several inputs",
+    BreakReason.CHAINING_DISABLED: "chaining disabled",
+    BreakReason.SLOT_SHARING_GROUP_DIFFERS: "other slot sharing group",
+    BreakReason.UPSTREAM_NEVER: "upstream never chains",
+    BreakReason.DOWNSTREAM_NEVER: "downstream never chains",
+    BreakReason.DOWNSTREAM_HEAD: "new chain started",
+    BreakReason.DOWNSTREAM_HEAD_WITH_SOURCES: "chains only to FLIP-27 sources",
+    BreakReason.PARTITIONER_NOT_FORWARD: "not FORWARD",
+    BreakReason.EXCHANGE_MODE_BATCH: "batch exchange",
+    BreakReason.PARALLELISM_DIFFERS: "other parallelism",
+    BreakReason.MAX_PARALLELISM_DIFFERS: "other max parallelism",
+    BreakReason.UNION_ON_SAME_INPUT: "union on the same input",
+    BreakReason.YIELDING_AFTER_LEGACY_SOURCE: "yielding after a legacy source",
+    BreakReason.NO_OPERATOR_FACTORY: "no operator factory",
+}
+
+
+_MORE = "\u2026"
+
+
+def _brief(reason: BreakReason, edge: StreamEdge) -> str:
+    if reason is BreakReason.PARTITIONER_NOT_FORWARD:
+        return f"{edge.partitioner.flink_name} edge"
+    return _BRIEF[reason]
+
+
+def _short(head: str, reasons: list[str]) -> str:
+    """``head: reason, reason`` with as many reasons as fit the limit."""
+    shown: list[str] = []
+    for reason in reasons:
+        if len(f"{head}: {', '.join([*shown, reason, _MORE])}") > MESSAGE_LIMIT:
+            return f"{head}: {', '.join([*shown, _MORE])}"
+        shown.append(reason)
+    return f"{head}: {', '.join(shown)}"
 
 
 def explain(
@@ -27,7 +65,8 @@ def explain(
         case BreakReason.PARALLELISM_DIFFERS:
             return f"{reason.value} ({up.parallelism} and {down.parallelism})"
         case BreakReason.MAX_PARALLELISM_DIFFERS:
-            return f"{reason.value} ({up.max_parallelism} and {down.max_parallelism})"
+            values = (shown_max_parallelism(n.max_parallelism) for n in (up, down))
+            return f"{reason.value} ({' and '.join(values)})"
         case BreakReason.SLOT_SHARING_GROUP_DIFFERS:
             groups = f"'{up.slot_sharing_group}' and '{down.slot_sharing_group}'"
             return f"{reason.value} ({groups})"
@@ -38,8 +77,11 @@ def explain(
             return str(reason.value)
 
 
-def _message(broken: BrokenEdge, up: StreamNode, down: StreamNode) -> str | None:
-    """Say why ``down`` does not chain to ``up`` (None: no reason given)."""
+def _message(
+    broken: BrokenEdge, up: StreamNode, down: StreamNode
+) -> tuple[str, str] | None:
+    """Say why ``down`` does not chain to ``up`` (None: no reason given): the
+    short message and its explanation."""
     edge = broken.edge
     undecided = set(broken.undecided)
     certain = [r for r in broken.reasons if r not in undecided]
@@ -54,19 +96,24 @@ def _message(broken: BrokenEdge, up: StreamNode, down: StreamNode) -> str | None
         or edge.partitioner is not Partitioner.REBALANCE
         for r in certain
     )
+    brief = [_brief(r, edge) for r in certain]
+    brief += [f"possibly {_brief(r, edge)}" for r in broken.undecided]
+    names = f"{brief_name(down, 30)} {{}} chained to {brief_name(up, 30)}"
     if possible and not sure:
         return (
+            _short(names.format("may not be"), brief),
             f"{display_name(down)} may not be chained to {display_name(up)}, "
             "depending on values chainlens cannot know: "
             + "; ".join(words + [f"possibly {p}" for p in possible])
+            + ".",
         )
-    message = (
+    explanation = (
         f"{display_name(down)} is not chained to {display_name(up)}: "
         + "; ".join(words)
     )
     if possible:
-        message += "; possibly also " + "; ".join(possible)
-    return message
+        explanation += "; possibly also " + "; ".join(possible)
+    return _short(names.format("is not"), brief), explanation + "."
 
 
 class ChainBreak:
@@ -130,9 +177,10 @@ class ChainBreak:
             for broken in job_graph.chain_breaks:
                 edge = broken.edge
                 up, down = graph.node(edge.source_id), graph.node(edge.target_id)
-                message = _message(broken, up, down)
-                if message is None:
+                said = _message(broken, up, down)
+                if said is None:
                     continue
+                message, explanation = said
                 related = (
                     (
                         RelatedLocation(
@@ -148,4 +196,5 @@ class ChainBreak:
                     edge.range or down.range,
                     related=related,
                     job_index=job.spec.index,
+                    explanation=explanation,
                 )

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    RuleCode,
+    Severity,
+    split_message,
+)
 from chainlens.analyzer.rules.base import RuleContext
 
 
@@ -60,4 +65,5 @@ class AnalysisLimit:
         """Report every unknown of the analysis, with the reason."""
         for unknown in context.result.unknowns:
             subject = unknown.subject[:1].upper() + unknown.subject[1:]
-            yield context.report(self, f"{subject}: {unknown.reason}", unknown.range)
+            message, explanation = split_message(f"{subject}: {unknown.reason}")
+            yield context.report(self, message, unknown.range, explanation=explanation)

@@ -10,6 +10,7 @@ from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.stream_graph import FusedMember, StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import (
+    brief_name,
     display_name,
     keeps_savepoints,
     state_info,
@@ -121,12 +122,14 @@ class AggregateNotRestored:
     ) -> Diagnostic:
         return context.report(
             self,
-            f"PyFlink's {member.api}() keeps the running value of "
+            f"PyFlink's {member.api}() never restores the running value of "
+            f"{brief_name(node)}",
+            member.range or node.range,
+            job_index=job,
+            explanation=f"PyFlink's {member.api}() keeps the running value of "
             f"{display_name(node)} in a state it names anew (a random "
             "UUID) every time the job starts: a restore from a savepoint "
             "never reads the saved value back, and every key starts again "
             "from its next record; keep the value in a named ValueState of "
-            "a KeyedProcessFunction instead",
-            member.range or node.range,
-            job_index=job,
+            "a KeyedProcessFunction instead.",
         )

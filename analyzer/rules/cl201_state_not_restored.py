@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
     Diagnostic,
     Fix,
     RelatedLocation,
@@ -16,7 +17,12 @@ from chainlens.analyzer.model.diagnostic import (
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import described, display_name, state_info
+from chainlens.analyzer.rules.operators import (
+    brief_name,
+    described,
+    display_name,
+    state_info,
+)
 from chainlens.analyzer.rules.restore.assignment import (
     Landing,
     Outcome,
@@ -156,6 +162,14 @@ class StateNotRestored(RestoreRule):
         return f"the {what} of {restore.label}"
 
     @staticmethod
+    def _brief(landing: Landing) -> str:
+        """The saved state, as the short message names it."""
+        writer = landing.saved.writer
+        if writer is not None:
+            return f"The state of {brief_name(writer)}"
+        return f"Operator state {landing.saved.operator_id}"
+
+    @staticmethod
     def _kinds(landing: Landing) -> str:
         return ", ".join(landing.saved.kinds) or "state"
 
@@ -195,11 +209,12 @@ class StateNotRestored(RestoreRule):
             if other is None:
                 return context.report(
                     self,
-                    f"{_upper(what)} cannot be restored: the operator is gone from "
-                    "the program (or changed so much that chainlens cannot tell "
-                    f"which operator it became); {where_saved}{refusal}",
+                    f"{self._brief(landing)} cannot be restored: the operator is gone",
                     job.spec.range,
                     job_index=job.spec.index,
+                    explanation=f"{_upper(what)} cannot be restored: the operator is "
+                    "gone from the program (or changed so much that chainlens cannot "
+                    f"tell which operator it became); {where_saved}{refusal}.",
                 )
             moved = why_moved(restore.pair, saved.writer, other)
             fix, note = self._fix(context, restore)
@@ -217,32 +232,44 @@ class StateNotRestored(RestoreRule):
                 )
             return context.report(
                 self,
-                f"{_upper(what)} cannot be restored into {display_name(other)}: "
-                f"{moved.reason}; {where_saved}{refusal}{note}",
+                _fit(
+                    f"{self._brief(landing)} cannot be restored into "
+                    f"{brief_name(other, 30)}",
+                    moved.reason,
+                ),
                 other.range,
                 related=related,
                 fix=fix,
                 job_index=job.spec.index,
+                explanation=f"{_upper(what)} cannot be restored into "
+                f"{display_name(other)}: {moved.reason}; {where_saved}{refusal}{note}.",
             )
         graph = job.job_graph
         if other is None or graph is None:
             return context.report(
                 self,
-                f"{_upper(what)} cannot be restored into {restore.how}: no operator "
-                f"has its ID; {refusal}",
+                f"{self._brief(landing)} cannot be restored: no operator has its ID",
                 job.spec.range,
                 job_index=job.spec.index,
+                explanation=f"{_upper(what)} cannot be restored into {restore.how}: "
+                f"no operator has its ID; {refusal}.",
             )
         now = graph.operator_ids.get(other.id, "unknown")
         line = f"line {other.range.start.line}, " if other.range else ""
         fix, note = self._fix(context, restore)
         return context.report(
             self,
-            f"{_upper(what)} cannot be restored into {display_name(other)} "
-            f"({line}{restore.how}): its operator ID is now {now}; {refusal}{note}",
+            _fit(
+                f"{self._brief(landing)} cannot be restored into "
+                f"{brief_name(other, 30)}",
+                "its operator ID changed",
+            ),
             other.range,
             fix=fix,
             job_index=job.spec.index,
+            explanation=f"{_upper(what)} cannot be restored into "
+            f"{display_name(other)} ({line}{restore.how}): its operator ID is now "
+            f"{now}; {refusal}{note}.",
         )
 
     def _shadowed(
@@ -269,13 +296,15 @@ class StateNotRestored(RestoreRule):
         fix, note = self._fix(context, restore)
         return context.report(
             self,
-            f"{_upper(self._what(restore, landing))} is dropped without a word when "
-            f"the job is restored: it is saved under {saved.operator_id}, {who}, and "
-            "Flink gives each operator one of the two (the set_uid_hash one when the "
-            f"savepoint holds it){note}",
+            f"{self._brief(landing)} is dropped without a word when the job is "
+            "restored",
             holder.range if holder is not None else restore.job.spec.range,
             fix=fix,
             job_index=restore.job.spec.index,
+            explanation=f"{_upper(self._what(restore, landing))} is dropped without "
+            f"a word when the job is restored: it is saved under {saved.operator_id}, "
+            f"{who}, and Flink gives each operator one of the two (the set_uid_hash "
+            f"one when the savepoint holds it){note}.",
         )
 
     def _contested(
@@ -300,12 +329,13 @@ class StateNotRestored(RestoreRule):
             )
         return context.report(
             self,
-            f"{_upper(self._what(restore, landing))} may land in the wrong operator "
-            f"or nowhere: {how}; its tasks are kept in a hash set, so that order is "
-            f"not known{note}",
+            f"{self._brief(landing)} may land in the wrong operator or nowhere",
             first.range if first is not None else restore.job.spec.range,
             fix=fix,
             job_index=restore.job.spec.index,
+            explanation=f"{_upper(self._what(restore, landing))} may land in the "
+            f"wrong operator or nowhere: {how}; its tasks are kept in a hash set, so "
+            f"that order is not known{note}.",
         )
 
     def _unknown(
@@ -313,14 +343,18 @@ class StateNotRestored(RestoreRule):
     ) -> Diagnostic:
         unsure = sorted(restore.assignment.unsure, key=lambda n: state_info(n) is None)
         names = ", ".join(display_name(n) for n in unsure[:3])
+        brief = self._brief(landing)
         return context.report(
             self,
-            f"chainlens cannot tell whether {self._what(restore, landing)} can be "
-            f"restored into {restore.how}: no operator whose ID chainlens knows has "
-            f"its ID ({landing.saved.operator_id}), and the IDs of {names} depend on "
-            "values chainlens cannot know (give them a uid, or set_uid_hash)",
+            f"chainlens cannot tell whether {brief[:1].lower()}{brief[1:]} can be "
+            "restored",
             unsure[0].range if unsure else restore.job.spec.range,
             job_index=restore.job.spec.index,
+            explanation=f"chainlens cannot tell whether "
+            f"{self._what(restore, landing)} can be restored into {restore.how}: no "
+            f"operator whose ID chainlens knows has its ID "
+            f"({landing.saved.operator_id}), and the IDs of {names} depend on values "
+            "chainlens cannot know (give them a uid, or set_uid_hash).",
         )
 
     def _unknown_writer(
@@ -330,13 +364,22 @@ class StateNotRestored(RestoreRule):
         at = f"line {line} at {restore.label}" if line else restore.label
         return context.report(
             self,
-            f"chainlens cannot tell whether the state of {display_name(node)} ({at}, "
-            f"{restore.how}) can be restored: its operator ID at the base depends on "
-            "values chainlens cannot know (set default-parallelism to the parallelism "
-            "the job runs with, or give it a uid)",
+            f"chainlens cannot tell whether the state of {brief_name(node)} can be "
+            "restored",
             restore.job.spec.range,
             job_index=restore.job.spec.index,
+            explanation=f"chainlens cannot tell whether the state of "
+            f"{display_name(node)} ({at}, {restore.how}) can be restored: its "
+            "operator ID at the base depends on values chainlens cannot know (set "
+            "default-parallelism to the parallelism the job runs with, or give it a "
+            "uid).",
         )
+
+
+def _fit(head: str, tail: str) -> str:
+    """``head: tail`` when it is short enough for a message, else ``head``."""
+    both = f"{head}: {tail}"
+    return both if len(both) <= MESSAGE_LIMIT else head
 
 
 def _upper(text: str) -> str:

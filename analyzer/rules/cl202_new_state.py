@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity, clipped
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import display_name, state_info
+from chainlens.analyzer.rules.operators import (
+    brief_name,
+    display_name,
+    state_info,
+)
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
 from chainlens.analyzer.rules.restore.rule import RestoreRule
@@ -106,19 +110,31 @@ class NewState(RestoreRule):
                 continue
             ident = job_graph.operator_ids.get(node.id)
             if restore.pair is not None:
+                short = (
+                    f"{brief_name(node)} is new: it starts empty when the job is "
+                    "restored"
+                )
                 text = (
                     f"{display_name(node)} ({info.what}, {restore.how}) is new: a "
                     f"savepoint of {restore.label} holds no state for it (ID "
                     f"{ident}), so it starts empty when the job is restored"
                 )
             else:
+                short = (
+                    f"{brief_name(node)} has no state in "
+                    f"{clipped(restore.label, 40)}: it starts empty"
+                )
                 text = (
                     f"{display_name(node)} ({info.what}, {restore.how}) has no "
                     f"state in {restore.label} (ID {ident}): it starts empty "
                     "when the job is restored from it"
                 )
             yield context.report(
-                self, text, node.range, job_index=restore.job.spec.index
+                self,
+                short,
+                node.range,
+                job_index=restore.job.spec.index,
+                explanation=text + ".",
             )
 
     def check_landing(
@@ -142,10 +158,12 @@ class NewState(RestoreRule):
             return  # unchanged, or a new key type (CL204)
         yield context.report(
             self,
-            f"The key of {display_name(node)} ({restore.how}) is now "
-            f"`{after[0]}`, and {restore.label} saved its state by "
-            f"`{before[0]}`: the state stays under the old keys; records whose "
-            "key is new start empty",
+            f"The key of {brief_name(node)} changed: records of new keys start "
+            "without their saved state",
             node.range,
             job_index=restore.job.spec.index,
+            explanation=f"The key of {display_name(node)} ({restore.how}) is now "
+            f"`{after[0]}`, and {restore.label} saved its state by "
+            f"`{before[0]}`: the state stays under the old keys; records whose "
+            "key is new start empty.",
         )

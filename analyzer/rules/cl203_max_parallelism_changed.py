@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import display_name
+from chainlens.analyzer.rules.operators import brief_name, display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
 from chainlens.analyzer.rules.restore.rule import RestoreRule
@@ -88,10 +88,12 @@ class MaxParallelismChanged(RestoreRule):
         what = f"The state of {display_name(writer)}" if writer else "The state"
         yield context.report(
             self,
-            f"{what} ({restore.how}, ID {landing.saved.operator_id}) in "
-            f"{'a savepoint of ' if restore.pair is not None else ''}"
-            f"{restore.label} cannot be restored into {display_name(node)}: "
-            f"{landing.reason}",
+            f"The state of {brief_name(writer or node)} cannot be restored into "
+            f"{brief_name(node)}: its max parallelism",
             node.range,
             job_index=restore.job.spec.index,
+            explanation=f"{what} ({restore.how}, ID {landing.saved.operator_id}) in "
+            f"{'a savepoint of ' if restore.pair is not None else ''}"
+            f"{restore.label} cannot be restored into {display_name(node)}: "
+            f"{landing.reason}.",
         )

@@ -7,13 +7,20 @@ import re
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import (
+    MESSAGE_LIMIT,
+    Diagnostic,
+    RuleCode,
+    Severity,
+    split_message,
+)
 from chainlens.analyzer.model.flink_versions import NEWEST, profile
 from chainlens.analyzer.model.savepoint import SavedState
+from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import display_name
+from chainlens.analyzer.rules.operators import brief_name, display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
 from chainlens.analyzer.rules.restore.rule import RestoreRule
@@ -174,26 +181,55 @@ class StateDescriptorChanged(RestoreRule):
         if node is None or restore.foreign(landing) is not None:
             return  # CL205 reports state restored into another operator
         where = f"{display_name(node)} ({restore.how}, ID {landing.saved.operator_id})"
+        brief = brief_name(node, 30)
+        label = "the savepoint" if restore.pair is None else "the base"
         job = restore.job.spec.index
         if restore.pair is None:
             states = landing.saved.states
-            for found, message in _saved_changes(states, node, where, restore.label):
+            for (found, message), (_, short) in zip(
+                _saved_changes(states, node, where, restore.label),
+                _saved_changes(states, node, brief, label),
+                strict=True,
+            ):
                 at = (found.range if found else None) or node.range
-                yield context.report(self, message, at, job_index=job)
+                yield self._report(context, short, message, at, job)
             return
         writer = landing.saved.writer
         if writer is None:
             return
         version = context.result.flink_version.version
-        for descriptor, message in _changes(
-            _declared(writer), _declared(node), where, restore.label, version
+        for (descriptor, message), (_, short) in zip(
+            _changes(_declared(writer), _declared(node), where, restore.label, version),
+            _changes(_declared(writer), _declared(node), brief, label, version),
+            strict=True,
         ):
-            yield context.report(
-                self, message, descriptor.range or node.range, job_index=job
+            yield self._report(
+                context, short, message, descriptor.range or node.range, job
             )
         keyed = _key_type_changed(restore, writer, node, where)
-        if keyed is not None:
-            yield context.report(self, keyed, node.range, job_index=job)
+        short_keyed = _key_type_changed(restore, writer, node, brief)
+        if keyed is not None and short_keyed is not None:
+            yield self._report(context, short_keyed, keyed, node.range, job)
+
+    def _report(
+        self,
+        context: RuleContext,
+        short: str,
+        message: str,
+        at: SourceRange | None,
+        job: int,
+    ) -> Diagnostic:
+        """A finding whose message is what ``short`` (the text with brief
+        names) says before its first colon (what changed; after it comes what
+        Flink does) and whose explanation is ``message``, all of it."""
+        head = short.split(": ", 1)[0]
+        return context.report(
+            self,
+            head if len(head) <= MESSAGE_LIMIT else split_message(short)[0],
+            at,
+            job_index=job,
+            explanation=message if message.endswith(".") else message + ".",
+        )
 
 
 #: states PyFlink's own operators name (windows, triggers, assigners): not the

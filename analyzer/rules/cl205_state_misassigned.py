@@ -12,7 +12,7 @@ from chainlens.analyzer.model.diagnostic import (
     Severity,
 )
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.operators import described, state_info
+from chainlens.analyzer.rules.operators import brief_name, described, state_info
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
 from chainlens.analyzer.rules.restore.rule import RestoreRule
@@ -136,13 +136,19 @@ class StateMisassigned(RestoreRule):
                 )
         plan = context.restore_plan(restore)
         note = f". No automatic fix: {plan.reason}" if plan.reason else ""
+        brief = (
+            f"The state of {brief_name(writer, 30)}"
+            if writer is not None
+            else f"Operator state {saved.operator_id}"
+        )
         return context.report(
             self,
-            f"{what} lands in {described(node)} when the job is restored "
-            f"(by its {landing.by} {saved.operator_id}): {why}. Flink gives it that "
-            f"state{held} without an error{after}{note}",
+            f"{brief} lands in {brief_name(node, 30)} when the job is restored",
             node.range,
             related=related,
             fix=plan.fix,
             job_index=restore.job.spec.index,
+            explanation=f"{what} lands in {described(node)} when the job is "
+            f"restored (by its {landing.by} {saved.operator_id}): {why}. Flink gives "
+            f"it that state{held} without an error{after}{note}.",
         )

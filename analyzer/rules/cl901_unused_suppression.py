@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
-from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
+from chainlens.analyzer.model.diagnostic import (
+    Diagnostic,
+    RuleCode,
+    Severity,
+    split_message,
+)
 from chainlens.analyzer.rules.base import RuleContext
 
 
@@ -42,4 +47,11 @@ class UnusedSuppression:
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each suppression (or code in one) that suppressed nothing."""
         for unused in context.unused_suppressions:
-            yield context.report(self, unused.message, unused.range, fix=unused.fix)
+            message, explanation = split_message(unused.message)
+            yield context.report(
+                self,
+                message,
+                unused.range,
+                fix=unused.fix,
+                explanation=explanation,
+            )

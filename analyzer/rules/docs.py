@@ -113,6 +113,12 @@ def render_rules_markdown() -> str:
         "A rule that is off by default is only enabled by its own code or name, or "
         "by `ALL`.",
         "",
+        "Each finding's message is one short line (what and where, at most 120 "
+        "characters); its explanation (why, the operator ID, what Flink does, how "
+        "to fix it) is printed under it by `chainlens check --show explanation`, "
+        "shown in the editor's hover and carried by the JSON and SARIF reports. "
+        "What follows is each rule's documentation.",
+        "",
         "| Code | Name | Severity | Default | Fix | What it does |",
         "| --- | --- | --- | --- | --- | --- |",
     ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from chainlens.analyzer.extract.pyflink_datastream import SETTERS
+from chainlens.analyzer.model.diagnostic import clipped
 from chainlens.analyzer.model.enums import JobType, OperatorKind
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import CompiledJob
@@ -148,6 +149,12 @@ def display_name(node: StreamNode) -> str:
             return f"{what} ('{name}')"
         return f"{api_method(node.api)}()"
     return f"'{node.name}'"
+
+
+def brief_name(node: StreamNode, limit: int = 40) -> str:
+    """Return how a finding's short message names ``node``: its Flink name,
+    quoted and clipped (the explanation names it in full)."""
+    return f"'{clipped(str(node.name), limit)}'"
 
 
 def described(node: StreamNode, *, line: bool = True) -> str:

@@ -156,10 +156,11 @@ class UidPlan:
 
 
 def fix_note(suggestion: UidSuggestion, *, aggregate: bool = False) -> str:
-    """What a finding says of its uid fix, when adding a uid is not harmless
-    (``aggregate``: a reduce whose value PyFlink never restores, CL108)."""
+    """What a finding's explanation says of its uid fix, when adding a uid is
+    not harmless (``aggregate``: a reduce whose value PyFlink never restores,
+    CL108); empty when there is nothing to say."""
     if suggestion.fix is None:
-        return f". No automatic fix: {suggestion.reason}" if suggestion.reason else ""
+        return f"No automatic fix: {suggestion.reason}." if suggestion.reason else ""
     if not suggestion.unsafe_reason:
         return ""
     if suggestion.fix.safe:
@@ -170,13 +171,13 @@ def fix_note(suggestion: UidSuggestion, *, aggregate: bool = False) -> str:
             else "so savepoints taken before still restore"
         )
         return (
-            f". Adding a uid now is not free: {suggestion.unsafe_reason}; the fix "
+            f"Adding a uid now is not free: {suggestion.unsafe_reason}; the fix "
             f"also pins the IDs with set_uid_hash() {keeps} (a plain uid, for a job "
-            "never deployed, is an unsafe fix)"
+            "never deployed, is an unsafe fix)."
         )
     return (
-        f". The only fix, a plain uid, is unsafe ({suggestion.unsafe_reason}) and "
-        f"cannot be made safe: {suggestion.pin_reason}"
+        f"The only fix, a plain uid, is unsafe ({suggestion.unsafe_reason}) and "
+        f"cannot be made safe: {suggestion.pin_reason}."
     )
 
 

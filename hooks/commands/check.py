@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from chainlens.analyzer import (
+    TEXT_FORMATS,
     CheckSummary,
     ConfigResolver,
     FileCheck,
@@ -42,6 +43,7 @@ from chainlens.hooks.options import (
     add_check_arguments,
     check_output_file,
     resolver_of,
+    use_colour,
     version,
 )
 
@@ -98,7 +100,7 @@ def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 0 if args.exit_zero else 1
     if mode is Mode.DIFF:
         return max(_report_diff(analysed, summary, out), int(foreign))
-    report = render(args, findings, summary, fixing=mode is Mode.FIX)
+    report = render(args, findings, summary, fixing=mode is Mode.FIX, stream=out)
     if args.output_file:
         write_output(args.output_file, report)
     else:
@@ -133,7 +135,13 @@ def _check_stdin(
         out.write(diff)
         return 1 if diff else 0
     findings = list(checked.findings)
-    report = render(args, findings, check_summary([checked]), fixing=mode is Mode.FIX)
+    report = render(
+        args,
+        findings,
+        check_summary([checked]),
+        fixing=mode is Mode.FIX,
+        stream=sys.stderr if mode is Mode.FIX else out,
+    )
     if mode is Mode.FIX:
         fixed = checked.fixed_bytes
         sys.stdout.buffer.write(fixed if fixed is not None else data)
@@ -170,7 +178,18 @@ def render(
     *,
     fixing: bool,
     section: Section | None = None,
+    stream: TextIO | None = None,
 ) -> str:
+    """The report of ``findings`` as ``args`` ask; coloured for ``stream``
+    when it is where the report goes and it is a terminal (see
+    :func:`~chainlens.hooks.options.use_colour`)."""
+    colour = (
+        stream is not None
+        and not getattr(args, "output_file", None)
+        and use_colour(stream)
+        if args.format in TEXT_FORMATS and not getattr(args, "statistics", False)
+        else False
+    )
     return render_report(
         findings,
         summary,
@@ -183,6 +202,9 @@ def render(
         section=section,
         rules=rule_infos() if args.format == "sarif" else (),
         working_directory_uri=Path(os.getcwd()).resolve().as_uri() + "/",
+        explain=getattr(args, "verbose", False)
+        or "explanation" in getattr(args, "show", ()),
+        colour=colour,
     )
 
 

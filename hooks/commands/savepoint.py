@@ -15,6 +15,7 @@ from typing import TextIO
 
 from chainlens.analyzer import (
     SAVEPOINT_RULES,
+    TEXT_FORMATS,
     ConfigResolver,
     FileCheck,
     Section,
@@ -149,9 +150,14 @@ def _savepoint_report(
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
     findings = [f for c in files for f in c.findings]
     report = render(
-        args, findings, check_summary(files), fixing=args.fix, section=section
+        args,
+        findings,
+        check_summary(files),
+        fixing=args.fix,
+        section=section,
+        stream=out,
     )
-    if args.format not in ("text", "json"):
+    if args.format not in (*TEXT_FORMATS, "json"):
         print(section.heading, file=sys.stderr)
     write_report(args, out, report)
     return exit_status(args, findings)

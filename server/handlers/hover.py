@@ -1,4 +1,5 @@
-"""Hover on an operator call: its task, place in the chain, IDs and edges."""
+"""Hover on an operator call: its task, place in the chain, IDs and edges;
+under it, what the findings there explain (their messages are one short line)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from typing import TYPE_CHECKING, Final
 from lsprotocol import types
 
 from chainlens.analyzer import (
+    Diagnostic,
     EdgeFact,
     JobFact,
     OperatorFact,
     SourcePosition,
     VariantChange,
+    diagnostics_at,
     shown_command_line,
+    shown_max_parallelism,
 )
 
 if TYPE_CHECKING:
@@ -60,14 +64,12 @@ def render_fact(fact: OperatorFact) -> list[str]:
             f"- {code(fact.call_name)} is fused by PyFlink into the Python operator "
             f"{code(fact.fused_into)}"
         )
+    max_parallelism = shown_max_parallelism(
+        fact.max_parallelism, derived=" (Flink derives it)"
+    )
     lines.append(
-        f"- parallelism {fact.parallelism}"
-        + (
-            f", max parallelism {fact.max_parallelism}"
-            if fact.max_parallelism != -1
-            else ""
-        )
-        + f", slot sharing group {code(fact.slot_sharing_group)}"
+        f"- parallelism {fact.parallelism}, max parallelism {max_parallelism}, "
+        f"slot sharing group {code(fact.slot_sharing_group)}"
     )
     uid = (
         f"uid {code(fact.uid)}"
@@ -110,6 +112,19 @@ def render_hover(facts: tuple[OperatorFact, ...]) -> str:
     if len(facts) > MAX_SHOWN:
         parts.append(f"… and {len(facts) - MAX_SHOWN} more runs of this call")
     return "\n\n---\n\n".join(parts)
+
+
+def render_findings(diagnostics: tuple[Diagnostic, ...]) -> list[str]:
+    """Return the Markdown lines of findings: each one's code and message, and
+    its explanation under it."""
+    lines: list[str] = []
+    for d in diagnostics[:MAX_SHOWN]:
+        if lines:
+            lines.append("")
+        lines.append(f"**{d.code.code}** {d.message}")
+        if d.explanation:
+            lines.extend(("", d.explanation))
+    return lines
 
 
 def render_job(job: JobFact) -> list[str]:
@@ -159,16 +174,16 @@ async def hover(
     position = analysis.lines.from_lsp_position(params.position)
     facts = analysis.facts.at(position)
     job = None if facts else _job_at(analysis.facts.jobs, position)
+    found = diagnostics_at(analysis.diagnostics, position)
+    findings = "\n".join(render_findings(found))
     if facts:
         text, where = render_hover(facts), facts[0].range
     elif job is not None and job.range is not None:
         text, where = "\n".join(render_job(job)), job.range
+    elif found:
+        return _hover(ls, findings, analysis.lines.to_lsp_range(found[0].range))
     else:
         return None
-    markdown = ls.client_supports("text_document.hover.content_format") and (
-        types.MarkupKind.Markdown
-        in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
-    )
     variants = await ls.session.variants(analysis)
     if variants is not None:
         changes = (
@@ -186,10 +201,21 @@ async def hover(
     text += f"\n\n---\n\n*as built by {said}*"
     if analysis.deployment:
         text += "\n\n" + "\n".join(f"- {line}" for line in analysis.deployment)
+    if findings:
+        text += "\n\n---\n\n" + findings
+    return _hover(ls, text, analysis.lines.to_lsp_range(where))
+
+
+def _hover(ls: ChainlensServer, text: str, where: types.Range) -> types.Hover:
+    """The hover of ``text`` (Markdown where the client reads it) over ``where``."""
+    markdown = ls.client_supports("text_document.hover.content_format") and (
+        types.MarkupKind.Markdown
+        in (ls.client_capabilities.text_document.hover.content_format or [])  # type: ignore[union-attr]
+    )
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
             value=text,
         ),
-        range=analysis.lines.to_lsp_range(where),
+        range=where,
     )

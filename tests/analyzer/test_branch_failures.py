@@ -23,8 +23,8 @@ def _analyse(text: str = TEXT, **changes: object) -> AnalysisResult:
 
 
 def _cl000(result: AnalysisResult) -> list[tuple[int, Severity, str]]:
-    return [
-        (d.range.start.line, d.severity, d.message)
+    return [  # the whole text: the short message's explanation when it is cut
+        (d.range.start.line, d.severity, d.explanation or d.message)
         for d in result.diagnostics
         if d.code.code == "CL000"
     ]

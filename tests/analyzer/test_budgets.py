@@ -213,7 +213,7 @@ def test_uid_fixes_of_thousands_of_operators_are_checked_within_a_budget() -> No
     over = [d for d in missing if d.fix is None]
     assert fixed, "the first calls within the budget keep their fix"
     assert over
-    assert all(f"more than {HASH_BUDGET:,} operators" in d.message for d in over)
+    assert all(f"more than {HASH_BUDGET:,} operators" in d.explanation for d in over)
 
 
 # ------------------------------------------------------------------ in a process

@@ -60,8 +60,9 @@ def test_text_findings_are_ruff_style_with_severity(
     code, out, _ = _run(capsys, "check")
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].startswith(
-        "jobs/totals.py:8:6: CL101 [*] warning: Keyed reduce() 'Reduce' keeps state"
+    assert lines[0] == (
+        "jobs/totals.py:8:6: CL101 [*] warning: Keyed reduce() 'Reduce' keeps state "
+        "but has no uid()"
     )
     assert lines[-3].startswith(
         "Found 2 findings (1 warning, 1 info) in 1 file of 1 PyFlink"
@@ -136,12 +137,13 @@ def test_default_parallelism_flag_changes_findings(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _write(project / "totals.py", MISSING_UID)
-    _, symbolic, _ = _run(capsys, "check", "--select", "CL106")
+    _, symbolic, _ = _run(capsys, "check", "--select", "CL106", "--show", "explanation")
     _, concrete, _ = _run(
-        capsys, "check", "--select", "CL106", "--default-parallelism", "1"
+        capsys, "check", "--select", "CL106", "--default-parallelism", "1", "-v"
     )
-    assert "<default parallelism>" in symbolic
-    assert "<default parallelism>" not in concrete
+    # the explanation is wrapped under its finding
+    assert "<default parallelism>" in " ".join(symbolic.split())
+    assert "<default parallelism>" not in " ".join(concrete.split())
 
 
 def test_missing_path_and_usage_errors(

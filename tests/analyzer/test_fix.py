@@ -179,8 +179,10 @@ def test_fixed_program_has_no_fixable_finding_left_and_fixing_again_is_a_no_op()
     left = findings(new)
     # The helper called twice is still reported, without a fix.
     assert [(d.range.start.line, d.fix) for d in left] == [(46, None)]
+    assert left[0].message == "This call creates 2 stateful operators without uid()"
     assert (
-        "No automatic fix: the call runs more than once in one job" in left[0].message
+        "No automatic fix: the call runs more than once in one job"
+        in left[0].explanation
     )
     assert apply_fixes(new, left) == (new, 0)
 
@@ -391,17 +393,18 @@ def test_no_fix_where_the_call_does_not_return_the_operator() -> None:
         if "Timestamps/Watermarks" in d.message
     ]
     assert finding.fix is None
-    assert "does not return this operator's stream" in finding.message
+    assert finding.message == "Operator 'Timestamps/Watermarks' has no uid()"
+    assert "does not return this operator's stream" in finding.explanation
 
 
 def test_sink_v2_gets_one_uid_for_writer_and_committer() -> None:
     text = (PIPELINES / "sink_v2_file_sink.py").read_text(encoding="utf-8")
-    sink = [d for d in findings(text) if "Sink V2 writer" in d.message]
+    sink = [d for d in findings(text) if "Sink V2 writer" in d.explanation]
     (finding,) = sink
-    assert "Sink V2 committer" in finding.message
+    assert "Sink V2 committer" in finding.explanation
     # PyFlink refuses set_uid_hash on sink_to: the uid can only move the IDs
     assert finding.fix_to_apply() is None
-    assert "does not allow set_uid_hash() on a sink_to() sink" in finding.message
+    assert "does not allow set_uid_hash() on a sink_to() sink" in finding.explanation
     new, _ = apply_fixes(text, sink, unsafe=True)
     result = analyze_source("p.py", new, CL101)
     assert result.jobs[0].stream_graph is not None

@@ -44,7 +44,11 @@ def test_a_lone_surrogate_in_an_editor_buffer_is_checked() -> None:
     assert finding.diagnostic.code.code == "CL000"
     assert finding.diagnostic.message == (
         "Cannot decode the file: the text holds U+D83D, half of a surrogate pair, "
-        "which no UTF-8 file can hold; it was not analysed"
+        "which no UTF-8 file can hold"
+    )
+    assert finding.diagnostic.explanation == (
+        "Cannot decode the file: the text holds U+D83D, half of a surrogate pair, "
+        "which no UTF-8 file can hold; it was not analysed."
     )
     assert finding.diagnostic.range.start.line == 4
     assert finding.diagnostic.range.start.column == 14

@@ -97,7 +97,8 @@ def test_findings_about_module_code_are_reported_where_the_file_reaches_it(
     )
     assert finding.diagnostic.range.start.line == line + 1
     assert finding.diagnostic.range.path is None
-    assert "helpers.py:6:10]" in finding.diagnostic.message
+    assert finding.diagnostic.message.endswith(" [in helpers.py:6]")
+    assert "helpers.py:6:10." in finding.diagnostic.explanation
     (related,) = finding.diagnostic.related
     assert related.range.path == str(steps)
     assert not finding.fixable  # the fix would have to edit helpers.py

@@ -253,7 +253,8 @@ def test_cl101_message_names_the_operator_id() -> None:
     assert job.job_graph is not None
     assert job.stream_graph is not None
     (reduce,) = [n for n in job.stream_graph.nodes if n.api == "sum"]
-    assert job.job_graph.operator_ids[reduce.id] in finding.message
+    assert finding.message == "Keyed sum() 'Reduce' keeps state but has no uid()"
+    assert job.job_graph.operator_ids[reduce.id] in finding.explanation
     assert finding.severity is Severity.WARNING
     assert finding.job_index == 0
 
@@ -268,7 +269,7 @@ def test_cl101_says_when_the_operator_id_is_uncertain() -> None:
     config = Config(default_parallelism=4, select=("CL101",))
     result = analyze_source("p.py", program, config)
     (finding,) = run_rules(result, config, program)
-    assert "uncertain" in finding.message
+    assert "uncertain" in finding.explanation
 
 
 def test_cl102_leaves_stateful_operators_to_cl101() -> None:
@@ -289,7 +290,11 @@ def test_chain_break_points_at_the_upstream_operator() -> None:
     result = analyze_source("p.py", PROGRAM, config)
     sink_break = [d for d in result.diagnostics if d.range.start.line == 8]
     (finding,) = sink_break
-    assert "different parallelism (2 and 1)" in finding.message
+    assert finding.message == (
+        "'Sink: Print to Std. Out' is not chained to 'Reduce': other parallelism, "
+        "REBALANCE edge"
+    )
+    assert "different parallelism (2 and 1)" in finding.explanation
     (related,) = finding.related
     assert related.range.start.line == 7
 
@@ -305,7 +310,11 @@ def test_duplicate_uid_points_at_the_first_use() -> None:
     assert finding.severity is Severity.ERROR
     assert finding.range.start.line == 7
     assert finding.related[0].range.start.line == 6
-    assert "Hash collision on user-specified ID" in finding.message
+    assert finding.message == (
+        "The uid 'words' of 'Reduce' is already set on 'Source: Collection Source' "
+        "(line 6)"
+    )
+    assert "Hash collision on user-specified ID" in finding.explanation
     # Flink's rejection itself is not reported a second time
     assert not [d for d in result.diagnostics if d.code.code == "CL105"]
 

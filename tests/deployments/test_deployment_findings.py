@@ -57,7 +57,10 @@ def test_json_has_the_finding_at_the_descriptor_line(
     assert finding["severity"] == "error"
     assert finding["path"] == "k8s/orders.yaml"
     assert finding["range"]["start_line"] == 9
-    assert "the program /opt/app/order.py does not exist" in finding["message"]
+    assert finding["message"] == (
+        "the program /opt/app/order.py does not exist in the repository"
+    )
+    assert finding["explanation"].startswith("deployment orders (FlinkDeployment")
 
 
 def test_sarif_and_text(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +75,12 @@ def test_sarif_and_text(project: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "CL301" in rules
     assert main(["check", "--deployment", "orders"]) == 1
     out = capsys.readouterr().out
-    assert "k8s/orders.yaml:9:1: CL301 error: deployment orders" in out
+    assert (
+        "k8s/orders.yaml:9:1: CL301 error: the program /opt/app/order.py does not "
+        "exist in the repository\n" in out
+    )
+    assert main(["check", "--deployment", "orders", "--show", "explanation"]) == 1
+    assert "\n    deployment orders (FlinkDeployment" in capsys.readouterr().out
 
 
 def test_the_rule_can_be_ignored(

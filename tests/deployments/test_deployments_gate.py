@@ -110,7 +110,7 @@ def test_descriptor_change_is_gated(
     } == codes
     assert entry["result"]["base"]["compared"] == (0 if case == "unchanged" else 1)
     if case == "chaining-off-allow":
-        lost = [f["message"] for f in findings if f["code"] == "CL201"]
+        lost = [f["explanation"] for f in findings if f["code"] == "CL201"]
         assert any("drops this state (keyed" in m for m in lost), lost
 
 

@@ -124,7 +124,7 @@ def assert_rows_are_the_gates(
             severities["warning"],
         ), (repo, commit)
         said = Counter(
-            (f["path"], f["code"], f["severity"], f["message"])
+            (f["path"], f["code"], f["severity"], f["explanation"] or f["message"])
             for f in findings
             if f["code"] in STATE_RULES
         )

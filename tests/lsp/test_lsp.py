@@ -341,6 +341,31 @@ async def test_hover_shows_task_chain_ids_and_edges(lsp: Session) -> None:
     assert await lsp.hover(uri, types.Position(line=0, character=1)) is None
 
 
+async def test_hover_explains_the_findings_at_the_cursor(lsp: Session) -> None:
+    """A diagnostic's message is one short line; the hover there says the rest."""
+    uri = lsp.open("pipeline.py", PIPELINE)
+    got = await lsp.diagnostics(uri)
+    cl101 = next(d for d in got if d.code == "CL101")
+    path = str(lsp.workspace / "pipeline.py")
+    (finding,) = [
+        d
+        for d in analyze_source(path, PIPELINE, held=OUTSIDE_GIT).diagnostics
+        if d.code.code == "CL101"
+    ]
+    assert cl101.message == finding.message
+    assert len(cl101.message) <= 120
+    assert finding.explanation not in cl101.message
+    at = position_of(PIPELINE, "reduce(", lsp.encoding)
+    hover = await lsp.hover(uri, at)
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    text = hover.contents.value
+    assert f"**CL101** {finding.message}\n\n{finding.explanation}" in text
+    # the operator's facts come first
+    assert text.index("**Task") < text.index("**CL101**")
+    assert "max parallelism not set (Flink derives it)" in text
+
+
 async def test_hover_names_the_command_lines_that_change_an_operator_or_a_job(
     lsp: Session,
 ) -> None:
@@ -1050,7 +1075,7 @@ async def test_a_change_to_an_open_module_reanalyses_the_programs_that_use_it(
 
     (found,) = await asyncio.wait_for(cl101(), 30)
     assert found.range.start.line == 7  # helpers.totals(stream), in job.py
-    assert "helpers.py:6:10]" in found.message
+    assert found.message.endswith(" [in helpers.py:6]")
     assert found.related_information is not None
     assert found.related_information[0].location.uri == helper
 
@@ -1147,7 +1172,7 @@ async def test_a_module_changed_on_disk_reanalyses_the_programs_that_use_it(
             await asyncio.sleep(0.05)
 
     (found, *_) = await asyncio.wait_for(cl101(), 30)
-    assert "helpers.py:6:10]" in found.message
+    assert found.message.endswith(" [in helpers.py:6]")
 
 
 STATEFUL = """\

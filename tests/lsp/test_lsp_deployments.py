@@ -17,6 +17,7 @@ base): a program and its FlinkDeployment ``counts`` (parallelism 2,
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import sys
 from collections.abc import AsyncIterator
@@ -187,9 +188,10 @@ async def test_a_restore_breaking_descriptor_change_is_on_its_line(
     for diagnostic in found:
         assert diagnostic.severity == types.DiagnosticSeverity.Error
         assert diagnostic.message.startswith(
-            "parallelism 2 -> 300 breaks the restore of deployment counts"
+            "parallelism 2 -> 300 breaks the restore: The state of '"
         ), diagnostic.message
-        assert "counts.py:" in diagnostic.message
+        assert re.search(r" \[counts\.py:\d+\]$", diagnostic.message)
+        assert len(diagnostic.message) <= 120
     assert any("KEYED PROCESS" in d.message for d in found), found
     # the same text as the base: nothing to say
     unchanged = lsp.open("other.yaml", "kind: ConfigMap\n", "yaml")

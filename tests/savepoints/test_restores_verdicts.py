@@ -71,7 +71,8 @@ def _gate(record: dict[str, Any]) -> list[tuple[str, Severity, str]]:
     found = run_rules(
         result, config, text, baseline=Baseline(base, base_text, "the base")
     )
-    return [(d.code.code, d.severity, d.message) for d in found]
+    # what the finding says: its message, then its explanation
+    return [(d.code.code, d.severity, f"{d.message}. {d.explanation}") for d in found]
 
 
 def _outcomes(record: dict[str, Any]) -> dict[str, set[str]]:

@@ -141,7 +141,7 @@ def test_a_renamed_uid_is_an_error_with_a_pin_that_clears_it(
     (finding,) = doc["findings"]
     assert finding["code"] == "CL201"
     assert "its uid was renamed from 'totals' to 'totals-v2'" in finding["message"]
-    assert "job 'totals'" in finding["message"]
+    assert "job 'totals'" in finding["explanation"]
     assert finding["fix"]["safe"] is True
     code, _, _ = _run(capsys, "--fix")
     assert code == 0
@@ -205,8 +205,12 @@ def test_max_parallelism_set_to_another_value_is_an_error(
     assert code == 1
     (finding,) = doc["findings"]
     assert finding["code"] == "CL203"
-    assert "now sets max parallelism 256" in finding["message"]
-    assert "saved it with max parallelism 128" in finding["message"]
+    assert finding["message"] == (
+        "The state of 'Reduce, Filter' cannot be restored into 'Reduce': its max "
+        "parallelism"
+    )
+    assert "now sets max parallelism 256" in finding["explanation"]
+    assert "saved it with max parallelism 128" in finding["explanation"]
 
 
 def test_renamed_new_and_gone_files(
@@ -328,7 +332,8 @@ def test_a_change_in_a_helper_module_is_compared_in_the_programs_that_follow_it(
     assert finding["code"] == "CL201"
     assert finding["path"] == "jobs/main.py"
     assert "renamed from 'totals' to 'totals-v2'" in finding["message"]
-    assert "jobs/steps.py:6:" in finding["message"]
+    assert finding["message"].endswith(" [in steps.py:6]")
+    assert "jobs/steps.py:6:" in finding["explanation"]
 
 
 STATEFUL = """\
@@ -404,6 +409,6 @@ def test_a_renamed_or_retyped_state_descriptor_is_an_error(
     (finding,) = doc["findings"]
     assert finding["code"] == "CL204"
     assert wanted in finding["message"]
-    assert "job 'count'" in finding["message"]
+    assert "job 'count'" in finding["explanation"]
     line = STATEFUL.replace(*change).splitlines()[finding["range"]["start_line"] - 1]
     assert change[1] in line

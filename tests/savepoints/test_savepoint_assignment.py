@@ -139,14 +139,19 @@ def test_a_source_added_before_an_unnamed_one_takes_its_state(
     assert code == 1
     assert _codes(doc) == ["CL201", "CL205"]
     (misplaced,) = [f for f in doc["findings"] if f["code"] == "CL205"]
-    message = misplaced["message"]
+    assert misplaced["message"] == (
+        "The state of 'Source: odds' lands in 'Source: extra' when the job is restored"
+    )
+    message = misplaced["explanation"]
     assert "The state of 'Source: odds'" in message
     assert "lands in 'Source: extra'" in message
     assert "'Source: odds' at line 10 starts empty" in message
     saved = _generated_id(SOURCES, "Source: odds")
     assert saved in message
     (lost,) = [f for f in doc["findings"] if f["code"] == "CL201"]
-    assert "'Source: extra' (line 6) was added elsewhere in the job" in lost["message"]
+    assert (
+        "'Source: extra' (line 6) was added elsewhere in the job" in lost["explanation"]
+    )
     # the fix the gate proposes: pin the old source, name the new one; the
     # gate then passes it
     assert misplaced["fix"]["safe"] is True
@@ -222,7 +227,7 @@ def test_a_pinned_base_saved_its_state_under_the_generated_id(
     assert _codes(doc) == codes
     assert code == (1 if codes else 0)
     if said:
-        assert said in doc["findings"][0]["message"]
+        assert said in doc["findings"][0]["explanation"]
 
 
 def test_two_operators_asking_for_one_state_is_an_error(
@@ -246,7 +251,8 @@ def test_two_operators_asking_for_one_state_is_an_error(
     assert code == 1
     assert "CL201" in _codes(doc)
     assert any(
-        "the one Flink visits first gets it" in f["message"] for f in doc["findings"]
+        "the one Flink visits first gets it" in f["explanation"]
+        for f in doc["findings"]
     )
 
 
@@ -265,7 +271,7 @@ def test_an_id_moved_by_a_uid_added_upstream_names_that_change(
     assert reduce
     assert (
         "the operator ID of 'Source: odds' before it changed (its uid 'odds' was "
-        "added)" in reduce[0]["message"]
+        "added)" in reduce[0]["explanation"]
     )
 
 
@@ -280,7 +286,10 @@ def test_a_reduce_is_a_warning_of_the_gate_that_does_not_fail_it(
     assert code == 0
     (warning,) = doc["findings"]
     assert (warning["code"], warning["severity"]) == ("CL108", "warning")
-    assert "never reads the saved value back" in warning["message"]
+    assert warning["message"] == (
+        "PyFlink's reduce() never restores the running value of 'Reduce'"
+    )
+    assert "never reads the saved value back" in warning["explanation"]
     assert (
         main(["savepoint", "--default-parallelism", "2", "--fail-on", "warning"]) == 1
     )
@@ -333,7 +342,7 @@ def test_a_real_savepoints_states_are_compared_with_the_declared_ones(
     code = main([*args, "--default-parallelism", "2", "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
-    found = sorted(f["message"] for f in doc["findings"] if f["code"] == "CL204")
+    found = sorted(f["explanation"] for f in doc["findings"] if f["code"] == "CL204")
     assert len(found) == 3, found
     assert found[0].startswith("Savepoint ")
     assert "holds the state 'names'" in found[0]

@@ -177,7 +177,7 @@ def test_the_verdict_is_what_flink_does(
             return
         assert "Cannot map checkpoint/savepoint state for operator" in outcome["error"]
         named = outcome["error"].split("for operator ")[1].split()[0]
-        assert any(named in f["message"] for f in lost), (named, lost)
+        assert any(named in f["explanation"] for f in lost), (named, lost)
         assert verdict["exit"] == 1
         # the pins chainlens proposes make Flink restore
         assert _verdict(repo, capsys, "--fix")["exit"] == 0

@@ -288,7 +288,8 @@ def test_ids_chainlens_cannot_know_are_said_and_fail_the_gate(
     assert doc["savepoint"]["verdict"] == "unknown"
     assert code == 1
     (finding,) = doc["findings"]
-    assert finding["message"].startswith(
+    assert finding["message"].startswith("chainlens cannot tell whether operator state")
+    assert finding["explanation"].startswith(
         "chainlens cannot tell whether the operator state"
     )
     assert finding["range"]["start_line"] == 7  # the reduce whose uid is not known

@@ -257,12 +257,12 @@ def test_the_verdict_is_what_flink_does(
     elif "Max parallelism mismatch" in outcome.get("error", ""):
         named = outcome["error"].split("Cannot map operator ")[1].split()[0]
         conflicts = [f for f in ours["findings"] if f["code"] == "CL203"]
-        assert any(named in f["message"] for f in conflicts), (named, conflicts)
+        assert any(named in f["explanation"] for f in conflicts), (named, conflicts)
         assert ours["exit"] == 1
     else:
         assert "Cannot map checkpoint/savepoint state for operator" in outcome["error"]
         named = outcome["error"].split("for operator ")[1].split()[0]
-        assert any(named in f["message"] for f in lost), (named, lost)
+        assert any(named in f["explanation"] for f in lost), (named, lost)
         assert ours["exit"] == 1
         # the pin chainlens proposes makes Flink restore
         assert _verdict(tmp_path, savepoint, capsys, "--fix")["exit"] == 0
@@ -280,4 +280,4 @@ def test_the_verdict_is_what_flink_does(
             o for o in ours["savepoint"]["operators"] if o["outcome"] == "dropped"
         ]
         assert [o["uid"] for o in dropped] == ["totals"], dropped
-        assert all("drops this state" in f["message"] for f in lost)
+        assert all("drops this state" in f["explanation"] for f in lost)

@@ -169,10 +169,10 @@ def test_a_renamed_descriptor_restores_but_starts_empty(
     assert code == 1
     (finding,) = doc["findings"]
     assert finding["code"] == "CL204"
-    assert "The state 'count' of " in finding["message"]
-    assert "renamed to 'total'" in finding["message"]
-    assert "'total' starts empty" in finding["message"]
-    _holds_state(savepoint, finding["message"])
+    assert "The state 'count' of " in finding["explanation"]
+    assert "renamed to 'total'" in finding["explanation"]
+    assert "'total' starts empty" in finding["explanation"]
+    _holds_state(savepoint, finding["explanation"])
 
 
 def test_a_retyped_descriptor_restores_and_fails_at_its_first_read(
@@ -193,7 +193,7 @@ def test_a_retyped_descriptor_restores_and_fails_at_its_first_read(
     assert code == 1
     (finding,) = doc["findings"]
     assert finding["code"] == "CL204"
-    message = finding["message"]
+    message = finding["explanation"]
     assert "The declared type of the state 'count' of " in message
     assert "now Types.STRING(), but " in message
     assert "saved it as Types.LONG()" in message
