@@ -80,6 +80,7 @@ from chainlens.analyzer.model.diagnostic import (
     Severity,
 )
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
+from chainlens.analyzer.model.limits import PARALLEL_THRESHOLD as PARALLEL_THRESHOLD
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
@@ -92,8 +93,6 @@ from chainlens.analyzer.rules.restore.ids import (
 )
 from chainlens.analyzer.suppression import filter_suppressed
 
-#: Below this many files, checking runs in this process (a pool costs more).
-PARALLEL_THRESHOLD: Final = 20
 #: ``fix`` re-analyses and fixes again at most this many times per file.
 MAX_FIX_PASSES: Final = 10
 

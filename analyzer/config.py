@@ -50,10 +50,8 @@ from chainlens.analyzer.model.flink_versions import (
     VersionError,
     parse_version,
 )
+from chainlens.analyzer.model.limits import MAX_PARALLELISM as MAX_PARALLELISM
 from chainlens.analyzer.pins import PinError, find_pin, version_of
-
-#: Flink's largest max parallelism (KeyGroupRangeAssignment's upper bound).
-MAX_PARALLELISM: Final = 1 << 15
 
 #: Files larger than this are not analysed (reported instead).
 MAX_FILE_BYTES = 5_000_000

@@ -15,24 +15,12 @@ usage, configuration or internal error; 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from chainlens.analyzer import (
-    ConfigError,
-    DeploymentError,
-    DeploymentNotFoundError,
-    HistoryError,
-    MetadataError,
-    RestError,
-    StoreError,
-    WriteError,
-    one_line,
-)
 from chainlens.hooks.commands import (
     check,
     cluster,
@@ -52,10 +40,10 @@ from chainlens.hooks.options import (
     CommandParser,
     RefusedError,
     UsageError,
+    VersionAction,
     command_parser,
     join_dash_led_values,
     resolver_of,
-    version,
 )
 
 
@@ -66,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="See the Flink JobGraph a PyFlink program will build, "
         "without running it.",
     )
-    parser.add_argument("--version", action="version", version=f"chainlens {version()}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in (check, rule, graph, savepoint, cluster, explain_id, lsp, fleet):
         command.add_parser(sub)
@@ -127,9 +115,39 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (
+    except RefusedError as exc:
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except UsageError as exc:
+        _fail(command_parser(parser, args), str(exc))
+        return 2
+    except Exception as exc:
+        _report_failure(exc)
+        return 2
+    _fail(command_parser(parser, args), "give a command")
+    return 2
+
+
+def _report_failure(exc: Exception) -> None:
+    """One line on standard error for a command that failed: the engine's
+    errors as they are, anything else as an internal error.  The modules of
+    the errors are loaded only once a command has failed."""
+    import concurrent.futures
+
+    from chainlens.analyzer import (
         ConfigError,
-        RefusedError,
+        DeploymentError,
+        DeploymentNotFoundError,
+        HistoryError,
+        MetadataError,
+        RestError,
+        StoreError,
+        WriteError,
+        one_line,
+    )
+
+    reported = (
+        ConfigError,
         MetadataError,
         HistoryError,
         DeploymentError,
@@ -137,24 +155,17 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         WriteError,
         StoreError,
         RestError,
-    ) as exc:
-        print(f"chainlens: error: {exc}", file=sys.stderr)
-        return 2
-    except UsageError as exc:
-        _fail(command_parser(parser, args), str(exc))
-        return 2
-    except concurrent.futures.BrokenExecutor:  # a worker process died
+    )
+    if isinstance(exc, concurrent.futures.BrokenExecutor):  # a worker process died
         print(
             "chainlens: error: a worker process died; "
             "run with --jobs 1 to find the file",
             file=sys.stderr,
         )
-        return 2
-    except Exception as exc:
+    elif isinstance(exc, reported):
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+    else:
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    _fail(command_parser(parser, args), "give a command")
-    return 2
 
 
 def _fail(parser: argparse.ArgumentParser, message: str) -> None:

@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
+from chainlens.analyzer.model.severity import Severity as Severity
 from chainlens.analyzer.model.source import SourceRange
-
-
-class Severity(enum.Enum):
-    """How a finding is reported (LSP's levels, in the same order)."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-    HINT = "hint"
 
 
 @dataclass(frozen=True, slots=True)
