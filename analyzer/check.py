@@ -26,8 +26,6 @@ finding.
 
 from __future__ import annotations
 
-import concurrent.futures
-import difflib
 import enum
 import hashlib
 import os
@@ -605,6 +603,8 @@ def _read_again(path: str, config: Config) -> bytes | None:
 def diff_of(data: bytes, fixed: bytes, display: str) -> str:
     """The fixes to a file's ``data`` (``fixed``: the fixed file's bytes) as a
     unified diff of their texts."""
+    import difflib
+
     diff = "".join(
         difflib.unified_diff(
             _LINE.findall(decode_source(data).text),
@@ -717,6 +717,8 @@ def check_paths(
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
         checked = [_check_task(task) for task in tasks]
     else:
+        import concurrent.futures
+
         workers = min(jobs, len(tasks))
         chunksize = max(1, min(64, len(tasks) // (workers * 8)))
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:

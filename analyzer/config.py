@@ -26,7 +26,6 @@ A bad file (invalid TOML, an unknown key, a wrong type, a bad severity) raises
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
@@ -34,7 +33,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from chainlens.analyzer.files import (
     MAX_SETTINGS_BYTES,
@@ -42,7 +41,6 @@ from chainlens.analyzer.files import (
     read_text_bounded,
     reason,
 )
-from chainlens.analyzer.model.deployment import Deployment
 from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.model.flink_versions import (
     DEFAULT_VERSION,
@@ -52,6 +50,9 @@ from chainlens.analyzer.model.flink_versions import (
 )
 from chainlens.analyzer.model.limits import MAX_PARALLELISM as MAX_PARALLELISM
 from chainlens.analyzer.pins import PinError, find_pin, version_of
+
+if TYPE_CHECKING:
+    from chainlens.analyzer.model.deployment import Deployment
 
 #: Files larger than this are not analysed (reported instead).
 MAX_FILE_BYTES = 5_000_000
@@ -385,6 +386,8 @@ class _Reader:
         for key in table:
             if key in known:
                 continue
+            import difflib
+
             hint = ""
             close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
             if close:
@@ -525,6 +528,8 @@ class _Reader:
         if not _FLINK_KEY.match(key):
             self.fail(full, "is not a Flink configuration key")
         if key not in _FLINK_READ_KEYS:
+            import difflib
+
             near = difflib.get_close_matches(key, _FLINK_READ_KEYS, n=1, cutoff=0.85)
             if near:
                 self.fail(

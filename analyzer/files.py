@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,6 +246,8 @@ class AtomicFile:
             raise WriteError(self.path, f"cannot write: {reason(exc)}") from None
 
     def _create_temporary(self, target: str) -> BinaryIO:
+        import secrets
+
         folder, name = os.path.split(target)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         for _ in range(100):
