@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Final, NoReturn
 from chainlens.analyzer.files import (
     MAX_SETTINGS_BYTES,
     is_present,
+    parse_toml,
     read_text_bounded,
     reason,
 )
@@ -289,7 +290,7 @@ def load_config_file(path: str | Path) -> ConfigLayer | None:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(read_text_bounded(path, MAX_SETTINGS_BYTES))
+        data = parse_toml(read_text_bounded(path, MAX_SETTINGS_BYTES))
     except OSError as exc:
         raise ConfigError(f"cannot read: {reason(exc)}", path) from None
     except UnicodeDecodeError:
@@ -650,7 +651,7 @@ def _ruff_length(path: str, mtime_ns: int, size: int) -> tuple[int | None] | Non
     del mtime_ns, size  # part of the cache key only
     try:
         with open(path, "rb") as handle:
-            table = tomllib.load(handle)
+            table = parse_toml(handle.read().decode())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return None
     if path.endswith("pyproject.toml"):

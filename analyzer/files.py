@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 #: The files that mark a project root (the importer search and the walks stop
 #: at them).
@@ -171,6 +172,17 @@ def read_bounded(path: str | Path, limit: int) -> bytes:
 def read_text_bounded(path: str | Path, limit: int) -> str:
     """:func:`read_bounded`, decoded as UTF-8 (``UnicodeDecodeError`` if not)."""
     return read_bounded(path, limit).decode("utf-8")
+
+
+@functools.lru_cache(maxsize=16)
+def parse_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, parsed once for every reader of the same text
+    (a project's ``pyproject.toml`` is read for the settings, the pin of
+    apache-flink and ruff's line length).  The table is shared: read it,
+    never change it."""
+    import tomllib
+
+    return tomllib.loads(text)
 
 
 def is_present(path: str | Path) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from chainlens.analyzer.files import (
     MAX_PIN_FILE_BYTES,
     is_present,
     is_regular,
+    parse_toml,
     read_text_bounded,
 )
 from chainlens.analyzer.model.flink_versions import (
@@ -231,7 +231,7 @@ def _first(requirements: Iterator[object]) -> str | None:
 
 
 def _pyproject(text: str) -> str | None:
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     project = data.get("project", {})
     found = _first(iter(project.get("dependencies", [])))
     if found is not None:
@@ -296,7 +296,7 @@ def _setup_cfg(text: str) -> str | None:
 
 
 def _pipfile(text: str) -> str | None:
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     for section in ("packages", "dev-packages"):
         for name, value in data.get(section, {}).items():
             if canonical_name(name) == _NAME:
@@ -318,7 +318,7 @@ def _pipfile_lock(text: str) -> str | None:
 
 def _lock(text: str) -> str | None:
     """poetry.lock and uv.lock: ``[[package]]`` tables with name and version."""
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     for package in data.get("package", []):
         if (
             isinstance(package, dict)

@@ -46,9 +46,23 @@ from chainlens.hooks.options import (
     resolver_of,
 )
 
+#: each command's module: its parser and its run
+PARSERS: Final = {
+    "check": check,
+    "rule": rule,
+    "graph": graph,
+    "savepoint": savepoint,
+    "cluster": cluster,
+    "explain-id": explain_id,
+    "lsp": lsp,
+    "fleet": fleet,
+}
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the ``chainlens`` command."""
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser of the ``chainlens`` command; with
+    ``command`` (the first word of a command line), the parser of that
+    command alone: what it parses is the same, the others are not built."""
     parser = CommandParser(
         prog="chainlens",
         description="See the Flink JobGraph a PyFlink program will build, "
@@ -56,8 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (check, rule, graph, savepoint, cluster, explain_id, lsp, fleet):
-        command.add_parser(sub)
+    if command in PARSERS:
+        PARSERS[command].add_parser(sub)
+    else:
+        for module in PARSERS.values():
+            module.add_parser(sub)
     return parser
 
 
@@ -78,9 +95,10 @@ PER_DEPLOYMENT: Final = ("graph", "check", "savepoint")
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     try:
-        args = parse(parser, argv)
+        args = parse(parser, words)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     return dispatch(args, parser)
