@@ -31,10 +31,10 @@ import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from chainlens.analyzer import rules as registry
 from chainlens.analyzer.api import analyze_graphs, analyze_source, with_findings
@@ -90,6 +90,9 @@ from chainlens.analyzer.rules.restore.ids import (
     restore_ids,
 )
 from chainlens.analyzer.suppression import filter_suppressed
+
+TaskT = TypeVar("TaskT")
+ResultT = TypeVar("ResultT")
 
 #: ``fix`` re-analyses and fixes again at most this many times per file.
 MAX_FIX_PASSES: Final = 10
@@ -714,16 +717,26 @@ def check_paths(
     ]
     faulty = [_fault_check(fault, resolver, base) for fault in faults]
     faulty.extend(_not_python(path, base) for path in foreign)
-    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        checked = [_check_task(task) for task in tasks]
-    else:
-        import concurrent.futures
-
-        workers = min(jobs, len(tasks))
-        chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            checked = list(pool.map(_check_task, tasks, chunksize=chunksize))
+    checked = per_file(_check_task, tasks, jobs)
     return sorted([*checked, *faulty], key=lambda c: os.path.abspath(c.path))
+
+
+def per_file(
+    function: Callable[[TaskT], ResultT], tasks: Sequence[TaskT], jobs: int
+) -> list[ResultT]:
+    """``function`` over the files' ``tasks``, the results in their order: in
+    this process with one job or at most ``PARALLEL_THRESHOLD`` tasks (a pool
+    costs more), else in a pool of ``jobs`` worker processes, each sent the
+    tasks in chunks (``function`` a module's function, the tasks and results
+    picklable).  ``check`` and the savepoint gate run their files so."""
+    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
+        return [function(task) for task in tasks]
+    import concurrent.futures
+
+    workers = min(jobs, len(tasks))
+    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(function, tasks, chunksize=chunksize))
 
 
 def _not_python(path: Path, base: Path) -> FileCheck:

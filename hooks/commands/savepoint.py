@@ -79,6 +79,7 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         VersionError,
         base_section,
         compare_with_base,
+        default_jobs,
         deployment_base_settings,
         parse_flink_range,
     )
@@ -124,6 +125,8 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         if deployment is not None
         else None,
+        jobs=args.jobs or default_jobs(),
+        keep_results=False,
     )
     if args.diff:
         return _savepoint_diff(compared.files, out)
