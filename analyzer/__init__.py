@@ -16,7 +16,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # the engine
     "FileCheck": ("check", "FileCheck"),
     "Mode": ("check", "Mode"),
-    "PARALLEL_THRESHOLD": ("check", "PARALLEL_THRESHOLD"),
+    "PARALLEL_THRESHOLD": ("model.limits", "PARALLEL_THRESHOLD"),
     "check_bytes": ("check", "check_bytes"),
     "check_file": ("check", "check_file"),
     "check_paths": ("check", "check_paths"),
@@ -95,7 +95,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # configuration
     "DEFAULT_EXCLUDE": ("config", "DEFAULT_EXCLUDE"),
     "MAX_FILE_BYTES": ("config", "MAX_FILE_BYTES"),
-    "MAX_PARALLELISM": ("config", "MAX_PARALLELISM"),
+    "MAX_PARALLELISM": ("model.limits", "MAX_PARALLELISM"),
     "Config": ("config", "Config"),
     "ConfigError": ("config", "ConfigError"),
     "ConfigLayer": ("config", "ConfigLayer"),
@@ -113,7 +113,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "shown_max_parallelism": ("model.job_graph", "shown_max_parallelism"),
     "RuleCode": ("model.diagnostic", "RuleCode"),
     "RuleInfo": ("model.diagnostic", "RuleInfo"),
-    "Severity": ("model.diagnostic", "Severity"),
+    "Severity": ("model.severity", "Severity"),
     "TextEdit": ("model.diagnostic", "TextEdit"),
     "SourcePosition": ("model.source", "SourcePosition"),
     "SourceRange": ("model.source", "SourceRange"),

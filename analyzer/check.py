@@ -26,17 +26,15 @@ finding.
 
 from __future__ import annotations
 
-import concurrent.futures
-import difflib
 import enum
 import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from chainlens.analyzer import rules as registry
 from chainlens.analyzer.api import analyze_graphs, analyze_source, with_findings
@@ -83,6 +81,7 @@ from chainlens.analyzer.model.diagnostic import (
     split_message,
 )
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
+from chainlens.analyzer.model.limits import PARALLEL_THRESHOLD as PARALLEL_THRESHOLD
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
@@ -95,8 +94,9 @@ from chainlens.analyzer.rules.restore.ids import (
 )
 from chainlens.analyzer.suppression import filter_suppressed
 
-#: Below this many files, checking runs in this process (a pool costs more).
-PARALLEL_THRESHOLD: Final = 20
+TaskT = TypeVar("TaskT")
+ResultT = TypeVar("ResultT")
+
 #: ``fix`` re-analyses and fixes again at most this many times per file.
 MAX_FIX_PASSES: Final = 10
 
@@ -614,6 +614,8 @@ def _read_again(path: str, config: Config) -> bytes | None:
 def diff_of(data: bytes, fixed: bytes, display: str) -> str:
     """The fixes to a file's ``data`` (``fixed``: the fixed file's bytes) as a
     unified diff of their texts."""
+    import difflib
+
     diff = "".join(
         difflib.unified_diff(
             _LINE.findall(decode_source(data).text),
@@ -725,14 +727,26 @@ def check_paths(
     ]
     faulty = [_fault_check(fault, resolver, base) for fault in faults]
     faulty.extend(_not_python(path, base) for path in foreign)
-    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        checked = [_check_task(task) for task in tasks]
-    else:
-        workers = min(jobs, len(tasks))
-        chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            checked = list(pool.map(_check_task, tasks, chunksize=chunksize))
+    checked = per_file(_check_task, tasks, jobs)
     return sorted([*checked, *faulty], key=lambda c: os.path.abspath(c.path))
+
+
+def per_file(
+    function: Callable[[TaskT], ResultT], tasks: Sequence[TaskT], jobs: int
+) -> list[ResultT]:
+    """``function`` over the files' ``tasks``, the results in their order: in
+    this process with one job or at most ``PARALLEL_THRESHOLD`` tasks (a pool
+    costs more), else in a pool of ``jobs`` worker processes, each sent the
+    tasks in chunks (``function`` a module's function, the tasks and results
+    picklable).  ``check`` and the savepoint gate run their files so."""
+    if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
+        return [function(task) for task in tasks]
+    import concurrent.futures
+
+    workers = min(jobs, len(tasks))
+    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(function, tasks, chunksize=chunksize))
 
 
 def _not_python(path: Path, base: Path) -> FileCheck:

@@ -26,7 +26,6 @@ A bad file (invalid TOML, an unknown key, a wrong type, a bad severity) raises
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
@@ -34,15 +33,15 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from chainlens.analyzer.files import (
     MAX_SETTINGS_BYTES,
     is_present,
+    parse_toml,
     read_text_bounded,
     reason,
 )
-from chainlens.analyzer.model.deployment import Deployment
 from chainlens.analyzer.model.diagnostic import Severity
 from chainlens.analyzer.model.flink_versions import (
     DEFAULT_VERSION,
@@ -50,10 +49,11 @@ from chainlens.analyzer.model.flink_versions import (
     VersionError,
     parse_version,
 )
+from chainlens.analyzer.model.limits import MAX_PARALLELISM as MAX_PARALLELISM
 from chainlens.analyzer.pins import PinError, find_pin, version_of
 
-#: Flink's largest max parallelism (KeyGroupRangeAssignment's upper bound).
-MAX_PARALLELISM: Final = 1 << 15
+if TYPE_CHECKING:
+    from chainlens.analyzer.model.deployment import Deployment
 
 #: Files larger than this are not analysed (reported instead).
 MAX_FILE_BYTES = 5_000_000
@@ -290,7 +290,7 @@ def load_config_file(path: str | Path) -> ConfigLayer | None:
     """
     path = Path(path)
     try:
-        data = tomllib.loads(read_text_bounded(path, MAX_SETTINGS_BYTES))
+        data = parse_toml(read_text_bounded(path, MAX_SETTINGS_BYTES))
     except OSError as exc:
         raise ConfigError(f"cannot read: {reason(exc)}", path) from None
     except UnicodeDecodeError:
@@ -387,6 +387,8 @@ class _Reader:
         for key in table:
             if key in known:
                 continue
+            import difflib
+
             hint = ""
             close = difflib.get_close_matches(key.replace("_", "-"), known, n=1)
             if close:
@@ -527,6 +529,8 @@ class _Reader:
         if not _FLINK_KEY.match(key):
             self.fail(full, "is not a Flink configuration key")
         if key not in _FLINK_READ_KEYS:
+            import difflib
+
             near = difflib.get_close_matches(key, _FLINK_READ_KEYS, n=1, cutoff=0.85)
             if near:
                 self.fail(
@@ -647,7 +651,7 @@ def _ruff_length(path: str, mtime_ns: int, size: int) -> tuple[int | None] | Non
     del mtime_ns, size  # part of the cache key only
     try:
         with open(path, "rb") as handle:
-            table = tomllib.load(handle)
+            table = parse_toml(handle.read().decode())
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return None
     if path.endswith("pyproject.toml"):

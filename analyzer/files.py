@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 #: The files that mark a project root (the importer search and the walks stop
 #: at them).
@@ -174,6 +174,17 @@ def read_text_bounded(path: str | Path, limit: int) -> str:
     return read_bounded(path, limit).decode("utf-8")
 
 
+@functools.lru_cache(maxsize=16)
+def parse_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, parsed once for every reader of the same text
+    (a project's ``pyproject.toml`` is read for the settings, the pin of
+    apache-flink and ruff's line length).  The table is shared: read it,
+    never change it."""
+    import tomllib
+
+    return tomllib.loads(text)
+
+
 def is_present(path: str | Path) -> bool:
     """Tell whether anything is at ``path`` (never raises: a folder that cannot
     be searched holds nothing)."""
@@ -247,6 +258,8 @@ class AtomicFile:
             raise WriteError(self.path, f"cannot write: {reason(exc)}") from None
 
     def _create_temporary(self, target: str) -> BinaryIO:
+        import secrets
+
         folder, name = os.path.split(target)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         for _ in range(100):

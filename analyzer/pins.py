@@ -19,22 +19,18 @@ it.  The files are read as text (TOML, JSON, INI), never run.
 
 from __future__ import annotations
 
-import configparser
 import functools
 import json
 import re
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from chainlens.analyzer.files import (
     MAX_PIN_FILE_BYTES,
     is_present,
     is_regular,
+    parse_toml,
     read_text_bounded,
 )
 from chainlens.analyzer.model.flink_versions import (
@@ -44,6 +40,14 @@ from chainlens.analyzer.model.flink_versions import (
 )
 
 _NAME = "apache-flink"
+#: the separators PEP 503 folds into one ``-`` (packaging's ``canonicalize_name``)
+_SEPARATORS = re.compile(r"[-_.]+")
+#: a requirement's name, as packaging's tokenizer reads it
+_LEADING_NAME = re.compile(r"\b[a-zA-Z0-9][a-zA-Z0-9._-]*\b")
+_CLAUSE = r"(?:~=|===|==|!=|<=|>=|<|>)\s*[a-zA-Z0-9.*+!_-]+"
+#: what follows the name of a requirement that is version clauses only (no
+#: extras, markers or URL)
+_PLAIN_CLAUSES = re.compile(rf"\s*((?:{_CLAUSE}\s*,\s*)*(?:{_CLAUSE})?)\s*")
 _MENTION = re.compile(r"apache[-_.]flink(?![-_.a-z0-9])", re.IGNORECASE)
 
 
@@ -143,7 +147,7 @@ def _pin_cached(stamp: tuple[tuple[str, int], ...]) -> Pin | None:
             continue
         try:
             specifier = _READERS[_kind(path)](text)
-        except (ValueError, TypeError, KeyError, configparser.Error):
+        except (ValueError, TypeError, KeyError):
             continue  # not valid TOML / JSON / INI: not a pin chainlens can read
         if specifier is not None:
             return Pin(path, _line_of(text, _kind(path)), specifier)
@@ -171,13 +175,37 @@ def _line_of(text: str, kind: str) -> int:
     return text.count("\n", 0, match.start()) + 1 if match else 1
 
 
+def canonical_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares it (``Apache_Flink`` is
+    ``apache-flink``), as packaging's ``canonicalize_name`` spells it."""
+    return _SEPARATORS.sub("-", name).lower()
+
+
 def _requirement(text: str) -> str | None:
-    """The specifier of a PEP 508 requirement on apache-flink, else None."""
+    """The specifier of a PEP 508 requirement on apache-flink, else None.
+
+    A requirement is parsed by packaging only when it names apache-flink, and
+    one that is its name and version clauses only by packaging's specifiers
+    alone (its requirements module loads markers and platform tags)."""
+    stripped = text.strip()
+    name = _LEADING_NAME.match(stripped)
+    if name is None or canonical_name(name.group()) != _NAME:
+        return None  # not a requirement, or one on another distribution
+    plain = _PLAIN_CLAUSES.fullmatch(stripped, name.end())
+    if plain is not None:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return str(SpecifierSet(plain.group(1)))
+        except InvalidSpecifier:
+            pass  # packaging's requirement parser says what is wrong
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
-        req = Requirement(text.strip())
+        req = Requirement(stripped)
     except InvalidRequirement:
         return None
-    if canonicalize_name(req.name) != _NAME:
+    if canonical_name(req.name) != _NAME:
         return None
     return str(req.specifier)
 
@@ -203,7 +231,7 @@ def _first(requirements: Iterator[object]) -> str | None:
 
 
 def _pyproject(text: str) -> str | None:
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     project = data.get("project", {})
     found = _first(iter(project.get("dependencies", [])))
     if found is not None:
@@ -218,7 +246,7 @@ def _pyproject(text: str) -> str | None:
         *(g.get("dependencies", {}) for g in poetry.get("group", {}).values()),
     ):
         for name, value in table.items():
-            if canonicalize_name(name) == _NAME:
+            if canonical_name(name) == _NAME:
                 return _poetry_constraint(value)
     return None
 
@@ -249,22 +277,29 @@ def _poetry_constraint(value: object) -> str | None:
 
 
 def _setup_cfg(text: str) -> str | None:
+    """``[options] install_requires`` and ``[options.extras_require]``; INI
+    that does not parse is a ValueError, as TOML and JSON that do not are."""
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(text)
     lines: list[str] = []
-    if parser.has_option("options", "install_requires"):
-        lines.extend(parser.get("options", "install_requires").splitlines())
-    if parser.has_section("options.extras_require"):
-        for _, value in parser.items("options.extras_require"):
-            lines.extend(value.splitlines())
+    try:
+        parser.read_string(text)
+        if parser.has_option("options", "install_requires"):
+            lines.extend(parser.get("options", "install_requires").splitlines())
+        if parser.has_section("options.extras_require"):
+            for _, value in parser.items("options.extras_require"):
+                lines.extend(value.splitlines())
+    except configparser.Error as exc:
+        raise ValueError(str(exc)) from None
     return _first(iter(lines))
 
 
 def _pipfile(text: str) -> str | None:
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     for section in ("packages", "dev-packages"):
         for name, value in data.get(section, {}).items():
-            if canonicalize_name(name) == _NAME:
+            if canonical_name(name) == _NAME:
                 spec = value.get("version") if isinstance(value, dict) else value
                 if not isinstance(spec, str):
                     return None
@@ -283,11 +318,11 @@ def _pipfile_lock(text: str) -> str | None:
 
 def _lock(text: str) -> str | None:
     """poetry.lock and uv.lock: ``[[package]]`` tables with name and version."""
-    data = tomllib.loads(text)
+    data = parse_toml(text)
     for package in data.get("package", []):
         if (
             isinstance(package, dict)
-            and canonicalize_name(str(package.get("name", ""))) == _NAME
+            and canonical_name(str(package.get("name", ""))) == _NAME
             and isinstance(package.get("version"), str)
         ):
             return f"=={package['version']}"

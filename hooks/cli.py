@@ -15,24 +15,12 @@ usage, configuration or internal error; 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from chainlens.analyzer import (
-    ConfigError,
-    DeploymentError,
-    DeploymentNotFoundError,
-    HistoryError,
-    MetadataError,
-    RestError,
-    StoreError,
-    WriteError,
-    one_line,
-)
 from chainlens.hooks.commands import (
     check,
     cluster,
@@ -51,25 +39,42 @@ from chainlens.hooks.deployments import (
 from chainlens.hooks.options import (
     RefusedError,
     UsageError,
+    VersionAction,
     command_parser,
     join_dash_led_values,
     resolver_of,
-    version,
 )
 from chainlens.hooks.parser import CommandParser
 
+#: each command's module: its parser and its run
+PARSERS: Final = {
+    "check": check,
+    "rule": rule,
+    "graph": graph,
+    "savepoint": savepoint,
+    "cluster": cluster,
+    "explain-id": explain_id,
+    "lsp": lsp,
+    "fleet": fleet,
+}
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser of the ``chainlens`` command."""
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser of the ``chainlens`` command; with
+    ``command`` (the first word of a command line), the parser of that
+    command alone: what it parses is the same, the others are not built."""
     parser = CommandParser(
         prog="chainlens",
         description="See the Flink JobGraph a PyFlink program will build, "
         "without running it.",
     )
-    parser.add_argument("--version", action="version", version=f"chainlens {version()}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (check, rule, graph, savepoint, cluster, explain_id, lsp, fleet):
-        command.add_parser(sub)
+    if command in PARSERS:
+        PARSERS[command].add_parser(sub)
+    else:
+        for module in PARSERS.values():
+            module.add_parser(sub)
     return parser
 
 
@@ -90,9 +95,10 @@ PER_DEPLOYMENT: Final = ("graph", "check", "savepoint")
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     try:
-        args = parse(parser, argv)
+        args = parse(parser, words)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     return dispatch(args, parser)
@@ -127,9 +133,39 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except (
+    except RefusedError as exc:
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+        return 2
+    except UsageError as exc:
+        _fail(command_parser(parser, args), str(exc))
+        return 2
+    except Exception as exc:
+        _report_failure(exc)
+        return 2
+    _fail(command_parser(parser, args), "give a command")
+    return 2
+
+
+def _report_failure(exc: Exception) -> None:
+    """One line on standard error for a command that failed: the engine's
+    errors as they are, anything else as an internal error.  The modules of
+    the errors are loaded only once a command has failed."""
+    import concurrent.futures
+
+    from chainlens.analyzer import (
         ConfigError,
-        RefusedError,
+        DeploymentError,
+        DeploymentNotFoundError,
+        HistoryError,
+        MetadataError,
+        RestError,
+        StoreError,
+        WriteError,
+        one_line,
+    )
+
+    reported = (
+        ConfigError,
         MetadataError,
         HistoryError,
         DeploymentError,
@@ -137,24 +173,17 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         WriteError,
         StoreError,
         RestError,
-    ) as exc:
-        print(f"chainlens: error: {exc}", file=sys.stderr)
-        return 2
-    except UsageError as exc:
-        _fail(command_parser(parser, args), str(exc))
-        return 2
-    except concurrent.futures.BrokenExecutor:  # a worker process died
+    )
+    if isinstance(exc, concurrent.futures.BrokenExecutor):  # a worker process died
         print(
             "chainlens: error: a worker process died; "
             "run with --jobs 1 to find the file",
             file=sys.stderr,
         )
-        return 2
-    except Exception as exc:
+    elif isinstance(exc, reported):
+        print(f"chainlens: error: {exc}", file=sys.stderr)
+    else:
         print(f"chainlens: internal error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    _fail(command_parser(parser, args), "give a command")
-    return 2
 
 
 def _fail(parser: argparse.ArgumentParser, message: str) -> None:

@@ -14,21 +14,12 @@ import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from chainlens.analyzer import (
-    TEXT_FORMATS,
-    Deployment,
-    Document,
-    Finding,
-    choose_deployments,
-    deployment_findings,
-    deployment_run_document,
-    deployment_savepoint,
-    describe_deployment,
-    project_deployments,
-    render_deployment_runs_json,
-    restore_verdict,
-)
+from chainlens.analyzer import TEXT_FORMATS
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import Deployment, Finding
 
 
 def add_deployment_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +83,16 @@ def run_for_deployments(
     findings (CL301, at the descriptor's line) are reported by ``report``
     (the command's renderer and exit status) where the command reports
     findings."""
+    from chainlens.analyzer import (
+        choose_deployments,
+        deployment_findings,
+        deployment_savepoint,
+        describe_deployment,
+        project_deployments,
+        render_deployment_runs_json,
+        restore_verdict,
+    )
+
     paths = getattr(args, "paths", None) or getattr(args, "files", None) or ["."]
     start = Path(paths[0] if paths and paths[0] != "-" else ".")
     resolver = resolver_of(args)
@@ -171,6 +172,8 @@ class Captured(io.StringIO):
 
     def report(self) -> str:
         """The report: the one document written, else all the text."""
+        from chainlens.analyzer import Document
+
         if len(self.parts) == 1 and isinstance(self.parts[0], Document):
             return self.parts[0]
         return self.getvalue()
@@ -184,6 +187,8 @@ def _emit(
     documents: list[dict[str, object]],
     verdict: str | None = None,
 ) -> None:
+    from chainlens.analyzer import Document, deployment_run_document
+
     if fmt == "json":
         result = output.data if isinstance(output, Document) else None
         documents.append(

@@ -14,20 +14,17 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 from chainlens.analyzer import (
     MAX_PARALLELISM,
     PARALLEL_THRESHOLD,
     TEXT_FORMATS,
-    ConfigError,
-    ConfigLayer,
-    ConfigResolver,
-    DeploymentResolver,
     Severity,
-    check_selectors,
-    command_line_layer,
 )
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import ConfigLayer, ConfigResolver
 
 
 class UsageError(Exception):
@@ -130,6 +127,21 @@ def port(text: str) -> int:
     if not 0 < value < 65536:
         raise argparse.ArgumentTypeError(f"a TCP port is 1 to 65535, not {value}")
     return value
+
+
+class VersionAction(argparse._VersionAction):
+    """``--version``: the version is looked up when asked for (reading the
+    installed package's metadata loads ``email`` and more: not for every run)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = f"chainlens {version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 def version() -> str:
@@ -357,6 +369,8 @@ def add_check_arguments(
 
 
 def cli_layer(args: argparse.Namespace) -> ConfigLayer:
+    from chainlens.analyzer import command_line_layer
+
     try:
         argv = tuple(shlex.split(args.argv)) if args.argv is not None else None
     except ValueError as exc:  # an unbalanced quote
@@ -377,6 +391,8 @@ def cli_layer(args: argparse.Namespace) -> ConfigLayer:
 
 
 def resolver_of(args: argparse.Namespace) -> ConfigResolver:
+    from chainlens.analyzer import ConfigError, ConfigResolver, check_selectors
+
     try:
         layer = cli_layer(args)
     except ConfigError as exc:
@@ -394,6 +410,8 @@ def resolver_of(args: argparse.Namespace) -> ConfigResolver:
         raise UsageError(f"{flag}: {exc.message}") from None
     deployment = getattr(args, "deployment_target", None)
     if deployment is not None:
+        from chainlens.analyzer import DeploymentResolver
+
         return DeploymentResolver(
             deployment, layer, config_file=args.config, isolated=args.isolated
         )

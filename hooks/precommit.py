@@ -26,7 +26,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chainlens.analyzer import ConfigResolver, project_deployments
 from chainlens.hooks.cli import dispatch
 from chainlens.hooks.entry import isolate_python_children, names_as_bytes
 from chainlens.hooks.options import add_check_arguments
@@ -102,6 +101,8 @@ def described(paths: Sequence[str]) -> list[str]:
     """The files among ``paths`` that describe deployments of the project."""
     if not paths:
         return []
+    from chainlens.analyzer import ConfigResolver, project_deployments
+
     found = project_deployments(Path("."), ConfigResolver())
     wanted = {os.path.abspath(p): p for p in paths}
     return [

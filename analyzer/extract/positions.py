@@ -127,8 +127,10 @@ class _CstCalls:
     LibCST's abstract classes is slow; both would cost more than parsing.
     """
 
-    def __init__(self, controls: bool = False) -> None:
+    def __init__(self, controls: bool = False, lambdas: bool = False) -> None:
         self.calls: list[cst.Call] = []
+        #: with ``lambdas``: the lambdas, in the same order
+        self.lambdas: list[cst.Lambda] | None = [] if lambdas else None
         #: with ``controls``: if/while/for statements, conditional expressions
         #: and match statements (where an unknown about a branch or loop points)
         self.controls: list[cst.CSTNode] = []
@@ -139,6 +141,7 @@ class _CstCalls:
         calls = self.calls
         controls = self.controls
         kinds = self._kinds
+        lambdas = self.lambdas
         fields_of = _FIELDS
         while stack:
             current = stack.pop()
@@ -155,6 +158,8 @@ class _CstCalls:
                 calls.append(current)  # type: ignore[arg-type]
             elif cls in kinds:
                 controls.append(current)  # type: ignore[arg-type]
+            elif cls is cst.Lambda and lambdas is not None:
+                lambdas.append(current)  # type: ignore[arg-type]
             for name in reversed(fields):
                 value = getattr(current, name)
                 if value is not None:
@@ -221,12 +226,16 @@ def _pre_order(node: ast.expr | ast.stmt) -> tuple[int, int, int, int]:
 
 
 def _ast_calls(
-    tree: ast.AST, controls: list[ast.stmt | ast.expr] | None = None
+    tree: ast.AST,
+    controls: list[ast.stmt | ast.expr] | None = None,
+    lambdas: list[ast.Lambda] | None = None,
 ) -> list[ast.Call]:
     """Collect calls outside f-strings, sorted into source (pre-)order; with
-    ``controls``, add the control nodes (``_AST_CONTROLS``) to it, sorted too."""
+    ``controls``, add the control nodes (``_AST_CONTROLS``) to it, sorted too;
+    with ``lambdas``, the lambdas outside f-strings, sorted too."""
     found: list[ast.Call] = []
     owners: list[ast.stmt | ast.expr] = []
+    functions: list[ast.Lambda] = []
     stack: list[object] = [tree]
     while stack:
         node = stack.pop()
@@ -243,6 +252,8 @@ def _ast_calls(
             found.append(node)  # type: ignore[arg-type]
         elif cls in _AST_CONTROLS:
             owners.append(node)  # type: ignore[arg-type]
+        elif cls is ast.Lambda:
+            functions.append(node)  # type: ignore[arg-type]
         for name in fields:
             value = getattr(node, name, None)
             if value is not None:
@@ -251,6 +262,9 @@ def _ast_calls(
     if controls is not None:
         owners.sort(key=_pre_order)
         controls.extend(owners)
+    if lambdas is not None:
+        functions.sort(key=_pre_order)
+        lambdas.extend(functions)
     return found
 
 
@@ -305,14 +319,16 @@ def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
     position = 0
     for stmt in module.body:
         size = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-        collector = _CstCalls()
+        collector = _CstCalls(lambdas=True)
         collector.walk(stmt)
         calls: list[ast.Call] = []
+        lambdas: list[ast.Lambda] = []
         for node in tree.body[position : position + size]:
-            calls.extend(_ast_calls(node))
+            calls.extend(_ast_calls(node, lambdas=lambdas))
         position += size
         if len(calls) != len(collector.calls):
             return None
+        _remember_lambda_texts(collector.lambdas or [], lambdas, lines)
         result.append(
             [
                 (cst_call, _range_of(ast_call, lines))
@@ -320,6 +336,64 @@ def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
             ]
         )
     return result if position == len(tree.body) else None
+
+
+_EMPTY = cst.Module(body=())
+#: a lambda's text by its node (kept with the node: the nodes of statements
+#: an edit left alone are the same objects in the next version's tree)
+_LAMBDA_TEXTS: dict[int, tuple[cst.Lambda, str]] = {}
+_LAMBDA_TEXTS_KEPT = 4096
+
+
+def lambda_text(node: cst.Lambda) -> str:
+    """The text of a lambda of the program, its whitespace folded (``lambda
+    e: e[0]`` however it is laid out): what tells two lambdas apart."""
+    found = _LAMBDA_TEXTS.get(id(node))
+    if found is not None and found[0] is node:
+        return found[1]
+    text = " ".join(_EMPTY.code_for_node(node).split())
+    _keep_lambda_text(node, text)
+    return text
+
+
+def _keep_lambda_text(node: cst.Lambda, text: str) -> None:
+    if len(_LAMBDA_TEXTS) >= _LAMBDA_TEXTS_KEPT:
+        _LAMBDA_TEXTS.clear()
+    _LAMBDA_TEXTS[id(node)] = (node, text)
+
+
+def _remember_lambda_texts(
+    nodes: list[cst.Lambda], found: list[ast.Lambda], lines: list[str]
+) -> None:
+    """The texts of a newly parsed statement's lambdas, cut from the source
+    where ``ast`` puts them (with the lambda's own parentheses, which LibCST
+    gives the lambda and ``ast`` leaves out): the text LibCST would generate
+    from the node, without generating it.  Nothing when the trees disagree."""
+    if len(nodes) != len(found):
+        return
+    for node, tree in zip(nodes, found, strict=True):
+        if tree.end_lineno is None or tree.end_col_offset is None:
+            return
+        first, last = tree.lineno, tree.end_lineno
+        if not 0 < first <= last <= len(lines):
+            return
+        start = _column(lines, first, tree.col_offset)
+        end = _column(lines, last, tree.end_col_offset)
+        if first == last:
+            inner = lines[first - 1][start:end]
+        else:
+            inner = "\n".join(
+                [
+                    lines[first - 1][start:],
+                    *lines[first : last - 1],
+                    lines[last - 1][:end],
+                ]
+            )
+        if not inner.startswith("lambda"):
+            return
+        opening = "".join(_EMPTY.code_for_node(paren) for paren in node.lpar)
+        closing = "".join(_EMPTY.code_for_node(paren) for paren in node.rpar)
+        _keep_lambda_text(node, " ".join((opening + inner + closing).split()))
 
 
 class CallLocator:

@@ -8,9 +8,8 @@ output types PyFlink gives them (``pyflink/datastream/data_stream.py``).
 
 from __future__ import annotations
 
-import libcst as cst
-
 from chainlens.analyzer.extract.interface import Args
+from chainlens.analyzer.extract.positions import lambda_text
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_values import (
     Stream,
@@ -119,24 +118,6 @@ def new_transformation(
     return t
 
 
-_EMPTY = cst.Module(body=())
-#: a lambda's text by its node (kept with the node: the nodes of statements
-#: an edit left alone are the same objects in the next version's tree)
-_LAMBDA_TEXTS: dict[int, tuple[cst.CSTNode, str]] = {}
-_LAMBDA_TEXTS_KEPT = 4096
-
-
-def _lambda_text(node: cst.CSTNode) -> str:
-    found = _LAMBDA_TEXTS.get(id(node))
-    if found is not None and found[0] is node:
-        return found[1]
-    text = " ".join(_EMPTY.code_for_node(node).split())
-    if len(_LAMBDA_TEXTS) >= _LAMBDA_TEXTS_KEPT:
-        _LAMBDA_TEXTS.clear()
-    _LAMBDA_TEXTS[id(node)] = (node, text)
-    return text
-
-
 def function_identity(func: object) -> tuple[str, ...]:
     """What the user function ``func`` is, to tell operators of one kind apart:
     its class, its function's name, a lambda's text (none when not known)."""
@@ -145,7 +126,7 @@ def function_identity(func: object) -> tuple[str, ...]:
     if isinstance(func, FunctionDef):
         return (f"def {func.name}",)
     if isinstance(func, LambdaValue):
-        return (_lambda_text(func.node),)
+        return (lambda_text(func.node),)
     if isinstance(func, QualifiedRef):
         return (func.qualname,)
     return ()

@@ -9,7 +9,8 @@ after the chosen line, a misspelling).
 from __future__ import annotations
 
 import json
-from importlib import resources
+import os
+import sys
 from typing import Any
 
 from chainlens.analyzer.model.flink_versions import NEWEST, SUPPORTED
@@ -80,8 +81,11 @@ def _spans(lines: list[str]) -> str:
 
 
 def _read_json(name: str) -> dict[str, Any]:
+    """A table shipped beside this module, read by the module's own loader
+    (as ``importlib.resources`` would, without loading it and ``tempfile``)."""
+    loader: Any = sys.modules[__name__].__loader__
     data: dict[str, Any] = json.loads(
-        resources.files(__package__).joinpath(name).read_text()
+        loader.get_data(os.path.join(os.path.dirname(__file__), name))
     )
     return data
 

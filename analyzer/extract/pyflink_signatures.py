@@ -22,8 +22,9 @@ ones.
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 from chainlens.analyzer.model.flink_versions import NEWEST, SUPPORTED
@@ -254,8 +255,11 @@ class PyFlinkSignatures:
 
 
 def _read_json(name: str) -> dict[str, Any]:
+    """A table shipped beside this module, read by the module's own loader
+    (as ``importlib.resources`` would, without loading it and ``tempfile``)."""
+    loader: Any = sys.modules[__name__].__loader__
     data: dict[str, Any] = json.loads(
-        resources.files(__package__).joinpath(name).read_text()
+        loader.get_data(os.path.join(os.path.dirname(__file__), name))
     )
     return data
 

@@ -12,7 +12,7 @@ deployed any more.  Both are listed, not reported.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from chainlens.analyzer.check import (
     diff_of,
     display_path,
     findings_of,
+    per_file,
     pins_or_unsafe,
 )
 from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
@@ -101,6 +102,8 @@ def compare_with_base(
     upgrade: tuple[str, str] | None = None,
     diff: bool = False,
     at_base: Callable[[Path, Tree], ConfigResolver] | None = None,
+    jobs: int = 1,
+    keep_results: bool = True,
 ) -> Comparison:
     """Compare the PyFlink programs under ``paths`` with their base revision.
 
@@ -109,7 +112,10 @@ def compare_with_base(
     base's settings when they are not the work tree's (the deployment as the
     base revision describes it), from the repository's root and the base
     tree: a program whose settings changed is compared even when its text
-    did not.
+    did not.  The files are compared as ``check`` checks them
+    (:func:`~chainlens.analyzer.check.per_file`: in ``jobs`` worker processes
+    beyond a few files); ``keep_results`` False leaves each file's analysis
+    out (costly to send back from a worker).
     Raises :class:`~chainlens.analyzer.history.HistoryError` when git cannot
     answer and :class:`~chainlens.analyzer.config.ConfigError` for a bad config.
     """
@@ -133,12 +139,11 @@ def compare_with_base(
     base_resolver = at_base(root, tree) if at_base is not None else None
     # Python files changed since the base: a program that follows one of them
     # as its own module is compared even if the program itself is unchanged
-    changed_modules = {
+    changed_modules = frozenset(
         rel for rel in changed_files(root, base.commit) if rel.endswith(".py")
-    }
-    checked: list[FileCheck] = []
+    )
+    tasks: list[_FileTask] = []
     new: list[str] = []
-    unchanged = compared = 0
     for rel, path in sorted(work.items()):
         try:
             data = read_head(path, MAX_FILE_BYTES)[0]
@@ -160,24 +165,29 @@ def compare_with_base(
                 if upgrade is not None
                 else base_resolver.config_for(path)
             )
-        current = None  # the work tree's analysis, when already made
-        if before == data and upgrade is None and old_config == config:
-            current = _follows_changed(path, data, config, root, changed_modules)
-            if current is None:
-                unchanged += 1
-                continue
-        compared += 1
-        if select is not None:
-            config = replace(config, select=tuple(select), extend_select=())
-        shown = display_path(path, here)
-        result = _compare(
-            str(path), shown, before, data, config, label, tree, current, old_config
+        same = before == data and upgrade is None and old_config == config
+        tasks.append(
+            _FileTask(
+                path,
+                display_path(path, here),
+                before,
+                data,
+                config,
+                tuple(select) if select is not None else None,
+                old_config,
+                label,
+                tree,
+                root,
+                changed_modules if same else None,
+                fix,
+                diff,
+                keep_results,
+            )
         )
-        checked.append(
-            _pinned(path, data, result, config.line_length, write=fix)
-            if fix or diff
-            else result
-        )
+    outcomes = per_file(_compare_file, tasks, jobs)
+    checked = [outcome for outcome in outcomes if outcome is not None]
+    compared = len(checked)
+    unchanged = len(outcomes) - compared
     scopes = [Path(os.path.abspath(p)).relative_to(root).as_posix() for p in given]
     candidates = [
         rel
@@ -195,6 +205,60 @@ def compare_with_base(
         if is_pyflink_source(data)
     )
     return Comparison(base, tuple(checked), compared, unchanged, tuple(new), gone)
+
+
+@dataclass(frozen=True, slots=True)
+class _FileTask:
+    """One program of the work tree and its base, to compare (in a worker)."""
+
+    path: Path
+    shown: str
+    before: bytes
+    data: bytes
+    config: Config
+    #: the rules to run instead of the config's
+    select: tuple[str, ...] | None
+    old_config: Config
+    label: str
+    tree: Tree
+    root: Path
+    #: for a program the same as at its base: the Python files changed since
+    #: the base (it is compared only if it follows one); else None
+    same_but_for: frozenset[str] | None
+    fix: bool
+    diff: bool
+    keep_result: bool
+
+
+def _compare_file(task: _FileTask) -> FileCheck | None:
+    """The findings of one program against its base; None for a program the
+    same as at its base that follows no changed module (not compared)."""
+    current = None  # the work tree's analysis, when already made
+    if task.same_but_for is not None:
+        current = _follows_changed(
+            task.path, task.data, task.config, task.root, task.same_but_for
+        )
+        if current is None:
+            return None
+    config = task.config
+    if task.select is not None:
+        config = replace(config, select=task.select, extend_select=())
+    result = _compare(
+        str(task.path),
+        task.shown,
+        task.before,
+        task.data,
+        config,
+        task.label,
+        task.tree,
+        current,
+        task.old_config,
+    )
+    if task.fix or task.diff:
+        result = _pinned(
+            task.path, task.data, result, config.line_length, write=task.fix
+        )
+    return result if task.keep_result else replace(result, result=None)
 
 
 def compare_upgrade(
@@ -317,7 +381,7 @@ def _decoded(data: bytes) -> SourceText | None:
 
 
 def _follows_changed(
-    path: Path, data: bytes, config: Config, root: Path, changed: set[str]
+    path: Path, data: bytes, config: Config, root: Path, changed: Collection[str]
 ) -> AnalysisResult | None:
     """The analysis of the program ``path`` if it follows one of the ``changed``
     modules (then it is compared), else None."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from chainlens.analyzer.model.severity import Severity as Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 #: The longest a finding's message should be (what and where); the rest of what
@@ -55,15 +55,6 @@ def _balanced(text: str) -> bool:
     pairs = (("(", ")"), ("[", "]"), ("<", ">"))
     closed = all(text.count(o) == text.count(c) for o, c in pairs)
     return closed and text.count("`") % 2 == 0
-
-
-class Severity(enum.Enum):
-    """How a finding is reported (LSP's levels, in the same order)."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-    HINT = "hint"
 
 
 @dataclass(frozen=True, slots=True)

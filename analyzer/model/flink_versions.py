@@ -17,9 +17,6 @@ import functools
 from dataclasses import dataclass
 from typing import Final
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 #: The supported lines, oldest first: every line whose PyFlink installs on
 #: Python 3.11 (1.17 and older need Python 3.10 or older).
 SUPPORTED: Final = ("1.18", "1.19", "1.20", "2.0", "2.1", "2.2", "2.3")
@@ -59,6 +56,8 @@ def _key(version: str) -> tuple[int, ...]:
 def parse_version(text: str) -> str:
     """Return the supported line ``text`` names (``"1.20"``, ``"1.20.5"``,
     ``"2"`` is not one); raise :class:`VersionError` otherwise."""
+    from packaging.version import InvalidVersion, Version
+
     stripped = text.strip()
     try:
         parsed = Version(stripped)
@@ -89,6 +88,9 @@ def newest_satisfying(specifier: str) -> str | None:
     """The newest supported line with a release satisfying the pip version
     specifier ``specifier`` (``"==1.20.0"``, ``">=1.19,<2"``, ``""`` for any);
     None when none does.  Raise :class:`VersionError` for a malformed one."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
     try:
         spec = SpecifierSet(specifier)
     except InvalidSpecifier:

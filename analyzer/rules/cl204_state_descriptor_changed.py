@@ -24,7 +24,6 @@ from chainlens.analyzer.rules.operators import brief_name, display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
 from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
 from chainlens.analyzer.rules.restore.rule import RestoreRule
-from chainlens.analyzer.savepoint.values import JAVA_KIND, state_fits
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
 
@@ -246,6 +245,9 @@ def _saved_changes(
     """The states of a real savepoint that do not fit what ``node`` declares:
     a declared type or kind the saved values do not fit, and a saved state no
     longer declared beside a declared one the savepoint does not hold."""
+    # the coders' bytes are read against a real savepoint only
+    from chainlens.analyzer.savepoint.values import JAVA_KIND, state_fits
+
     declared = _declared(node)
     if not declared or any(d.name is None for d in declared):
         return

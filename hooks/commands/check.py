@@ -9,34 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
-from chainlens.analyzer import (
-    TEXT_FORMATS,
-    CheckSummary,
-    ConfigResolver,
-    FileCheck,
-    Finding,
-    Mode,
-    Section,
-    Severity,
-    WriteError,
-    check_bytes,
-    check_paths,
-    check_selectors,
-    check_summary,
-    default_jobs,
-    diff_of,
-    discover,
-    display_path,
-    render_report,
-    rule_infos,
-    write_atomic,
-)
+from chainlens.analyzer import TEXT_FORMATS, Severity
 from chainlens.hooks.deployments import add_deployment_arguments
 from chainlens.hooks.options import (
     UsageError,
@@ -46,6 +24,16 @@ from chainlens.hooks.options import (
     use_colour,
     version,
 )
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import (
+        CheckSummary,
+        ConfigResolver,
+        FileCheck,
+        Finding,
+        Mode,
+        Section,
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,6 +60,14 @@ SEVERITY_RANK: Final = {
 
 def run_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``chainlens check`` with parsed ``args``; return the exit code."""
+    from chainlens.analyzer import (
+        Mode,
+        check_paths,
+        check_summary,
+        default_jobs,
+        discover,
+    )
+
     out = out or sys.stdout
     resolver = resolver_of(args)
     mode = Mode.FIX if args.fix else Mode.DIFF if args.diff else Mode.CHECK
@@ -115,6 +111,15 @@ def _check_stdin(
     """``chainlens check -``: the program on standard input, configured as the
     file ``--stdin-filename`` names; with ``--fix`` the fixed program goes to
     standard output and the findings to standard error (as ruff does)."""
+    from chainlens.analyzer import (
+        Mode,
+        check_bytes,
+        check_selectors,
+        check_summary,
+        diff_of,
+        display_path,
+    )
+
     name = args.stdin_filename or "-"
     where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
     check_selectors(resolver.layers_for(where))
@@ -146,6 +151,8 @@ def _check_stdin(
         fixed = checked.fixed_bytes
         sys.stdout.buffer.write(fixed if fixed is not None else data)
         if fixed is None:
+            import shutil
+
             shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
         sys.stdout.flush()
         sys.stderr.write(report)
@@ -183,6 +190,8 @@ def render(
     """The report of ``findings`` as ``args`` ask; coloured for ``stream``
     when it is where the report goes and it is a terminal (see
     :func:`~chainlens.hooks.options.use_colour`)."""
+    from chainlens.analyzer import render_report, rule_infos
+
     colour = (
         stream is not None
         and not getattr(args, "output_file", None)
@@ -194,7 +203,8 @@ def render(
         findings,
         summary,
         format=args.format,
-        version=version(),
+        # only JSON and SARIF say which chainlens wrote them
+        version=version() if args.format in ("json", "sarif") else "",
         fixing=fixing,
         quiet=args.quiet,
         statistics=args.statistics,
@@ -230,6 +240,8 @@ def write_report(args: argparse.Namespace, out: TextIO, report: str) -> None:
 def write_output(name: str, report: str) -> None:
     """Write the report to ``-o FILE`` whole or not at all (a full disk leaves
     the previous report as it was); a device (``/dev/stdout``) is written to."""
+    from chainlens.analyzer import WriteError, write_atomic
+
     try:
         write_atomic(name, report, follow_symlinks=True)
     except WriteError as exc:
@@ -241,5 +253,7 @@ def report_findings(
 ) -> tuple[str, int]:
     """Findings outside Python files (a descriptor's), as the command reports
     findings, with its exit status."""
+    from chainlens.analyzer import CheckSummary
+
     report = render(args, findings, CheckSummary(files_checked=0), fixing=False)
     return report, exit_status(args, findings)

@@ -10,19 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from chainlens.analyzer import (
-    FlinkRest,
-    MetadataError,
-    RestLimits,
-    SavepointMetadata,
-    StoreError,
-    StoreLimits,
-    diff_running_job,
-    load_savepoint,
-    render_cluster_diff,
-)
 from chainlens.hooks.deployments import (
     Captured,
     add_deployment_arguments,
@@ -31,6 +20,9 @@ from chainlens.hooks.deployments import (
     wants_deployments,
 )
 from chainlens.hooks.options import UsageError, add_analysis_arguments, resolver_of
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import SavepointMetadata
 
 
 def add_cluster_arguments(
@@ -82,6 +74,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def running_snapshot(args: argparse.Namespace) -> tuple[str, str]:
     """``savepoint --cluster URL --job J``: the location of the job's latest
     completed checkpoint or savepoint, and how it was found."""
+    from chainlens.analyzer import FlinkRest, MetadataError, RestLimits
+
     rest = FlinkRest(args.cluster, RestLimits(timeout=args.timeout))
     running = rest.running_job(args.job)
     snapshot = running.snapshot
@@ -116,6 +110,17 @@ def run_cluster(
 ) -> int:
     """``chainlens cluster diff``: 0 the running job is the code's, 1 it is
     not (or runs with other settings)."""
+    from chainlens.analyzer import (
+        FlinkRest,
+        MetadataError,
+        RestLimits,
+        StoreError,
+        StoreLimits,
+        diff_running_job,
+        load_savepoint,
+        render_cluster_diff,
+    )
+
     out = out or sys.stdout
     rest = FlinkRest(args.cluster, RestLimits(timeout=args.timeout))
     running = rest.running_job(args.job)

@@ -6,9 +6,6 @@ import argparse
 import sys
 from typing import Final
 
-from chainlens.analyzer import (
-    explain_id,
-)
 from chainlens.hooks.options import UsageError, add_analysis_arguments, resolver_of
 
 #: the shortest prefix of an ID taken for it (git's shortest abbreviation)
@@ -41,6 +38,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run_explain_id(args: argparse.Namespace) -> int:
     """Run ``chainlens explain-id HEX``: 0 found, 1 not found, 2 a prefix
     that several IDs begin with."""
+    from chainlens.analyzer import explain_id
+
     ident = args.hex.strip().lower()
     if not MIN_PREFIX <= len(ident) <= 32 or any(
         c not in "0123456789abcdef" for c in ident

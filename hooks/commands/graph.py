@@ -9,31 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from chainlens.analyzer import (
-    AnalysisResult,
-    ConfigResolver,
-    VersionError,
-    check_bytes,
-    check_file,
-    discover,
-    display_path,
-    parse_flink_range,
-    render_dot,
-    render_graph_json,
-    render_graph_text,
-    render_svg,
-    render_upgrade_json,
-    render_upgrade_text,
-    render_variants_json,
-    render_variants_text,
-    upgrade_of_file,
-    variants_of_file,
-)
 from chainlens.hooks.deployments import add_deployment_arguments
 from chainlens.hooks.options import UsageError, add_analysis_arguments, resolver_of
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import (
+        AnalysisResult,
+        ConfigResolver,
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,6 +70,8 @@ def exit_code(results: Sequence[AnalysisResult]) -> int:
 
 
 def _graph_of(path: str, resolver: ConfigResolver) -> AnalysisResult:
+    from chainlens.analyzer import AnalysisResult, check_file
+
     checked = check_file(path, resolver.config_for(path), pyflink_only=False)
     return checked.result or AnalysisResult(path)
 
@@ -93,6 +81,10 @@ def _graph_of_stdin(
 ) -> AnalysisResult:
     """``chainlens graph -``: the program on standard input, configured as the
     file ``--stdin-filename`` names (as ``check -`` reads it)."""
+    from dataclasses import replace
+
+    from chainlens.analyzer import AnalysisResult, check_bytes, display_path
+
     name = args.stdin_filename or "-"
     where = Path(name) if args.stdin_filename else Path.cwd() / "stdin.py"
     shown = display_path(name, Path.cwd()) if args.stdin_filename else "-"
@@ -109,6 +101,15 @@ def _graph_of_stdin(
 
 def run_graph(args: argparse.Namespace) -> int:
     """Run ``chainlens graph``."""
+    from chainlens.analyzer import (
+        check_file,
+        discover,
+        render_dot,
+        render_graph_json,
+        render_graph_text,
+        render_svg,
+    )
+
     if not args.files:
         raise UsageError("the following arguments are required: PATH")
     if "-" in args.files and args.files != ["-"]:
@@ -153,6 +154,15 @@ def run_graph(args: argparse.Namespace) -> int:
 
 def _graph_upgrade(args: argparse.Namespace) -> int:
     """``chainlens graph --flink-version A..B``: what changes from A to B."""
+    from chainlens.analyzer import (
+        VersionError,
+        discover,
+        parse_flink_range,
+        render_upgrade_json,
+        render_upgrade_text,
+        upgrade_of_file,
+    )
+
     try:
         before, after = parse_flink_range(args.flink_version)
     except VersionError as exc:
@@ -181,6 +191,13 @@ def _graph_upgrade(args: argparse.Namespace) -> int:
 
 
 def _graph_variants(args: argparse.Namespace, resolver: ConfigResolver) -> int:
+    from chainlens.analyzer import (
+        discover,
+        render_variants_json,
+        render_variants_text,
+        variants_of_file,
+    )
+
     if args.format in ("dot", "svg"):
         raise UsageError("--all-variants: the formats are text and json")
     if args.argv is not None:

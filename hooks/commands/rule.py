@@ -5,11 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from chainlens.analyzer import (
-    render_rule,
-    render_rule_table,
-    rule_infos,
-)
 from chainlens.hooks.options import UsageError
 
 
@@ -28,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run_rule(args: argparse.Namespace) -> int:
     """Run ``chainlens rule CODE`` / ``chainlens rule --all``."""
+    from chainlens.analyzer import render_rule, render_rule_table, rule_infos
+
     infos = rule_infos()
     as_json = args.format == "json"
     if args.all:

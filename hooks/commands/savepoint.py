@@ -11,28 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from chainlens.analyzer import (
-    SAVEPOINT_RULES,
-    TEXT_FORMATS,
-    ConfigResolver,
-    FileCheck,
-    Section,
-    Severity,
-    StoreLimits,
-    VersionError,
-    base_section,
-    check_summary,
-    compare_upgrade,
-    compare_with_base,
-    compare_with_savepoint,
-    deployment_base_settings,
-    load_savepoint,
-    parse_flink_range,
-    savepoint_section,
-    upgrade_section,
-)
+from chainlens.analyzer import TEXT_FORMATS, Severity
 from chainlens.hooks.commands.check import exit_status, render, write_report
 from chainlens.hooks.commands.cluster import add_cluster_arguments, running_snapshot
 from chainlens.hooks.deployments import add_deployment_arguments, add_timeout_argument
@@ -42,6 +23,9 @@ from chainlens.hooks.options import (
     cli_layer,
     resolver_of,
 )
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import ConfigResolver, FileCheck, Section
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,6 +74,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``chainlens savepoint``: the work tree against its git base."""
+    from chainlens.analyzer import (
+        SAVEPOINT_RULES,
+        VersionError,
+        base_section,
+        compare_with_base,
+        default_jobs,
+        deployment_base_settings,
+        parse_flink_range,
+    )
+
     out = out or sys.stdout
     if args.paths == ["-"]:
         raise UsageError("savepoint does not take '-' (standard input)")
@@ -131,6 +125,8 @@ def run_savepoint(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         if deployment is not None
         else None,
+        jobs=args.jobs or default_jobs(),
+        keep_results=False,
     )
     if args.diff:
         return _savepoint_diff(compared.files, out)
@@ -145,6 +141,8 @@ def _savepoint_report(
 ) -> int:
     """The gate's findings with its section; beside a SARIF or GitHub report,
     the section's heading goes to standard error."""
+    from chainlens.analyzer import check_summary
+
     for file in files:
         if file.notice is not None:
             print(f"chainlens: warning: {file.notice}", file=sys.stderr)
@@ -180,6 +178,8 @@ def _savepoint_upgrade(
 ) -> int:
     """``chainlens savepoint PATH... --flink-version A..B``: each program on
     Flink A is the base of the same program on B."""
+    from chainlens.analyzer import compare_upgrade, upgrade_section
+
     if args.fix:
         raise UsageError("--flink-version A..B compares one text: nothing to --fix")
     before, after = upgrade
@@ -194,6 +194,14 @@ def _savepoint_upgrade(
 def _run_against_savepoint(args: argparse.Namespace, out: TextIO) -> int:
     """``chainlens savepoint PATH... --savepoint DIR``: the programs against a
     real savepoint's ``_metadata``."""
+    from chainlens.analyzer import (
+        SAVEPOINT_RULES,
+        StoreLimits,
+        compare_with_savepoint,
+        load_savepoint,
+        savepoint_section,
+    )
+
     resolver = resolver_of(args)
     location, metadata = load_savepoint(
         args.savepoint, StoreLimits(timeout=getattr(args, "timeout", 30.0))

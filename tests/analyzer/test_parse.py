@@ -133,3 +133,54 @@ def test_analysis_over_edits_with_the_cache_equals_analysis_without(path: Path) 
     for version in [text, *_edits(text)]:
         plain = result_to_json(analyze_source(str(path), version))
         assert result_to_json(analyze_source(str(path), version, cache=cache)) == plain
+
+
+LAMBDAS = {
+    "plain": "f(lambda e: e[0])\n",
+    "parenthesized": "f((lambda e: e[0]))\nf(( lambda  e :  e[0] ) )\n",
+    "parenthesized body": "f(lambda e: (e[0]))\nf(lambda e: (e[0], e[1]))\n",
+    "laid out on lines": "f(\n    lambda e: (\n        e[0],  # the key\n        e[1],\n    )\n)\n",
+    "backslash": "f(lambda e: \\\n    e[0])\n",
+    "not ASCII": "f(lambda é: ('ü', é))\nf(lambda e: e + 'ß')\n",
+    "nested": "f(lambda e: g(lambda x: x + e))\n",
+    "defaults": "f(lambda e, k=h(lambda y: y): e)\n",
+    "in an f-string": "f(f'{(lambda x: x)(1)}', lambda e: e)\n",
+    "in a function": "def job(s):\n    return s.map(lambda e: e)\\\n        .filter(lambda e: e)\n",
+    "star and keywords": "f(*[lambda: 1], key=lambda a, *b, c=2, **d: (a, b))\n",
+}
+
+
+def _lambdas(node: cst.CSTNode) -> list[cst.Lambda]:
+    found: list[cst.Lambda] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Lambda(self, lam: cst.Lambda) -> None:  # noqa: N802
+            found.append(lam)
+
+    node.visit(Visitor())
+    return found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [*LAMBDAS.values(), *(p.read_text(encoding="utf-8") for p in CORPUS)],
+    ids=[*LAMBDAS, *(p.name for p in CORPUS)],
+)
+def test_a_lambda_text_cut_from_the_source_is_the_generated_one(text: str) -> None:
+    """The editor's parse cuts each lambda's text from the source where ``ast``
+    puts it; it is the text LibCST generates from the node (whitespace folded)."""
+    from chainlens.analyzer.extract import positions
+
+    module = cst.parse_module(text)
+    positions._LAMBDA_TEXTS.clear()
+    assert positions.statement_calls(module, text) is not None
+    empty = cst.Module(body=())
+    lambdas = _lambdas(module)
+    cut = {id(n): t for n, t in positions._LAMBDA_TEXTS.values()}
+    for node in lambdas:
+        generated = " ".join(empty.code_for_node(node).split())
+        if id(node) in cut:
+            assert cut[id(node)] == generated
+        assert positions.lambda_text(node) == generated
+    if lambdas and "f'" not in text:
+        assert all(id(node) in cut for node in lambdas)

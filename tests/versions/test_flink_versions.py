@@ -31,7 +31,7 @@ from chainlens.analyzer.model.flink_versions import (
     parse_version,
     profile,
 )
-from chainlens.analyzer.pins import find_pin
+from chainlens.analyzer.pins import _requirement, canonical_name, find_pin
 from tests.support import ROOT
 
 EXTRACT = ROOT / "analyzer" / "extract"
@@ -223,6 +223,61 @@ def test_the_nearest_of_pins_and_config_wins_and_the_flag_wins_over_all(
     # nothing: the newest
     alone = _write(tmp_path / "elsewhere" / ".git" / "x", "")
     assert find_pin(alone.parent.parent) is None
+
+
+#: requirement lines: plain version clauses (read by packaging's specifiers
+#: alone) and the rest (extras, markers, URLs, mistakes: its requirement parser)
+REQUIREMENTS = [
+    "apache-flink==2.3.0",
+    " apache-flink == 2.3.0 ",
+    "apache-flink\t==2.3.0",
+    "Apache_Flink>=1.20,<2",
+    "APACHE-FLINK==2.3.0",
+    "apache.flink~=1.20.0",
+    "apache-flink >= 1.19 , < 2.0",
+    "apache-flink!=2.0,>=1.18",
+    "apache-flink==2.3.*",
+    "apache-flink===2.3.0",
+    "apache-flink==1!2.0",
+    "apache-flink==2.3+local",
+    "apache-flink==1.20.0rc1",
+    "apache-flink",
+    "apache-flink==",
+    "apache-flink==2.3.0,",
+    "apache-flink ==2.3.0,,>=1",
+    "apache-flink , ==2",
+    "apache-flink==abc",
+    "apache-flink~=2",
+    "apache-flink~=1.20.*",
+    "apache-flink==2.3 extra",
+    "apache-flink-==2",
+    "apache--flink==2",
+    "apache-flinkx==2",
+    "apache-flink[extra]==2.3",
+    "apache-flink==2.3; python_version>'3'",
+    "apache-flink @ https://example.com/apache_flink-2.3.0.whl",
+    "apache-flink(==2.3)",
+    "pyflink==1",
+    "-e apache-flink",
+    "",
+]
+
+
+@pytest.mark.parametrize("line", REQUIREMENTS)
+def test_a_requirement_reads_as_packaging_reads_it(line: str) -> None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        req = Requirement(line.strip())
+    except InvalidRequirement:
+        expected = None
+    else:
+        named = canonicalize_name(req.name) == "apache-flink"
+        expected = str(req.specifier) if named else None
+    assert _requirement(line) == expected
+    name = line.strip().partition("=")[0]
+    assert canonical_name(name) == canonicalize_name(name)
 
 
 def test_no_pin_above_the_repository_root(tmp_path: Path) -> None:
