@@ -147,7 +147,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Section": ("render.findings", "Section"),
     "check_summary": ("render.findings", "check_summary"),
     "render_report": ("render.findings", "render_report"),
-    "TEXT_FORMATS": ("model.diagnostic", "TEXT_FORMATS"),
+    "TEXT_FORMATS": ("model.limits", "TEXT_FORMATS"),
     "base_section": ("render.gate", "base_section"),
     "savepoint_section": ("render.gate", "savepoint_section"),
     "upgrade_section": ("render.gate", "upgrade_section"),

@@ -7,16 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from chainlens.analyzer.model.limits import TEXT_FORMATS as TEXT_FORMATS
 from chainlens.analyzer.model.severity import Severity as Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 #: The longest a finding's message should be (what and where); the rest of what
 #: a finding says is its explanation.
 MESSAGE_LIMIT: Final = 120
-
-#: The text formats of a report of findings: ``text`` (each finding with its
-#: notes), ``concise`` (one line each) and ``full`` (with the explanation).
-TEXT_FORMATS: Final = ("text", "concise", "full")
 
 
 def clipped(text: str, limit: int = 40) -> str:

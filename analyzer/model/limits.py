@@ -1,4 +1,4 @@
-"""Numbers the command line's help shows, in a module that imports nothing:
+"""Numbers and names the command line's help shows, in a module that imports nothing:
 building the parser (``chainlens --help``) loads no analysis."""
 
 from __future__ import annotations
@@ -10,3 +10,7 @@ MAX_PARALLELISM: Final = 1 << 15
 
 #: Below this many files, checking runs in this process (a pool costs more).
 PARALLEL_THRESHOLD: Final = 20
+
+#: The text formats of a report of findings: ``text`` (each finding with its
+#: notes), ``concise`` (one line each) and ``full`` (with the explanation).
+TEXT_FORMATS: Final = ("text", "concise", "full")

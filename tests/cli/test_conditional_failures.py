@@ -28,7 +28,9 @@ def test_check_and_graph_say_the_condition_and_keep_the_job(
     main(["check", str(PROGRAM), "--format", "json"])
     (finding,) = _findings(capsys)
     assert finding["severity"] == "warning"
-    assert str(finding["message"]).startswith(
+    assert finding["message"] == 'PyFlink raises here when `config.source == "file"`'
+    # what it raises, in the explanation
+    assert str(finding["explanation"]).startswith(
         'PyFlink raises here when `config.source == "file"`: '
     )
     main(["graph", str(PROGRAM)])
