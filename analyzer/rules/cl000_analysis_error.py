@@ -44,7 +44,8 @@ class AnalysisError:
     "PyFlink raises here when `config.source == "file"`".  The jobs shown are
     those of the paths that do not fail (the other branch); when `--argv`, or
     the arguments a deployment passes, decide the condition, the failure is
-    either gone (the branch is not taken) or an error (it is).
+    either gone (the branch is not taken) or an error (it is).  The body of a
+    loop over what is not known is such a branch ("when `paths` is not empty").
 
     ## Why is this bad?
     chainlens rebuilds the job graph from the source without running it.  Where

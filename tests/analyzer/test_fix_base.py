@@ -221,4 +221,5 @@ def test_check_without_fix_shows_the_fix_check_fix_applies(tmp_path: Path) -> No
         assert fix is not None
         inserted = "".join(edit.new_text for edit in fix.edits)
         assert (".set_uid_hash(" in inserted) is pinned, inserted
-        assert ("set_uid_hash()" in diagnostic.message) is pinned, diagnostic.message
+        said = diagnostic.explanation or diagnostic.message
+        assert ("set_uid_hash()" in said) is pinned, said

@@ -154,8 +154,13 @@ def assert_commit_is_the_gates(
         severities["error"],
         severities["warning"],
     ), (repo, commit, findings)
-    said = Counter(
-        (Path(f["path"]).name, f["code"], f["severity"], f["message"])
+    said = Counter(  # the row's reason: all the finding says, its explanation
+        (
+            Path(f["path"]).name,
+            f["code"],
+            f["severity"],
+            f.get("explanation") or f["message"],
+        )
         for f in findings
         if f["code"] in STATE_RULES
     )
