@@ -60,3 +60,25 @@ def test_an_empty_deployment_is_the_code_alone() -> None:
     settings = ClientSettings.from_json({"deployment": ""})
     assert settings.deployment is None
     assert settings.problems == ()
+
+
+def test_what_the_first_analysis_leaves_alive_is_frozen_out_of_collections() -> None:
+    """A full collection after an edit scans only what the edit made: the
+    modules, tables and caches alive after the first analysis are frozen."""
+    import asyncio
+    import gc
+
+    from chainlens.server.session import Session
+
+    session = Session(lambda uri: None, lambda analysis: None, lambda: "utf-16")
+    assert not session.frozen
+    try:
+        assert asyncio.run(session._in_thread(lambda: 42)) == 42
+        assert session.frozen
+        assert gc.isenabled()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        asyncio.run(session._in_thread(lambda: 43))  # frozen once only
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
