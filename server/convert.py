@@ -154,7 +154,8 @@ def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
 def to_lsp_diagnostic(
     diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
 ) -> types.Diagnostic:
-    """Convert a finding, with its rule code, docs link and related locations."""
+    """Convert a finding, with its rule code, docs link and related
+    information: its related locations, then its explanation (at the finding)."""
     code = diagnostic.code
     related = [
         types.DiagnosticRelatedInformation(
@@ -162,6 +163,9 @@ def to_lsp_diagnostic(
         )
         for r in diagnostic.related
     ]
+    if diagnostic.explanation:  # what the short message leaves out, at it
+        here = types.Location(uri=uri, range=lines.to_lsp_range(diagnostic.range))
+        related.append(types.DiagnosticRelatedInformation(here, diagnostic.explanation))
     description = (
         types.CodeDescription(href=rule_docs_href(docs_url, code.code, code.name))
         if docs_url

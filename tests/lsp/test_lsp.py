@@ -355,6 +355,11 @@ async def test_hover_explains_the_findings_at_the_cursor(lsp: Session) -> None:
     assert cl101.message == finding.message
     assert len(cl101.message) <= 120
     assert finding.explanation not in cl101.message
+    # the explanation is the diagnostic's related information too, at itself
+    assert cl101.related_information is not None
+    explained = cl101.related_information[-1]
+    assert explained.message == finding.explanation
+    assert (explained.location.uri, explained.location.range) == (uri, cl101.range)
     at = position_of(PIPELINE, "reduce(", lsp.encoding)
     hover = await lsp.hover(uri, at)
     assert hover is not None
