@@ -148,7 +148,11 @@ def test_parallelism_above_the_saved_max_parallelism_is_refused(
         # Flink names the first task it checks (its order is a hash map's);
         # every task holding state is refused, and CL203 names each of them
         refused = error.split("The state for task ")[1][:32]
-        said = [f["message"] for f in findings if f["code"] == "CL203"]
+        said = [  # the whole text: the explanation names the operator ID
+            f.get("explanation") or f["message"]
+            for f in findings
+            if f["code"] == "CL203"
+        ]
         assert any(f"ID {refused})" in message for message in said), (refused, said)
         assert any("KEYED PROCESS" in message for message in said), said
     finally:
