@@ -148,11 +148,13 @@ def _edited_lines(out: str, taken: list[tuple[int, int, str]]) -> set[int]:
 # ``return`` whose value chains two calls or more after a call (``a.b(x).c(y)
 # .d(z)``) is wrapped in parentheses, on one line inside them when it fits, else
 # one ``.method(...)`` per line (ruff's fluent layout); a chain with one call
-# after a call breaks inside a call's parentheses, the first one (left to
-# right) that does not fit.  Arguments that do not fit on one line inside
-# their parentheses go one per line, with a trailing comma.  Only statements
-# on one line of their own are wrapped (no comment, no backslash, no other
-# statement on the line); anything else is left as the fix wrote it.
+# after a call, or any chain alone on its line (an expression statement, which
+# ruff does not put in parentheses), breaks inside a call's parentheses, the
+# first one (left to right) that does not fit.  Arguments that do not fit on
+# one line inside their parentheses go one per line, with a trailing comma.
+# Only statements on one line of their own are wrapped (no comment, no
+# backslash, no other statement on the line); anything else is left as the fix
+# wrote it.
 
 #: ruff's default ``line-length`` (and black's)
 DEFAULT_LINE_LENGTH = 88
@@ -257,7 +259,10 @@ def _wrapped(line: str, statement: ast.stmt, limit: int) -> list[str] | None:
     raw = line.encode()
     start, end = value.col_offset, value.end_col_offset
     prefix = raw[:start].decode()
-    if not prefix.rstrip().endswith(("=", "return")):
+    # a call chain alone on its line (``stream.map(f).print()``) is not put in
+    # parentheses by ruff: it breaks inside a call's parentheses
+    alone = isinstance(statement, ast.Expr) and not prefix.strip()
+    if not alone and not prefix.rstrip().endswith(("=", "return")):
         return None  # the value in parentheses, or after a header (``if x: ...``)
     if prefix[: len(prefix) - len(prefix.lstrip())] != prefix[: statement.col_offset]:
         return None
@@ -270,7 +275,7 @@ def _wrapped(line: str, statement: ast.stmt, limit: int) -> list[str] | None:
     groups = [g for g in (_group(raw, c) for c in calls) if g is not None]
     indent = line[: len(line) - len(line.lstrip())]
     inner = indent + "    "
-    if len(breaks) >= 2:
+    if len(breaks) >= 2 and not alone:
         flat = inner + raw[start:end].decode()
         if len(flat) <= limit:
             return [prefix + "(", flat, indent + ")"]
@@ -304,7 +309,7 @@ def wrap_long_lines(text: str, lines: Iterable[int], limit: int) -> str:
     statements = {
         node.lineno: node
         for node in ast.walk(tree)
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.Return)
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.Return | ast.Expr)
         and node.end_lineno == node.lineno
     }
     for number in long:

@@ -4,7 +4,7 @@ out as ruff format would, and what ``ruff format`` then finds is nothing to do.
 The layouts (ruff's, checked here by running ruff itself): a call chain with two
 calls or more after a call, assigned or returned, goes in parentheses, on one
 line inside them when it fits, else one ``.method(...)`` per line; a chain with
-one call after a call breaks inside a call's parentheses.
+one call after a call, or alone on its line, breaks inside a call's parentheses.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ LONG = [
     'y = stream.process(my_process_function_with_a_long_name, output_type=ORDER_TYPE_INFO).uid("p")',
     'x = a.b(1).c(2)[0].d(3).uid("fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")',
     'x: DataStream = clicks.key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("totals-reduce")',
+    # a chain alone on its line: no parentheses around it
+    'clicks.key_by(lambda click_event: click_event[0]).reduce(lambda left, right: (left[0], left[1] + right[1])).uid("clicks-reduce").print()',
+    'clicks.key_by(lambda click_event: click_event[0]).reduce(lambda left, right: left).uid("clicks-reduce-2")',
+    'env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()])).uid("source-of-clicks")',
+    'ds.map(lambda x: x + 1).filter(lambda x: x > 0).key_by(lambda x: x).reduce(lambda a, b: a).uid("r").print()',
 ]
 
 
