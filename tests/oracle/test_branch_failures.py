@@ -27,6 +27,7 @@ from chainlens.analyzer import Config
 from chainlens.analyzer.model.flink_versions import NEWEST, FlinkVersion
 from tests.oracle.check import analyse_like_flink, differences, local_parallelism
 from tests.support import FIXTURES, ROOT
+from tests.tools import flink_venvs
 
 GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 PROGRAM = FIXTURES / "pipelines" / "branch_fails_on_unknown.py"
@@ -42,16 +43,6 @@ pytestmark = [
 ]
 
 
-def _flink_venvs() -> Any:
-    path = ROOT / "tests" / "tools" / "flink_venvs.py"
-    spec = importlib.util.spec_from_file_location("_flink_venvs_for_branches", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _run(
     out: Path, version: str, *options: str, program: Path = PROGRAM, **env: str
 ) -> dict[str, Any]:
@@ -61,7 +52,7 @@ def _run(
         command += ["--flink-version", version]
     subprocess.run(
         [*command, str(program)],
-        env=_flink_venvs().environ(**env),
+        env=flink_venvs.environ(**env),
         capture_output=True,
         text=True,
         check=False,

@@ -4,12 +4,10 @@ real PyFlink of the chosen line raises, and nowhere else."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -22,19 +20,10 @@ from chainlens.analyzer.extract.pyflink_signatures import (
 )
 from chainlens.analyzer.model.flink_versions import NEWEST, SUPPORTED, FlinkVersion
 from tests.support import ROOT
+from tests.tools import flink_venvs
 
 ORACLE = ROOT / "tests" / "tools" / "time_parameters_oracle.py"
 WRONG = {"Duration": "Duration.of_seconds(5)", "int": "5000", "None": "None"}
-
-
-def _venvs() -> ModuleType:
-    path = ROOT / "tests" / "tools" / "flink_venvs.py"
-    spec = importlib.util.spec_from_file_location("_chainlens_flink_venvs", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _program(key: str, line: str, name: str, wrong: str) -> str:
@@ -58,7 +47,7 @@ def check_line(line: str, python: Path | str) -> int:
         capture_output=True,
         text=True,
         check=True,
-        env=_venvs().environ(),
+        env=flink_venvs.environ(),
         timeout=300,
     )
     real = json.loads(done.stdout)
@@ -93,7 +82,7 @@ def test_the_time_parameters_are_real_pyflink_2_3s() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("line", [line for line in SUPPORTED if line != NEWEST])
 def test_the_time_parameters_are_real_pyflink_of_each_line(line: str) -> None:
-    python = _venvs().find_python(line)
+    python = flink_venvs.find_python(line)
     if python is None:
         pytest.skip(f"no venv of PyFlink {line} (tests/tools/flink_venvs.py {line})")
     assert (
