@@ -9,6 +9,12 @@ would parse from the whole text: the same statements, and comment or blank lines
 between pieces moved back to where LibCST puts them (the next statement's
 ``leading_lines``), so ``module.code == text``.  Whenever a piece does not parse
 on its own, the whole text is parsed instead.
+
+A long top-level function or class is itself parsed in chunks of its body
+(a few statements each, parsed inside an ``if 1:`` at their own indentation, so
+that LibCST sees them as it sees them in the function), and its ``def`` or
+``class`` line with a ``pass`` body: an edit inside ``main()`` parses again the
+lines of its chunk, not the whole function.
 """
 
 from __future__ import annotations
@@ -90,20 +96,61 @@ def _skip(self: cst.CSTNode) -> None:
 Guard = Callable[[str, Sequence[ast.stmt]], None]
 
 
+#: a top-level function or class of at least this many lines is parsed in chunks
+SPLIT_LINES: Final = 40
+#: a chunk holds statements of the body until it has at least this many lines
+CHUNK_LINES: Final = 3
+#: a line between two statements of a body that may end a chunk: blank, or
+#: (checked apart) a comment at the statements' own indentation
+_BLANK: Final = re.compile(r"[ \t\f]*(?:\r\n|\r|\n)?$")
+_COMMENT: Final = re.compile(r"([ \t]*)#")
+
+
 class _Piece:
-    """One parsed piece, and (once asked for) its calls paired with their ranges."""
+    """One parsed piece, and (once asked for) its calls paired with their ranges.
 
-    __slots__ = ("calls", "module", "text")
+    A piece assembled from chunks (:meth:`ModuleCache._split`) has its parts:
+    the header's piece and the chunks' pieces, and the line each part's first
+    line is on, less one (what its ranges are shifted by)."""
 
-    def __init__(self, text: str, module: cst.Module) -> None:
+    __slots__ = ("calls", "module", "parts", "shifts", "text")
+
+    def __init__(
+        self,
+        text: str,
+        module: cst.Module,
+        parts: tuple[_Piece, ...] = (),
+        shifts: tuple[int, ...] = (),
+    ) -> None:
         self.text = text
         self.module = module
+        self.parts = parts
+        self.shifts = shifts
         self.calls: list[CallRanges] | bool | None = False  # False: not computed
 
     def statement_calls(self) -> list[CallRanges] | None:
         if self.calls is False:
-            self.calls = statement_calls(self.module, self.text)
+            self.calls = (
+                self._joined_calls()
+                if self.parts
+                else statement_calls(self.module, self.text)
+            )
         return self.calls  # type: ignore[return-value]
+
+    def _joined_calls(self) -> list[CallRanges] | None:
+        """The calls of the one statement the parts make, from theirs."""
+        joined: CallRanges = []
+        for part, shift in zip(self.parts, self.shifts, strict=True):
+            found = part.statement_calls()
+            if found is None or len(found) != 1:
+                return None
+            if shift:
+                joined.extend(
+                    (call, _shifted(where, shift)) for call, where in found[0]
+                )
+            else:
+                joined.extend(found[0])
+        return [joined]
 
 
 class ModuleCache:
@@ -116,10 +163,17 @@ class ModuleCache:
     """
 
     def __init__(
-        self, max_pieces: int = 8192, *, keep_current_only: bool = False
+        self,
+        max_pieces: int = 8192,
+        *,
+        keep_current_only: bool = False,
+        split_lines: int = SPLIT_LINES,
+        chunk_lines: int = CHUNK_LINES,
     ) -> None:
         self._pieces: OrderedDict[str, _Piece] = OrderedDict()
         self._max = max_pieces
+        self._split_lines = split_lines
+        self._chunk_lines = chunk_lines
         #: forget pieces the newest version no longer has (one cache per document)
         self.keep_current_only = keep_current_only
         self._layout: list[
@@ -134,18 +188,79 @@ class ModuleCache:
         #: descriptors), by node: kept between versions (``interpret``)
         self.method_scans: dict[int, tuple[object, object]] = {}
 
-    def _piece(self, text: str) -> _Piece:
+    def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
+        """The piece of ``text``, parsed now if it was not before.
+
+        ``node`` is the one ``ast`` statement of the piece if it has one only
+        (its lines are ``delta`` more in the piece): a long function or class
+        is then assembled from chunks (:meth:`_split`)."""
         found = self._pieces.get(text)
         if found is not None:
             self._pieces.move_to_end(text)
             self.hits += 1
             return found
-        self.misses += 1
-        parsed = _Piece(text, parse_module(text))
+        parsed = None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            parsed = self._split(text, node, delta)
+        if parsed is None:
+            self.misses += 1
+            parsed = _Piece(text, parse_module(text))
         self._pieces[text] = parsed
         if len(self._pieces) > self._max:
             self._pieces.popitem(last=False)
         return parsed
+
+    def _split(
+        self,
+        text: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        delta: int,
+    ) -> _Piece | None:
+        """Assemble the piece of one long function or class from chunks.
+
+        The header (decorators and ``def``/``class`` lines, with a ``pass``
+        for body) and each chunk of the body (inside an ``if 1:``, at its own
+        indentation) are parsed as pieces of their own; the statements of the
+        chunks become the body of the header's definition.  None when the
+        text cannot be cut so that the result is LibCST's parse of ``text``
+        (the caller then parses it whole)."""
+        lines = _LINE.findall(text)
+        body = node.body
+        if len(lines) < self._split_lines or len(body) < 2:
+            return None
+        starts = [_first_line(stmt) - 1 + delta for stmt in body]
+        first = lines[starts[0]]
+        indent = first[: len(first) - len(first.lstrip(" \t"))]
+        if not indent or any(
+            not lines[s].startswith(indent) or lines[s][len(indent)] in " \t\f"
+            for s in starts
+        ):
+            return None
+        head = starts[0]  # the header ends before the comments that lead the body
+        while head > 0 and (
+            _BLANK.match(lines[head - 1]) or _COMMENT.match(lines[head - 1])
+        ):
+            head -= 1
+        cuts = [head]
+        for previous, start in zip(body, starts[1:], strict=False):
+            end = (previous.end_lineno or previous.lineno) - 1 + delta
+            if start <= end or start - cuts[-1] < self._chunk_lines:
+                continue
+            if all(_between(line, indent) for line in lines[end + 1 : start]):
+                cuts.append(end + 1)
+        if len(cuts) < 2:
+            return None
+        cuts.append(len(lines))
+        newline = _newline_of(lines[0])
+        try:
+            header = self._piece("".join(lines[:head]) + indent + "pass" + newline)
+            chunks = [
+                self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
+                for a, b in itertools.pairwise(cuts)
+            ]
+        except cst.ParserSyntaxError:
+            return None
+        return _joined(text, header, chunks, tuple(c - 1 for c in cuts[:-1]))
 
     def known_calls(self, module: cst.Module) -> KnownCalls | None:
         """Return the call ranges of ``module``'s statements (None: not built here)."""
@@ -252,22 +367,31 @@ class ModuleCache:
         ``first_line`` on, enough to guard every piece not parsed before.
         """
         texts = ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
+        by_piece: dict[int, list[ast.stmt]] = {}
+        for stmt in statements:
+            line = first_line + _first_line(stmt) - 1
+            by_piece.setdefault(bisect.bisect_right(bounds, line) - 1, []).append(stmt)
         if guard is not None:
-            by_piece: dict[int, list[ast.stmt]] = {}
-            for stmt in statements:
-                line = first_line + stmt.lineno - 1
-                by_piece.setdefault(bisect.bisect_right(bounds, line) - 1, []).append(
-                    stmt
-                )
             for index, piece_text in enumerate(texts):
                 if piece_text not in self._pieces:
                     guard(piece_text, by_piece.get(index, ()))
         try:
-            entries = [self._piece(piece) for piece in texts]
+            entries = []
+            for index, piece_text in enumerate(texts):
+                alone = by_piece.get(index, ())
+                entries.append(
+                    self._piece(
+                        piece_text,
+                        alone[0] if len(alone) == 1 else None,
+                        first_line - bounds[index],
+                    )
+                )
         except cst.ParserSyntaxError:
             return parse_module(text)
         if self.keep_current_only:
-            self._pieces = OrderedDict((e.text, e) for e in entries)
+            self._pieces = OrderedDict(
+                (p.text, p) for e in entries for p in (*e.parts, e)
+            )
         pieces = [e.module for e in entries]
         indents = {
             p.default_indent
@@ -287,6 +411,84 @@ class ModuleCache:
         self._last = module
         self._previous = (lines, bounds)
         return module
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    """The line a statement starts on, its decorators included."""
+    decorators: Sequence[ast.expr] = getattr(stmt, "decorator_list", ())
+    return (
+        min(stmt.lineno, *(d.lineno for d in decorators)) if decorators else stmt.lineno
+    )
+
+
+def _between(line: str, indent: str) -> bool:
+    """Tell whether a line between two statements of a body leaves them in
+    pieces of their own: blank, or a comment at their indentation (LibCST
+    gives a comment indented deeper to the block before it)."""
+    if _BLANK.match(line):
+        return not line.strip(" \t\f\r\n") and len(line.rstrip("\r\n")) <= len(indent)
+    comment = _COMMENT.match(line)
+    return comment is not None and comment.group(1) == indent
+
+
+def _newline_of(line: str) -> str:
+    for ending in ("\r\n", "\n", "\r"):
+        if line.endswith(ending):
+            return ending
+    return "\n"
+
+
+def _joined(
+    text: str, header: _Piece, chunks: list[_Piece], shifts: tuple[int, ...]
+) -> _Piece | None:
+    """The piece of a definition: the header's, its ``pass`` replaced by the
+    chunks' statements; None if a part is not what the cut expects."""
+    head = header.module
+    if len(head.body) != 1 or head.footer:
+        return None
+    definition = head.body[0]
+    if not isinstance(definition, (cst.FunctionDef, cst.ClassDef)):
+        return None
+    block = definition.body
+    if (
+        not isinstance(block, cst.IndentedBlock)
+        or len(block.body) != 1
+        or block.footer
+        or not isinstance(block.body[0], cst.SimpleStatementLine)
+        or block.body[0].leading_lines
+    ):
+        return None
+    statements: list[cst.BaseStatement] = []
+    footer: Sequence[cst.EmptyLine] = ()
+    last = chunks[-1].module
+    for chunk in chunks:
+        module = chunk.module
+        if (
+            len(module.body) != 1
+            or module.header
+            or module.default_newline != head.default_newline
+            or module.default_indent != head.default_indent
+        ):
+            return None
+        wrapper = module.body[0]
+        if not isinstance(wrapper, cst.If) or wrapper.orelse is not None:
+            return None
+        inner = wrapper.body
+        if not isinstance(inner, cst.IndentedBlock) or inner.indent is not None:
+            return None
+        if module is not last and (inner.footer or module.footer):
+            return None
+        statements.extend(inner.body)
+        footer = inner.footer
+    whole = definition.with_changes(
+        body=block.with_changes(body=statements, footer=footer)
+    )
+    module = head.with_changes(
+        body=[whole],
+        footer=last.footer,
+        has_trailing_newline=last.has_trailing_newline,
+    )
+    return _Piece(text, module, (header, *chunks), (0, *shifts))
 
 
 def _guarded(text: str, nodes: Sequence[ast.stmt], guard: Guard | None) -> cst.Module:

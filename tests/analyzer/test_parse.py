@@ -10,6 +10,7 @@ import pytest
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.extract.positions import statement_calls
 from chainlens.analyzer.render.graphs import result_to_json
 from tests.support import ROOT
 
@@ -32,6 +33,40 @@ TRICKY = {
 }
 
 
+#: long functions and classes, each cut into chunks of its body (with a
+#: cache that cuts every body it can, statement by statement)
+BODIES = {
+    "comment deeper after a nested block": "def f():\n    for x in y:\n        a()\n        # deeper\n    b()\n    c()\n",
+    "comment at column 0 in a body": "def f():\n    a()\n# col0\n    b()\n    c()\n",
+    "whitespace-only lines": "def f():\n    a()\n        \n    b()\n    \n    c()\n",
+    "whitespace after a nested block": "def f():\n    if x:\n        a()\n        \n    b()\n",
+    "comments after the colon": "def f():  # head\n    # first\n\n    a()\n    b()\n",
+    "CRLF": "def f():\r\n    a()\r\n\r\n    b()\r\n",
+    "tabs": "def f():\n\ta()\n\tif x:\n\t\tb()\n\tc()\n",
+    "semicolons": "def f():\n    a(); b()\n    c()\n",
+    "no final newline": "def f():\n    a()\n    b()",
+    "trailing comments": "def f():\n    a()\n    b()\n    # end\n# dedented end\n",
+    "nested decorated def": "def f():\n    a()\n    @dec\n    # c\n    def g():\n        pass\n    b()\n",
+    "class": '@d\nclass A(B, metaclass=M):\n    """doc"""\n    x = 1\n\n    def m(self):\n        return 1\n\n    async def n(self):\n        await z()\n',
+    "async def": "async def f(a=g(), *, b: h() = 1) -> k():\n    await a()\n    async for x in y:\n        pass\n    b()\n",
+    "backslash": "def f():\n    x = 1 + \\\n        2\n    y = 3\n",
+    "string with dedented lines": 'def f():\n    s = """\nhello\n  there"""\n    t = 1\n    u = 2\n',
+    "nested block with its own indent": "def f():\n    for x in y:\n      a()\n    b()\n",
+    "two-space body, four-space file": "if z:\n    pass\ndef f():\n  a()\n  b()\n",
+    "comment deeper before a statement": "def f():\n    a()\n        # deeper alone\n    b()\n",
+    "comment less deep before a statement": "def f():\n    a()\n  # less\n    b()\n",
+    "one-line def": "def f(): a(); b()\n",
+    "multi-line parameters": "def f(\n    a,\n    # c\n    b=g(),\n):\n    # lead\n    a()\n    b()\n",
+    "form feed": "def f():\n    a()\n\x0c\n    b()\n",
+    "blank lines at the end": "def f():\n    a()\n    b()\n\n\n",
+    "comment last, no final newline": "def f():\n    a()\n    b()\n    # end",
+    "nested def with a trailing comment": "def f():\n    def g():\n        a()\n        # in g\n\n    b()\n",
+    "while-else": "def f():\n    while x:\n        a()\n    else:\n        b()\n    c()\n",
+    "try-finally": "def f():\n    try:\n        a()\n    except E:\n        b()\n    # between\n    finally:\n        c()\n    d()\n",
+    "match": "def f():\n    match x:\n        case 1:\n            a()\n    b()\n",
+}
+
+
 def assert_same(text: str, cache: ModuleCache) -> None:
     pieces = cache.parse_module(text, ast.parse(text))
     whole = cst.parse_module(text)
@@ -50,6 +85,69 @@ def test_corpus_and_own_sources() -> None:
     cache = ModuleCache()
     for path in [*CORPUS, *SOURCES]:
         assert_same(path.read_text(encoding="utf-8"), cache)
+
+
+def _cutting() -> ModuleCache:
+    return ModuleCache(split_lines=0, chunk_lines=1)
+
+
+def _assert_same_calls(text: str, cache: ModuleCache) -> None:
+    """The calls of each statement, paired from the chunks, are those paired
+    from the whole module."""
+    module = cache.parse_module(text, ast.parse(text))
+    known = cache.known_calls(module)
+    whole = statement_calls(module, text)
+    if known is None or whole is None:
+        return  # the pieces disagree on the indentation, or the pairing fails:
+        # the module was parsed whole, and its calls are located from it
+    for index, expected in enumerate(whole):
+        found = known(index)
+        assert found is not None
+        assert {id(c): w for c, w in found} == {id(c): w for c, w in expected}
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_bodies_cut_into_chunks(name: str) -> None:
+    newline = "\r\n" if "CRLF" in name else "\n"
+    text = f"import os{newline}" + BODIES[name]
+    cache = _cutting()
+    assert_same(text, cache)
+    assert_same(text, cache)
+    _assert_same_calls(text, cache)
+
+
+def test_corpus_and_own_sources_cut_into_chunks() -> None:
+    cut = 0
+    for path in [*CORPUS, *SOURCES]:
+        cache = _cutting()
+        text = path.read_text(encoding="utf-8")
+        assert_same(text, cache)
+        _assert_same_calls(text, cache)
+        cut += any(piece.parts for piece in cache._pieces.values())
+    assert cut > len(CORPUS)  # most files have a function or class that was cut
+
+
+def test_an_edit_in_a_long_function_parses_its_chunk_only() -> None:
+    stages = "".join(
+        f"    s{i} = s{i - 1}.map(lambda e: e + {i}).name('stage {i}')\n"
+        for i in range(1, 200)
+    )
+    text = (
+        "import os\n\n\ndef main():\n    s0 = env.from_collection([1])\n"
+        f"{stages}    s199.print()\n"
+    )
+    cache = ModuleCache(keep_current_only=True)
+    cache.parse_module(text, ast.parse(text))
+    before = cache.misses
+    edited = text.replace("'stage 100'", "'stage one hundred'")
+    module = cache.reparse(edited)
+    assert module is not None
+    assert module.code == edited
+    assert module.deep_equals(cst.parse_module(edited))
+    assert cache.misses - before == 1
+    parsed = [p for p in cache._pieces.values() if "stage one hundred" in p.text]
+    assert min(len(p.text.splitlines()) for p in parsed) <= 4  # the chunk
+    _assert_same_calls(edited, cache)
 
 
 def test_an_edit_reparses_only_its_statement() -> None:
