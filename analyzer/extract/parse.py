@@ -113,19 +113,24 @@ class _Piece:
     the header's piece and the chunks' pieces, and the line each part's first
     line is on, less one (what its ranges are shifted by)."""
 
-    __slots__ = ("calls", "module", "parts", "shifts", "text")
+    __slots__ = ("calls", "cuts", "indent", "module", "parts", "shifts", "text")
 
     def __init__(
         self,
         text: str,
         module: cst.Module,
         parts: tuple[_Piece, ...] = (),
-        shifts: tuple[int, ...] = (),
+        cuts: tuple[int, ...] = (),
+        indent: str = "",
     ) -> None:
         self.text = text
         self.module = module
         self.parts = parts
-        self.shifts = shifts
+        #: for a piece made of chunks: the lines (indexes) where the body's
+        #: chunks start, then the number of lines; the body's indentation
+        self.cuts = cuts
+        self.indent = indent
+        self.shifts = (0, *(c - 1 for c in cuts[:-1])) if parts else ()
         self.calls: list[CallRanges] | bool | None = False  # False: not computed
 
     def statement_calls(self) -> list[CallRanges] | None:
@@ -228,39 +233,124 @@ class ModuleCache:
         body = node.body
         if len(lines) < self._split_lines or len(body) < 2:
             return None
-        starts = [_first_line(stmt) - 1 + delta for stmt in body]
-        first = lines[starts[0]]
+        first = lines[_first_line(body[0]) - 1 + delta]
         indent = first[: len(first) - len(first.lstrip(" \t"))]
-        if not indent or any(
-            not lines[s].startswith(indent) or lines[s][len(indent)] in " \t\f"
-            for s in starts
-        ):
-            return None
-        head = starts[0]  # the header ends before the comments that lead the body
-        while head > 0 and (
+        head = _first_line(body[0]) - 1 + delta
+        while head > 0 and (  # the header ends before the lines leading the body
             _BLANK.match(lines[head - 1]) or _COMMENT.match(lines[head - 1])
         ):
             head -= 1
-        cuts = [head]
-        for previous, start in zip(body, starts[1:], strict=False):
-            end = (previous.end_lineno or previous.lineno) - 1 + delta
-            if start <= end or start - cuts[-1] < self._chunk_lines:
-                continue
-            if all(_between(line, indent) for line in lines[end + 1 : start]):
-                cuts.append(end + 1)
-        if len(cuts) < 2:
+        cuts = self._cuts(lines, body, delta, indent, head)
+        if cuts is None or len(cuts) < 2:
             return None
         cuts.append(len(lines))
-        newline = _newline_of(lines[0])
         try:
-            header = self._piece("".join(lines[:head]) + indent + "pass" + newline)
-            chunks = [
-                self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
-                for a, b in itertools.pairwise(cuts)
-            ]
+            header = self._piece(
+                "".join(lines[:head]) + indent + "pass" + _newline_of(lines[0])
+            )
+            return self._joined(text, lines, header, cuts, indent)
         except cst.ParserSyntaxError:
             return None
-        return _joined(text, header, chunks, tuple(c - 1 for c in cuts[:-1]))
+
+    def _cuts(
+        self,
+        lines: Sequence[str],
+        body: Sequence[ast.stmt],
+        delta: int,
+        indent: str,
+        first: int,
+    ) -> list[int] | None:
+        """The lines (indexes) where chunks of ``body`` start, from ``first``
+        (its statements' lines are ``delta`` more in ``lines``); None when a
+        statement does not start its line at ``indent``."""
+        if not indent:
+            return None
+        cuts = [first]
+        end = -1
+        for stmt in body:
+            start = _first_line(stmt) - 1 + delta
+            line = lines[start]
+            if not line.startswith(indent) or line[len(indent)] in " \t\f":
+                return None
+            if (
+                end >= 0
+                and start > end
+                and start - cuts[-1] >= self._chunk_lines
+                and all(_between(gap, indent) for gap in lines[end + 1 : start])
+            ):
+                cuts.append(end + 1)
+            end = (stmt.end_lineno or stmt.lineno) - 1 + delta
+        return cuts
+
+    def _joined(
+        self,
+        text: str,
+        lines: Sequence[str],
+        header: _Piece,
+        cuts: Sequence[int],
+        indent: str,
+    ) -> _Piece | None:
+        """The piece of ``text`` made of ``header`` and the chunks between
+        ``cuts`` (parsed here, or found parsed before)."""
+        newline = _newline_of(lines[0])
+        chunks = [
+            self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
+            for a, b in itertools.pairwise(cuts)
+        ]
+        return _joined(text, header, chunks, tuple(cuts), indent)
+
+    def _reparse_inside(
+        self,
+        lines: list[str],
+        old_lines: list[str],
+        old_bounds: list[int],
+        changed: tuple[int, int],
+        guard: Guard | None,
+    ) -> list[int] | None:
+        """Make the new piece of the function or class a change is inside,
+        from its chunks, parsing again only the chunks it touched (and one on
+        each side); the new bounds of the pieces, or None (not so made)."""
+        head, old_end = changed
+        index = bisect.bisect_right(old_bounds, head) - 1
+        if not 0 <= index < len(old_bounds) - 1 or old_end > old_bounds[index + 1]:
+            return None
+        base, old_stop = old_bounds[index], old_bounds[index + 1]
+        piece = self._pieces.get("".join(old_lines[base:old_stop]))
+        if piece is None or not piece.parts or head - base < piece.cuts[0]:
+            return None
+        cuts = piece.cuts
+        shift = len(lines) - len(old_lines)
+        first = max(0, bisect.bisect_right(cuts, head - base) - 2)
+        last = min(len(cuts) - 1, bisect.bisect_left(cuts, old_end - base) + 1)
+        piece_lines = lines[base : old_stop + shift]
+        start, stop = cuts[first], cuts[last] + shift
+        region = f"if 1:{_newline_of(piece_lines[0])}" + "".join(
+            piece_lines[start:stop]
+        )
+        try:
+            tree = ast.parse(region)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        wrapper = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(wrapper, ast.If) or wrapper.orelse:
+            return None
+        inside = self._cuts(piece_lines, wrapper.body, start - 1, piece.indent, start)
+        if inside is None:
+            return None
+        if guard is not None:
+            guard(region, wrapper.body)
+        new_cuts = [*cuts[:first], *inside, *(c + shift for c in cuts[last:])]
+        text = "".join(piece_lines)
+        try:
+            made = self._joined(
+                text, piece_lines, piece.parts[0], new_cuts, piece.indent
+            )
+        except cst.ParserSyntaxError:
+            return None
+        if made is None:
+            return None
+        self._pieces[text] = made
+        return [*old_bounds[: index + 1], *(b + shift for b in old_bounds[index + 1 :])]
 
     def known_calls(self, module: cst.Module) -> KnownCalls | None:
         """Return the call ranges of ``module``'s statements (None: not built here)."""
@@ -332,6 +422,13 @@ class ModuleCache:
         first = max(0, bisect.bisect_right(old_bounds, head) - 2)
         old_end = len(old_lines) - tail
         last = min(len(old_bounds) - 2, bisect.bisect_left(old_bounds, old_end) + 1)
+        inside = self._reparse_inside(
+            lines, old_lines, old_bounds, (head, len(old_lines) - tail), guard
+        )
+        if inside is not None:
+            self._last = None
+            self._previous = None
+            return self._build(text, lines, inside, (), 0, guard)
         start, stop = old_bounds[first], old_bounds[last + 1]
         shift = len(lines) - len(old_lines)
         region = lines[start : stop + shift]
@@ -439,7 +536,11 @@ def _newline_of(line: str) -> str:
 
 
 def _joined(
-    text: str, header: _Piece, chunks: list[_Piece], shifts: tuple[int, ...]
+    text: str,
+    header: _Piece,
+    chunks: list[_Piece],
+    cuts: tuple[int, ...],
+    indent: str,
 ) -> _Piece | None:
     """The piece of a definition: the header's, its ``pass`` replaced by the
     chunks' statements; None if a part is not what the cut expects."""
@@ -488,7 +589,7 @@ def _joined(
         footer=last.footer,
         has_trailing_newline=last.has_trailing_newline,
     )
-    return _Piece(text, module, (header, *chunks), (0, *shifts))
+    return _Piece(text, module, (header, *chunks), cuts, indent)
 
 
 def _guarded(text: str, nodes: Sequence[ast.stmt], guard: Guard | None) -> cst.Module:

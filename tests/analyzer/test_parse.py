@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import random
 from pathlib import Path
 
 import libcst as cst
@@ -215,6 +216,61 @@ def test_reparse_after_edits_equals_parsing_the_whole_text(path: Path) -> None:
         )
         assert module.code == version
         assert module.deep_equals(whole)
+
+
+def _indented_edits(text: str, seed: int) -> list[str]:
+    """Versions an editor would send while typing inside function bodies:
+    lines added at the indentation of the line they go before (statements,
+    comments, deeper comments, an unclosed parenthesis), lines removed,
+    changed and doubled."""
+    chooser = random.Random(seed)
+    versions = []
+    for _ in range(6):
+        lines = (versions[-1] if versions else text).split("\n")
+        at = chooser.randrange(len(lines))
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+        kind = chooser.randrange(8)
+        if kind == 0:
+            lines.insert(at, indent + "x_new = f(1)")
+        elif kind == 1:
+            del lines[at]
+        elif kind == 2:
+            lines[at] = lines[at].replace("(", "( ", 1)
+        elif kind == 3:
+            lines.insert(at, indent + "# a comment")
+        elif kind == 4:
+            lines.insert(at, indent + "    # deeper")
+        elif kind == 5:
+            lines.insert(at, "")
+        elif kind == 6:
+            lines.insert(at, indent + "x = (")
+        else:
+            lines.insert(at, lines[at])
+        versions.append("\n".join(lines))
+    return versions
+
+
+@pytest.mark.parametrize("path", CORPUS[::3] + SOURCES[::4], ids=lambda p: p.stem)
+def test_edits_inside_bodies_cut_into_chunks_equal_parsing_the_whole_text(
+    path: Path,
+) -> None:
+    text = path.read_text(encoding="utf-8")
+    cache = ModuleCache(keep_current_only=True, split_lines=0, chunk_lines=2)
+    cache.parse_module(text, ast.parse(text))
+    for version in _indented_edits(text, len(text)):
+        try:
+            whole = cst.parse_module(version)
+            ast.parse(version)
+        except (SyntaxError, cst.ParserSyntaxError):
+            continue
+        if whole.code != version:
+            continue  # LibCST itself does not give this text back
+        module = cache.reparse(version) or cache.parse_module(
+            version, ast.parse(version)
+        )
+        assert module.code == version
+        assert module.deep_equals(whole)
+        _assert_same_calls(version, cache)
 
 
 def test_reparse_refuses_what_does_not_parse_alone() -> None:
