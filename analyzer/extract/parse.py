@@ -113,7 +113,16 @@ class _Piece:
     the header's piece and the chunks' pieces, and the line each part's first
     line is on, less one (what its ranges are shifted by)."""
 
-    __slots__ = ("calls", "cuts", "indent", "module", "parts", "shifts", "text")
+    __slots__ = (
+        "calls",
+        "cuts",
+        "indent",
+        "module",
+        "moved",
+        "parts",
+        "shifts",
+        "text",
+    )
 
     def __init__(
         self,
@@ -132,6 +141,9 @@ class _Piece:
         self.indent = indent
         self.shifts = (0, *(c - 1 for c in cuts[:-1])) if parts else ()
         self.calls: list[CallRanges] | bool | None = False  # False: not computed
+        #: its calls shifted last, and by how many lines (a chunk's calls in
+        #: the function it is a part of: most chunks stay where they were)
+        self.moved: tuple[int, CallRanges] | None = None
 
     def statement_calls(self) -> list[CallRanges] | None:
         if self.calls is False:
@@ -149,12 +161,15 @@ class _Piece:
             found = part.statement_calls()
             if found is None or len(found) != 1:
                 return None
-            if shift:
-                joined.extend(
-                    (call, _shifted(where, shift)) for call, where in found[0]
-                )
-            else:
+            if not shift:
                 joined.extend(found[0])
+                continue
+            if part.moved is None or part.moved[0] != shift:
+                part.moved = (
+                    shift,
+                    [(call, _shifted(where, shift)) for call, where in found[0]],
+                )
+            joined.extend(part.moved[1])
         return [joined]
 
 

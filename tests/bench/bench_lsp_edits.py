@@ -125,13 +125,16 @@ def comment_edit(text: str, n: int) -> str:
 
 
 def parallelism_edit(anchor: str) -> Edit:
-    """One operator's parallelism changes: chaining and operator IDs change."""
+    """One operator's parallelism changes: chaining and operator IDs change.
+
+    Every edit gives a text not seen before (5, 6, 7, ...), as typing does: a
+    cache of the last texts analysed must not answer for the edit."""
 
     def edit(text: str, n: int) -> str:
         head, found, tail = text.partition(anchor)
         assert found, anchor
-        new = found.replace(".set_parallelism(4)", f".set_parallelism({n % 2 + 2})")
-        new = new.replace("(4)", f"({n % 2 + 2})") if new == found else new
+        new = found.replace(".set_parallelism(4)", f".set_parallelism({n + 5})")
+        new = new.replace("(4)", f"({n + 5})") if new == found else new
         return head + new + tail
 
     return edit
