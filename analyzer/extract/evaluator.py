@@ -33,6 +33,7 @@ from chainlens.analyzer.extract.flow import (
     Context,
     ContinueError,
     Guard,
+    ProbeDoneError,
     ReturnError,
     StopError,
 )
@@ -73,6 +74,7 @@ from chainlens.analyzer.extract.syntax import (
     decorated,
     dotted,
     ends_program,
+    has_call,
 )
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -120,6 +122,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         read: ReadText | None = None,
         guard: Guard | None = None,
         decided: Mapping[tuple[object, ...], bool] | None = None,
+        probed: Sequence[tuple[object, ...]] = (),
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
@@ -156,6 +159,15 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         #: still be decided the other way: the failure, said as conditional,
         #: and the branch to decide (see :func:`interpret`)
         self.failed_when: tuple[str, SourceRange | None, Assumption] | None = None
+        #: the branches decided the other way before the run only to see
+        #: whether PyFlink raises there (outermost first): a failure reached
+        #: through them stays conditional, one reached through none of them is
+        #: not this run's to say, and the run ends where the outermost is left
+        self.probed = tuple(probed)
+        #: the branches on unknown conditions this run took as the first one
+        #: whose other side (``else``, ``elif``, a ``for`` loop's ``else``) was
+        #: left unanalysed, by key, in the order met (see :func:`interpret`)
+        self.untaken: list[tuple[object, ...]] = []
 
     # ------------------------------------------------------------------ driver
 
@@ -165,7 +177,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             for index, stmt in enumerate(self.module.body):
                 self.top = index
                 self.exec_statement(stmt, self.globals)
-        except (StopError, ReturnError, BreakError, ContinueError):
+        except (StopError, ReturnError, BreakError, ContinueError, ProbeDoneError):
             pass
         except ProgramStopError as stop:
             self.program_failed(stop)
@@ -180,7 +192,11 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         is said with them, and the innermost of them not decided yet is left
         for a run that decides it the other way."""
         assumed = stop.assumed or ()
-        open_ = [a for a in assumed if a.key not in self.decided]
+        if self.probed and not any(a.key in self.probed for a in assumed):
+            return  # not where this run looks: said by the run that took it
+        open_ = [
+            a for a in assumed if a.key not in self.decided or a.key in self.probed
+        ]
         if not open_:  # on every path (or every other one fails too)
             self.record.problem("flink-error", stop.message, stop.where)
             return
@@ -331,6 +347,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             holds = True if decided is None else decided
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), holds)
+                if decided is None and has_call(stmt.orelse):
+                    self.untaken.append(key)
         with self.assuming(assumption):
             self.take_branch(stmt, holds, scope)
 
@@ -348,8 +366,14 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             if stop.assumed is None:  # the innermost branch: all are open
                 stop.assumed = tuple(self.assumed)
             raise
+        except (ReturnError, BreakError, ContinueError):
+            if self.probed and assumption.key == self.probed[0]:
+                raise ProbeDoneError from None
+            raise
         finally:
             self.assumed.pop()
+        if self.probed and assumption.key == self.probed[0]:
+            raise ProbeDoneError  # the branch looked at is over without failing
 
     def branch_key(self, test: cst.CSTNode) -> tuple[object, ...] | None:
         """Where the test of a branch is, the same in every run of the
@@ -388,6 +412,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             items = [Symbol("loop item", "not known statically")] if runs else []
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.iter), runs, "loop")
+                if key not in self.decided and has_call(stmt.orelse):
+                    self.untaken.append(key)
         with self.assuming(assumption):
             self.loop_over(stmt, items, scope)
 

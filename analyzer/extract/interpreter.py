@@ -11,8 +11,8 @@ analysed program is never imported or executed.
 from __future__ import annotations
 
 import ast
-from collections import ChainMap
-from collections.abc import Sequence
+from collections import ChainMap, deque
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -25,9 +25,10 @@ from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
 
-#: Branches on unknown conditions in which the program fails that are decided
-#: the other way, each by a new run of the program (past it, the program is
-#: analysed as ending at the last failure).
+#: New runs of the program after the first: each decides the other way a branch
+#: on an unknown condition in which the program fails (past them, the program is
+#: analysed as ending at the last failure), or, with those left, looks at the
+#: other side of a branch the kept run took as the first one.
 MAX_FAILING_BRANCHES = 8
 
 
@@ -61,12 +62,17 @@ def interpret(
     that are not known statically is not the program's end: it is recorded as
     ``flink-error-when`` with those conditions, and the program is replayed
     with the innermost of them decided the other way, so that the jobs of the
-    paths that do not fail are the ones returned.
+    paths that do not fail are the ones returned.  The other sides of the
+    branches the kept run took as the first one (an ``else``, an ``elif``)
+    are then run too, only to find where PyFlink raises in them
+    (:func:`probe_other_sides`).
     """
     current: dict[int, tuple[object, object]] = {}
-    decided: dict[tuple[object, ...], bool] = {}
-    failures: list[tuple[str, SourceRange | None]] = []
-    for attempt in range(MAX_FAILING_BRANCHES + 1):
+
+    def run(
+        decided: dict[tuple[object, ...], bool],
+        probed: tuple[tuple[object, ...], ...] = (),
+    ) -> tuple[Program, Evaluator]:
         program = Program()
         if method_scans is not None:
             program.method_scans = ChainMap(current, method_scans)
@@ -86,13 +92,21 @@ def interpret(
             read,
             guard,
             decided,
+            probed,
         )
         evaluator.run()
+        return program, evaluator
+
+    decided: dict[tuple[object, ...], bool] = {}
+    failures: list[tuple[str, SourceRange | None]] = []
+    runs = 0
+    while True:
+        program, evaluator = run(decided)
         if evaluator.failed_when is None:
             break
         message, where, branch = evaluator.failed_when
         failures.append((message, where))
-        if attempt == MAX_FAILING_BRANCHES or branch.key in decided:
+        if runs == MAX_FAILING_BRANCHES or branch.key in decided:
             program.unknown(  # the program, as far as followed, ends here
                 "branch",
                 f"PyFlink raises in more than {MAX_FAILING_BRANCHES} branches on "
@@ -102,9 +116,59 @@ def interpret(
             )
             break
         decided[branch.key] = not branch.taken
+        runs += 1
+    failures += probe_other_sides(run, decided, evaluator.untaken, runs)
     for message, where in failures:
         program.problem("flink-error-when", message, where)
     if method_scans is not None:
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+#: One run of the program: the branches decided before it, those of them
+#: decided only to look at their other side (outermost first).
+Run = Callable[
+    [dict[tuple[object, ...], bool], tuple[tuple[object, ...], ...]],
+    tuple[Program, Evaluator],
+]
+
+
+def probe_other_sides(
+    run: Run,
+    decided: dict[tuple[object, ...], bool],
+    untaken: Sequence[tuple[object, ...]],
+    runs: int,
+) -> list[tuple[str, SourceRange | None]]:
+    """Return the failures (said with their conditions) of the other sides of
+    the branches on unknown conditions the kept run took as the first one.
+
+    Each other side (``else``, the ``elif`` after it, a ``for`` loop's
+    ``else``) is looked at by a run of its own that decides the branch the
+    other way and ends where the branch is left; an ``elif`` met there is
+    looked at past it in turn, and a failure inside a branch met there is
+    decided away as in :func:`interpret`.  These runs and those of
+    :func:`interpret` are at most ``MAX_FAILING_BRANCHES`` together, the
+    branches taken in the order they are met; their jobs are not kept.
+    """
+    failures: list[tuple[str, SourceRange | None]] = []
+    seen = set(untaken)
+    waiting: deque[
+        tuple[dict[tuple[object, ...], bool], tuple[tuple[object, ...], ...]]
+    ]
+    waiting = deque((dict(decided), (key,)) for key in untaken)
+    while waiting and runs < MAX_FAILING_BRANCHES:
+        base, probed = waiting.popleft()
+        runs += 1
+        forced = {**base, probed[-1]: False}
+        _, evaluator = run(forced, probed)
+        if evaluator.failed_when is not None:
+            message, where, branch = evaluator.failed_when
+            failures.append((message, where))
+            if branch.key not in probed:  # inside the side looked at
+                waiting.appendleft(({**forced, branch.key: not branch.taken}, probed))
+        for key in evaluator.untaken:
+            if key not in seen:
+                seen.add(key)
+                waiting.append((forced, (*probed, key)))
+    return failures

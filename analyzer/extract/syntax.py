@@ -65,6 +65,18 @@ def ends_program(block: cst.BaseSuite) -> bool:
     )
 
 
+def has_call(node: cst.CSTNode | None) -> bool:
+    """Tell whether ``node`` (an ``else``, an ``elif``) calls anything: where
+    nothing is called, PyFlink cannot raise."""
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            return True
+        stack.extend(current.children)
+    return False
+
+
 class _EnoughError(Exception):
     """The start of a node's code is all that is shown."""
 
