@@ -166,6 +166,7 @@ def probe_other_sides(
             message, where, branch = evaluator.failed_when
             failures.append((message, where))
             if branch.key not in probed:  # inside the side looked at
+                seen.add(branch.key)  # its other side: the run decided so
                 waiting.appendleft(({**forced, branch.key: not branch.taken}, probed))
         for key in evaluator.untaken:
             if key not in seen:

@@ -338,3 +338,154 @@ def test_a_loop_that_runs_for_certain_fails_for_certain() -> None:
     result = _loop('while False:\n    env.read_text_file("x").print()\n')
     assert not _cl000(result)
     assert [j.job_name for j in result.jobs] == ["after"]
+
+
+IN_ELSE = FIXTURES / "pipelines" / "branch_fails_in_else.py"
+IN_ELSE_TEXT = IN_ELSE.read_text(encoding="utf-8")
+
+
+def _in_else(text: str = IN_ELSE_TEXT, **changes: object) -> AnalysisResult:
+    return analyze_source(str(IN_ELSE), text, replace(CONFIG, **changes))  # type: ignore[arg-type]
+
+
+def test_failures_in_the_elif_and_else_are_conditional_and_keep_the_job() -> None:
+    result = _in_else()
+    found = _cl000(result)
+    socket, file = (
+        _line("socket_text_stream(", IN_ELSE_TEXT),
+        _line("env.read_text_file(", IN_ELSE_TEXT),
+    )
+    assert [(line, severity) for line, severity, _ in found] == [
+        (socket, Severity.WARNING),
+        (file, Severity.WARNING),
+    ]
+    assert found[0][2].startswith(
+        'PyFlink raises here when not `args.input == "collection"` and '
+        '`args.input == "socket"`: StreamExecutionEnvironment.socket_text_stream()'
+    )
+    assert found[1][2].startswith(
+        'PyFlink raises here when not `args.input == "collection"` and '
+        'not `args.input == "socket"`: StreamExecutionEnvironment.read_text_file() '
+        "does not exist in PyFlink 2.3"
+    )
+    assert {p.code for p in result.problems} == {"flink-error-when"}
+    # the job of the first branch, the one path that does not fail
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+def test_the_command_line_decides_the_else_away_or_makes_it_certain() -> None:
+    away = _in_else(argv=("--input", "collection"))
+    assert not _cl000(away)
+    assert not away.problems
+    assert [j.job_graph for j in away.jobs] == [j.job_graph for j in _in_else().jobs]
+    for given, needle in (("socket", "socket_text_stream("), ("x", "read_text_file(")):
+        taken = _in_else(argv=("--input", given))
+        ((line, severity, message),) = _cl000(taken)
+        assert line == _line(needle, IN_ELSE_TEXT), given
+        assert severity is Severity.ERROR, given
+        assert message.startswith("PyFlink raises here: StreamExecutionEnvironment")
+        assert not taken.jobs
+        assert [p.code for p in taken.problems] == ["flink-error"]
+
+
+def test_an_else_that_the_line_can_run_fails_nowhere() -> None:
+    result = _in_else(flink_version=FlinkVersion("1.20", "flag"))
+    assert [line for line, _, _ in _cl000(result)] == [
+        _line("socket_text_stream(", IN_ELSE_TEXT)
+    ]
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+ELSE_HEAD = LOOP_HEAD + 'flag = os.environ.get("FLAG")\n'
+
+
+def _program(body: str) -> AnalysisResult:
+    return analyze_source("else.py", ELSE_HEAD + body + LOOP_JOB, CONFIG)
+
+
+def test_an_else_nested_in_an_else_is_said_with_both_conditions() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        "    env.from_collection([0]).print()\n"
+        "else:\n"
+        '    if flag.startswith("b"):\n'
+        "        env.from_collection([1]).print()\n"
+        "    else:\n"
+        '        env.read_text_file("in").print()\n'
+        '    env.from_collection([2]).name("after the inner branch").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 14
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when not `flag == "a"` and not `flag.startswith("b")`: '
+    )
+    # the first branch's job: what the else path builds is not kept
+    (job,) = result.jobs
+    assert job.job_name == "after"
+    assert job.job_graph is not None
+    assert not any("after the inner branch" in v.name for v in job.job_graph.vertices)
+
+
+def test_a_failure_after_the_else_in_it_is_still_seen() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        '    source = env.from_collection(["x"], type_info=Types.STRING())\n'
+        "else:\n"
+        '    source = env.from_collection(["y"], type_info=Types.STRING())\n'
+        '    source.print("too", "many", "arguments")\n'
+        "source.print()\n"
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 12
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when not `flag == "a"`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_failure_in_a_loops_else_is_said_when_it_is_empty() -> None:
+    """A loop whose body breaks runs its ``else`` only when it is empty."""
+    result = _loop(
+        'for path in os.environ["INPUTS"].split(","):\n'
+        "    env.from_collection([path]).print()\n"
+        "    break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 11
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `os.environ["INPUTS"].split(",")` is empty: '
+    )
+
+
+def test_other_sides_are_looked_at_within_the_limit_of_runs() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 3
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    s = env.from_collection([{i}])\n'
+            f'else:\n    s = env.read_text_file("in{i}")\n'
+            for i in range(count)
+        )
+        + "s.print()\nenv.execute()\n"
+    )
+    result = analyze_source("many.py", text, CONFIG)
+    failures = [p for p in result.problems if p.code == "flink-error-when"]
+    # the first met, each in a run of its own; the jobs of the first branches
+    assert [p.range.start.line for p in failures if p.range is not None] == [
+        7 + 4 * i for i in range(MAX_FAILING_BRANCHES)
+    ]
+    assert failures[0].message.startswith('when not `os.environ.get("F0")`: ')
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
