@@ -489,3 +489,17 @@ def test_other_sides_are_looked_at_within_the_limit_of_runs() -> None:
     (job,) = result.jobs
     assert job.job_graph is not None
     assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+def test_the_upgrade_preview_counts_a_failure_in_the_else_as_an_api_removed() -> None:
+    from chainlens.analyzer.upgrade import upgrade_of_file
+
+    upgrade = upgrade_of_file(str(IN_ELSE), CONFIG, "1.20", "2.3")
+    # socket_text_stream fails on both lines: no API the upgrade removes
+    (removed,) = upgrade.removed_apis
+    assert removed.range is not None
+    assert removed.range.start.line == _line("env.read_text_file(", IN_ELSE_TEXT)
+    assert removed.message.startswith(
+        'fails on Flink 2.3 when not `args.input == "collection"` and not '
+        '`args.input == "socket"`: StreamExecutionEnvironment.read_text_file()'
+    )
