@@ -74,6 +74,7 @@ from chainlens.analyzer.extract.syntax import (
     decorated,
     dotted,
     ends_program,
+    has_break,
     has_call,
 )
 from chainlens.analyzer.extract.values import (
@@ -97,6 +98,17 @@ MAX_LOOP_ITERATIONS = 1000
 #: Statements executed per analysis; past it, loops stop and calls of the
 #: program's functions are not followed (each said as an unknown, once).
 MAX_STEPS = 50_000
+#: What the note of a branch on an unknown condition says the run does: the
+#: interpreter says so only of branches whose other side it then runs
+BOTH_SIDES = (
+    "both sides are checked for where PyFlink raises, the jobs shown are the "
+    "first branch's"
+)
+#: ... and this of those whose other side is left unchecked
+FIRST_SIDE = (
+    "the jobs shown are the first branch's; the other side is not checked for "
+    "where PyFlink raises"
+)
 
 
 class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
@@ -168,6 +180,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         #: whose other side (``else``, ``elif``, a ``for`` loop's ``else``) was
         #: left unanalysed, by key, in the order met (see :func:`interpret`)
         self.untaken: list[tuple[object, ...]] = []
+        #: where the test of each branch on an unknown condition met is, by key
+        self.places: dict[tuple[object, ...], SourceRange | None] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -337,7 +351,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 "branch",
                 f"the condition `{code_of(stmt.test)}` is not known statically; "
                 + (
-                    "the first branch is analysed"
+                    BOTH_SIDES
                     if decided is None
                     else "the first branch fails when the program runs, what "
                     "follows it is analysed"
@@ -347,6 +361,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             holds = True if decided is None else decided
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), holds)
+                self.places[key] = self.where(stmt.test)
                 if decided is None and has_call(stmt.orelse):
                     self.untaken.append(key)
         with self.assuming(assumption):
@@ -395,6 +410,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         iterable = self.eval(stmt.iter, scope)
         items = iterate(iterable)
         assumption: Assumption | None = None
+        #: without a break the ``else`` runs on every path, as what follows
+        breaks = stmt.orelse is not None and has_break(stmt.body)
         if items is None:
             key = self.branch_key(stmt.iter)
             runs = self.decided.get(key, True) if key is not None else True
@@ -412,15 +429,26 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             items = [Symbol("loop item", "not known statically")] if runs else []
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.iter), runs, "loop")
-                if key not in self.decided and has_call(stmt.orelse):
+                self.places[key] = self.where(stmt.iter)
+                if key not in self.decided and breaks and has_call(stmt.orelse):
                     self.untaken.append(key)
         with self.assuming(assumption):
-            self.loop_over(stmt, items, scope)
+            ended = self.loop_over(stmt, items, scope)
+            if ended and breaks:  # the else of a loop that did not break
+                self.exec_orelse(stmt, scope)
+        if ended and not breaks:
+            self.exec_orelse(stmt, scope)
+
+    def exec_orelse(self, stmt: cst.For | cst.While, scope: dict[str, object]) -> None:
+        """Run a loop's ``else``, if it has one."""
+        if stmt.orelse is not None:
+            self.exec_block(body_of(stmt.orelse.body), scope)
 
     def loop_over(
         self, stmt: cst.For, items: Sequence[object], scope: dict[str, object]
-    ) -> None:
-        """Run a ``for`` loop's body for each of ``items``, then its ``else``."""
+    ) -> bool:
+        """Run a ``for`` loop's body for each of ``items``; tell whether the
+        loop ended without a ``break`` (its ``else`` then runs)."""
         try:
             for count, item in enumerate(items):
                 if count >= MAX_LOOP_ITERATIONS:
@@ -436,41 +464,52 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 except ContinueError:
                     continue
             else:
-                if stmt.orelse is not None:
-                    self.exec_block(body_of(stmt.orelse.body), scope)
+                return True
         except BreakError:
             pass
+        return False
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
         holds = truth(self.eval(stmt.test, scope))
         if holds is False:  # the body never runs
-            if stmt.orelse is not None:
-                self.exec_block(body_of(stmt.orelse.body), scope)
+            self.exec_orelse(stmt, scope)
             return
         assumption: Assumption | None = None
+        runs = True
+        #: without a break the ``else`` runs on every path, as what follows
+        breaks = stmt.orelse is not None and has_break(stmt.body)
         if holds is None:
             key = self.branch_key(stmt.test)
             runs = self.decided.get(key, True) if key is not None else True
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), runs)
-            if not runs:
-                self.note_unknown(
-                    "loop",
-                    f"the condition `{code_of(stmt.test)}` is not known "
-                    "statically; the loop body fails when the program runs, what "
-                    "follows it is analysed as if it never held",
-                    stmt.test,
-                )
-                if stmt.orelse is not None:
-                    self.exec_block(body_of(stmt.orelse.body), scope)
-                return
+                self.places[key] = self.where(stmt.test)
+                if key not in self.decided and breaks and has_call(stmt.orelse):
+                    self.untaken.append(key)
         self.note_unknown(
             "loop",
-            "a while loop's iterations are not followed; its body is analysed once",
+            "a while loop's iterations are not followed; its body is analysed once"
+            if runs
+            else f"the condition `{code_of(stmt.test)}` is not known statically; "
+            "the loop body fails when the program runs, what follows it is "
+            "analysed as if it never held",
             stmt.test,
         )
-        with self.assuming(assumption), contextlib.suppress(BreakError, ContinueError):
-            self.exec_block(body_of(stmt.body), scope)
+        ended = True
+        with self.assuming(assumption):
+            if runs:
+                try:
+                    self.exec_block(body_of(stmt.body), scope)
+                except BreakError:
+                    ended = False
+                except ContinueError:
+                    pass
+            # a condition not known may not hold once the body ran: the loop
+            # ends and its else runs (known to hold, it is not followed further)
+            if ended and breaks and holds is None:
+                self.exec_orelse(stmt, scope)
+        if ended and not breaks and holds is None:
+            self.exec_orelse(stmt, scope)
 
     def assign(
         self,

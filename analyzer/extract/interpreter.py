@@ -13,10 +13,11 @@ from __future__ import annotations
 import ast
 from collections import ChainMap, deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
-from chainlens.analyzer.extract.evaluator import Evaluator
+from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluator
 from chainlens.analyzer.extract.flow import Guard
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
@@ -24,6 +25,7 @@ from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.values import Unknown
 
 #: New runs of the program after the first: each decides the other way a branch
 #: on an unknown condition in which the program fails (past them, the program is
@@ -68,6 +70,7 @@ def interpret(
     (:func:`probe_other_sides`).
     """
     current: dict[int, tuple[object, object]] = {}
+    places: dict[tuple[object, ...], SourceRange | None] = {}
 
     def run(
         decided: dict[tuple[object, ...], bool],
@@ -95,6 +98,7 @@ def interpret(
             probed,
         )
         evaluator.run()
+        places.update(evaluator.places)
         return program, evaluator
 
     decided: dict[tuple[object, ...], bool] = {}
@@ -117,13 +121,48 @@ def interpret(
             break
         decided[branch.key] = not branch.taken
         runs += 1
-    failures += probe_other_sides(run, decided, evaluator.untaken, runs)
-    for message, where in failures:
+    found, unchecked = probe_other_sides(run, decided, evaluator.untaken, runs)
+    for message, where in failures + found:
         program.problem("flink-error-when", message, where)
+    if unchecked:
+        count = len(unchecked)
+        # their notes must not say they were looked at
+        not_run = {places.get(key) for key in unchecked} - {None}
+        program.unknowns = first_side_only(program.unknowns, not_run)
+        program.jobs = [
+            replace(job, unknowns=tuple(first_side_only(job.unknowns, not_run)))
+            for job in program.jobs
+        ]
+        program.unknown(  # never silence: where the looking stopped
+            "branch",
+            (
+                f"the other sides of {count} branches on conditions that are not "
+                "known statically, from this one on, are"
+                if count > 1
+                else "the other side of this branch is"
+            )
+            + " not checked for where PyFlink raises (nor the branches inside "
+            f"them): the {MAX_FAILING_BRANCHES} extra runs of the program are "
+            "used up",
+            places.get(unchecked[0]),
+        )
     if method_scans is not None:
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+def first_side_only(
+    unknowns: Sequence[Unknown], not_run: set[SourceRange | None]
+) -> list[Unknown]:
+    """Return ``unknowns`` with the notes of the branches at ``not_run`` saying
+    that their other side was not looked at."""
+    return [
+        replace(u, reason=u.reason.removesuffix(BOTH_SIDES) + FIRST_SIDE)
+        if u.range in not_run and u.reason.endswith(BOTH_SIDES)
+        else u
+        for u in unknowns
+    ]
 
 
 #: One run of the program: the branches decided before it, those of them
@@ -139,9 +178,11 @@ def probe_other_sides(
     decided: dict[tuple[object, ...], bool],
     untaken: Sequence[tuple[object, ...]],
     runs: int,
-) -> list[tuple[str, SourceRange | None]]:
+) -> tuple[list[tuple[str, SourceRange | None]], list[tuple[object, ...]]]:
     """Return the failures (said with their conditions) of the other sides of
-    the branches on unknown conditions the kept run took as the first one.
+    the branches on unknown conditions the kept run took as the first one, and
+    the branches whose other side was left unchecked, in the order they would
+    have been looked at.
 
     Each other side (``else``, the ``elif`` after it, a ``for`` loop's
     ``else``) is looked at by a run of its own that decides the branch the
@@ -153,12 +194,18 @@ def probe_other_sides(
     """
     failures: list[tuple[str, SourceRange | None]] = []
     seen = set(untaken)
+    #: each run to do: the branches decided, those looked at past, and the
+    #: branch whose other side it looks at
     waiting: deque[
-        tuple[dict[tuple[object, ...], bool], tuple[tuple[object, ...], ...]]
+        tuple[
+            dict[tuple[object, ...], bool],
+            tuple[tuple[object, ...], ...],
+            tuple[object, ...],
+        ]
     ]
-    waiting = deque((dict(decided), (key,)) for key in untaken)
+    waiting = deque((dict(decided), (key,), key) for key in untaken)
     while waiting and runs < MAX_FAILING_BRANCHES:
-        base, probed = waiting.popleft()
+        base, probed, _ = waiting.popleft()
         runs += 1
         forced = {**base, probed[-1]: False}
         _, evaluator = run(forced, probed)
@@ -167,9 +214,10 @@ def probe_other_sides(
             failures.append((message, where))
             if branch.key not in probed:  # inside the side looked at
                 seen.add(branch.key)  # its other side: the run decided so
-                waiting.appendleft(({**forced, branch.key: not branch.taken}, probed))
+                decided_away = {**forced, branch.key: not branch.taken}
+                waiting.appendleft((decided_away, probed, branch.key))
         for key in evaluator.untaken:
             if key not in seen:
                 seen.add(key)
-                waiting.append((forced, (*probed, key)))
-    return failures
+                waiting.append((forced, (*probed, key), key))
+    return failures, [key for _, _, key in waiting]

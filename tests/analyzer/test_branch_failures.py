@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from chainlens.analyzer import Config
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.model.diagnostic import Severity
@@ -502,4 +504,177 @@ def test_the_upgrade_preview_counts_a_failure_in_the_else_as_an_api_removed() ->
     assert removed.message.startswith(
         'fails on Flink 2.3 when not `args.input == "collection"` and not '
         '`args.input == "socket"`: StreamExecutionEnvironment.read_text_file()'
+    )
+
+
+def _unknowns(result: AnalysisResult, needle: str) -> list[tuple[int, str]]:
+    return [
+        (u.range.start.line, u.reason)
+        for u in result.unknowns
+        if u.range is not None and needle in u.reason
+    ]
+
+
+def test_a_branch_on_an_unknown_condition_says_both_sides_are_checked() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        "    env.from_collection([0]).print()\n"
+        "else:\n"
+        "    env.from_collection([1]).print()\n"
+    )
+    ((line, reason),) = _unknowns(result, '`flag == "a"`')
+    assert line == 8
+    assert reason == (
+        'the condition `flag == "a"` is not known statically; both sides are '
+        "checked for where PyFlink raises, the jobs shown are the first branch's"
+    )
+
+
+def _many_branches(count: int, failing_else: int) -> str:
+    """``count`` branches on unknown conditions, each ``else`` calling PyFlink,
+    only the one of branch ``failing_else`` failing."""
+    return (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    s = env.from_collection([{i}])\n'
+            "else:\n"
+            + (
+                f'    s = env.read_text_file("in{i}")\n'
+                if i == failing_else
+                else f"    s = env.from_collection([-{i}])\n"
+            )
+            for i in range(count)
+        )
+        + "s.print()\nenv.execute()\n"
+    )
+
+
+def test_past_the_limit_of_runs_the_elses_left_unchecked_are_said() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 3
+    result = analyze_source("many.py", _many_branches(count, count - 1), CONFIG)
+    # the failing else is past the limit: not said as a failure ...
+    assert not _cl000(result)
+    # ... but said as not looked at, at the first branch left unchecked
+    first = 4 + 4 * MAX_FAILING_BRANCHES
+    ((line, reason),) = _unknowns(result, "extra runs")
+    assert line == first
+    assert reason.startswith(
+        "the other sides of 3 branches on conditions that are not known "
+        "statically, from this one on, are not checked for where PyFlink raises"
+    )
+    assert f"the {MAX_FAILING_BRANCHES} extra runs of the program are used up" in (
+        reason
+    )
+    # each branch's own note says whether its other side was looked at
+    notes = dict(_unknowns(result, "is not known statically"))
+    assert sorted(notes) == [4 + 4 * i for i in range(count)]
+    for at, reason in notes.items():
+        checked = at < first
+        assert (
+            reason.endswith(
+                "both sides are checked for where PyFlink raises, "
+                "the jobs shown are the first branch's"
+            )
+            is checked
+        )
+        assert (
+            reason.endswith("the other side is not checked for where PyFlink raises")
+            is not checked
+        )
+    # within the limit, the same failing else is said and nothing is left
+    within = analyze_source("many.py", _many_branches(count, 2), CONFIG)
+    ((line, severity, message),) = _cl000(within)
+    assert (line, severity) == (4 + 4 * 2 + 3, Severity.WARNING)
+    assert message.startswith('PyFlink raises here when not `os.environ.get("F2")`')
+    assert not _unknowns(
+        analyze_source("few.py", _many_branches(MAX_FAILING_BRANCHES, 0), CONFIG),
+        "extra runs",
+    )
+
+
+def test_an_else_left_by_the_runs_failing_branches_take_is_said() -> None:
+    """The runs that take failing branches away use the same limit: an else
+    met after them is said as not looked at, alone."""
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in{i}")\n'
+            for i in range(MAX_FAILING_BRANCHES)
+        )
+        + 'if os.environ.get("G"):\n    s = env.from_collection([1])\n'
+        'else:\n    s = env.read_text_file("in")\n'
+        "s.print()\nenv.execute()\n"
+    )
+    result = analyze_source("reruns.py", text, CONFIG)
+    assert len(_cl000(result)) == MAX_FAILING_BRANCHES
+    ((line, reason),) = _unknowns(result, "extra runs")
+    assert line == 4 + 2 * MAX_FAILING_BRANCHES
+    assert reason.startswith("the other side of this branch is not checked")
+    assert len(result.jobs) == 1
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        'for path in os.environ["INPUTS"].split(","):\n',
+        'while os.environ.get("MORE"):\n',
+    ],
+    ids=["for", "while"],
+)
+def test_a_loops_else_without_a_break_fails_on_every_path(loop: str) -> None:
+    """Without a ``break`` the ``else`` runs whenever the loop ends: a
+    failure there is certain, said once, as one after the loop."""
+    for inner in ("", "    for x in [1, 2]:\n        break\n"):
+        result = _loop(
+            loop
+            + "    env.from_collection([1]).print()\n"
+            + inner
+            + 'else:\n    env.read_text_file("default").print()\n'
+        )
+        ((line, severity, message),) = _cl000(result)
+        assert line == 10 + inner.count("\n"), inner
+        assert severity is Severity.ERROR, inner
+        assert message.startswith("PyFlink raises here: "), inner
+        assert not result.jobs
+        assert [p.code for p in result.problems] == ["flink-error"]
+
+
+def test_a_while_loops_else_with_a_break_is_conditional() -> None:
+    result = _loop(
+        'while os.environ.get("MORE"):\n'
+        "    env.from_collection([1]).print()\n"
+        "    break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 11
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when not `os.environ.get("MORE")`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_break_in_a_nested_loops_else_is_the_outer_loops() -> None:
+    result = _loop(
+        'for path in os.environ["INPUTS"].split(","):\n'
+        "    for x in [1]:\n"
+        "        pass\n"
+        "    else:\n"
+        "        break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 13
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `os.environ["INPUTS"].split(",")` is empty: '
     )
