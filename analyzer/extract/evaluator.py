@@ -177,8 +177,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         #: not this run's to say, and the run ends where the outermost is left
         self.probed = tuple(probed)
         #: the branches on unknown conditions this run took as the first one
-        #: whose other side (``else``, ``elif``, a ``for`` loop's ``else``) was
-        #: left unanalysed, by key, in the order met (see :func:`interpret`)
+        #: whose other side (``else``, ``elif``, the ``else`` of a ``for`` or
+        #: ``while`` loop whose body breaks) was left unanalysed, by key, in
+        #: the order met (see :func:`interpret`)
         self.untaken: list[tuple[object, ...]] = []
         #: where the test of each branch on an unknown condition met is, by key
         self.places: dict[tuple[object, ...], SourceRange | None] = {}

@@ -67,7 +67,9 @@ def interpret(
     paths that do not fail are the ones returned.  The other sides of the
     branches the kept run took as the first one (an ``else``, an ``elif``)
     are then run too, only to find where PyFlink raises in them
-    (:func:`probe_other_sides`).
+    (:func:`probe_other_sides`); those left unchecked once the runs are used
+    up are said by one unknown at the first of them, and their branches'
+    notes say so.
     """
     current: dict[int, tuple[object, object]] = {}
     places: dict[tuple[object, ...], SourceRange | None] = {}
@@ -184,9 +186,11 @@ def probe_other_sides(
     the branches whose other side was left unchecked, in the order they would
     have been looked at.
 
-    Each other side (``else``, the ``elif`` after it, a ``for`` loop's
-    ``else``) is looked at by a run of its own that decides the branch the
-    other way and ends where the branch is left; an ``elif`` met there is
+    Each other side (``else``, the ``elif`` after it, the ``else`` of a
+    ``for`` or ``while`` loop whose body breaks; without a ``break`` that
+    ``else`` runs on every path and the kept run has run it) is looked at
+    by a run of its own that decides the branch the other way and ends where
+    the branch is left; an ``elif`` met there is
     looked at past it in turn, and a failure inside a branch met there is
     decided away as in :func:`interpret`.  These runs and those of
     :func:`interpret` are at most ``MAX_FAILING_BRANCHES`` together, the
