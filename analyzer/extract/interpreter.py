@@ -190,9 +190,9 @@ def probe_other_sides(
     ``for`` or ``while`` loop whose body breaks; without a ``break`` that
     ``else`` runs on every path and the kept run has run it) is looked at
     by a run of its own that decides the branch the other way and ends where
-    the branch is left; an ``elif`` met there is
-    looked at past it in turn, and a failure inside a branch met there is
-    decided away as in :func:`interpret`.  These runs and those of
+    the branch is left; an ``elif`` met there is looked at past it in turn,
+    and a failure inside a branch met there is decided away as in
+    :func:`interpret`.  These runs and those of
     :func:`interpret` are at most ``MAX_FAILING_BRANCHES`` together, the
     branches taken in the order they are met; their jobs are not kept.
     """
