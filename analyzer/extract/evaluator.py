@@ -33,6 +33,7 @@ from chainlens.analyzer.extract.flow import (
     Context,
     ContinueError,
     Guard,
+    ProbeDoneError,
     ReturnError,
     StopError,
 )
@@ -73,6 +74,8 @@ from chainlens.analyzer.extract.syntax import (
     decorated,
     dotted,
     ends_program,
+    has_break,
+    has_call,
 )
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -95,6 +98,17 @@ MAX_LOOP_ITERATIONS = 1000
 #: Statements executed per analysis; past it, loops stop and calls of the
 #: program's functions are not followed (each said as an unknown, once).
 MAX_STEPS = 50_000
+#: What the note of a branch on an unknown condition says the run does: the
+#: interpreter says so only of branches whose other side it then runs
+BOTH_SIDES = (
+    "both sides are checked for where PyFlink raises, the jobs shown are the "
+    "first branch's"
+)
+#: ... and this of those whose other side is left unchecked
+FIRST_SIDE = (
+    "the jobs shown are the first branch's; the other side is not checked for "
+    "where PyFlink raises"
+)
 
 
 class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
@@ -120,6 +134,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         read: ReadText | None = None,
         guard: Guard | None = None,
         decided: Mapping[tuple[object, ...], bool] | None = None,
+        probed: Sequence[tuple[object, ...]] = (),
     ) -> None:
         self.module = module
         self.argv = list(argv) if argv is not None else None
@@ -156,6 +171,18 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         #: still be decided the other way: the failure, said as conditional,
         #: and the branch to decide (see :func:`interpret`)
         self.failed_when: tuple[str, SourceRange | None, Assumption] | None = None
+        #: the branches decided the other way before the run only to see
+        #: whether PyFlink raises there (outermost first): a failure reached
+        #: through them stays conditional, one reached through none of them is
+        #: not this run's to say, and the run ends where the outermost is left
+        self.probed = tuple(probed)
+        #: the branches on unknown conditions this run took as the first one
+        #: whose other side (``else``, ``elif``, the ``else`` of a ``for`` or
+        #: ``while`` loop whose body breaks) was left unanalysed, by key, in
+        #: the order met (see :func:`interpret`)
+        self.untaken: list[tuple[object, ...]] = []
+        #: where the test of each branch on an unknown condition met is, by key
+        self.places: dict[tuple[object, ...], SourceRange | None] = {}
 
     # ------------------------------------------------------------------ driver
 
@@ -165,7 +192,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             for index, stmt in enumerate(self.module.body):
                 self.top = index
                 self.exec_statement(stmt, self.globals)
-        except (StopError, ReturnError, BreakError, ContinueError):
+        except (StopError, ReturnError, BreakError, ContinueError, ProbeDoneError):
             pass
         except ProgramStopError as stop:
             self.program_failed(stop)
@@ -180,7 +207,11 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         is said with them, and the innermost of them not decided yet is left
         for a run that decides it the other way."""
         assumed = stop.assumed or ()
-        open_ = [a for a in assumed if a.key not in self.decided]
+        if self.probed and not any(a.key in self.probed for a in assumed):
+            return  # not where this run looks: said by the run that took it
+        open_ = [
+            a for a in assumed if a.key not in self.decided or a.key in self.probed
+        ]
         if not open_:  # on every path (or every other one fails too)
             self.record.problem("flink-error", stop.message, stop.where)
             return
@@ -321,7 +352,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 "branch",
                 f"the condition `{code_of(stmt.test)}` is not known statically; "
                 + (
-                    "the first branch is analysed"
+                    BOTH_SIDES
                     if decided is None
                     else "the first branch fails when the program runs, what "
                     "follows it is analysed"
@@ -331,6 +362,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             holds = True if decided is None else decided
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), holds)
+                self.places[key] = self.where(stmt.test)
+                if decided is None and has_call(stmt.orelse):
+                    self.untaken.append(key)
         with self.assuming(assumption):
             self.take_branch(stmt, holds, scope)
 
@@ -348,8 +382,14 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             if stop.assumed is None:  # the innermost branch: all are open
                 stop.assumed = tuple(self.assumed)
             raise
+        except (ReturnError, BreakError, ContinueError):
+            if self.probed and assumption.key == self.probed[0]:
+                raise ProbeDoneError from None
+            raise
         finally:
             self.assumed.pop()
+        if self.probed and assumption.key == self.probed[0]:
+            raise ProbeDoneError  # the branch looked at is over without failing
 
     def branch_key(self, test: cst.CSTNode) -> tuple[object, ...] | None:
         """Where the test of a branch is, the same in every run of the
@@ -371,6 +411,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         iterable = self.eval(stmt.iter, scope)
         items = iterate(iterable)
         assumption: Assumption | None = None
+        #: without a break the ``else`` runs on every path, as what follows
+        breaks = stmt.orelse is not None and has_break(stmt.body)
         if items is None:
             key = self.branch_key(stmt.iter)
             runs = self.decided.get(key, True) if key is not None else True
@@ -388,13 +430,26 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             items = [Symbol("loop item", "not known statically")] if runs else []
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.iter), runs, "loop")
+                self.places[key] = self.where(stmt.iter)
+                if key not in self.decided and breaks and has_call(stmt.orelse):
+                    self.untaken.append(key)
         with self.assuming(assumption):
-            self.loop_over(stmt, items, scope)
+            ended = self.loop_over(stmt, items, scope)
+            if ended and breaks:  # the else of a loop that did not break
+                self.exec_orelse(stmt, scope)
+        if ended and not breaks:
+            self.exec_orelse(stmt, scope)
+
+    def exec_orelse(self, stmt: cst.For | cst.While, scope: dict[str, object]) -> None:
+        """Run a loop's ``else``, if it has one."""
+        if stmt.orelse is not None:
+            self.exec_block(body_of(stmt.orelse.body), scope)
 
     def loop_over(
         self, stmt: cst.For, items: Sequence[object], scope: dict[str, object]
-    ) -> None:
-        """Run a ``for`` loop's body for each of ``items``, then its ``else``."""
+    ) -> bool:
+        """Run a ``for`` loop's body for each of ``items``; tell whether the
+        loop ended without a ``break`` (its ``else`` then runs)."""
         try:
             for count, item in enumerate(items):
                 if count >= MAX_LOOP_ITERATIONS:
@@ -410,41 +465,52 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 except ContinueError:
                     continue
             else:
-                if stmt.orelse is not None:
-                    self.exec_block(body_of(stmt.orelse.body), scope)
+                return True
         except BreakError:
             pass
+        return False
 
     def exec_while(self, stmt: cst.While, scope: dict[str, object]) -> None:
         holds = truth(self.eval(stmt.test, scope))
         if holds is False:  # the body never runs
-            if stmt.orelse is not None:
-                self.exec_block(body_of(stmt.orelse.body), scope)
+            self.exec_orelse(stmt, scope)
             return
         assumption: Assumption | None = None
+        runs = True
+        #: without a break the ``else`` runs on every path, as what follows
+        breaks = stmt.orelse is not None and has_break(stmt.body)
         if holds is None:
             key = self.branch_key(stmt.test)
             runs = self.decided.get(key, True) if key is not None else True
             if key is not None:
                 assumption = Assumption(key, code_of(stmt.test), runs)
-            if not runs:
-                self.note_unknown(
-                    "loop",
-                    f"the condition `{code_of(stmt.test)}` is not known "
-                    "statically; the loop body fails when the program runs, what "
-                    "follows it is analysed as if it never held",
-                    stmt.test,
-                )
-                if stmt.orelse is not None:
-                    self.exec_block(body_of(stmt.orelse.body), scope)
-                return
+                self.places[key] = self.where(stmt.test)
+                if key not in self.decided and breaks and has_call(stmt.orelse):
+                    self.untaken.append(key)
         self.note_unknown(
             "loop",
-            "a while loop's iterations are not followed; its body is analysed once",
+            "a while loop's iterations are not followed; its body is analysed once"
+            if runs
+            else f"the condition `{code_of(stmt.test)}` is not known statically; "
+            "the loop body fails when the program runs, what follows it is "
+            "analysed as if it never held",
             stmt.test,
         )
-        with self.assuming(assumption), contextlib.suppress(BreakError, ContinueError):
-            self.exec_block(body_of(stmt.body), scope)
+        ended = True
+        with self.assuming(assumption):
+            if runs:
+                try:
+                    self.exec_block(body_of(stmt.body), scope)
+                except BreakError:
+                    ended = False
+                except ContinueError:
+                    pass
+            # a condition not known may not hold once the body ran: the loop
+            # ends and its else runs (known to hold, it is not followed further)
+            if ended and breaks and holds is None:
+                self.exec_orelse(stmt, scope)
+        if ended and not breaks and holds is None:
+            self.exec_orelse(stmt, scope)
 
     def assign(
         self,

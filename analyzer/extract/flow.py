@@ -34,6 +34,10 @@ class StopError(Exception):
     """The program stops here (``raise``, ``sys.exit()``)."""
 
 
+class ProbeDoneError(Exception):
+    """A run that looks only at one branch's other side is past it."""
+
+
 #: Shown a text before anything parses it (statements None) and its ``ast``
 #: statements before LibCST parses it; raises to refuse the text.
 Guard = Callable[[str, Sequence[ast.stmt] | None], None]

@@ -11,12 +11,13 @@ analysed program is never imported or executed.
 from __future__ import annotations
 
 import ast
-from collections import ChainMap
-from collections.abc import Sequence
+from collections import ChainMap, deque
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
-from chainlens.analyzer.extract.evaluator import Evaluator
+from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluator
 from chainlens.analyzer.extract.flow import Guard
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
@@ -24,10 +25,12 @@ from chainlens.analyzer.extract.program import Program
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.values import Unknown
 
-#: Branches on unknown conditions in which the program fails that are decided
-#: the other way, each by a new run of the program (past it, the program is
-#: analysed as ending at the last failure).
+#: New runs of the program after the first: each decides the other way a branch
+#: on an unknown condition in which the program fails (past them, the program is
+#: analysed as ending at the last failure), or, with those left, looks at the
+#: other side of a branch the kept run took as the first one.
 MAX_FAILING_BRANCHES = 8
 
 
@@ -61,12 +64,20 @@ def interpret(
     that are not known statically is not the program's end: it is recorded as
     ``flink-error-when`` with those conditions, and the program is replayed
     with the innermost of them decided the other way, so that the jobs of the
-    paths that do not fail are the ones returned.
+    paths that do not fail are the ones returned.  The other sides of the
+    branches the kept run took as the first one (an ``else``, an ``elif``)
+    are then run too, only to find where PyFlink raises in them
+    (:func:`probe_other_sides`); those left unchecked once the runs are used
+    up are said by one unknown at the first of them, and their branches'
+    notes say so.
     """
     current: dict[int, tuple[object, object]] = {}
-    decided: dict[tuple[object, ...], bool] = {}
-    failures: list[tuple[str, SourceRange | None]] = []
-    for attempt in range(MAX_FAILING_BRANCHES + 1):
+    places: dict[tuple[object, ...], SourceRange | None] = {}
+
+    def run(
+        decided: dict[tuple[object, ...], bool],
+        probed: tuple[tuple[object, ...], ...] = (),
+    ) -> tuple[Program, Evaluator]:
         program = Program()
         if method_scans is not None:
             program.method_scans = ChainMap(current, method_scans)
@@ -86,13 +97,22 @@ def interpret(
             read,
             guard,
             decided,
+            probed,
         )
         evaluator.run()
+        places.update(evaluator.places)
+        return program, evaluator
+
+    decided: dict[tuple[object, ...], bool] = {}
+    failures: list[tuple[str, SourceRange | None]] = []
+    runs = 0
+    while True:
+        program, evaluator = run(decided)
         if evaluator.failed_when is None:
             break
         message, where, branch = evaluator.failed_when
         failures.append((message, where))
-        if attempt == MAX_FAILING_BRANCHES or branch.key in decided:
+        if runs == MAX_FAILING_BRANCHES or branch.key in decided:
             program.unknown(  # the program, as far as followed, ends here
                 "branch",
                 f"PyFlink raises in more than {MAX_FAILING_BRANCHES} branches on "
@@ -102,9 +122,106 @@ def interpret(
             )
             break
         decided[branch.key] = not branch.taken
-    for message, where in failures:
+        runs += 1
+    found, unchecked = probe_other_sides(run, decided, evaluator.untaken, runs)
+    for message, where in failures + found:
         program.problem("flink-error-when", message, where)
+    if unchecked:
+        count = len(unchecked)
+        # their notes must not say they were looked at
+        not_run = {places.get(key) for key in unchecked} - {None}
+        program.unknowns = first_side_only(program.unknowns, not_run)
+        program.jobs = [
+            replace(job, unknowns=tuple(first_side_only(job.unknowns, not_run)))
+            for job in program.jobs
+        ]
+        program.unknown(  # never silence: where the looking stopped
+            "branch",
+            (
+                f"the other sides of {count} branches on conditions that are not "
+                "known statically, from this one on, are"
+                if count > 1
+                else "the other side of this branch is"
+            )
+            + " not checked for where PyFlink raises (nor the branches inside "
+            f"them): the {MAX_FAILING_BRANCHES} extra runs of the program are "
+            "used up",
+            places.get(unchecked[0]),
+        )
     if method_scans is not None:
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+def first_side_only(
+    unknowns: Sequence[Unknown], not_run: set[SourceRange | None]
+) -> list[Unknown]:
+    """Return ``unknowns`` with the notes of the branches at ``not_run`` saying
+    that their other side was not looked at."""
+    return [
+        replace(u, reason=u.reason.removesuffix(BOTH_SIDES) + FIRST_SIDE)
+        if u.range in not_run and u.reason.endswith(BOTH_SIDES)
+        else u
+        for u in unknowns
+    ]
+
+
+#: One run of the program: the branches decided before it, those of them
+#: decided only to look at their other side (outermost first).
+Run = Callable[
+    [dict[tuple[object, ...], bool], tuple[tuple[object, ...], ...]],
+    tuple[Program, Evaluator],
+]
+
+
+def probe_other_sides(
+    run: Run,
+    decided: dict[tuple[object, ...], bool],
+    untaken: Sequence[tuple[object, ...]],
+    runs: int,
+) -> tuple[list[tuple[str, SourceRange | None]], list[tuple[object, ...]]]:
+    """Return the failures (said with their conditions) of the other sides of
+    the branches on unknown conditions the kept run took as the first one, and
+    the branches whose other side was left unchecked, in the order they would
+    have been looked at.
+
+    Each other side (``else``, the ``elif`` after it, the ``else`` of a
+    ``for`` or ``while`` loop whose body breaks; without a ``break`` that
+    ``else`` runs on every path and the kept run has run it) is looked at
+    by a run of its own that decides the branch the other way and ends where
+    the branch is left; an ``elif`` met there is looked at past it in turn,
+    and a failure inside a branch met there is decided away as in
+    :func:`interpret`.  These runs and those of
+    :func:`interpret` are at most ``MAX_FAILING_BRANCHES`` together, the
+    branches taken in the order they are met; their jobs are not kept.
+    """
+    failures: list[tuple[str, SourceRange | None]] = []
+    seen = set(untaken)
+    #: each run to do: the branches decided, those looked at past, and the
+    #: branch whose other side it looks at
+    waiting: deque[
+        tuple[
+            dict[tuple[object, ...], bool],
+            tuple[tuple[object, ...], ...],
+            tuple[object, ...],
+        ]
+    ]
+    waiting = deque((dict(decided), (key,), key) for key in untaken)
+    while waiting and runs < MAX_FAILING_BRANCHES:
+        base, probed, _ = waiting.popleft()
+        runs += 1
+        forced = {**base, probed[-1]: False}
+        _, evaluator = run(forced, probed)
+        if evaluator.failed_when is not None:
+            message, where, branch = evaluator.failed_when
+            failures.append((message, where))
+            if branch.key not in probed:  # inside the side looked at
+                seen.add(branch.key)  # its other side: the run decided so
+                decided_away = {**forced, branch.key: not branch.taken}
+                waiting.appendleft((decided_away, probed, branch.key))
+        for key in evaluator.untaken:
+            if key not in seen:
+                seen.add(key)
+                waiting.append((forced, (*probed, key), key))
+    return failures, [key for _, _, key in waiting]

@@ -65,6 +65,36 @@ def ends_program(block: cst.BaseSuite) -> bool:
     )
 
 
+def has_call(node: cst.CSTNode | None) -> bool:
+    """Tell whether ``node`` (an ``else``, an ``elif``) calls anything: where
+    nothing is called, PyFlink cannot raise."""
+    stack = [node] if node is not None else []
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Call):
+            return True
+        stack.extend(current.children)
+    return False
+
+
+def has_break(body: cst.BaseSuite) -> bool:
+    """Tell whether a loop's ``body`` can leave it by a ``break`` of its own
+    (not one of a loop or a function inside it; one in the ``else`` of a loop
+    inside it is the outer loop's): without one, the loop's ``else`` runs
+    whenever the loop ends."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Break):
+            return True
+        if isinstance(current, cst.For | cst.While):
+            if current.orelse is not None:
+                stack.append(current.orelse)
+        elif not isinstance(current, cst.FunctionDef | cst.ClassDef | cst.Lambda):
+            stack.extend(current.children)
+    return False
+
+
 class _EnoughError(Exception):
     """The start of a node's code is all that is shown."""
 

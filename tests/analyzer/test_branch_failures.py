@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from chainlens.analyzer import Config
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.model.diagnostic import Severity
@@ -338,3 +340,341 @@ def test_a_loop_that_runs_for_certain_fails_for_certain() -> None:
     result = _loop('while False:\n    env.read_text_file("x").print()\n')
     assert not _cl000(result)
     assert [j.job_name for j in result.jobs] == ["after"]
+
+
+IN_ELSE = FIXTURES / "pipelines" / "branch_fails_in_else.py"
+IN_ELSE_TEXT = IN_ELSE.read_text(encoding="utf-8")
+
+
+def _in_else(text: str = IN_ELSE_TEXT, **changes: object) -> AnalysisResult:
+    return analyze_source(str(IN_ELSE), text, replace(CONFIG, **changes))  # type: ignore[arg-type]
+
+
+def test_failures_in_the_elif_and_else_are_conditional_and_keep_the_job() -> None:
+    result = _in_else()
+    found = _cl000(result)
+    socket, file = (
+        _line("socket_text_stream(", IN_ELSE_TEXT),
+        _line("env.read_text_file(", IN_ELSE_TEXT),
+    )
+    assert [(line, severity) for line, severity, _ in found] == [
+        (socket, Severity.WARNING),
+        (file, Severity.WARNING),
+    ]
+    assert found[0][2].startswith(
+        'PyFlink raises here when not `args.input == "collection"` and '
+        '`args.input == "socket"`: StreamExecutionEnvironment.socket_text_stream()'
+    )
+    assert found[1][2].startswith(
+        'PyFlink raises here when not `args.input == "collection"` and '
+        'not `args.input == "socket"`: StreamExecutionEnvironment.read_text_file() '
+        "does not exist in PyFlink 2.3"
+    )
+    assert {p.code for p in result.problems} == {"flink-error-when"}
+    # the job of the first branch, the one path that does not fail
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+def test_the_command_line_decides_the_else_away_or_makes_it_certain() -> None:
+    away = _in_else(argv=("--input", "collection"))
+    assert not _cl000(away)
+    assert not away.problems
+    assert [j.job_graph for j in away.jobs] == [j.job_graph for j in _in_else().jobs]
+    for given, needle in (("socket", "socket_text_stream("), ("x", "read_text_file(")):
+        taken = _in_else(argv=("--input", given))
+        ((line, severity, message),) = _cl000(taken)
+        assert line == _line(needle, IN_ELSE_TEXT), given
+        assert severity is Severity.ERROR, given
+        assert message.startswith("PyFlink raises here: StreamExecutionEnvironment")
+        assert not taken.jobs
+        assert [p.code for p in taken.problems] == ["flink-error"]
+
+
+def test_an_else_that_the_line_can_run_fails_nowhere() -> None:
+    result = _in_else(flink_version=FlinkVersion("1.20", "flag"))
+    assert [line for line, _, _ in _cl000(result)] == [
+        _line("socket_text_stream(", IN_ELSE_TEXT)
+    ]
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+ELSE_HEAD = LOOP_HEAD + 'flag = os.environ.get("FLAG")\n'
+
+
+def _program(body: str) -> AnalysisResult:
+    return analyze_source("else.py", ELSE_HEAD + body + LOOP_JOB, CONFIG)
+
+
+def test_an_else_nested_in_an_else_is_said_with_both_conditions() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        "    env.from_collection([0]).print()\n"
+        "else:\n"
+        '    if flag.startswith("b"):\n'
+        "        env.from_collection([1]).print()\n"
+        "    else:\n"
+        '        env.read_text_file("in").print()\n'
+        '    env.from_collection([2]).name("after the inner branch").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 14
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when not `flag == "a"` and not `flag.startswith("b")`: '
+    )
+    # the first branch's job: what the else path builds is not kept
+    (job,) = result.jobs
+    assert job.job_name == "after"
+    assert job.job_graph is not None
+    assert not any("after the inner branch" in v.name for v in job.job_graph.vertices)
+
+
+def test_a_failure_after_the_else_in_it_is_still_seen() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        '    source = env.from_collection(["x"], type_info=Types.STRING())\n'
+        "else:\n"
+        '    source = env.from_collection(["y"], type_info=Types.STRING())\n'
+        '    source.print("too", "many", "arguments")\n'
+        "source.print()\n"
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 12
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when not `flag == "a"`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_failure_in_a_loops_else_is_said_when_it_is_empty() -> None:
+    """A loop whose body breaks runs its ``else`` only when it is empty."""
+    result = _loop(
+        'for path in os.environ["INPUTS"].split(","):\n'
+        "    env.from_collection([path]).print()\n"
+        "    break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 11
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `os.environ["INPUTS"].split(",")` is empty: '
+    )
+
+
+def test_other_sides_are_looked_at_within_the_limit_of_runs() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 3
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    s = env.from_collection([{i}])\n'
+            f'else:\n    s = env.read_text_file("in{i}")\n'
+            for i in range(count)
+        )
+        + "s.print()\nenv.execute()\n"
+    )
+    result = analyze_source("many.py", text, CONFIG)
+    failures = [p for p in result.problems if p.code == "flink-error-when"]
+    # the first met, each in a run of its own; the jobs of the first branches
+    assert [p.range.start.line for p in failures if p.range is not None] == [
+        7 + 4 * i for i in range(MAX_FAILING_BRANCHES)
+    ]
+    assert failures[0].message.startswith('when not `os.environ.get("F0")`: ')
+    (job,) = result.jobs
+    assert job.job_graph is not None
+    assert job.job_graph.vertices[0].name == "Source: Collection Source"
+
+
+def test_the_upgrade_preview_counts_a_failure_in_the_else_as_an_api_removed() -> None:
+    from chainlens.analyzer.upgrade import upgrade_of_file
+
+    upgrade = upgrade_of_file(str(IN_ELSE), CONFIG, "1.20", "2.3")
+    # socket_text_stream fails on both lines: no API the upgrade removes
+    (removed,) = upgrade.removed_apis
+    assert removed.range is not None
+    assert removed.range.start.line == _line("env.read_text_file(", IN_ELSE_TEXT)
+    assert removed.message.startswith(
+        'fails on Flink 2.3 when not `args.input == "collection"` and not '
+        '`args.input == "socket"`: StreamExecutionEnvironment.read_text_file()'
+    )
+
+
+def _unknowns(result: AnalysisResult, needle: str) -> list[tuple[int, str]]:
+    return [
+        (u.range.start.line, u.reason)
+        for u in result.unknowns
+        if u.range is not None and needle in u.reason
+    ]
+
+
+def test_a_branch_on_an_unknown_condition_says_both_sides_are_checked() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        "    env.from_collection([0]).print()\n"
+        "else:\n"
+        "    env.from_collection([1]).print()\n"
+    )
+    ((line, reason),) = _unknowns(result, '`flag == "a"`')
+    assert line == 8
+    assert reason == (
+        'the condition `flag == "a"` is not known statically; both sides are '
+        "checked for where PyFlink raises, the jobs shown are the first branch's"
+    )
+
+
+def _many_branches(count: int, failing_else: int) -> str:
+    """``count`` branches on unknown conditions, each ``else`` calling PyFlink,
+    only the one of branch ``failing_else`` failing."""
+    return (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    s = env.from_collection([{i}])\n'
+            "else:\n"
+            + (
+                f'    s = env.read_text_file("in{i}")\n'
+                if i == failing_else
+                else f"    s = env.from_collection([-{i}])\n"
+            )
+            for i in range(count)
+        )
+        + "s.print()\nenv.execute()\n"
+    )
+
+
+def test_past_the_limit_of_runs_the_elses_left_unchecked_are_said() -> None:
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    count = MAX_FAILING_BRANCHES + 3
+    result = analyze_source("many.py", _many_branches(count, count - 1), CONFIG)
+    # the failing else is past the limit: not said as a failure ...
+    assert not _cl000(result)
+    # ... but said as not looked at, at the first branch left unchecked
+    first = 4 + 4 * MAX_FAILING_BRANCHES
+    ((line, reason),) = _unknowns(result, "extra runs")
+    assert line == first
+    assert reason.startswith(
+        "the other sides of 3 branches on conditions that are not known "
+        "statically, from this one on, are not checked for where PyFlink raises"
+    )
+    assert f"the {MAX_FAILING_BRANCHES} extra runs of the program are used up" in (
+        reason
+    )
+    # each branch's own note says whether its other side was looked at
+    notes = dict(_unknowns(result, "is not known statically"))
+    assert sorted(notes) == [4 + 4 * i for i in range(count)]
+    for at, reason in notes.items():
+        checked = at < first
+        assert (
+            reason.endswith(
+                "both sides are checked for where PyFlink raises, "
+                "the jobs shown are the first branch's"
+            )
+            is checked
+        )
+        assert (
+            reason.endswith("the other side is not checked for where PyFlink raises")
+            is not checked
+        )
+    # within the limit, the same failing else is said and nothing is left
+    within = analyze_source("many.py", _many_branches(count, 2), CONFIG)
+    ((line, severity, message),) = _cl000(within)
+    assert (line, severity) == (4 + 4 * 2 + 3, Severity.WARNING)
+    assert message.startswith('PyFlink raises here when not `os.environ.get("F2")`')
+    assert not _unknowns(
+        analyze_source("few.py", _many_branches(MAX_FAILING_BRANCHES, 0), CONFIG),
+        "extra runs",
+    )
+
+
+def test_an_else_left_by_the_runs_failing_branches_take_is_said() -> None:
+    """The runs that take failing branches away use the same limit: an else
+    met after them is said as not looked at, alone."""
+    from chainlens.analyzer.extract.interpreter import MAX_FAILING_BRANCHES
+
+    text = (
+        "import os\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        + "".join(
+            f'if os.environ.get("F{i}"):\n    env.read_text_file("in{i}")\n'
+            for i in range(MAX_FAILING_BRANCHES)
+        )
+        + 'if os.environ.get("G"):\n    s = env.from_collection([1])\n'
+        'else:\n    s = env.read_text_file("in")\n'
+        "s.print()\nenv.execute()\n"
+    )
+    result = analyze_source("reruns.py", text, CONFIG)
+    assert len(_cl000(result)) == MAX_FAILING_BRANCHES
+    ((line, reason),) = _unknowns(result, "extra runs")
+    assert line == 4 + 2 * MAX_FAILING_BRANCHES
+    assert reason.startswith("the other side of this branch is not checked")
+    assert len(result.jobs) == 1
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        'for path in os.environ["INPUTS"].split(","):\n',
+        'while os.environ.get("MORE"):\n',
+    ],
+    ids=["for", "while"],
+)
+def test_a_loops_else_without_a_break_fails_on_every_path(loop: str) -> None:
+    """Without a ``break`` the ``else`` runs whenever the loop ends: a
+    failure there is certain, said once, as one after the loop."""
+    for inner in ("", "    for x in [1, 2]:\n        break\n"):
+        result = _loop(
+            loop
+            + "    env.from_collection([1]).print()\n"
+            + inner
+            + 'else:\n    env.read_text_file("default").print()\n'
+        )
+        ((line, severity, message),) = _cl000(result)
+        assert line == 10 + inner.count("\n"), inner
+        assert severity is Severity.ERROR, inner
+        assert message.startswith("PyFlink raises here: "), inner
+        assert not result.jobs
+        assert [p.code for p in result.problems] == ["flink-error"]
+
+
+def test_a_while_loops_else_with_a_break_is_conditional() -> None:
+    result = _loop(
+        'while os.environ.get("MORE"):\n'
+        "    env.from_collection([1]).print()\n"
+        "    break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 11
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when not `os.environ.get("MORE")`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_break_in_a_nested_loops_else_is_the_outer_loops() -> None:
+    result = _loop(
+        'for path in os.environ["INPUTS"].split(","):\n'
+        "    for x in [1]:\n"
+        "        pass\n"
+        "    else:\n"
+        "        break\n"
+        "else:\n"
+        '    env.read_text_file("default").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 13
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `os.environ["INPUTS"].split(",")` is empty: '
+    )

@@ -1,6 +1,7 @@
-"""On the command line: a failure inside a branch on an unknown condition is a
-warning naming it beside the job of the other path; ``--argv`` and the
-arguments a deployment passes decide it away, or make it the error."""
+"""On the command line: a failure inside a branch on an unknown condition (its
+first branch, an elif or an else) is a warning naming it beside the job of the
+other path; ``--argv`` and the arguments a deployment passes decide it away, or
+make it the error."""
 
 from __future__ import annotations
 
@@ -81,6 +82,58 @@ def test_a_deployments_arguments_decide(
     (tmp_path / "Dockerfile").write_text("FROM flink:2.3\nCOPY app/ /opt/app/\n")
     (tmp_path / "app").mkdir()
     shutil.copy(PROGRAM, tmp_path / "app" / "orders.py")
+    monkeypatch.chdir(tmp_path)
+    main(["check", "--deployment", "orders", "--format", "json"])
+    (entry,) = json.loads(capsys.readouterr().out)["deployments"]
+    findings = [f for f in entry["result"]["findings"] if f["code"] == "CL000"]
+    assert [f["severity"] for f in findings] == said
+
+
+IN_ELSE = FIXTURES / "pipelines" / "branch_fails_in_else.py"
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        ([], [("warning", 28), ("warning", 30)]),
+        (["--argv", "--input collection"], []),
+        (["--argv", "--input socket"], [("error", 28)]),
+        (["--argv", "--input file"], [("error", 30)]),
+    ],
+    ids=["unknown", "away", "elif", "else"],
+)
+def test_the_else_and_elif_are_said_and_decided(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: list[tuple[str, int]]
+) -> None:
+    main(["check", str(IN_ELSE), "--format", "json", *argv])
+    found = _findings(capsys)
+    assert [(f["severity"], f["range"]["start_line"]) for f in found] == said
+    if said and said[0][0] == "warning":
+        assert found[1]["message"] == (
+            'PyFlink raises here when not `args.input == "collection"` and '
+            'not `args.input == "socket"`'
+        )
+
+
+@pytest.mark.parametrize(
+    ("given", "said"), [("collection", []), ("file", ["error"])], ids=["away", "else"]
+)
+def test_a_deployments_arguments_decide_the_else(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    given: str,
+    said: list[str],
+) -> None:
+    descriptor = textwrap.dedent(DESCRIPTOR).replace(
+        '"--source", "SOURCE"', f'"--input", "{given}"'
+    )
+    assert given in descriptor
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "orders.yaml").write_text(descriptor, encoding="utf-8")
+    (tmp_path / "Dockerfile").write_text("FROM flink:2.3\nCOPY app/ /opt/app/\n")
+    (tmp_path / "app").mkdir()
+    shutil.copy(IN_ELSE, tmp_path / "app" / "orders.py")
     monkeypatch.chdir(tmp_path)
     main(["check", "--deployment", "orders", "--format", "json"])
     (entry,) = json.loads(capsys.readouterr().out)["deployments"]

@@ -1,6 +1,7 @@
-"""Real Flink on each path of ``branch_fails_on_unknown.py`` and
-``branch_fails_dataclass_config.py``, whose failures chainlens says with their
-conditions (``tests/analyzer/test_branch_failures.py``).
+"""Real Flink on each path of ``branch_fails_on_unknown.py``,
+``branch_fails_dataclass_config.py`` and ``branch_fails_in_else.py``, whose
+failures chainlens says with their conditions
+(``tests/analyzer/test_branch_failures.py``).
 
 The program's default run is compared with its stored expected files like any
 fixture; here the other paths are run now: ``--source file`` raises the
@@ -8,7 +9,9 @@ AttributeError chainlens names on 2.3 and builds the file source's graph
 chainlens builds on 1.20 (a line that has ``read_text_file``), and the debug
 print raises the TypeError chainlens names; the dataclass configuration's file
 branch raises AttributeError on 2.3 and TypeError on 1.20, as chainlens says
-once ``--argv`` decides it.
+once ``--argv`` decides it; the elif and the else of ``branch_fails_in_else.py``
+raise the AttributeErrors chainlens says of them with their conditions, and on
+1.20 the else builds the graph chainlens builds once ``--argv`` takes it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tests.tools import flink_venvs
 GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 PROGRAM = FIXTURES / "pipelines" / "branch_fails_on_unknown.py"
 DATACLASS = FIXTURES / "pipelines" / "branch_fails_dataclass_config.py"
+IN_ELSE = FIXTURES / "pipelines" / "branch_fails_in_else.py"
 
 pytestmark = [
     pytest.mark.oracle,
@@ -126,3 +130,49 @@ def test_the_dataclass_file_branch_fails_as_said(
     assert conditional.code == "flink-error-when"
     assert conditional.message.startswith('when `config.source == "file"`: ')
     assert len(alone.jobs) == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "called", "condition"),
+    [
+        (
+            "socket",
+            "socket_text_stream",
+            'when not `args.input == "collection"` and `args.input == "socket"`: ',
+        ),
+        (
+            "file",
+            "read_text_file",
+            'when not `args.input == "collection"` and not `args.input == "socket"`: ',
+        ),
+    ],
+    ids=["elif", "else"],
+)
+def test_the_elif_and_else_fail_on_2_3_as_said(
+    tmp_path: Path, given: str, called: str, condition: str
+) -> None:
+    expected = _run(tmp_path, NEWEST, program=IN_ELSE, EVENTS_INPUT=given)
+    assert expected["error"]["type"] == "AttributeError"
+    assert called in expected["error"]["message"]
+    # told the input, chainlens says the failure for certain, as Flink raised it
+    config = _config(expected, NEWEST, ("--input", given))
+    assert differences(IN_ELSE, expected, NEWEST, config) == []
+    (certain,) = analyse_like_flink(IN_ELSE, expected, NEWEST, config).problems
+    assert certain.code == "flink-error"
+    assert called in certain.message
+    # not told, it says that failure with the conditions of its path
+    alone = analyse_like_flink(IN_ELSE, expected, NEWEST)
+    (said,) = [p for p in alone.problems if called in p.message]
+    assert said.code == "flink-error-when"
+    assert said.message.startswith(condition)
+    assert "AttributeError" in said.message
+    assert len(alone.jobs) == 1
+
+
+def test_the_else_builds_the_graph_said_on_1_20(tmp_path: Path) -> None:
+    expected = _run(tmp_path, "1.20", program=IN_ELSE, EVENTS_INPUT="file")
+    assert "error" not in expected or not expected["error"], expected.get("error")
+    config = _config(expected, "1.20", ("--input", "file"))
+    assert differences(IN_ELSE, expected, "1.20", config) == []
+    (job,) = expected["jobs"]
+    assert job
