@@ -21,13 +21,11 @@ reader's equality test; a line without one is skipped, saying how to make it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -35,6 +33,7 @@ import pytest
 from chainlens.analyzer.savepoint.metadata import read_metadata
 from chainlens.hooks.cli import main
 from tests.support import ROOT
+from tests.tools import flink_venvs
 
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"
 FLINK_METADATA = ROOT / "tests" / "savepoints" / "flink_metadata.py"
@@ -48,17 +47,7 @@ WITH_UIDS = PROGRAM.replace('"numbers"\n)', '"numbers"\n).uid("numbers")').repla
 )
 
 
-def _venvs() -> ModuleType:
-    path = ROOT / "tests" / "tools" / "flink_venvs.py"
-    spec = importlib.util.spec_from_file_location("_flink_venvs_for_savepoints", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-VENVS = _venvs()
+VENVS = flink_venvs
 #: the Flink lines other than the one installed here (2.3), each in its venv
 OTHER_LINES = [v for v in VENVS.VERSIONS if v != VENVS.NEWEST]
 

@@ -24,13 +24,11 @@ of the declared type, to what the program wrote; the declared type fits
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -40,6 +38,7 @@ from chainlens.analyzer.savepoint.metadata import read_metadata
 from chainlens.analyzer.savepoint.state import StateLimits, read_state_stream
 from chainlens.analyzer.savepoint.values import state_fits
 from tests.support import ROOT
+from tests.tools import flink_venvs
 
 RUNNER = ROOT / "tests" / "savepoints" / "runner.py"
 FLINK_STATES = ROOT / "tests" / "savepoints" / "flink_states.py"
@@ -51,16 +50,6 @@ pytestmark = [
     pytest.mark.oracle,
     pytest.mark.skipif(shutil.which("java") is None, reason="needs Java"),
 ]
-
-
-def _venvs() -> ModuleType:
-    path = ROOT / "tests" / "tools" / "flink_venvs.py"
-    spec = importlib.util.spec_from_file_location("_flink_venvs_for_states", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _json(python: str, *args: str, cwd: Path) -> dict[str, Any]:
@@ -152,7 +141,7 @@ def flinks(python: str, path: Path) -> dict[str, Any]:
     )
 
 
-VENVS = _venvs()
+VENVS = flink_venvs
 
 
 @pytest.fixture(scope="module")
