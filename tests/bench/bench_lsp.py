@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 
 import libcst
-from lsprotocol import types
-from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lsp_driver import Server, percentile, rss_mb
 
 BLOCK = '''
 
@@ -92,97 +94,18 @@ def program(lines: int) -> str:
     )
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-class Bench:
-    def __init__(self) -> None:
-        self.client = LanguageClient("chainlens-bench", "1")
-        self.arrived: dict[tuple[str, int], float] = {}
-        self.event = asyncio.Event()
-
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def published(params: types.PublishDiagnosticsParams) -> None:
-            self.arrived[(params.uri, params.version or 0)] = time.perf_counter()
-            self.event.set()
-
-    async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "chainlens.server")
-        await self.client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(
-                    general=types.GeneralClientCapabilities(
-                        position_encodings=[types.PositionEncodingKind.Utf16]
-                    )
-                )
-            )
-        )
-        self.client.initialized(types.InitializedParams())
-
-    @property
-    def pid(self) -> int:
-        server = self.client._server  # the subprocess pygls started
-        assert server is not None
-        return server.pid
-
-    async def wait_for(self, uri: str, version: int) -> float:
-        while (uri, version) not in self.arrived:
-            self.event.clear()
-            await asyncio.wait_for(self.event.wait(), 60)
-        return self.arrived[(uri, version)]
-
-    def open(self, uri: str, text: str) -> None:
-        self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(
-                text_document=types.TextDocumentItem(
-                    uri=uri, language_id="python", version=1, text=text
-                )
-            )
-        )
-
-    def change(self, uri: str, version: int, text: str) -> None:
-        self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(
-                    uri=uri, version=version
-                ),
-                content_changes=[
-                    types.TextDocumentContentChangeWholeDocument(text=text)
-                ],
-            )
-        )
-
-    async def stop(self) -> None:
-        await self.client.shutdown_async(None)
-        self.client.exit(None)
-        await self.client.stop()
-
-
 def edited(text: str, n: int) -> str:
     """The n-th edit: rename one operator (the text changes, the graph's shape not)."""
     return text.replace('.name("keep 0")', f'.name("keep 0 edit {n}")', 1)
 
 
-async def latency(bench: Bench, lines: int, edits: int) -> dict[str, float]:
+async def latency(bench: Server, lines: int, edits: int) -> dict[str, float]:
     text = program(lines)
     uri = f"file:///bench/pipeline_{lines}.py"
-    bench.open(uri, text)
-    await bench.wait_for(uri, 1)
+    await bench.open(uri, text)
     samples = []
     for n in range(edits):
-        version = n + 2
-        sent = time.perf_counter()
-        bench.change(uri, version, edited(text, n))
-        samples.append((await bench.wait_for(uri, version)) - sent)
+        samples.append(await bench.change(uri, n + 2, edited(text, n)))
     parse = []
     for _ in range(min(edits, 30)):
         start = time.perf_counter()
@@ -197,15 +120,14 @@ async def latency(bench: Bench, lines: int, edits: int) -> dict[str, float]:
     }
 
 
-async def memory(bench: Bench, edits: int) -> list[tuple[int, float]]:
+async def memory(bench: Server, edits: int) -> list[tuple[int, float]]:
     text = program(300)
     uri = "file:///bench/memory.py"
-    bench.open(uri, text)
-    await bench.wait_for(uri, 1)
+    await bench.open(uri, text)
     points = [(0, rss_mb(bench.pid))]
     for n in range(edits):
         version = n + 2
-        bench.change(uri, version, edited(text, n))
+        bench.send_change(uri, version, edited(text, n))
         if n % 50 == 49 or n == edits - 1:
             await bench.wait_for(uri, version)  # let the server keep up
         if (n + 1) % max(1, edits // 10) == 0:
@@ -218,7 +140,7 @@ async def main() -> None:
     parser.add_argument("--edits", type=int, default=200)
     parser.add_argument("--memory-edits", type=int, default=10_000)
     args = parser.parse_args()
-    bench = Bench()
+    bench = Server(sys.executable, "this")
     await bench.start()
     try:
         for lines, p50_goal, p99_goal in ((300, 25, 80), (5000, 250, None)):

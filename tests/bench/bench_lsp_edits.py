@@ -47,11 +47,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_lsp import program as jobs_program
+from lsp_driver import Server, load, percentile
 
 BIG_HEAD = '''"""One generated job of {n} stages for the latency benchmark."""
 
@@ -179,99 +179,6 @@ def shapes(wanted: list[str]) -> list[tuple[str, str, dict[str, Edit]]]:
             }
         out.append((shape, text, edits))
     return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def load() -> str:
-    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
-
-
-class Server:
-    """One language server process and the diagnostics it published."""
-
-    def __init__(self, python: str, label: str) -> None:
-        self.python = python
-        self.label = label
-        self.client = LanguageClient("chainlens-bench", "1")
-        self.arrived: dict[tuple[str, int], float] = {}
-        self.counts: dict[tuple[str, int], int] = {}
-        self.event = asyncio.Event()
-
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def published(params: types.PublishDiagnosticsParams) -> None:
-            key = (params.uri, params.version or 0)
-            self.arrived[key] = time.perf_counter()
-            self.counts[key] = len(params.diagnostics)
-            self.event.set()
-
-    async def start(self) -> float:
-        started = time.perf_counter()
-        await self.client.start_io(self.python, "-m", "chainlens.server")
-        await self.client.initialize_async(
-            types.InitializeParams(
-                capabilities=types.ClientCapabilities(
-                    general=types.GeneralClientCapabilities(
-                        position_encodings=[types.PositionEncodingKind.Utf16]
-                    )
-                )
-            )
-        )
-        self.client.initialized(types.InitializedParams())
-        return time.perf_counter() - started
-
-    async def wait_for(self, uri: str, version: int) -> float:
-        while (uri, version) not in self.arrived:
-            self.event.clear()
-            await asyncio.wait_for(self.event.wait(), 600)
-        return self.arrived[(uri, version)]
-
-    async def open(self, uri: str, text: str) -> float:
-        sent = time.perf_counter()
-        self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(
-                text_document=types.TextDocumentItem(
-                    uri=uri, language_id="python", version=1, text=text
-                )
-            )
-        )
-        return await self.wait_for(uri, 1) - sent
-
-    async def change(self, uri: str, version: int, text: str) -> float:
-        sent = time.perf_counter()
-        self.client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(
-                    uri=uri, version=version
-                ),
-                content_changes=[
-                    types.TextDocumentContentChangeWholeDocument(text=text)
-                ],
-            )
-        )
-        return await self.wait_for(uri, version) - sent
-
-    async def code_actions(self, uri: str, lines: int) -> float:
-        """Time one codeAction request over the whole document."""
-        sent = time.perf_counter()
-        await self.client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                range=types.Range(
-                    types.Position(0, 0), types.Position(max(lines - 1, 0), 0)
-                ),
-                context=types.CodeActionContext(diagnostics=[]),
-            )
-        )
-        return time.perf_counter() - sent
-
-    async def stop(self) -> None:
-        await self.client.shutdown_async(None)
-        self.client.exit(None)
-        await self.client.stop()
 
 
 def summary(samples: list[float]) -> str:

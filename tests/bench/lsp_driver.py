@@ -1,0 +1,126 @@
+"""The language server driven over stdio for the benchmarks: one server
+process (``python -m chainlens.server``, started with a given Python), pygls'
+client, and when each version's diagnostics arrived."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def load() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+class Server:
+    """One language server process and the diagnostics it published."""
+
+    def __init__(self, python: str, label: str) -> None:
+        self.python = python
+        self.label = label
+        self.client = LanguageClient("chainlens-bench", "1")
+        self.arrived: dict[tuple[str, int], float] = {}
+        self.counts: dict[tuple[str, int], int] = {}
+        self.event = asyncio.Event()
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def published(params: types.PublishDiagnosticsParams) -> None:
+            key = (params.uri, params.version or 0)
+            self.arrived[key] = time.perf_counter()
+            self.counts[key] = len(params.diagnostics)
+            self.event.set()
+
+    async def start(self) -> float:
+        started = time.perf_counter()
+        await self.client.start_io(self.python, "-m", "chainlens.server")
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(
+                    general=types.GeneralClientCapabilities(
+                        position_encodings=[types.PositionEncodingKind.Utf16]
+                    )
+                )
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+        return time.perf_counter() - started
+
+    async def wait_for(self, uri: str, version: int) -> float:
+        while (uri, version) not in self.arrived:
+            self.event.clear()
+            await asyncio.wait_for(self.event.wait(), 600)
+        return self.arrived[(uri, version)]
+
+    async def open(self, uri: str, text: str) -> float:
+        sent = time.perf_counter()
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
+        return await self.wait_for(uri, 1) - sent
+
+    async def change(self, uri: str, version: int, text: str) -> float:
+        """Send a new version and time it to its diagnostics."""
+        sent = time.perf_counter()
+        self.send_change(uri, version, text)
+        return await self.wait_for(uri, version) - sent
+
+    def send_change(self, uri: str, version: int, text: str) -> None:
+        """Send a new version without waiting for its diagnostics."""
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=version
+                ),
+                content_changes=[
+                    types.TextDocumentContentChangeWholeDocument(text=text)
+                ],
+            )
+        )
+
+    async def code_actions(self, uri: str, lines: int) -> float:
+        """Time one codeAction request over the whole document."""
+        sent = time.perf_counter()
+        await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=types.Range(
+                    types.Position(0, 0), types.Position(max(lines - 1, 0), 0)
+                ),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        return time.perf_counter() - sent
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        server = self.client._server  # the subprocess pygls started
+        assert server is not None
+        return server.pid
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of a process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
