@@ -59,7 +59,14 @@ def chainlens() -> str:
 
 def gate_at(repo: Path, commit: str, work: Path) -> list[dict[str, Any]]:
     """The findings of ``chainlens savepoint --base COMMIT^ --format json`` in a
-    checkout of ``commit`` (the command line's own entry point, in this
+    checkout of ``commit``."""
+    findings: list[dict[str, Any]] = gate_document(repo, commit, work)["findings"]
+    return findings
+
+
+def gate_document(repo: Path, commit: str, work: Path, *extra: str) -> dict[str, Any]:
+    """What ``chainlens savepoint --base COMMIT^ --format json [EXTRA]`` prints
+    in a checkout of ``commit`` (the command line's own entry point, in this
     process: nine interpreters started would cost more than the rest)."""
     tree = work / commit[:12]
     git(repo, "worktree", "add", "-q", "--detach", str(tree), commit)
@@ -69,14 +76,14 @@ def gate_at(repo: Path, commit: str, work: Path) -> list[dict[str, Any]]:
         os.chdir(tree)
         with contextlib.redirect_stdout(printed):
             status = cli_main(
-                ["savepoint", "--base", f"{commit[:10]}^", "--format", "json"]
+                ["savepoint", "--base", f"{commit[:10]}^", "--format", "json", *extra]
             )
     finally:
         os.chdir(here)
         git(repo, "worktree", "remove", "--force", str(tree))
     assert status in (0, 1), printed.getvalue()
-    findings: list[dict[str, Any]] = json.loads(printed.getvalue())["findings"]
-    return findings
+    document: dict[str, Any] = json.loads(printed.getvalue())
+    return document
 
 
 @pytest.fixture(scope="module")

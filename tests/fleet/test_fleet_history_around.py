@@ -12,11 +12,7 @@ C^``, with ``--deployment counts`` where a deployment runs the program).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
-import json
-import os
 import shutil
 from collections import Counter
 from dataclasses import replace
@@ -36,24 +32,23 @@ from chainlens.analyzer import (
 from chainlens.analyzer.history import Tree
 from chainlens.fleet.history import HistoryOptions, run_history
 from chainlens.fleet.history_rows import label_of
-from chainlens.hooks.cli import main as cli_main
 from tests.fleet.history_repos import _commit
-from tests.fleet.test_fleet_history import _full_tables, history_command
+from tests.fleet.test_fleet_history import (
+    STATE_RULES,
+    _full_tables,
+    gate_document,
+    history_command,
+    rows,
+)
 from tests.support import FIXTURES, git
 
 pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
-STATE_RULES = {"CL201", "CL202", "CL203", "CL204", "CL205"}
 PROJECT = FIXTURES / "projects" / "helpers_flat"
 DEPLOYED = FIXTURES / "deployments_gate"
 FACT_COLUMNS = ("line", "operator", "old_id", "new_id", "outcome", "rule", "reason")
-
-
-def rows(out: Path, name: str, **where: object) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = pyarrow_parquet.read_table(out / name).to_pylist()
-    return [r for r in found if all(r[k] == v for k, v in where.items())]
 
 
 def _text(folder: Path, name: str) -> str:
@@ -118,21 +113,7 @@ def gate_at(
     """The findings of ``chainlens savepoint --base COMMIT^ --format json
     [EXTRA]`` in a checkout of ``commit``, and the deployment's verdict when
     the gate gave one instead of comparing."""
-    tree = work / commit[:12]
-    git(repo, "worktree", "add", "-q", "--detach", str(tree), commit)
-    here = os.getcwd()
-    printed = io.StringIO()
-    try:
-        os.chdir(tree)
-        with contextlib.redirect_stdout(printed):
-            status = cli_main(
-                ["savepoint", "--base", f"{commit[:10]}^", "--format", "json", *extra]
-            )
-    finally:
-        os.chdir(here)
-        git(repo, "worktree", "remove", "--force", str(tree))
-    assert status in (0, 1), printed.getvalue()
-    document = json.loads(printed.getvalue())
+    document = gate_document(repo, commit, work, *extra)
     if "deployments" in document:
         (entry,) = document["deployments"]
         if "verdict" in entry:
