@@ -1,0 +1,104 @@
+"""``--planner``: the Table API's parts, as Flink's own planner translates them.
+
+Real Flink is the ground truth: the shared oracle's ex15 (a DataStream -> Table
+-> DataStream round trip and an INSERT job) must come out equal, job by job and
+operator ID by operator ID, to what real Flink 2.3 built.  These tests start a
+JVM (the planner's worker): ``oracle``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.flink_versions import FlinkVersion
+from chainlens.analyzer.planner import driver
+from tests.oracle.check import (
+    analyse_like_flink,
+    differences,
+    local_parallelism,
+    says_table_api_is_not_followed,
+)
+from tests.support import ROOT
+
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java"),
+]
+
+EX15 = ROOT.parent / "shared" / "oracle" / "examples" / "ex15_table_api.py"
+
+
+def _expected(program: Path) -> dict[str, Any]:
+    with program.with_suffix(".graphs.json").open(encoding="utf-8") as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def _config(expected: dict[str, Any], cache: Path) -> Config:
+    return Config(
+        default_parallelism=local_parallelism(expected),
+        argv=(),
+        flink_version=FlinkVersion("2.3", "flag"),
+        planner="auto",
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "chainlens" / "planner"
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_ex15_with_the_planner_equals_flink(cache: Path) -> None:
+    expected = _expected(EX15)
+    config = _config(expected, cache)
+    assert differences(EX15, expected, config=config) == []
+    # the answer was cached: the same statements are not planned again
+    assert len(list(cache.glob("*.json"))) == 1
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_ex15_without_the_planner_stays_an_honest_unknown() -> None:
+    expected = _expected(EX15)
+    result = analyse_like_flink(EX15, expected)
+    assert says_table_api_is_not_followed(result)
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_a_cached_answer_is_used_without_a_jvm(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _expected(EX15)
+    config = _config(expected, cache)
+    assert differences(EX15, expected, config=config) == []
+
+    def no_worker(*args: object) -> str:
+        raise AssertionError("the worker ran again")
+
+    monkeypatch.setattr(driver, "run_worker", no_worker)
+    assert differences(EX15, expected, config=config) == []
+
+
+def test_a_python_without_pyflink_is_a_located_unknown(
+    tmp_path: Path, cache: Path
+) -> None:
+    program = tmp_path / "job.py"
+    program.write_text(EX15.read_text(encoding="utf-8"), encoding="utf-8")
+    config = replace(
+        Config(default_parallelism=2, argv=()), planner=shutil.which("false") or "false"
+    )
+    from chainlens.analyzer.check import check_file
+
+    result = check_file(program, config, pyflink_only=False).result
+    assert result is not None
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table, result.unknowns
+    assert all(u.range is not None for u in table)
+    assert any("the planner's worker failed" in u.reason for u in table), table
