@@ -120,7 +120,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         ids = splice(call, env, planned, "to_data_stream")
         result = ids[planned.result]
         env.transformations.append(result)
-        return Stream("DataStream", env, result, OutputType.OTHER)
+        return Stream("DataStream", env, result, OutputType.ROW)
     if name == "execute_sql" and count == 1:
         text = call.args.get(0, "stmt")
         if not isinstance(text, str):

@@ -33,10 +33,19 @@ pytestmark = [
 ]
 
 EX15 = ROOT.parent / "shared" / "oracle" / "examples" / "ex15_table_api.py"
+PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
+#: the fixture programs that use the Table API, each with what real Flink built
+TABLE_PROGRAMS = sorted(
+    p
+    for p in PIPELINES.glob("*.py")
+    if "pyflink.table" in p.read_text(encoding="utf-8")
+)
+#: Table API calls --planner does not model: they stay an honest unknown
+NOT_PLANNED = frozenset({"table_statement_set"})
 
 
-def _expected(program: Path) -> dict[str, Any]:
-    with program.with_suffix(".graphs.json").open(encoding="utf-8") as f:
+def _expected(program: Path, suffix: str = ".graphs.json") -> dict[str, Any]:
+    with program.with_suffix(suffix).open(encoding="utf-8") as f:
         return json.load(f)  # type: ignore[no-any-return]
 
 
@@ -84,6 +93,25 @@ def test_a_cached_answer_is_used_without_a_jvm(
 
     monkeypatch.setattr(driver, "run_worker", no_worker)
     assert differences(EX15, expected, config=config) == []
+
+
+def test_the_table_fixtures_are_there() -> None:
+    assert len(TABLE_PROGRAMS) >= 3
+
+
+@pytest.mark.parametrize(
+    "program", TABLE_PROGRAMS, ids=[p.stem for p in TABLE_PROGRAMS]
+)
+def test_table_fixture_with_the_planner_equals_flink(
+    program: Path, cache: Path
+) -> None:
+    expected = _expected(program, ".expected.json")
+    config = _config(expected, cache)
+    if program.stem in NOT_PLANNED:
+        result = analyse_like_flink(program, expected, config=config)
+        assert says_table_api_is_not_followed(result)
+        return
+    assert differences(program, expected, config=config) == []
 
 
 def test_a_python_without_pyflink_is_a_located_unknown(
