@@ -15,6 +15,8 @@ then falls back to the honest unknown.
 
 from __future__ import annotations
 
+import re
+
 from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
 from chainlens.analyzer.extract.pyflink_calls import Call
 from chainlens.analyzer.extract.pyflink_values import (
@@ -38,6 +40,14 @@ from chainlens.analyzer.model.planner import (
 )
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Parallelism
+
+#: The statements ``execute_sql`` hands to the planner: declarations and
+#: INSERTs (never a query it would run, a function, a jar or a module to load).
+_PLANNED_SQL = re.compile(
+    r"\s*(CREATE\s+(TEMPORARY\s+)?(TABLE|VIEW)|DROP\s+(TEMPORARY\s+)?(TABLE|VIEW)"
+    r"|INSERT\s+INTO)\s",
+    re.IGNORECASE,
+)
 
 #: The subject of the unknown for a program that uses the Table API.
 TABLE_API = "the Table API"
@@ -125,6 +135,11 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         text = call.args.get(0, "stmt")
         if not isinstance(text, str):
             raise NotPlannedError("the statement's text is not known statically")
+        if not _PLANNED_SQL.match(text):
+            raise NotPlannedError(
+                "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO statements "
+                "are handed to the planner"
+            )
         index = replay.record(
             {
                 "op": "execute_sql",

@@ -52,6 +52,16 @@ def _simple(obj: Any) -> str | None:
     return None if obj is None else str(obj.getClass().getSimpleName())
 
 
+#: What ``execute_sql`` may run here besides an INSERT: declarations only.
+_DECLARATIONS = frozenset(
+    {
+        "CreateTableOperation",
+        "CreateViewOperation",
+        "DropTableOperation",
+        "DropViewOperation",
+    }
+)
+
 _YIELDING = (
     "org.apache.flink.streaming.api.operators.legacy.YieldingOperatorFactory",
     "org.apache.flink.streaming.api.operators.YieldingOperatorFactory",
@@ -238,8 +248,10 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 entry["job_name"] = "insert-into_" + str(name.asSummaryString())
                 entry["consumed"] = _counter(jvm) - start
                 _measure_writers(j_env, jvm, roots, entry)
-            else:
+            elif _simple(operation) in _DECLARATIONS:
                 t_env.execute_sql(statement["statement"])
+            else:  # never run a query, load a function or a jar, ...
+                raise ValueError(f"{_simple(operation)} is not planned")
         else:
             raise ValueError(f"unknown statement {op!r}")
         entry.setdefault("consumed", _counter(jvm) - start)

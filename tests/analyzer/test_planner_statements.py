@@ -185,3 +185,28 @@ def test_a_malformed_answer_is_an_error_never_raised(text: str) -> None:
     answer = driver.parse_answer(text)
     assert answer.error is not None
     assert answer.error.startswith("the planner's answer is not readable")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM numbers",
+        "CREATE FUNCTION f AS 'my_module.f' LANGUAGE PYTHON",
+        "ADD JAR '/tmp/x.jar'",
+        "LOAD MODULE hive",
+    ],
+)
+def test_only_declarations_and_inserts_are_handed_over(
+    asked: _Asked, statement: str
+) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        f"t_env.execute_sql({statement!r})",
+    ).replace("t_env.to_data_stream(table).print()\n", "")
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [(u.range.start.line if u.range else None) for u in table] == [10]
+    assert "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO" in table[0].reason
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view"]
+    ]
