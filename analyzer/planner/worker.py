@@ -263,6 +263,21 @@ def main(argv: list[str]) -> int:
     """Read the request named on the command line, print the answer as JSON."""
     with open(argv[1], encoding="utf-8") as handle:
         request = json.load(handle)
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("apache-flink")
+    except metadata.PackageNotFoundError:
+        installed = None
+    wanted = str(request.get("flink", ""))
+    if installed is None or installed.split(".")[:2] != wanted.split("."):
+        has = f"apache-flink {installed}" if installed else "no apache-flink"
+        answer = {
+            "error": f"the planner needs apache-flink {wanted} and Java: "
+            f"{sys.executable} has {has}"
+        }
+        sys.stdout.write("\n" + json.dumps(answer) + "\n")
+        return 0
     try:
         answer = run(request)
     except Exception as exc:  # the planner rejects a statement: said, located
