@@ -168,3 +168,20 @@ def test_table_fixture_with_that_lines_planner_equals_its_flink(
         planner=str(python),
     )
     assert differences(program, expected, version, config=config) == []
+
+
+def test_no_uid_fix_is_offered_for_the_planners_operators(cache: Path) -> None:
+    from chainlens.analyzer.check import check_file
+
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    config = _config(_expected(program, ".expected.json"), cache)
+    findings = check_file(program, config).findings
+    insert = [
+        f.diagnostic
+        for f in findings
+        if f.diagnostic.code.code == "CL101" and f.diagnostic.range.start.line == 32
+    ]
+    assert len(insert) == 1
+    assert insert[0].fix is None
+    assert "Flink's Table planner made the operators" in insert[0].explanation
+    assert "GroupAggregate" in insert[0].explanation
