@@ -21,6 +21,7 @@ from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
 from chainlens.analyzer.extract.pyflink_calls import Call
 from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
+    StatementSetRef,
     Stream,
     TableEnvRef,
     TableRef,
@@ -48,6 +49,8 @@ _PLANNED_SQL = re.compile(
     r"|INSERT\s+INTO)\s",
     re.IGNORECASE,
 )
+
+_INSERT = re.compile(r"\s*INSERT\s+INTO\s", re.IGNORECASE)
 
 #: The subject of the unknown for a program that uses the Table API.
 TABLE_API = "the Table API"
@@ -131,6 +134,8 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         result = ids[planned.result]
         env.transformations.append(result)
         return Stream("DataStream", env, result, OutputType.ROW)
+    if name == "create_statement_set" and count == 0:
+        return StatementSetRef(env, [])
     if name == "execute_sql" and count == 1:
         text = call.args.get(0, "stmt")
         if not isinstance(text, str):
@@ -148,16 +153,55 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             },
             call.where,
         )
-        planned = _answer(call, replay, index)
-        if planned is not None and planned.roots:
-            ids = splice(call, env, planned, "execute_sql")
-            job_env = EnvState(call.program, settings=env.settings)
-            job_env.transformations.extend(ids[r] for r in planned.roots)
-            call.program.submit(
-                job_env, "table_env.execute_sql", planned.job_name, call.where
-            )
+        _submit(call, replay, env, index, "execute_sql", "table_env.execute_sql")
         return Opaque("pyflink.table.TableResult")
     return None
+
+
+def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> object:
+    """A method of a ``StatementSet``; None when not modelled."""
+    replay = call.program.tables
+    if replay is None or replay.stopped or call.args.unseen:
+        return None
+    count = len(call.args.positional) + len(call.args.keywords)
+    if name == "add_insert_sql" and count == 1:
+        text = call.args.get(0, "stmt")
+        if not isinstance(text, str):
+            raise NotPlannedError("the statement's text is not known statically")
+        if not _INSERT.match(text):
+            raise NotPlannedError("only INSERT INTO statements are added to a set")
+        receiver.inserts.append(text)
+        return receiver
+    if name == "execute" and count == 0 and receiver.inserts:
+        env = receiver.env
+        index = replay.record(
+            {
+                "op": "statement_set",
+                "statements": list(receiver.inserts),
+                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+            },
+            call.where,
+        )
+        _submit(call, replay, env, index, "statement_set", "statement_set.execute")
+        return Opaque("pyflink.table.TableResult")
+    return None
+
+
+def _submit(
+    call: Call,
+    replay: TableReplay,
+    env: EnvState,
+    index: int,
+    api: str,
+    trigger: str,
+) -> None:
+    """Submit the job of INSERT statement ``index``, as the planner built it."""
+    planned = _answer(call, replay, index)
+    if planned is not None and planned.roots:
+        ids = splice(call, env, planned, api)
+        job_env = EnvState(call.program, settings=env.settings)
+        job_env.transformations.extend(ids[r] for r in planned.roots)
+        call.program.submit(job_env, trigger, planned.job_name, call.where)
 
 
 def _from_data_stream(

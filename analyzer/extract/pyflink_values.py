@@ -53,6 +53,14 @@ class TableEnvRef:
 
 
 @dataclass(eq=False, slots=True)
+class StatementSetRef:
+    """A ``StatementSet`` and the INSERT texts added to it (``--planner``)."""
+
+    env: EnvState
+    inserts: list[str]
+
+
+@dataclass(eq=False, slots=True)
 class TableRef:
     """A ``Table``: the index of the statement that made it (``--planner``)."""
 

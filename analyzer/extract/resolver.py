@@ -35,6 +35,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     TABLE_API,
     NotPlannedError,
     create_table_env,
+    statement_set_method,
     table_env_method,
 )
 from chainlens.analyzer.extract.pyflink_values import (
@@ -42,6 +43,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
     JavaEnvRef,
     PyObject,
+    StatementSetRef,
     Stream,
     TableEnvRef,
     TableRef,
@@ -224,7 +226,7 @@ class PyFlinkResolver:
             return JavaEnvRef(owner.state)
         if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
-        if isinstance(owner, TableEnvRef | TableRef):
+        if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
             return BoundMethod(owner, name)
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
@@ -242,7 +244,7 @@ class PyFlinkResolver:
     ) -> object:
         """``receiver.name(...)`` on a stream, an environment, a configuration or
         another PyFlink object."""
-        if isinstance(receiver, TableEnvRef | TableRef):
+        if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
             return self.table_method(receiver, name, call)
         if isinstance(receiver, Stream | EnvRef) and not guarded:
             self.check_method_exists(receiver, name, call)
@@ -282,18 +284,19 @@ class PyFlinkResolver:
         return UNRESOLVED
 
     def table_method(
-        self, receiver: TableEnvRef | TableRef, name: str, call: Call
+        self, receiver: TableEnvRef | TableRef | StatementSetRef, name: str, call: Call
     ) -> object:
-        """A method of a table environment or a table (``--planner``)."""
-        kind = (
-            "StreamTableEnvironment" if isinstance(receiver, TableEnvRef) else "Table"
-        )
+        """A method of a table environment, a table or a statement set
+        (``--planner``)."""
+        kind = "Table"
+        result: object = None
         try:
-            result = (
-                table_env_method(self._api(call), receiver, name)
-                if isinstance(receiver, TableEnvRef)
-                else None
-            )
+            if isinstance(receiver, TableEnvRef):
+                kind = "StreamTableEnvironment"
+                result = table_env_method(self._api(call), receiver, name)
+            elif isinstance(receiver, StatementSetRef):
+                kind = "StatementSet"
+                result = statement_set_method(self._api(call), receiver, name)
         except NotPlannedError as exc:
             receiver.env.escape(TABLE_API, call.where)
             return self.table_api_not_followed(

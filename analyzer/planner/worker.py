@@ -233,6 +233,23 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
             roots = [ds._j_data_stream.getTransformation()]
             entry["transformations"] = _walk(roots, start, inputs_of, jvm)
             entry["result"] = int(roots[0].getId()) - start
+        elif op == "statement_set":
+            j_tenv = t_env._j_tenv
+            listed = jvm.java.util.ArrayList()
+            names = []
+            for text in statement["statements"]:
+                operation = j_tenv.getParser().parse(text).get(0)
+                if _simple(operation) != "SinkModifyOperation":
+                    raise ValueError(f"{_simple(operation)} is not planned")
+                listed.add(operation)
+                table = operation.getContextResolvedTable().getIdentifier()
+                names.append(str(table.asSummaryString()))
+            roots = list(j_tenv.getPlanner().translate(listed))
+            entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+            entry["roots"] = [int(r.getId()) - start for r in roots]
+            entry["job_name"] = "insert-into_" + ",".join(names)
+            entry["consumed"] = _counter(jvm) - start
+            _measure_writers(j_env, jvm, roots, entry)
         elif op == "execute_sql":
             j_tenv = t_env._j_tenv
             operations = j_tenv.getParser().parse(statement["statement"])

@@ -210,3 +210,21 @@ def test_only_declarations_and_inserts_are_handed_over(
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view"]
     ]
+
+
+def test_a_table_method_that_is_not_modelled_stops_the_planning(
+    asked: _Asked,
+) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        'table = t_env.sql_query("SELECT * FROM numbers").select("f0")',
+    )
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [(u.range.start.line if u.range else None) for u in table] == [10]
+    assert "pyflink.table.Table.select() is not planned" in table[0].reason
+    # the statements up to it are asked about; the conversion after it is not
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view", "sql_query"]
+    ]
+    assert all(job.spec.escapes for job in result.jobs)

@@ -40,8 +40,6 @@ TABLE_PROGRAMS = sorted(
     for p in PIPELINES.glob("*.py")
     if "pyflink.table" in p.read_text(encoding="utf-8")
 )
-#: Table API calls --planner does not model: they stay an honest unknown
-NOT_PLANNED = frozenset({"table_statement_set"})
 
 
 def _expected(program: Path, suffix: str = ".graphs.json") -> dict[str, Any]:
@@ -107,10 +105,6 @@ def test_table_fixture_with_the_planner_equals_flink(
 ) -> None:
     expected = _expected(program, ".expected.json")
     config = _config(expected, cache)
-    if program.stem in NOT_PLANNED:
-        result = analyse_like_flink(program, expected, config=config)
-        assert says_table_api_is_not_followed(result)
-        return
     assert differences(program, expected, config=config) == []
 
 
@@ -140,8 +134,7 @@ def _lines() -> list[tuple[str, Path]]:
         (folder.name.removeprefix("flink-"), program)
         for folder in sorted(expected.glob("flink-*"))
         for program in TABLE_PROGRAMS
-        if program.stem not in NOT_PLANNED
-        and flink_venvs.find_python(folder.name.removeprefix("flink-")) is not None
+        if flink_venvs.find_python(folder.name.removeprefix("flink-")) is not None
     ]
 
 
