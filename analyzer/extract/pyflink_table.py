@@ -245,7 +245,11 @@ def _answer(call: Call, replay: TableReplay, index: int) -> PlannedStatement | N
     if answer is None:
         return None
     if answer.error is not None:
-        call.program.unknown(TABLE_API, answer.error, call.where)
+        failed = answer.error_statement
+        if failed is None:
+            call.program.unknown(TABLE_API, answer.error, call.where)
+        elif failed <= index < len(replay.ranges):  # said at the rejected one
+            call.program.unknown(TABLE_API, answer.error, replay.ranges[failed])
         return None
     if index >= len(answer.statements) or replay.diverged:
         call.program.unknown(

@@ -75,3 +75,8 @@ class PlannerAnswer:
     statements: tuple[PlannedStatement, ...] = field(default=())
     #: why the planner could not answer (one line), else None
     error: str | None = None
+    #: the index of the statement the planner rejected (its error's place)
+    error_statement: int | None = None
+    #: the planner rejected a statement (the same statements always are: the
+    #: answer is cached), rather than not being able to run
+    rejected: bool = False

@@ -79,14 +79,14 @@ def plan(
         cached = None
     if cached is not None:
         answer = parse_answer(cached)
-        if answer.error is None:
+        if answer.error is None or answer.rejected:
             return answer
     chosen, why_not = choose_python(python, flink_line)
     if chosen is None:
         return PlannerAnswer(error=why_not)
     text = run_worker(chosen, request)
     answer = parse_answer(text)
-    if answer.error is None:
+    if answer.error is None or answer.rejected:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(path, text)
@@ -167,7 +167,12 @@ def parse_answer(text: str) -> PlannerAnswer:
         if not isinstance(doc, dict):
             raise TypeError("not an object")
         if doc.get("error"):
-            return PlannerAnswer(error=str(doc["error"]))
+            index = doc.get("statement")
+            return PlannerAnswer(
+                error=str(doc["error"]),
+                error_statement=index if isinstance(index, int) else None,
+                rejected=doc.get("rejected") is True,
+            )
         return PlannerAnswer(statements=tuple(_statement(s) for s in doc["statements"]))
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
         return PlannerAnswer(error=f"the planner's answer is not readable: {exc}")

@@ -184,6 +184,25 @@ def _measure_writers(
             previous = writer
 
 
+class RejectedError(Exception):
+    """The planner rejected statement ``index`` (its message's first line)."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.message = message
+
+
+def _message(exc: Exception) -> str:
+    """The first line of what Flink said (a Java exception's own message)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(exc)
+    if java is not None:
+        text = str(java.getMessage() or java.toString())
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 def run(request: dict[str, Any]) -> dict[str, Any]:
     """Replay the statements of ``request`` and return what was translated."""
     from pyflink.common import Configuration, WatermarkStrategy  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -204,74 +223,79 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     inputs_of: dict[int, int] = {}
     results: list[dict[str, Any]] = []
     for index, statement in enumerate(request["statements"]):
-        op = statement["op"]
-        if statement.get("env_parallelism") is not None:
-            env.set_parallelism(int(statement["env_parallelism"]))
-        start = _counter(jvm)
-        entry: dict[str, Any] = {"statement": index}
-        if op == "from_data_stream":
-            from pyflink.datastream import DataStream  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        try:
+            op = statement["op"]
+            if statement.get("env_parallelism") is not None:
+                env.set_parallelism(int(statement["env_parallelism"]))
+            start = _counter(jvm)
+            entry: dict[str, Any] = {"statement": index}
+            if op == "from_data_stream":
+                from pyflink.datastream import DataStream  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-            source = jvm.org.apache.flink.api.connector.source.lib
-            j_stream = j_env.fromSource(
-                source.NumberSequenceSource(0, 0),
-                WatermarkStrategy.no_watermarks()._j_watermark_strategy,
-                "stand-in",
-                _type_info(statement["type"]).get_java_type_info(),
-            )
-            j_stream.setParallelism(int(statement["parallelism"]))
-            if statement.get("max_parallelism"):
-                j_stream.setMaxParallelism(int(statement["max_parallelism"]))
-            inputs_of[int(j_stream.getId())] = int(statement["stream"])
-            tables[index] = t_env.from_data_stream(DataStream(j_stream))
-        elif op == "create_temporary_view":
-            t_env.create_temporary_view(statement["name"], tables[statement["table"]])
-        elif op == "sql_query":
-            tables[index] = t_env.sql_query(statement["query"])
-        elif op == "to_data_stream":
-            ds = t_env.to_data_stream(tables[statement["table"]])
-            roots = [ds._j_data_stream.getTransformation()]
-            entry["transformations"] = _walk(roots, start, inputs_of, jvm)
-            entry["result"] = int(roots[0].getId()) - start
-        elif op == "statement_set":
-            j_tenv = t_env._j_tenv
-            listed = jvm.java.util.ArrayList()
-            names = []
-            for text in statement["statements"]:
-                operation = j_tenv.getParser().parse(text).get(0)
-                if _simple(operation) != "SinkModifyOperation":
-                    raise ValueError(f"{_simple(operation)} is not planned")
-                listed.add(operation)
-                table = operation.getContextResolvedTable().getIdentifier()
-                names.append(str(table.asSummaryString()))
-            roots = list(j_tenv.getPlanner().translate(listed))
-            entry["transformations"] = _walk(roots, start, inputs_of, jvm)
-            entry["roots"] = [int(r.getId()) - start for r in roots]
-            entry["job_name"] = "insert-into_" + ",".join(names)
-            entry["consumed"] = _counter(jvm) - start
-            _measure_writers(j_env, jvm, roots, entry)
-        elif op == "execute_sql":
-            j_tenv = t_env._j_tenv
-            operations = j_tenv.getParser().parse(statement["statement"])
-            operation = operations.get(0)
-            if _simple(operation) == "SinkModifyOperation":
-                planner = j_tenv.getPlanner()
+                source = jvm.org.apache.flink.api.connector.source.lib
+                j_stream = j_env.fromSource(
+                    source.NumberSequenceSource(0, 0),
+                    WatermarkStrategy.no_watermarks()._j_watermark_strategy,
+                    "stand-in",
+                    _type_info(statement["type"]).get_java_type_info(),
+                )
+                j_stream.setParallelism(int(statement["parallelism"]))
+                if statement.get("max_parallelism"):
+                    j_stream.setMaxParallelism(int(statement["max_parallelism"]))
+                inputs_of[int(j_stream.getId())] = int(statement["stream"])
+                tables[index] = t_env.from_data_stream(DataStream(j_stream))
+            elif op == "create_temporary_view":
+                t_env.create_temporary_view(
+                    statement["name"], tables[statement["table"]]
+                )
+            elif op == "sql_query":
+                tables[index] = t_env.sql_query(statement["query"])
+            elif op == "to_data_stream":
+                ds = t_env.to_data_stream(tables[statement["table"]])
+                roots = [ds._j_data_stream.getTransformation()]
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["result"] = int(roots[0].getId()) - start
+            elif op == "statement_set":
+                j_tenv = t_env._j_tenv
                 listed = jvm.java.util.ArrayList()
-                listed.add(operation)
-                roots = list(planner.translate(listed))
+                names = []
+                for text in statement["statements"]:
+                    operation = j_tenv.getParser().parse(text).get(0)
+                    if _simple(operation) != "SinkModifyOperation":
+                        raise ValueError(f"{_simple(operation)} is not planned")
+                    listed.add(operation)
+                    table = operation.getContextResolvedTable().getIdentifier()
+                    names.append(str(table.asSummaryString()))
+                roots = list(j_tenv.getPlanner().translate(listed))
                 entry["transformations"] = _walk(roots, start, inputs_of, jvm)
                 entry["roots"] = [int(r.getId()) - start for r in roots]
-                name = operation.getContextResolvedTable().getIdentifier()
-                entry["job_name"] = "insert-into_" + str(name.asSummaryString())
+                entry["job_name"] = "insert-into_" + ",".join(names)
                 entry["consumed"] = _counter(jvm) - start
                 _measure_writers(j_env, jvm, roots, entry)
-            elif _simple(operation) in _DECLARATIONS:
-                t_env.execute_sql(statement["statement"])
-            else:  # never run a query, load a function or a jar, ...
-                raise ValueError(f"{_simple(operation)} is not planned")
-        else:
-            raise ValueError(f"unknown statement {op!r}")
-        entry.setdefault("consumed", _counter(jvm) - start)
+            elif op == "execute_sql":
+                j_tenv = t_env._j_tenv
+                operations = j_tenv.getParser().parse(statement["statement"])
+                operation = operations.get(0)
+                if _simple(operation) == "SinkModifyOperation":
+                    planner = j_tenv.getPlanner()
+                    listed = jvm.java.util.ArrayList()
+                    listed.add(operation)
+                    roots = list(planner.translate(listed))
+                    entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                    entry["roots"] = [int(r.getId()) - start for r in roots]
+                    name = operation.getContextResolvedTable().getIdentifier()
+                    entry["job_name"] = "insert-into_" + str(name.asSummaryString())
+                    entry["consumed"] = _counter(jvm) - start
+                    _measure_writers(j_env, jvm, roots, entry)
+                elif _simple(operation) in _DECLARATIONS:
+                    t_env.execute_sql(statement["statement"])
+                else:  # never run a query, load a function or a jar, ...
+                    raise ValueError(f"{_simple(operation)} is not planned")
+            else:
+                raise ValueError(f"unknown statement {op!r}")
+            entry.setdefault("consumed", _counter(jvm) - start)
+        except Exception as exc:  # the planner rejects the statement
+            raise RejectedError(index, _message(exc)) from exc
         results.append(entry)
     return {"statements": results}
 
@@ -289,17 +313,21 @@ def main(argv: list[str]) -> int:
     wanted = str(request.get("flink", ""))
     if installed is None or installed.split(".")[:2] != wanted.split("."):
         has = f"apache-flink {installed}" if installed else "no apache-flink"
-        answer = {
+        refusal = {
             "error": f"the planner needs apache-flink {wanted} and Java: "
             f"{sys.executable} has {has}"
         }
-        sys.stdout.write("\n" + json.dumps(answer) + "\n")
+        sys.stdout.write("\n" + json.dumps(refusal) + "\n")
         return 0
+    answer: dict[str, Any]
     try:
         answer = run(request)
-    except Exception as exc:  # the planner rejects a statement: said, located
-        message = str(exc).strip().splitlines()
-        answer = {"error": message[0] if message else type(exc).__name__}
+    except RejectedError as exc:  # said where: the statement's index
+        answer = {
+            "error": f"Flink's planner rejects it: {exc.message}",
+            "statement": exc.index,
+            "rejected": True,
+        }
     sys.stdout.write("\n" + json.dumps(answer) + "\n")
     return 0
 

@@ -178,3 +178,35 @@ def test_no_uid_fix_is_offered_for_the_planners_operators(cache: Path) -> None:
     assert insert[0].fix is None
     assert "Flink's Table planner made the operators" in insert[0].explanation
     assert "GroupAggregate" in insert[0].explanation
+
+
+REJECTED = """\
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+t_env.execute_sql("CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen')")
+t_env.execute_sql("INSERT INTO nowhere SELECT id FROM gen")
+"""
+
+
+def test_what_the_planner_rejects_is_said_where_and_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chainlens.analyzer.api import analyze_source
+
+    config = Config(argv=(), flink_version=FlinkVersion("2.3", "flag"), planner="auto")
+    for _ in range(2):  # the second time from the cache, without a JVM
+        result = analyze_source("job.py", REJECTED, config)
+        table = [u for u in result.unknowns if u.subject == "the Table API"]
+        assert len(table) == 1
+        assert table[0].range is not None
+        assert table[0].range.start.line == 7
+        assert table[0].reason.startswith("Flink's planner rejects it: ")
+        assert "nowhere" in table[0].reason
+        monkeypatch.setattr(driver, "run_worker", _no_worker)
+
+
+def _no_worker(*args: object) -> str:
+    raise AssertionError("the worker ran again")
