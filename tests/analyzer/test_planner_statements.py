@@ -228,3 +228,16 @@ def test_a_table_method_that_is_not_modelled_stops_the_planning(
         ["from_data_stream", "create_temporary_view", "sql_query"]
     ]
     assert all(job.spec.escapes for job in result.jobs)
+
+
+def test_a_fleet_scan_never_runs_the_planner(tmp_path: Path) -> None:
+    from chainlens.fleet import history_rows, rows
+
+    job = tmp_path / "job.py"
+    job.write_text("", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.chainlens]\nplanner = true\n", encoding="utf-8"
+    )
+    assert find_config(job).planner == "auto"
+    assert rows.config_for(str(job)).planner is None
+    assert history_rows.gate_config(str(tmp_path), "job.py").planner is None
