@@ -134,6 +134,12 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         result = ids[planned.result]
         env.transformations.append(result)
         return Stream("DataStream", env, result, OutputType.ROW)
+    if name == "from_path" and count == 1:
+        path = call.args.get(0, "path")
+        if not isinstance(path, str):
+            raise NotPlannedError("the table's path is not known statically")
+        statement = {"op": "from_path", "path": path}
+        return TableRef(env, replay.record(statement, call.where))
     if name == "create_statement_set" and count == 0:
         return StatementSetRef(env, [])
     if name == "execute_sql" and count == 1:
@@ -154,6 +160,31 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             call.where,
         )
         _submit(call, replay, env, index, "execute_sql", "table_env.execute_sql")
+        return Opaque("pyflink.table.TableResult")
+    return None
+
+
+def table_method(call: Call, receiver: TableRef, name: str) -> object:
+    """A method of a ``Table``; None when not modelled."""
+    replay = call.program.tables
+    if replay is None or replay.stopped or call.args.unseen:
+        return None
+    count = len(call.args.positional) + len(call.args.keywords)
+    if name == "execute_insert" and count == 1:
+        sink = call.args.get(0, "table_path_or_descriptor")
+        if not isinstance(sink, str):
+            raise NotPlannedError("the sink table's path is not known statically")
+        env = receiver.env
+        index = replay.record(
+            {
+                "op": "execute_insert",
+                "table": receiver.statement,
+                "sink": sink,
+                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+            },
+            call.where,
+        )
+        _submit(call, replay, env, index, "execute_insert", "table.execute_insert")
         return Opaque("pyflink.table.TableResult")
     return None
 

@@ -37,6 +37,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     create_table_env,
     statement_set_method,
     table_env_method,
+    table_method,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -297,6 +298,8 @@ class PyFlinkResolver:
             elif isinstance(receiver, StatementSetRef):
                 kind = "StatementSet"
                 result = statement_set_method(self._api(call), receiver, name)
+            else:
+                result = table_method(self._api(call), receiver, name)
         except NotPlannedError as exc:
             receiver.env.escape(TABLE_API, call.where)
             return self.table_api_not_followed(

@@ -48,6 +48,19 @@ def _call(obj: Any, method: str) -> Any:
         return None
 
 
+def _call_hidden(obj: Any, name: str) -> Any:
+    """Call ``obj``'s method ``name`` (no arguments) that is not public: the
+    ModifyOperation of a TablePipeline is what the planner translates."""
+    from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    gateway = get_gateway()
+    for method in obj.getClass().getDeclaredMethods():
+        if method.getName() == name and method.getParameterCount() == 0:
+            method.setAccessible(True)
+            return method.invoke(obj, gateway.new_array(gateway.jvm.Object, 0))
+    raise ValueError(f"{name}() not found on {_simple(obj)}")
+
+
 def _simple(obj: Any) -> str | None:
     return None if obj is None else str(obj.getClass().getSimpleName())
 
@@ -255,6 +268,22 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 roots = [ds._j_data_stream.getTransformation()]
                 entry["transformations"] = _walk(roots, start, inputs_of, jvm)
                 entry["result"] = int(roots[0].getId()) - start
+            elif op == "from_path":
+                tables[index] = t_env.from_path(statement["path"])
+            elif op == "execute_insert":
+                pipeline = tables[statement["table"]]._j_table.insertInto(
+                    statement["sink"]
+                )
+                operation = _call_hidden(pipeline, "getOperation")
+                listed = jvm.java.util.ArrayList()
+                listed.add(operation)
+                roots = list(t_env._j_tenv.getPlanner().translate(listed))
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["roots"] = [int(r.getId()) - start for r in roots]
+                sink = pipeline.getSinkIdentifier().get().asSummaryString()
+                entry["job_name"] = "insert-into_" + str(sink)
+                entry["consumed"] = _counter(jvm) - start
+                _measure_writers(j_env, jvm, roots, entry)
             elif op == "statement_set":
                 j_tenv = t_env._j_tenv
                 listed = jvm.java.util.ArrayList()

@@ -291,7 +291,9 @@ def _existing_uids(result: AnalysisResult, calls: SourceCalls) -> set[str]:
 
 
 #: The APIs of the operators Flink's Table planner made (``--planner``).
-_PLANNER_APIS = frozenset({"to_data_stream", "execute_sql"})
+_PLANNER_APIS = frozenset(
+    {"to_data_stream", "execute_sql", "statement_set", "execute_insert"}
+)
 
 
 def _several_per_job(site: _Site) -> bool:
