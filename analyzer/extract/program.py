@@ -92,6 +92,8 @@ class TableReplay:
     streams: list[int] = field(default_factory=list)
     #: a statement was not static (or not modelled): no later one is planned
     stopped: bool = False
+    #: the table environments made so far (the planner is given one)
+    table_envs: int = 0
     #: the statements the planner was asked about (the first replay's)
     expected: list[Statement] | None = None
     #: a statement differs from the one the planner was asked about

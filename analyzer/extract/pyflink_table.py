@@ -77,6 +77,10 @@ def create_table_env(call: Call) -> TableEnvRef | None:
     others = len(call.args.positional) + len(call.args.keywords)
     if not isinstance(env, EnvRef) or others != 1 or call.args.unseen:
         return None
+    if call.program.tables.table_envs:
+        # the worker replays every statement in one table environment
+        raise NotPlannedError("a second table environment is not planned")
+    call.program.tables.table_envs += 1
     return TableEnvRef(env.state)
 
 

@@ -178,7 +178,10 @@ class PyFlinkResolver:
             return UNRESOLVED
         if len(parts) > 1 and parts[1] == "table":
             if qual == "pyflink.table.StreamTableEnvironment.create":
-                made = create_table_env(self._api(call))
+                try:
+                    made = create_table_env(self._api(call))
+                except NotPlannedError as exc:
+                    return self.table_api_not_followed(call, qual, exc.reason)
                 if made is not None:
                     return made
             return self.table_api_not_followed(call, qual)

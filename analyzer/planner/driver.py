@@ -127,6 +127,13 @@ def run_worker(python: str, request: Mapping[str, object]) -> str:
     with tempfile.TemporaryDirectory(prefix="chainlens-planner-") as scratch:
         request_path = Path(scratch) / "request.json"
         request_path.write_text(json.dumps(request), encoding="utf-8")
+        # the worker's PyFlink uses its own jars, not a Flink installation the
+        # environment points at (its line may differ from the analysed one)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("FLINK_", "PYFLINK_"))
+        }
         try:
             proc = subprocess.Popen(
                 [python, str(WORKER), str(request_path)],
@@ -134,6 +141,7 @@ def run_worker(python: str, request: Mapping[str, object]) -> str:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=scratch,
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:

@@ -241,3 +241,19 @@ def test_a_fleet_scan_never_runs_the_planner(tmp_path: Path) -> None:
     assert find_config(job).planner == "auto"
     assert rows.config_for(str(job)).planner is None
     assert history_rows.gate_config(str(tmp_path), "job.py").planner is None
+
+
+def test_a_second_table_environment_stops_the_planning(asked: _Asked) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        "other = StreamTableEnvironment.create(env)\n"
+        'table = t_env.sql_query("SELECT * FROM numbers")',
+    )
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table[0].range is not None
+    assert table[0].range.start.line == 10
+    assert "a second table environment is not planned" in table[0].reason
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view"]
+    ]
