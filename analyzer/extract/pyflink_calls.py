@@ -121,6 +121,14 @@ def new_transformation(
     return t
 
 
+def keep_type_spec(call: Call, source: int, target: int) -> None:
+    """Give ``target`` the declared type of ``source`` (an operation that keeps
+    its input's type: a filter, a partitioning)."""
+    spec = call.program.type_specs.get(source)
+    if spec is not None and target not in call.program.type_specs:
+        call.program.type_specs[target] = spec
+
+
 def declared_type(call: Call) -> list[object] | None:
     """Return the output type ``call`` declares (``output_type=``,
     ``type_info=``, as the Table planner is given it), else None."""
@@ -203,4 +211,5 @@ def partition(call: Call, stream: Stream, partitioner: Partitioner, api: str) ->
         add_to_env=False,
         partitioner=partitioner,
     )
+    keep_type_spec(call, stream.tid, t.id)
     return Stream("DataStream", stream.env, t.id, stream.output_type)
