@@ -35,8 +35,7 @@ from chainlens.analyzer.config import Config  # noqa: E402
 
 PROGRAMS = [
     ROOT.parent / "shared" / "oracle" / "examples" / "ex15_table_api.py",
-    ROOT / "tests" / "fixtures" / "pipelines" / "table_roundtrip_keyed.py",
-    ROOT / "tests" / "fixtures" / "pipelines" / "table_ddl_into_datastream.py",
+    *sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("table_*.py")),
 ]
 
 
