@@ -36,7 +36,6 @@ from chainlens.analyzer.model.result import AnalysisResult as AnalysisResult
 from chainlens.analyzer.model.result import CompiledJob, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
-from chainlens.analyzer.planner.driver import plan
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.ids import HeldIds
 from chainlens.analyzer.rules.source_calls import remember_tree
@@ -273,8 +272,12 @@ def _analyze_text(
             # the planner is asked about every statement at once (one JVM: its
             # operator names carry JVM-wide ids), then the program is replayed
             # with its answer
+            from chainlens.analyzer.planner import driver  # only with --planner
+
             statements = list(program.tables.statements)
-            answer = plan(statements, config.flink_version.version, config.planner)
+            answer = driver.plan(
+                statements, config.flink_version.version, config.planner
+            )
             program = replay(TableReplay(answer=answer, expected=statements))
         jobs = _until_rejected(
             compile_jobs(

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import chainlens.analyzer.api as api
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.config import (
     Config,
@@ -45,7 +44,7 @@ class _Asked:
 @pytest.fixture
 def asked(monkeypatch: pytest.MonkeyPatch) -> _Asked:
     recorder = _Asked()
-    monkeypatch.setattr(api, "plan", recorder)
+    monkeypatch.setattr(driver, "plan", recorder)
     return recorder
 
 
