@@ -126,7 +126,10 @@ def run_worker(python: str, request: Mapping[str, object]) -> str:
     """Run the worker on ``request``; return its answer as JSON text."""
     with tempfile.TemporaryDirectory(prefix="chainlens-planner-") as scratch:
         request_path = Path(scratch) / "request.json"
-        request_path.write_text(json.dumps(request), encoding="utf-8")
+        try:
+            write_atomic(request_path, json.dumps(request))
+        except WriteError as exc:
+            return json.dumps({"error": f"the planner's request: {exc}"})
         # the worker's PyFlink uses its own jars, not a Flink installation the
         # environment points at (its line may differ from the analysed one)
         env = {
