@@ -99,6 +99,10 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
             raise NotPlannedError("the stream going into the Table API is not known")
+        if stream.env is not env:
+            raise NotPlannedError(
+                "the stream belongs to another environment than the table environment's"
+            )
         return TableRef(env, _from_data_stream(call, replay, env, stream))
     if name == "create_temporary_view" and count == 2:
         view = call.args.get(0, "view_path")
