@@ -26,6 +26,7 @@ from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
+from chainlens.analyzer.extract.program import Program, TableReplay
 
 # AnalysisResult and BLOCKING are defined with the other data types and
 # re-exported here, where callers of analyze_* look for them.
@@ -248,20 +249,36 @@ def _analyze_text(
         )
     parsed = time.perf_counter()
     try:
-        program = interpret(
-            module,
-            text,
-            config.argv,
-            config.flink_config,
-            tree,
-            config.default_parallelism,
-            cache.known_calls(module) if cache else None,
-            path=path,
-            read=read,
-            guard=_refuse_deep,
-            flink_version=config.flink_version.version,
-            method_scans=cache.method_scans if cache is not None else None,
-        )
+
+        def replay(tables: TableReplay | None) -> Program:
+            return interpret(
+                module,
+                text,
+                config.argv,
+                config.flink_config,
+                tree,
+                config.default_parallelism,
+                cache.known_calls(module) if cache else None,
+                path=path,
+                read=read,
+                guard=_refuse_deep,
+                flink_version=config.flink_version.version,
+                method_scans=cache.method_scans if cache is not None else None,
+                tables=tables,
+            )
+
+        program = replay(TableReplay() if config.planner else None)
+        if config.planner and program.tables and program.tables.statements:
+            # the planner is asked about every statement at once (one JVM: its
+            # operator names carry JVM-wide ids), then the program is replayed
+            # with its answer
+            from chainlens.analyzer.planner import driver  # only with --planner
+
+            statements = list(program.tables.statements)
+            answer = driver.plan(
+                statements, config.flink_version.version, config.planner
+            )
+            program = replay(TableReplay(answer=answer, expected=statements))
         jobs = _until_rejected(
             compile_jobs(
                 program.jobs,

@@ -141,6 +141,7 @@ _SETTING_KEYS: Final = (
     "flink",
     "flink-version",
     "unsafe-fixes",
+    "planner",
 )
 _TOP_KEYS: Final = (
     "root",
@@ -201,6 +202,10 @@ class Config:
     #: ``.ruff.toml``, ``ruff.toml`` or ``pyproject.toml`` with ``[tool.ruff]``),
     #: else 88 (ruff's default; always when ``isolated``)
     line_length: int = 88
+    #: ``--planner``: the Table API's parts are asked of Flink's own planner,
+    #: run by this Python ("auto": the one running chainlens); None: not asked
+    #: (the Table API stays an honest unknown)
+    planner: str | None = None
 
 
 class ConfigError(Exception):
@@ -236,6 +241,8 @@ class Settings:
     unsafe_fixes: bool | None = None
     #: a supported Flink line ("1.20")
     flink_version: str | None = None
+    #: the Python that runs Flink's planner ("auto"), or "" to turn it off
+    planner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -512,7 +519,26 @@ class _Reader:
                 if "flink-version" in table
                 else None
             ),
+            planner=(
+                self.planner(table["planner"], f"{where}planner")
+                if "planner" in table
+                else None
+            ),
         )
+
+    def planner(self, value: object, key: str) -> str:
+        # a config file may turn the planner on, never name a program to run
+        # (a repository's config would run it): only --planner PYTHON does
+        if isinstance(value, bool):
+            return "auto" if value else ""
+        if value != "auto":
+            self.fail(
+                key,
+                f'expected true, false or "auto", got {_show(value)} (a Python to '
+                "run the planner with is given on the command line: --planner "
+                "PYTHON)",
+            )
+        return "auto"
 
     def flink_version(self, value: object, key: str) -> str:
         if isinstance(value, float):
@@ -819,11 +845,14 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
     parallelism: int | None = None
     argv: tuple[str, ...] | None = None
     unsafe_fixes = False
+    planner: str | None = None
     #: the flink-version in force: (line, source, directory of its layer)
     version: tuple[str, str, Path | None] | None = None
 
     def apply(settings: Settings, layer: ConfigLayer) -> None:
-        nonlocal select, parallelism, argv, unsafe_fixes, version
+        nonlocal select, parallelism, argv, unsafe_fixes, version, planner
+        if settings.planner is not None:
+            planner = settings.planner or None
         if settings.flink_version is not None:
             if layer.path.startswith("<"):  # the command line, the editor
                 version = (settings.flink_version, "flag", None)
@@ -870,6 +899,7 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
             layer.path for layer in layers if not layer.path.startswith("<")
         ),
         flink_version=_flink_version(path, version),
+        planner=planner,
     )
 
 
@@ -913,6 +943,7 @@ def command_line_layer(
     respect_gitignore: bool | None = None,
     unsafe_fixes: bool | None = None,
     flink_version: str | None = None,
+    planner: str | None = None,
     directory: Path | None = None,
 ) -> ConfigLayer:
     """Build the command line's layer, checked like a config file."""
@@ -940,6 +971,8 @@ def command_line_layer(
     if flink_version is not None:
         table["flink-version"] = flink_version
     layer = parse_config_table(table, "<command line>")
+    if planner is not None:  # a Python to run: checked when it is run
+        layer = replace(layer, settings=replace(layer.settings, planner=planner))
     return replace(layer, directory=directory or Path.cwd())
 
 

@@ -40,6 +40,7 @@ from chainlens.analyzer import (
     analyze_graphs,
     apply_deployment,
     check_selectors,
+    command_line_layer,
     compare_versions,
     is_pyflink_source,
     restore_verdict,
@@ -267,7 +268,9 @@ def gate_config(root: str, rel: str, deployment: Deployment | None = None) -> Co
     the deployment that runs it applied as ``savepoint --deployment`` applies
     it, and the gate's rules.  Raises ConfigError, DeploymentError."""
     if not _RESOLVER:
-        _RESOLVER.append(ConfigResolver())
+        # a fleet scan never hands the Table statements of the repositories it
+        # scans to Flink's planner (a config file may turn --planner on)
+        _RESOLVER.append(ConfigResolver(command_line_layer(planner="")))
     resolver = _RESOLVER[0]
     path = os.path.join(root, rel)
     check_selectors(resolver.layers_for(path))

@@ -27,6 +27,7 @@ from chainlens.analyzer import (
     SourceRange,
     check_bytes,
     check_selectors,
+    command_line_layer,
     shuffle_count,
     state_info,
 )
@@ -153,7 +154,9 @@ def config_for(path: str) -> Config:
     if "://" in path or path.startswith("file:"):
         return Config()
     if not _RESOLVER:  # one per process: it caches what it read per folder
-        _RESOLVER.append(ConfigResolver())
+        # a fleet scan never hands the Table statements of the repositories it
+        # scans to Flink's planner (a config file may turn --planner on)
+        _RESOLVER.append(ConfigResolver(command_line_layer(planner="")))
     resolver = _RESOLVER[0]
     check_selectors(resolver.layers_for(path))
     return resolver.config_for(path)

@@ -201,6 +201,17 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
         "A..B on graph and savepoint: an upgrade from A to B",
     )
     parser.add_argument(
+        "--planner",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="PYTHON",
+        help="ask Flink's own Table planner about the program's Table API parts "
+        "(needs Java and apache-flink of the analysed line: in the Python running "
+        "chainlens, else in PYTHON); only the Table statements read from the "
+        "program are given to it, never the program",
+    )
+    parser.add_argument(
         "--config",
         default=None,
         metavar="FILE",
@@ -387,6 +398,7 @@ def cli_layer(args: argparse.Namespace) -> ConfigLayer:
         respect_gitignore=getattr(args, "respect_gitignore", None),
         unsafe_fixes=getattr(args, "unsafe_fixes", None),
         flink_version=getattr(args, "flink_version", None),
+        planner=getattr(args, "planner", None),
     )
 
 

@@ -216,6 +216,8 @@ class _Builder:
     def expand_sink(self, t: Transformation) -> tuple[int, ...]:
         """Mirror ``SinkTransformationTranslator``: Writer, then Committer if any."""
         sink_name = t.name
+        for _ in range(t.writer_gap):
+            self.new_id()
         writer = replace(
             t,
             id=self.new_id(),

@@ -21,7 +21,7 @@ from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluat
 from chainlens.analyzer.extract.flow import Guard
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
-from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
@@ -47,6 +47,7 @@ def interpret(
     guard: Guard | None = None,
     flink_version: str = NEWEST,
     method_scans: dict[int, tuple[object, object]] | None = None,
+    tables: TableReplay | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -58,7 +59,9 @@ def interpret(
     checked against.  ``method_scans`` keeps what was read of the methods of
     the program's classes (their state descriptors) between analyses of
     versions of one text: a method whose node an edit left alone is not read
-    again; after the run it holds the methods this version used.
+    again; after the run it holds the methods this version used.  ``tables``
+    (``--planner``) records the program's Table statements, and holds the
+    planner's answer for them when it is known (a copy is used per replay).
 
     A failure (PyFlink raising) reached only through branches on conditions
     that are not known statically is not the program's end: it is recorded as
@@ -84,6 +87,8 @@ def interpret(
         program.base_config = dict(flink_config or {})
         program.default_parallelism = default_parallelism
         program.flink_version = flink_version
+        if tables is not None:
+            program.tables = TableReplay(answer=tables.answer, expected=tables.expected)
         resolver = PyFlinkResolver(program)
         evaluator = Evaluator(
             module,

@@ -11,6 +11,7 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.model.flink_versions import NEWEST
+from chainlens.analyzer.model.planner import PlannerAnswer, Statement
 from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import (
@@ -77,6 +78,40 @@ MAX_SUBMITTED = 20_000
 
 
 @dataclass(eq=False, slots=True)
+class TableReplay:
+    """The program's Table statements, for Flink's planner (``--planner``).
+
+    The first replay records them; the planner's ``answer`` (given to the
+    second replay of the same program) says what each translation created.
+    """
+
+    answer: PlannerAnswer | None = None
+    statements: list[Statement] = field(default_factory=list)
+    ranges: list[SourceRange | None] = field(default_factory=list)
+    #: the transformation of each DataStream going into the Table API
+    streams: list[int] = field(default_factory=list)
+    #: a statement was not static (or not modelled): no later one is planned
+    stopped: bool = False
+    #: the table environments made so far (the planner is given one)
+    table_envs: int = 0
+    #: the statements the planner was asked about (the first replay's)
+    expected: list[Statement] | None = None
+    #: a statement differs from the one the planner was asked about
+    diverged: bool = False
+
+    def record(self, statement: Statement, where: SourceRange | None) -> int:
+        """Add a statement; return its index."""
+        index = len(self.statements)
+        if self.expected is not None and (
+            index >= len(self.expected) or self.expected[index] != statement
+        ):
+            self.diverged = True
+        self.statements.append(statement)
+        self.ranges.append(where)
+        return index
+
+
+@dataclass(eq=False, slots=True)
 class Program:
     """Everything the interpreted program created."""
 
@@ -103,6 +138,11 @@ class Program:
     method_scans: MutableMapping[int, tuple[object, object]] = field(
         default_factory=dict
     )
+    #: the Table statements (None: the Table API is not followed)
+    tables: TableReplay | None = None
+    #: the type of each transformation's output given as ``Types.X(...)``, as
+    #: the Table planner is given it (only what the program said statically)
+    type_specs: dict[int, list[object]] = field(default_factory=dict)
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""

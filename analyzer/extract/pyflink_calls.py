@@ -115,7 +115,31 @@ def new_transformation(
     call.program.add(t)
     if add_to_env:
         env.transformations.append(t.id)
+    spec = declared_type(call)
+    if spec is not None:
+        call.program.type_specs[t.id] = spec
     return t
+
+
+def keep_type_spec(call: Call, source: int, target: int) -> None:
+    """Give ``target`` the declared type of ``source`` (an operation that keeps
+    its input's type: a filter, a partitioning)."""
+    spec = call.program.type_specs.get(source)
+    if spec is not None and target not in call.program.type_specs:
+        call.program.type_specs[target] = spec
+
+
+def declared_type(call: Call) -> list[object] | None:
+    """Return the output type ``call`` declares (``output_type=``,
+    ``type_info=``, as the Table planner is given it), else None."""
+    for name in ("output_type", "type_info"):
+        value = call.args.keywords.get(name)
+        if isinstance(value, TypeInfo):
+            return value.spec
+    typed = [v for v in call.args.positional if isinstance(v, TypeInfo)]
+    if len(typed) == 1:
+        return typed[0].spec
+    return None
 
 
 def function_identity(func: object) -> tuple[str, ...]:
@@ -187,4 +211,5 @@ def partition(call: Call, stream: Stream, partitioner: Partitioner, api: str) ->
         add_to_env=False,
         partitioner=partitioner,
     )
+    keep_type_spec(call, stream.tid, t.id)
     return Stream("DataStream", stream.env, t.id, stream.output_type)

@@ -15,6 +15,7 @@ from chainlens.analyzer.extract.pyflink_calls import (
     PKP,
     PP,
     Call,
+    keep_type_spec,
     new_transformation,
     partition,
     py_proc,
@@ -75,7 +76,10 @@ def ds_map(call: Call, s: Stream, api: str) -> Stream:
     if keyed:
         name = names.get(api, "KEYED PROCESS")
         return py_proc(call, s, name, PKP, out, api)
-    return py_proc(call, s, names.get(api, "PROCESS"), PP, out, api)
+    result = py_proc(call, s, names.get(api, "PROCESS"), PP, out, api)
+    if api == "filter":
+        keep_type_spec(call, s.tid, result.tid)
+    return result
 
 
 def ds_key_by(call: Call, s: Stream) -> Stream:

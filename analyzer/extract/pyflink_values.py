@@ -40,6 +40,32 @@ class TypeInfo:
 
     output_type: OutputType
     text: str
+    #: the type as the Table planner is given it: ``[name, *arguments]`` with
+    #: nested types as ``{"type": [...]}`` (None: not known statically)
+    spec: list[object] | None = None
+
+
+@dataclass(eq=False, slots=True)
+class TableEnvRef:
+    """A ``StreamTableEnvironment`` over a known environment (``--planner``)."""
+
+    env: EnvState
+
+
+@dataclass(eq=False, slots=True)
+class StatementSetRef:
+    """A ``StatementSet`` and the INSERT texts added to it (``--planner``)."""
+
+    env: EnvState
+    inserts: list[str]
+
+
+@dataclass(eq=False, slots=True)
+class TableRef:
+    """A ``Table``: the index of the statement that made it (``--planner``)."""
+
+    env: EnvState
+    statement: int
 
 
 @dataclass(eq=False, slots=True)

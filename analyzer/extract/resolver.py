@@ -31,12 +31,23 @@ from chainlens.analyzer.extract.pyflink_signatures import (
     pyflink_signatures,
     time_argument_error,
 )
+from chainlens.analyzer.extract.pyflink_table import (
+    TABLE_API,
+    NotPlannedError,
+    create_table_env,
+    statement_set_method,
+    table_env_method,
+    table_method,
+)
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
     EnvRef,
     JavaEnvRef,
     PyObject,
+    StatementSetRef,
     Stream,
+    TableEnvRef,
+    TableRef,
     TypeInfo,
 )
 from chainlens.analyzer.extract.values import (
@@ -46,9 +57,6 @@ from chainlens.analyzer.extract.values import (
     QualifiedRef,
 )
 from chainlens.analyzer.model.enums import OutputType
-
-#: The subject of the unknown for a program that uses the Table API.
-TABLE_API = "the Table API"
 
 # Types.X() -> what alignment needs to know.
 _ROW_TYPES = frozenset({"ROW", "ROW_NAMED"})
@@ -169,15 +177,14 @@ class PyFlinkResolver:
         if parts[0] != "pyflink":
             return UNRESOLVED
         if len(parts) > 1 and parts[1] == "table":
-            self.unseen(call, "the Table API")
-            if not any(u.subject == TABLE_API for u in self.program.unknowns):
-                self.program.unknown(
-                    TABLE_API,
-                    "chainlens does not analyse it: the operators it adds and the "
-                    "jobs it submits (execute_sql, execute_insert, ...) are not shown",
-                    call.where,
-                )
-            return Opaque(f"{qual}()")
+            if qual == "pyflink.table.StreamTableEnvironment.create":
+                try:
+                    made = create_table_env(self._api(call))
+                except NotPlannedError as exc:
+                    return self.table_api_not_followed(call, qual, exc.reason)
+                if made is not None:
+                    return made
+            return self.table_api_not_followed(call, qual)
         if not guarded:
             self.check_function_binds(parts, call)
         if owner == "StreamExecutionEnvironment" and last in (
@@ -196,7 +203,9 @@ class PyFlinkResolver:
                 )
             return ConfigValue({})
         if owner == "Types":
-            return _type_info(last)
+            info = _type_info(last)
+            info.spec = _type_spec(last, call)
+            return info
         if last[:1].isupper():
             if not guarded:
                 api.check_java_class(self._api(call), qual)
@@ -221,6 +230,8 @@ class PyFlinkResolver:
             return JavaEnvRef(owner.state)
         if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
+        if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
+            return BoundMethod(owner, name)
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
         return UNRESOLVED
@@ -237,6 +248,8 @@ class PyFlinkResolver:
     ) -> object:
         """``receiver.name(...)`` on a stream, an environment, a configuration or
         another PyFlink object."""
+        if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
+            return self.table_method(receiver, name, call)
         if isinstance(receiver, Stream | EnvRef) and not guarded:
             self.check_method_exists(receiver, name, call)
         if isinstance(receiver, Stream):
@@ -273,6 +286,58 @@ class PyFlinkResolver:
             receiver.state.escape(f"{name}() of its Java environment", call.where)
             return Opaque(f"{name}()")
         return UNRESOLVED
+
+    def table_method(
+        self, receiver: TableEnvRef | TableRef | StatementSetRef, name: str, call: Call
+    ) -> object:
+        """A method of a table environment, a table or a statement set
+        (``--planner``)."""
+        kind = "Table"
+        result: object = None
+        try:
+            if isinstance(receiver, TableEnvRef):
+                kind = "StreamTableEnvironment"
+                result = table_env_method(self._api(call), receiver, name)
+            elif isinstance(receiver, StatementSetRef):
+                kind = "StatementSet"
+                result = statement_set_method(self._api(call), receiver, name)
+            else:
+                result = table_method(self._api(call), receiver, name)
+        except NotPlannedError as exc:
+            receiver.env.escape(TABLE_API, call.where)
+            return self.table_api_not_followed(
+                call, f"pyflink.table.{kind}.{name}", exc.reason
+            )
+        if result is None:
+            receiver.env.escape(TABLE_API, call.where)
+            return self.table_api_not_followed(call, f"pyflink.table.{kind}.{name}")
+        return result
+
+    def table_api_not_followed(
+        self, call: Call, qual: str, reason: str | None = None
+    ) -> Opaque:
+        """A Table API call chainlens does not follow: an honest unknown (with
+        ``--planner``, no later Table statement is planned either)."""
+        self.unseen(call, "the Table API")
+        tables = self.program.tables
+        if reason is not None or (tables is not None and not tables.stopped):
+            self.program.unknown(
+                TABLE_API,
+                f"{reason or f'{qual}() is not planned'}: the planner is not asked "
+                "about it or any Table statement after it, and the operators and "
+                "jobs they make are not shown",
+                call.where,
+            )
+        elif not any(u.subject == TABLE_API for u in self.program.unknowns):
+            self.program.unknown(
+                TABLE_API,
+                "chainlens does not analyse it: the operators it adds and the "
+                "jobs it submits (execute_sql, execute_insert, ...) are not shown",
+                call.where,
+            )
+        if tables is not None:
+            tables.stopped = True
+        return Opaque(f"{qual}()")
 
     def not_modelled(self, env: EnvState, kind: str, name: str, call: Call) -> None:
         """A method chainlens does not model: said where it is called, as a
@@ -489,6 +554,32 @@ class PyFlinkResolver:
 def _from_table_api(value: object) -> bool:
     """Tell whether ``value`` is a Table API object (which is not followed)."""
     return isinstance(value, Opaque) and value.description.startswith("pyflink.table.")
+
+
+def _type_spec(name: str, call: Call) -> list[object] | None:
+    """``Types.name(...)`` as the Table planner is given it, if static."""
+    if call.args.keywords or call.args.unseen:
+        return None
+    arguments: list[object] = []
+    for value in call.args.positional:
+        converted = _spec_argument(value, 0)
+        if converted is None:
+            return None
+        arguments.append(converted)
+    return [name, *arguments]
+
+
+def _spec_argument(value: object, depth: int) -> object:
+    if depth > 20:
+        return None
+    if isinstance(value, TypeInfo):
+        return None if value.spec is None else {"type": value.spec}
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, list | tuple) and len(value) <= 1000:
+        items = [_spec_argument(item, depth + 1) for item in value]
+        return None if any(item is None for item in items) else items
+    return None
 
 
 def _type_info(name: str) -> TypeInfo:

@@ -90,6 +90,9 @@ class Transformation:
     #: what its user functions are (``class Count``, ``def parse``, a lambda's
     #: text), a fused operator's in order: tells operators of one kind apart
     functions: tuple[str, ...] = ()
+    #: a Sink V2 sink the Table planner made: the ids its expansion consumes
+    #: before its Writer (Flink's planner measured it, see ``planner/``)
+    writer_gap: int = 0
 
 
 @dataclass(frozen=True, slots=True)

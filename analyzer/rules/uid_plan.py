@@ -290,6 +290,12 @@ def _existing_uids(result: AnalysisResult, calls: SourceCalls) -> set[str]:
     return taken
 
 
+#: The APIs of the operators Flink's Table planner made (``--planner``).
+_PLANNER_APIS = frozenset(
+    {"to_data_stream", "execute_sql", "statement_set", "execute_insert"}
+)
+
+
 def _several_per_job(site: _Site) -> bool:
     counts: dict[int, int] = {}
     for job_index, node in site.nodes:
@@ -585,6 +591,15 @@ def _suggest(
     taken: set[str],
     quote: str,
 ) -> UidSuggestion:
+    if any(node.api in _PLANNER_APIS for _, node in site.nodes):
+        return UidSuggestion(
+            None,
+            None,
+            "Flink's Table planner made the operators of this call: no uid() call "
+            "can name them, and their operator IDs change with the query and the "
+            "plan; to keep their state across changes of the query, run a compiled "
+            "plan (COMPILE PLAN, EXECUTE PLAN)",
+        )
     if _several_per_job(site):
         return UidSuggestion(
             None,

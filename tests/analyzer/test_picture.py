@@ -35,6 +35,8 @@ def test_every_task_and_edge_flink_builds_is_drawn(path: Path) -> None:
         path.with_suffix(".expected.json").read_text(encoding="utf-8")
     )
     result = analyze_source(str(path), path.read_text(encoding="utf-8"), None)
+    if any(u.subject == "the Table API" for u in result.unknowns):
+        pytest.skip("the Table API is not followed without --planner")
     unsupported = any(p.code == "unsupported" for p in result.problems)
     if (
         unsupported

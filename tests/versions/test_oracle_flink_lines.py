@@ -22,7 +22,13 @@ from typing import Any
 import pytest
 
 from chainlens.analyzer.model.flink_versions import NEWEST, SUPPORTED
-from tests.oracle.check import differences, source_sha256
+from tests.oracle.check import (
+    analyse_like_flink,
+    built_by_table_planner,
+    differences,
+    says_table_api_is_not_followed,
+    source_sha256,
+)
 from tests.support import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -118,6 +124,12 @@ def test_program_matches_that_lines_flink(version: str, expected_path: Path) -> 
         f"{expected_path} is stale: run tests/oracle/generate.py --flink-version "
         f"{version} {program}"
     )
+    if "pyflink.table" in program.read_text(encoding="utf-8"):
+        # without --planner the Table API is not followed: it must say so
+        result = analyse_like_flink(program, expected, version)
+        assert says_table_api_is_not_followed(result)
+        assert built_by_table_planner(expected)
+        return
     diffs = differences(program, expected, version)
     stem = expected_path.name.removesuffix(SUFFIX)
     if stem in KNOWN_UNSUPPORTED and diffs:

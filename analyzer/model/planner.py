@@ -1,0 +1,82 @@
+"""What Flink's Table planner answered about a program's Table statements.
+
+The statements are plain JSON (``dict``) as the replay records them; the answer
+holds, per statement, the transformations the planner created for it with ids
+relative to the transformation counter when the statement started (Java's
+counter is JVM-wide: chainlens places them at its own counter).  An input that
+is one of the program's DataStreams is named by its index among the
+statements' DataStream inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: A statement handed to the planner: JSON values only.
+Statement = dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedInput:
+    """An input of a planned transformation: another planned one or a stream."""
+
+    #: the relative id of a transformation of the same statement, else None
+    planned: int | None = None
+    #: the index of the DataStream input (``from_data_stream``), else None
+    stream: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTransformation:
+    """One Java transformation the planner created, as the worker described it."""
+
+    id: int  # relative to the counter when its statement started
+    kind: str  # the Java class's simple name
+    name: str
+    description: str | None
+    operator: str | None
+    yielding: bool
+    parallelism: int  # -1: not set
+    parallelism_configured: bool
+    max_parallelism: int  # -1: not set
+    chaining_strategy: str | None
+    inputs: tuple[PlannedInput, ...]
+    partitioner: str | None = None
+    exchange_mode: str | None = None
+    uid: str | None = None
+    uid_hash: str | None = None
+    slot_sharing_group: str | None = None
+    keyed: bool = False
+    managed_memory_slot_uses: tuple[str, ...] = ()
+    #: a SinkTransformation: the ids its expansion consumes before its Writer
+    #: (measured by expanding it in the planner's JVM)
+    writer_gap: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedStatement:
+    """What one statement did in the planner's JVM."""
+
+    #: transformation ids it consumed (translations only count)
+    consumed: int = 0
+    transformations: tuple[PlannedTransformation, ...] = ()
+    #: ``to_data_stream``: the relative id of the resulting stream's transformation
+    result: int | None = None
+    #: an INSERT: the relative ids of the sink transformations of its job
+    roots: tuple[int, ...] = ()
+    #: an INSERT: the name of the job it submits
+    job_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannerAnswer:
+    """The planner's answer for every statement, or why there is none."""
+
+    statements: tuple[PlannedStatement, ...] = field(default=())
+    #: why the planner could not answer (one line), else None
+    error: str | None = None
+    #: the index of the statement the planner rejected (its error's place)
+    error_statement: int | None = None
+    #: the planner rejected a statement (the same statements always are: the
+    #: answer is cached), rather than not being able to run
+    rejected: bool = False

@@ -1,0 +1,244 @@
+"""Run the planner worker on a program's Table statements, with a disk cache.
+
+The worker (``worker.py``, run by path by a Python that has apache-flink of the
+analysed line, in a session of its own so that its JVM ends with it) replays
+the statements in one fresh JVM.  Answers are cached under the user's cache
+folder by the Flink line, the statements and the worker's own text: the same
+statements are never planned twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+
+from chainlens.analyzer.files import WriteError, write_atomic
+from chainlens.analyzer.model.planner import (
+    PlannedInput,
+    PlannedStatement,
+    PlannedTransformation,
+    PlannerAnswer,
+    Statement,
+)
+
+WORKER = Path(__file__).with_name("worker.py")
+
+#: How long one planning may take (a JVM start, the planner's first use): a
+#: cold run takes a few seconds.
+TIMEOUT_S = 180
+
+#: The longest answer read back from the worker.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+#: ``--planner`` without a Python: the one running chainlens, if it has
+#: apache-flink of the analysed line.
+AUTO = "auto"
+
+
+def cache_folder() -> Path:
+    """Return the folder planner answers are cached in."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chainlens" / "planner"
+
+
+def request_of(statements: Sequence[Statement], flink_line: str) -> dict[str, object]:
+    """Return what the worker is given (and what its answer is cached by)."""
+    return {"flink": flink_line, "statements": list(statements)}
+
+
+def cache_key(request: Mapping[str, object]) -> str:
+    """Return the cache key of ``request``: its JSON and the worker's text."""
+    digest = hashlib.sha256(WORKER.read_bytes())
+    digest.update(json.dumps(request, sort_keys=True).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def plan(
+    statements: Sequence[Statement],
+    flink_line: str,
+    python: str = AUTO,
+    cache: Path | None = None,
+) -> PlannerAnswer:
+    """Return the planner's answer for ``statements`` (cached, else asked)."""
+    request = request_of(statements, flink_line)
+    folder = cache if cache is not None else cache_folder()
+    path = folder / f"{cache_key(request)}.json"
+    try:
+        cached = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        cached = None
+    if cached is not None:
+        answer = parse_answer(cached)
+        if answer.error is None or answer.rejected:
+            return answer
+    chosen, why_not = choose_python(python, flink_line)
+    if chosen is None:
+        return PlannerAnswer(error=why_not)
+    text = run_worker(chosen, request)
+    answer = parse_answer(text)
+    if answer.error is None or answer.rejected:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, text)
+        except (OSError, WriteError):
+            pass  # an answer not cached is asked again next time
+    return answer
+
+
+def _needs(flink_line: str, what: str) -> str:
+    return f"the planner needs apache-flink {flink_line} and Java: {what}"
+
+
+def choose_python(python: str, flink_line: str) -> tuple[str | None, str]:
+    """Return the Python to run the worker with, else None and why not."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return None, _needs(flink_line, "no java on the PATH and no JAVA_HOME")
+    if python != AUTO:
+        return python, ""
+    try:
+        installed = metadata.version("apache-flink")
+    except metadata.PackageNotFoundError:
+        return None, _needs(
+            flink_line,
+            f"{sys.executable} has no apache-flink (give --planner PYTHON, a "
+            "Python that has it)",
+        )
+    if installed.split(".")[:2] != flink_line.split("."):
+        return None, _needs(
+            flink_line,
+            f"{sys.executable} has apache-flink {installed} (give --planner "
+            f"PYTHON, a Python with apache-flink {flink_line})",
+        )
+    return sys.executable, ""
+
+
+def run_worker(python: str, request: Mapping[str, object]) -> str:
+    """Run the worker on ``request``; return its answer as JSON text."""
+    with tempfile.TemporaryDirectory(prefix="chainlens-planner-") as scratch:
+        request_path = Path(scratch) / "request.json"
+        try:
+            write_atomic(request_path, json.dumps(request))
+        except WriteError as exc:
+            return json.dumps({"error": f"the planner's request: {exc}"})
+        # the worker's PyFlink uses its own jars, not a Flink installation the
+        # environment points at (its line may differ from the analysed one)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("FLINK_", "PYFLINK_"))
+        }
+        try:
+            proc = subprocess.Popen(
+                [python, str(WORKER), str(request_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=scratch,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return json.dumps({"error": f"cannot run {python}: {exc.strerror}"})
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _end(proc)
+            return json.dumps({"error": f"the planner took over {TIMEOUT_S} s"})
+        finally:
+            _end(proc)
+    lines = out[-MAX_ANSWER_BYTES:].decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = err.decode("utf-8", "replace").strip().splitlines()
+        last = tail[-1] if tail else f"exit status {proc.returncode}"
+        return json.dumps({"error": f"the planner's worker failed: {last}"})
+    return lines[-1]
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """End what is left of the worker's session (its JVM)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def parse_answer(text: str) -> PlannerAnswer:
+    """Read the worker's JSON answer (a malformed one is an error, never raised)."""
+    try:
+        doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise TypeError("not an object")
+        if doc.get("error"):
+            index = doc.get("statement")
+            return PlannerAnswer(
+                error=str(doc["error"]),
+                error_statement=index if isinstance(index, int) else None,
+                rejected=doc.get("rejected") is True,
+            )
+        return PlannerAnswer(statements=tuple(_statement(s) for s in doc["statements"]))
+    except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:
+        return PlannerAnswer(error=f"the planner's answer is not readable: {exc}")
+
+
+def _statement(doc: Mapping[str, object]) -> PlannedStatement:
+    raw = doc.get("transformations") or []
+    assert isinstance(raw, list)
+    result = doc.get("result")
+    roots = doc.get("roots") or []
+    assert isinstance(roots, list)
+    job_name = doc.get("job_name")
+    return PlannedStatement(
+        consumed=int(str(doc.get("consumed", 0))),
+        transformations=tuple(_transformation(t) for t in raw),
+        result=None if result is None else int(str(result)),
+        roots=tuple(int(r) for r in roots),
+        job_name=None if job_name is None else str(job_name),
+    )
+
+
+def _optional(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _transformation(doc: Mapping[str, object]) -> PlannedTransformation:
+    inputs: list[PlannedInput] = []
+    raw_inputs = doc.get("inputs") or []
+    assert isinstance(raw_inputs, list)
+    for item in raw_inputs:
+        assert isinstance(item, dict)
+        if "stream" in item:
+            inputs.append(PlannedInput(stream=int(item["stream"])))
+        else:
+            inputs.append(PlannedInput(planned=int(item["id"])))
+    uses = doc.get("managed_memory_slot_uses") or []
+    assert isinstance(uses, list)
+    return PlannedTransformation(
+        id=int(str(doc["id"])),
+        kind=str(doc["kind"]),
+        name=str(doc["name"]),
+        description=_optional(doc.get("description")),
+        operator=_optional(doc.get("operator")),
+        yielding=bool(doc.get("yielding")),
+        parallelism=int(str(doc.get("parallelism", -1))),
+        parallelism_configured=bool(doc.get("parallelism_configured")),
+        max_parallelism=int(str(doc.get("max_parallelism", -1))),
+        chaining_strategy=_optional(doc.get("chaining_strategy")),
+        inputs=tuple(inputs),
+        partitioner=_optional(doc.get("partitioner")),
+        exchange_mode=_optional(doc.get("exchange_mode")),
+        uid=_optional(doc.get("uid")),
+        uid_hash=_optional(doc.get("uid_hash")),
+        slot_sharing_group=_optional(doc.get("slot_sharing_group")),
+        keyed=bool(doc.get("keyed")),
+        managed_memory_slot_uses=tuple(str(u) for u in uses),
+        writer_gap=int(str(doc.get("writer_gap") or 0)),
+    )

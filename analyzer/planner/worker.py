@@ -1,0 +1,365 @@
+"""Translate Table statements with Flink's planner and print its transformations.
+
+Run by a Python that has apache-flink (never imported by chainlens):
+``python worker.py REQUEST.json``. The request holds only the statements
+chainlens read from a program; this builds a synthetic PyFlink program of them
+(a stand-in source per DataStream input, with its type and parallelism), lets
+the planner translate each conversion or INSERT in order in this one JVM (the
+planner's operator names carry JVM-wide ExecNode ids) and prints, as JSON,
+the transformations each translation created, with their ids relative to the
+transformation id counter when the statement started. No job is submitted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def _type_info(spec: Any) -> Any:
+    from pyflink.common import Types  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    name, args = spec[0], spec[1:]
+    factory = getattr(Types, name)
+    return factory(*[_argument(a) for a in args])
+
+
+def _argument(value: Any) -> Any:
+    if isinstance(value, dict) and "type" in value:
+        return _type_info(value["type"])
+    if isinstance(value, list):
+        return [_argument(v) for v in value]
+    return value
+
+
+def _counter(jvm: Any) -> int:
+    cls = jvm.java.lang.Class.forName("org.apache.flink.api.dag.Transformation")
+    field = cls.getDeclaredField("ID_COUNTER")
+    field.setAccessible(True)
+    value = field.get(None)
+    return int(value if isinstance(value, int) else value.get())
+
+
+def _call(obj: Any, method: str) -> Any:
+    try:
+        return getattr(obj, method)()
+    except Exception:
+        return None
+
+
+def _call_hidden(obj: Any, name: str) -> Any:
+    """Call ``obj``'s method ``name`` (no arguments) that is not public: the
+    ModifyOperation of a TablePipeline is what the planner translates."""
+    from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    gateway = get_gateway()
+    for method in obj.getClass().getDeclaredMethods():
+        if method.getName() == name and method.getParameterCount() == 0:
+            method.setAccessible(True)
+            return method.invoke(obj, gateway.new_array(gateway.jvm.Object, 0))
+    raise ValueError(f"{name}() not found on {_simple(obj)}")
+
+
+def _simple(obj: Any) -> str | None:
+    return None if obj is None else str(obj.getClass().getSimpleName())
+
+
+#: What ``execute_sql`` may run here besides an INSERT: declarations only.
+_DECLARATIONS = frozenset(
+    {
+        "CreateTableOperation",
+        "CreateViewOperation",
+        "DropTableOperation",
+        "DropViewOperation",
+    }
+)
+
+_YIELDING = (
+    "org.apache.flink.streaming.api.operators.legacy.YieldingOperatorFactory",
+    "org.apache.flink.streaming.api.operators.YieldingOperatorFactory",
+)
+
+
+def _is_yielding(jvm: Any, factory: Any) -> bool:
+    """Tell whether ``factory`` is a YieldingOperatorFactory (its package moved)."""
+    for name in _YIELDING:
+        try:
+            cls = jvm.java.lang.Class.forName(name)
+        except Exception:
+            continue
+        return bool(cls.isAssignableFrom(factory.getClass()))
+    return False
+
+
+def _describe(
+    t: Any, start: int, inputs_of: dict[int, int], jvm: Any
+) -> dict[str, Any]:
+    factory = _call(t, "getOperatorFactory")
+    operator = None
+    yielding = False
+    chaining = _call(t, "getChainingStrategy")
+    if factory is not None:
+        operator = _simple(factory)
+        if operator == "SimpleUdfStreamOperatorFactory" or operator in (
+            "SimpleOperatorFactory",
+            "SimpleInputStreamOperatorFactory",
+        ):
+            operator = _simple(factory.getOperator())
+        elif operator == "CodeGenOperatorFactory":
+            operator = str(factory.getGeneratedClass().getClassName())
+        yielding = _is_yielding(jvm, factory)
+        chaining = factory.getChainingStrategy()
+    elif _simple(t) == "SourceTransformation":
+        operator = "SourceOperator"
+    partitioner = None
+    exchange = None
+    if _simple(t) == "PartitionTransformation":
+        partitioner = _simple(t.getPartitioner())
+        exchange = str(t.getExchangeMode().name())
+    group = _call(t, "getSlotSharingGroup")
+    group_name = None
+    if group is not None and group.isPresent():
+        group_name = str(group.get().getName())
+    weights = {
+        str(k.name()): int(v)
+        for k, v in t.getManagedMemoryOperatorScopeUseCaseWeights().items()
+    }
+    slot_uses = sorted(str(u.name()) for u in t.getManagedMemorySlotScopeUseCases())
+    key_selector = _call(t, "getStateKeySelector")
+    inputs = []
+    for i in t.getInputs():
+        iid = int(i.getId())
+        if iid in inputs_of:
+            inputs.append({"stream": inputs_of[iid]})
+        else:
+            inputs.append({"id": iid - start})
+    return {
+        "id": int(t.getId()) - start,
+        "kind": _simple(t),
+        "name": str(t.getName()),
+        "description": _call(t, "getDescription"),
+        "operator": operator,
+        "yielding": yielding,
+        "parallelism": int(t.getParallelism()),
+        "parallelism_configured": bool(t.isParallelismConfigured()),
+        "max_parallelism": int(t.getMaxParallelism()),
+        "chaining_strategy": None if chaining is None else str(chaining.name()),
+        "inputs": inputs,
+        "partitioner": partitioner,
+        "exchange_mode": exchange,
+        "uid": _call(t, "getUid"),
+        "uid_hash": _call(t, "getUserProvidedNodeHash"),
+        "slot_sharing_group": group_name,
+        "managed_memory_weights": weights,
+        "managed_memory_slot_uses": slot_uses,
+        "keyed": key_selector is not None,
+        "bounded": None,
+    }
+
+
+def _walk(
+    roots: list[Any], start: int, inputs_of: dict[int, int], jvm: Any
+) -> list[Any]:
+    seen: dict[int, Any] = {}
+    stack = list(roots)
+    while stack:
+        t = stack.pop()
+        tid = int(t.getId())
+        if tid in seen or tid in inputs_of:
+            continue
+        seen[tid] = t
+        stack.extend(t.getInputs())
+    return [_describe(seen[tid], start, inputs_of, jvm) for tid in sorted(seen)]
+
+
+def _measure_writers(
+    j_env: Any, jvm: Any, roots: list[Any], entry: dict[str, Any]
+) -> None:
+    """Expand the sinks as the job's StreamGraph would, to learn how many ids
+    each expansion consumes before its Writer (they depend on the sink)."""
+    after = _counter(jvm)
+    listed = jvm.java.util.ArrayList()
+    for root in roots:
+        listed.add(root)
+    graph = j_env.generateStreamGraph(listed)
+    writers = {
+        str(node.getOperatorName()): int(node.getId())
+        for node in graph.getStreamNodes().toArray()
+    }
+    previous = after
+    for described in entry["transformations"]:
+        if described["kind"] != "SinkTransformation":
+            continue
+        writer = writers.get(described["name"] + ": Writer")
+        if writer is not None:
+            described["writer_gap"] = writer - previous - 1
+            previous = writer
+
+
+class RejectedError(Exception):
+    """The planner rejected statement ``index`` (its message's first line)."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.message = message
+
+
+def _message(exc: Exception) -> str:
+    """The first line of what Flink said (a Java exception's own message)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(exc)
+    if java is not None:
+        text = str(java.getMessage() or java.toString())
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    """Replay the statements of ``request`` and return what was translated."""
+    from pyflink.common import Configuration, WatermarkStrategy  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.datastream import StreamExecutionEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.table import StreamTableEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    jvm = get_gateway().jvm
+    config = Configuration()
+    for key, value in request.get("config", {}).items():
+        config.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(config)
+    if request.get("parallelism") is not None:
+        env.set_parallelism(int(request["parallelism"]))
+    t_env = StreamTableEnvironment.create(env)
+    j_env = env._j_stream_execution_environment
+    tables: dict[int, Any] = {}
+    inputs_of: dict[int, int] = {}
+    results: list[dict[str, Any]] = []
+    for index, statement in enumerate(request["statements"]):
+        try:
+            op = statement["op"]
+            if statement.get("env_parallelism") is not None:
+                env.set_parallelism(int(statement["env_parallelism"]))
+            start = _counter(jvm)
+            entry: dict[str, Any] = {"statement": index}
+            if op == "from_data_stream":
+                from pyflink.datastream import DataStream  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+                source = jvm.org.apache.flink.api.connector.source.lib
+                j_stream = j_env.fromSource(
+                    source.NumberSequenceSource(0, 0),
+                    WatermarkStrategy.no_watermarks()._j_watermark_strategy,
+                    "stand-in",
+                    _type_info(statement["type"]).get_java_type_info(),
+                )
+                j_stream.setParallelism(int(statement["parallelism"]))
+                if statement.get("max_parallelism"):
+                    j_stream.setMaxParallelism(int(statement["max_parallelism"]))
+                inputs_of[int(j_stream.getId())] = int(statement["stream"])
+                tables[index] = t_env.from_data_stream(DataStream(j_stream))
+            elif op == "create_temporary_view":
+                t_env.create_temporary_view(
+                    statement["name"], tables[statement["table"]]
+                )
+            elif op == "sql_query":
+                tables[index] = t_env.sql_query(statement["query"])
+            elif op == "to_data_stream":
+                ds = t_env.to_data_stream(tables[statement["table"]])
+                roots = [ds._j_data_stream.getTransformation()]
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["result"] = int(roots[0].getId()) - start
+            elif op == "from_path":
+                tables[index] = t_env.from_path(statement["path"])
+            elif op == "execute_insert":
+                pipeline = tables[statement["table"]]._j_table.insertInto(
+                    statement["sink"]
+                )
+                operation = _call_hidden(pipeline, "getOperation")
+                listed = jvm.java.util.ArrayList()
+                listed.add(operation)
+                roots = list(t_env._j_tenv.getPlanner().translate(listed))
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["roots"] = [int(r.getId()) - start for r in roots]
+                sink = pipeline.getSinkIdentifier().get().asSummaryString()
+                entry["job_name"] = "insert-into_" + str(sink)
+                entry["consumed"] = _counter(jvm) - start
+                _measure_writers(j_env, jvm, roots, entry)
+            elif op == "statement_set":
+                j_tenv = t_env._j_tenv
+                listed = jvm.java.util.ArrayList()
+                names = []
+                for text in statement["statements"]:
+                    operation = j_tenv.getParser().parse(text).get(0)
+                    if _simple(operation) != "SinkModifyOperation":
+                        raise ValueError(f"{_simple(operation)} is not planned")
+                    listed.add(operation)
+                    table = operation.getContextResolvedTable().getIdentifier()
+                    names.append(str(table.asSummaryString()))
+                roots = list(j_tenv.getPlanner().translate(listed))
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["roots"] = [int(r.getId()) - start for r in roots]
+                entry["job_name"] = "insert-into_" + ",".join(names)
+                entry["consumed"] = _counter(jvm) - start
+                _measure_writers(j_env, jvm, roots, entry)
+            elif op == "execute_sql":
+                j_tenv = t_env._j_tenv
+                operations = j_tenv.getParser().parse(statement["statement"])
+                operation = operations.get(0)
+                if _simple(operation) == "SinkModifyOperation":
+                    planner = j_tenv.getPlanner()
+                    listed = jvm.java.util.ArrayList()
+                    listed.add(operation)
+                    roots = list(planner.translate(listed))
+                    entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                    entry["roots"] = [int(r.getId()) - start for r in roots]
+                    name = operation.getContextResolvedTable().getIdentifier()
+                    entry["job_name"] = "insert-into_" + str(name.asSummaryString())
+                    entry["consumed"] = _counter(jvm) - start
+                    _measure_writers(j_env, jvm, roots, entry)
+                elif _simple(operation) in _DECLARATIONS:
+                    t_env.execute_sql(statement["statement"])
+                else:  # never run a query, load a function or a jar, ...
+                    raise ValueError(f"{_simple(operation)} is not planned")
+            else:
+                raise ValueError(f"unknown statement {op!r}")
+            entry.setdefault("consumed", _counter(jvm) - start)
+        except Exception as exc:  # the planner rejects the statement
+            raise RejectedError(index, _message(exc)) from exc
+        results.append(entry)
+    return {"statements": results}
+
+
+def main(argv: list[str]) -> int:
+    """Read the request named on the command line, print the answer as JSON."""
+    with open(argv[1], encoding="utf-8") as handle:
+        request = json.load(handle)
+    from importlib import metadata
+
+    try:
+        installed = metadata.version("apache-flink")
+    except metadata.PackageNotFoundError:
+        installed = None
+    wanted = str(request.get("flink", ""))
+    if installed is None or installed.split(".")[:2] != wanted.split("."):
+        has = f"apache-flink {installed}" if installed else "no apache-flink"
+        refusal = {
+            "error": f"the planner needs apache-flink {wanted} and Java: "
+            f"{sys.executable} has {has}"
+        }
+        sys.stdout.write("\n" + json.dumps(refusal) + "\n")
+        return 0
+    answer: dict[str, Any]
+    try:
+        answer = run(request)
+    except RejectedError as exc:  # said where: the statement's index
+        answer = {
+            "error": f"Flink's planner rejects it: {exc.message}",
+            "statement": exc.index,
+            "rejected": True,
+        }
+    sys.stdout.write("\n" + json.dumps(answer) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,258 @@
+"""``--planner`` without a JVM: what the planner is handed, and what stays unknown.
+
+What Flink builds of these statements is compared with real Flink in
+``tests/oracle/test_planner.py``; here: the statements chainlens reads (never the
+program), the located unknowns when a statement is not static, the
+configuration key, and the driver's refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.config import (
+    Config,
+    ConfigError,
+    command_line_layer,
+    find_config,
+)
+from chainlens.analyzer.model.planner import PlannerAnswer, Statement
+from chainlens.analyzer.planner import driver
+from tests.support import ROOT
+
+PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
+PLANNER = Config(default_parallelism=4, argv=(), planner="auto")
+
+
+class _Asked:
+    """Stands in for the driver: records what it is asked, answers nothing."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[Statement]] = []
+
+    def __call__(
+        self, statements: Sequence[Statement], flink_line: str, python: str
+    ) -> PlannerAnswer:
+        self.asked.append(list(statements))
+        return PlannerAnswer(error="the planner needs apache-flink 2.3 and Java: test")
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> _Asked:
+    recorder = _Asked()
+    monkeypatch.setattr(driver, "plan", recorder)
+    return recorder
+
+
+def test_the_statements_are_read_in_program_order(asked: _Asked) -> None:
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    assert len(asked.asked) == 1
+    statements = asked.asked[0]
+    assert [s["op"] for s in statements] == [
+        "from_data_stream",
+        "create_temporary_view",
+        "sql_query",
+        "to_data_stream",
+        "execute_sql",
+        "execute_sql",
+    ]
+    source = statements[0]
+    # the stream's type as the program declared it, and its own parallelism
+    assert source["type"] == [
+        "ROW_NAMED",
+        ["item", "qty"],
+        [{"type": ["STRING"]}, {"type": ["INT"]}],
+    ]
+    assert source["parallelism"] == 2
+    assert statements[1] == {
+        "op": "create_temporary_view",
+        "name": "orders",
+        "table": 0,
+    }
+    assert statements[2]["query"] == (
+        "SELECT item, qty * 10 AS weight FROM orders WHERE qty > 1"
+    )
+    assert statements[3]["env_parallelism"] == 3
+    # only statements: no line of the program that is not one of them
+    assert not any("env.execute" in str(s) for s in statements)
+
+
+def test_the_planners_refusal_is_located_and_the_jobs_partly_known(
+    asked: _Asked,
+) -> None:
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    result = analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table
+    assert all(u.range is not None for u in table)
+    assert any("needs apache-flink 2.3 and Java" in u.reason for u in table)
+    assert result.jobs
+    assert all(job.spec.escapes for job in result.jobs)
+
+
+def test_without_the_planner_nothing_is_asked(asked: _Asked) -> None:
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    result = analyze_source(
+        str(program), program.read_text(encoding="utf-8"), Config(argv=())
+    )
+    assert asked.asked == []
+    assert any(u.subject == "the Table API" for u in result.unknowns)
+
+
+NOT_STATIC = """\
+import sys
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+ds = env.from_collection([1], type_info=Types.INT())
+t_env.create_temporary_view("numbers", t_env.from_data_stream(ds))
+table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])
+t_env.to_data_stream(table).print()
+env.execute()
+"""
+
+
+def test_a_query_that_is_not_static_is_a_located_unknown(asked: _Asked) -> None:
+    result = analyze_source("job.py", NOT_STATIC, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [(u.range.start.line if u.range else None) for u in table] == [10]
+    assert "the query's text is not known statically" in table[0].reason
+    # the statements before it are planned, none after it
+    assert [[s["op"] for s in asked_once] for asked_once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view"]
+    ]
+    assert all(job.spec.escapes for job in result.jobs)
+
+
+def test_a_stream_without_a_declared_type_is_a_located_unknown(
+    asked: _Asked,
+) -> None:
+    text = NOT_STATIC.replace(", type_info=Types.INT()", "")
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table[0].range is not None
+    assert table[0].range.start.line == 9
+    assert "type of the stream going into the Table API" in table[0].reason
+    assert asked.asked == []
+
+
+def test_the_config_turns_the_planner_on_but_never_names_a_python(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "job.py"
+    job.write_text("", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.chainlens]\nplanner = true\n", encoding="utf-8"
+    )
+    assert find_config(job).planner == "auto"
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.chainlens]\nplanner = "/usr/bin/python3"\n', encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="--planner PYTHON"):
+        find_config(job)
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.chainlens]\nplanner = false\n", encoding="utf-8"
+    )
+    assert find_config(job).planner is None
+    cli = command_line_layer(planner="/opt/flink/bin/python")
+    assert find_config(job, cli).planner == "/opt/flink/bin/python"
+
+
+def test_no_java_is_said_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver.shutil, "which", lambda name: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    python, why = driver.choose_python("auto", "2.3")
+    assert python is None
+    assert why == (
+        "the planner needs apache-flink 2.3 and Java: no java on the PATH and no "
+        "JAVA_HOME"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["", "[]", "{", '{"statements": [{"transformations": [{}]}]}']
+)
+def test_a_malformed_answer_is_an_error_never_raised(text: str) -> None:
+    answer = driver.parse_answer(text)
+    assert answer.error is not None
+    assert answer.error.startswith("the planner's answer is not readable")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM numbers",
+        "CREATE FUNCTION f AS 'my_module.f' LANGUAGE PYTHON",
+        "ADD JAR '/tmp/x.jar'",
+        "LOAD MODULE hive",
+    ],
+)
+def test_only_declarations_and_inserts_are_handed_over(
+    asked: _Asked, statement: str
+) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        f"t_env.execute_sql({statement!r})",
+    ).replace("t_env.to_data_stream(table).print()\n", "")
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [(u.range.start.line if u.range else None) for u in table] == [10]
+    assert "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO" in table[0].reason
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view"]
+    ]
+
+
+def test_a_table_method_that_is_not_modelled_stops_the_planning(
+    asked: _Asked,
+) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        'table = t_env.sql_query("SELECT * FROM numbers").select("f0")',
+    )
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [(u.range.start.line if u.range else None) for u in table] == [10]
+    assert "pyflink.table.Table.select() is not planned" in table[0].reason
+    # the statements up to it are asked about; the conversion after it is not
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view", "sql_query"]
+    ]
+    assert all(job.spec.escapes for job in result.jobs)
+
+
+def test_a_fleet_scan_never_runs_the_planner(tmp_path: Path) -> None:
+    from chainlens.fleet import history_rows, rows
+
+    job = tmp_path / "job.py"
+    job.write_text("", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.chainlens]\nplanner = true\n", encoding="utf-8"
+    )
+    assert find_config(job).planner == "auto"
+    assert rows.config_for(str(job)).planner is None
+    assert history_rows.gate_config(str(tmp_path), "job.py").planner is None
+
+
+def test_a_second_table_environment_stops_the_planning(asked: _Asked) -> None:
+    text = NOT_STATIC.replace(
+        'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
+        "other = StreamTableEnvironment.create(env)\n"
+        'table = t_env.sql_query("SELECT * FROM numbers")',
+    )
+    result = analyze_source("job.py", text, PLANNER)
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table[0].range is not None
+    assert table[0].range.start.line == 10
+    assert "a second table environment is not planned" in table[0].reason
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "create_temporary_view"]
+    ]

@@ -1,0 +1,212 @@
+"""``--planner``: the Table API's parts, as Flink's own planner translates them.
+
+Real Flink is the ground truth: the shared oracle's ex15 (a DataStream -> Table
+-> DataStream round trip and an INSERT job) must come out equal, job by job and
+operator ID by operator ID, to what real Flink 2.3 built.  These tests start a
+JVM (the planner's worker): ``oracle``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.flink_versions import FlinkVersion
+from chainlens.analyzer.planner import driver
+from tests.oracle.check import (
+    analyse_like_flink,
+    differences,
+    local_parallelism,
+    says_table_api_is_not_followed,
+)
+from tests.support import ROOT
+
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java"),
+]
+
+EX15 = ROOT.parent / "shared" / "oracle" / "examples" / "ex15_table_api.py"
+PIPELINES = ROOT / "tests" / "fixtures" / "pipelines"
+#: the fixture programs that use the Table API, each with what real Flink built
+TABLE_PROGRAMS = sorted(
+    p
+    for p in PIPELINES.glob("*.py")
+    if "pyflink.table" in p.read_text(encoding="utf-8")
+)
+
+
+def _expected(program: Path, suffix: str = ".graphs.json") -> dict[str, Any]:
+    with program.with_suffix(suffix).open(encoding="utf-8") as f:
+        return json.load(f)  # type: ignore[no-any-return]
+
+
+def _config(expected: dict[str, Any], cache: Path) -> Config:
+    return Config(
+        default_parallelism=local_parallelism(expected),
+        argv=(),
+        flink_version=FlinkVersion("2.3", "flag"),
+        planner="auto",
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "chainlens" / "planner"
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_ex15_with_the_planner_equals_flink(cache: Path) -> None:
+    expected = _expected(EX15)
+    config = _config(expected, cache)
+    assert differences(EX15, expected, config=config) == []
+    # the answer was cached: the same statements are not planned again
+    assert len(list(cache.glob("*.json"))) == 1
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_ex15_without_the_planner_stays_an_honest_unknown() -> None:
+    expected = _expected(EX15)
+    result = analyse_like_flink(EX15, expected)
+    assert says_table_api_is_not_followed(result)
+
+
+@pytest.mark.skipif(not EX15.exists(), reason="../shared/oracle is not beside")
+def test_a_cached_answer_is_used_without_a_jvm(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _expected(EX15)
+    config = _config(expected, cache)
+    assert differences(EX15, expected, config=config) == []
+
+    def no_worker(*args: object) -> str:
+        raise AssertionError("the worker ran again")
+
+    monkeypatch.setattr(driver, "run_worker", no_worker)
+    assert differences(EX15, expected, config=config) == []
+
+
+def test_the_table_fixtures_are_there() -> None:
+    assert len(TABLE_PROGRAMS) >= 3
+
+
+@pytest.mark.parametrize(
+    "program", TABLE_PROGRAMS, ids=[p.stem for p in TABLE_PROGRAMS]
+)
+def test_table_fixture_with_the_planner_equals_flink(
+    program: Path, cache: Path
+) -> None:
+    expected = _expected(program, ".expected.json")
+    config = _config(expected, cache)
+    assert differences(program, expected, config=config) == []
+
+
+def test_a_python_without_pyflink_is_a_located_unknown(
+    tmp_path: Path, cache: Path
+) -> None:
+    program = tmp_path / "job.py"
+    program.write_text(EX15.read_text(encoding="utf-8"), encoding="utf-8")
+    config = replace(
+        Config(default_parallelism=2, argv=()), planner=shutil.which("false") or "false"
+    )
+    from chainlens.analyzer.check import check_file
+
+    result = check_file(program, config, pyflink_only=False).result
+    assert result is not None
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table, result.unknowns
+    assert all(u.range is not None for u in table)
+    assert any("the planner's worker failed" in u.reason for u in table), table
+
+
+def _lines() -> list[tuple[str, Path]]:
+    from tests.tools import flink_venvs
+
+    expected = ROOT / "tests" / "fixtures" / "expected"
+    return [
+        (folder.name.removeprefix("flink-"), program)
+        for folder in sorted(expected.glob("flink-*"))
+        for program in TABLE_PROGRAMS
+        if flink_venvs.find_python(folder.name.removeprefix("flink-")) is not None
+    ]
+
+
+LINES = _lines()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("version", "program"), LINES, ids=[f"{v}-{p.stem}" for v, p in LINES]
+)
+def test_table_fixture_with_that_lines_planner_equals_its_flink(
+    version: str, program: Path, cache: Path
+) -> None:
+    """Each line's planner, run by that line's PyFlink (its own operator names)."""
+    from tests.tools import flink_venvs
+
+    path = ROOT / "tests" / "fixtures" / "expected" / f"flink-{version}"
+    expected = _expected(path / "pipelines" / program.name, ".expected.json")
+    python = flink_venvs.find_python(version)
+    assert python is not None
+    config = replace(
+        _config(expected, cache),
+        flink_version=FlinkVersion(version, "flag"),
+        planner=str(python),
+    )
+    assert differences(program, expected, version, config=config) == []
+
+
+def test_no_uid_fix_is_offered_for_the_planners_operators(cache: Path) -> None:
+    from chainlens.analyzer.check import check_file
+
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    config = _config(_expected(program, ".expected.json"), cache)
+    findings = check_file(program, config).findings
+    insert = [
+        f.diagnostic
+        for f in findings
+        if f.diagnostic.code.code == "CL101" and f.diagnostic.range.start.line == 32
+    ]
+    assert len(insert) == 1
+    assert insert[0].fix is None
+    assert "Flink's Table planner made the operators" in insert[0].explanation
+    assert "GroupAggregate" in insert[0].explanation
+
+
+REJECTED = """\
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+t_env.execute_sql("CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen')")
+t_env.execute_sql("INSERT INTO nowhere SELECT id FROM gen")
+"""
+
+
+def test_what_the_planner_rejects_is_said_where_and_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chainlens.analyzer.api import analyze_source
+
+    config = Config(argv=(), flink_version=FlinkVersion("2.3", "flag"), planner="auto")
+    for _ in range(2):  # the second time from the cache, without a JVM
+        result = analyze_source("job.py", REJECTED, config)
+        table = [u for u in result.unknowns if u.subject == "the Table API"]
+        assert len(table) == 1
+        assert table[0].range is not None
+        assert table[0].range.start.line == 7
+        assert table[0].reason.startswith("Flink's planner rejects it: ")
+        assert "nowhere" in table[0].reason
+        monkeypatch.setattr(driver, "run_worker", _no_worker)
+
+
+def _no_worker(*args: object) -> str:
+    raise AssertionError("the worker ran again")
