@@ -56,6 +56,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "HistoryError": ("history", "HistoryError"),
     "verified_diagnostics": ("gate.compare", "verified_diagnostics"),
     "ModuleCache": ("extract.parse", "ModuleCache"),
+    "ask_planner": ("planner.driver", "ask"),
+    "PendingPlan": ("model.planner", "PendingPlan"),
     "read_module": ("extract.modules", "read_from_disk"),
     # deployments
     "Deployment": ("model.deployment", "Deployment"),
@@ -215,6 +217,7 @@ __all__ = [
     "Mode",
     "ModuleCache",
     "OperatorFact",
+    "PendingPlan",
     "Problem",
     "RestError",
     "RestLimits",
@@ -239,6 +242,7 @@ __all__ = [
     "analyze_graphs",
     "apply_deployment",
     "apply_fixes",
+    "ask_planner",
     "atomic_writer",
     "base_section",
     "check_bytes",
@@ -463,6 +467,7 @@ if TYPE_CHECKING:
         parse_version as parse_flink_version,
     )
     from chainlens.analyzer.model.job_graph import shown_max_parallelism
+    from chainlens.analyzer.model.planner import PendingPlan
     from chainlens.analyzer.model.result import (
         BLOCKING,
         AnalysisResult,
@@ -478,6 +483,7 @@ if TYPE_CHECKING:
         OperatorFact,
         shuffle_count,
     )
+    from chainlens.analyzer.planner.driver import ask as ask_planner
     from chainlens.analyzer.render.findings import (
         CheckSummary,
         Section,

@@ -27,10 +27,11 @@ from chainlens.analyzer.extract.interpreter import interpret
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
+from chainlens.analyzer.model.flink_versions import profile
+from chainlens.analyzer.model.planner import PendingPlan
 
 # AnalysisResult and BLOCKING are defined with the other data types and
 # re-exported here, where callers of analyze_* look for them.
-from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.result import BLOCKING as BLOCKING
 from chainlens.analyzer.model.result import AnalysisResult as AnalysisResult
 from chainlens.analyzer.model.result import CompiledJob, Problem
@@ -267,6 +268,7 @@ def _analyze_text(
                 tables=tables,
             )
 
+        pending: PendingPlan | None = None
         program = replay(TableReplay() if config.planner else None)
         if config.planner and program.tables and program.tables.statements:
             # the planner is asked about every statement at once (one JVM: its
@@ -276,8 +278,15 @@ def _analyze_text(
 
             statements = list(program.tables.statements)
             answer = driver.plan(
-                statements, config.flink_version.version, config.planner
+                statements,
+                config.flink_version.version,
+                config.planner,
+                ask=config.planner_waits,
             )
+            if answer.pending:
+                pending = PendingPlan(
+                    tuple(statements), config.flink_version.version, config.planner
+                )
             program = replay(TableReplay(answer=answer, expected=statements))
         jobs = _until_rejected(
             compile_jobs(
@@ -323,6 +332,7 @@ def _analyze_text(
         analysis_seconds=finished - started,
         modules=tuple(program.modules),
         options=tuple(program.options),
+        pending_plan=pending,
     )
 
 

@@ -206,6 +206,10 @@ class Config:
     #: run by this Python ("auto": the one running chainlens); None: not asked
     #: (the Table API stays an honest unknown)
     planner: str | None = None
+    #: False: the planner's answer is taken from its cache only, and statements
+    #: not cached are left for the caller to ask about
+    #: (``AnalysisResult.pending_plan``): the editor does not wait for a JVM
+    planner_waits: bool = True
 
 
 class ConfigError(Exception):

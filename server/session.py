@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote, urlparse
 
 from chainlens.analyzer import (
@@ -63,6 +63,9 @@ from chainlens.analyzer import (
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
+
+if TYPE_CHECKING:
+    from chainlens.analyzer import PendingPlan
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -146,6 +149,10 @@ class _Document:
     worker: asyncio.Task[None] | None = None
     #: the check of the latest analysis' fixes, once the document is left alone
     settler: asyncio.Task[None] | None = None
+    #: Flink's planner asked about the Table statements an analysis did not
+    #: wait for, and what to ask it next (the newest statements only)
+    planning: asyncio.Task[None] | None = None
+    next_plan: PendingPlan | None = None
     waiters: list[asyncio.Future[Analysis]] = field(default_factory=list)
 
 
@@ -391,6 +398,8 @@ class Session:
                 except Exception:  # a failed send must not stop the worker
                     log.exception("publishing diagnostics failed")
                 self._modules_of_program_changed(uri, analysis)
+                if analysis.result.pending_plan is not None:
+                    self._plan(uri, document, analysis.result.pending_plan)
                 if analysis.verify is not None:
                     document.settler = loop.create_task(
                         self._settle(uri, document, analysis)
@@ -401,6 +410,30 @@ class Session:
                 document.worker = None
                 if document.dirty:
                     document.worker = loop.create_task(self._work(uri))
+
+    def _plan(self, uri: str, document: _Document, pending: PendingPlan) -> None:
+        """Ask Flink's planner what an analysis left pending, off the analysis
+        worker (a JVM takes seconds: the edits meanwhile are analysed with the
+        Table API's parts pending), then analyse the document again."""
+        document.next_plan = pending
+        if document.planning is None or document.planning.done():
+            document.planning = asyncio.get_running_loop().create_task(
+                self._ask_planner(uri, document)
+            )
+
+    async def _ask_planner(self, uri: str, document: _Document) -> None:
+        asked = False
+        while document.next_plan is not None:
+            pending, document.next_plan = document.next_plan, None
+            from chainlens.analyzer import ask_planner  # only with the planner on
+
+            try:
+                await self._in_thread(functools.partial(ask_planner, pending))
+                asked = True
+            except Exception:  # the planner's failure is said by the analysis
+                log.exception("asking Flink's planner failed")
+        if asked and self._documents.get(uri) is document:
+            self._mark(uri)  # its answer is cached now
 
     def _is_latest(self, uri: str, document: _Document, analysis: Analysis) -> bool:
         """Tell whether ``analysis`` is still what the document shows and no
@@ -526,6 +559,8 @@ class Session:
         verify: Callable[[], tuple[Diagnostic, ...] | None] | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
+            if config.planner:  # never wait for a JVM: see _plan
+                config = replace(config, planner_waits=False)
             deployed = tuple(deployment_values(config))
             if settings.enable and path is not None and is_descriptor_name(path):
                 # a deployment descriptor: its own findings at its lines

@@ -80,3 +80,16 @@ class PlannerAnswer:
     #: the planner rejected a statement (the same statements always are: the
     #: answer is cached), rather than not being able to run
     rejected: bool = False
+    #: not asked: the answer was not cached and the caller asks it later
+    #: (the language server, which does not wait for a JVM to start)
+    pending: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPlan:
+    """What the planner is to be asked about, by whoever did not wait for it:
+    the program's Table statements, the Flink line and the Python to run."""
+
+    statements: tuple[Statement, ...]
+    flink_line: str
+    python: str

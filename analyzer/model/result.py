@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersion
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
+from chainlens.analyzer.model.planner import PendingPlan
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import JobSpec
@@ -77,6 +78,9 @@ class AnalysisResult:
     options: tuple[CommandLineOption, ...] = ()
     #: the Flink version the program was analysed for, and what chose it
     flink_version: FlinkVersion = DEFAULT_VERSION
+    #: what Flink's planner is still to be asked about, when the analysis did
+    #: not wait for it (``Config.planner_waits`` False and no cached answer)
+    pending_plan: PendingPlan | None = None
 
     @property
     def ok(self) -> bool:

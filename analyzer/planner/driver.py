@@ -24,6 +24,7 @@ from pathlib import Path
 
 from chainlens.analyzer.files import WriteError, write_atomic
 from chainlens.analyzer.model.planner import (
+    PendingPlan,
     PlannedInput,
     PlannedStatement,
     PlannedTransformation,
@@ -63,13 +64,23 @@ def cache_key(request: Mapping[str, object]) -> str:
     return digest.hexdigest()
 
 
+#: What a Table statement not planned yet says while the planner is asked.
+PENDING = (
+    "Flink's planner is being asked about the program's Table statements (a JVM "
+    "starts: seconds); the Table API's parts are shown when it answers"
+)
+
+
 def plan(
     statements: Sequence[Statement],
     flink_line: str,
     python: str = AUTO,
     cache: Path | None = None,
+    *,
+    ask: bool = True,
 ) -> PlannerAnswer:
-    """Return the planner's answer for ``statements`` (cached, else asked)."""
+    """Return the planner's answer for ``statements`` (cached, else asked;
+    with ``ask`` False, else a pending answer)."""
     request = request_of(statements, flink_line)
     folder = cache if cache is not None else cache_folder()
     path = folder / f"{cache_key(request)}.json"
@@ -81,6 +92,8 @@ def plan(
         answer = parse_answer(cached)
         if answer.error is None or answer.rejected:
             return answer
+    if not ask:
+        return PlannerAnswer(error=PENDING, pending=True)
     chosen, why_not = choose_python(python, flink_line)
     if chosen is None:
         return PlannerAnswer(error=why_not)
@@ -93,6 +106,12 @@ def plan(
         except (OSError, WriteError):
             pass  # an answer not cached is asked again next time
     return answer
+
+
+def ask(pending: PendingPlan) -> PlannerAnswer:
+    """Ask the planner what an analysis that did not wait left pending (its
+    answer is cached: the next analysis of the same statements finds it)."""
+    return plan(pending.statements, pending.flink_line, pending.python)
 
 
 def _needs(flink_line: str, what: str) -> str:
