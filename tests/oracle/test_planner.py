@@ -126,43 +126,6 @@ def test_a_python_without_pyflink_is_a_located_unknown(
     assert any("the planner's worker failed" in u.reason for u in table), table
 
 
-def _lines() -> list[tuple[str, Path]]:
-    from tests.tools import flink_venvs
-
-    expected = ROOT / "tests" / "fixtures" / "expected"
-    return [
-        (folder.name.removeprefix("flink-"), program)
-        for folder in sorted(expected.glob("flink-*"))
-        for program in TABLE_PROGRAMS
-        if flink_venvs.find_python(folder.name.removeprefix("flink-")) is not None
-    ]
-
-
-LINES = _lines()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("version", "program"), LINES, ids=[f"{v}-{p.stem}" for v, p in LINES]
-)
-def test_table_fixture_with_that_lines_planner_equals_its_flink(
-    version: str, program: Path, cache: Path
-) -> None:
-    """Each line's planner, run by that line's PyFlink (its own operator names)."""
-    from tests.tools import flink_venvs
-
-    path = ROOT / "tests" / "fixtures" / "expected" / f"flink-{version}"
-    expected = _expected(path / "pipelines" / program.name, ".expected.json")
-    python = flink_venvs.find_python(version)
-    assert python is not None
-    config = replace(
-        _config(expected, cache),
-        flink_version=FlinkVersion(version, "flag"),
-        planner=str(python),
-    )
-    assert differences(program, expected, version, config=config) == []
-
-
 def test_no_uid_fix_is_offered_for_the_planners_operators(cache: Path) -> None:
     from chainlens.analyzer.check import check_file
 

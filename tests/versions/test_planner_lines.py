@@ -1,0 +1,76 @@
+"""``--planner`` on the Flink lines other than 2.3: each line's planner, run by
+that line's PyFlink (the venvs of ``tests/tools/flink_venvs.py``), against that
+line's real graphs of the Table API fixtures (each line names the planner's
+operators its own way: Flink 1.18's ``TableToDataSteam``).
+
+Every fixture on 1.20; on the other lines, the two whose planner output
+differs most between lines (the keyed round trip, with its conversions, and
+the statement set, with its sinks): a JVM per program and line costs about 5
+s.  ``CHAINLENS_ALL_LINES=1`` runs every fixture on every line.  These tests
+start a JVM: ``oracle``; ``slow``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from chainlens.analyzer.model.flink_versions import FlinkVersion
+from tests.oracle.check import differences
+from tests.oracle.test_planner import TABLE_PROGRAMS, _config, _expected
+from tests.oracle.test_planner import cache as cache
+from tests.support import ROOT
+from tests.tools import flink_venvs
+
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("java") is None, reason="needs Java"),
+]
+
+#: the fixtures every line is checked with (all of them on 1.20)
+ON_EVERY_LINE = {"table_roundtrip_keyed", "table_statement_set"}
+
+
+def _lines() -> list[tuple[str, Path]]:
+    expected = ROOT / "tests" / "fixtures" / "expected"
+    every = os.environ.get("CHAINLENS_ALL_LINES") == "1"
+    return [
+        (line, program)
+        for folder in sorted(expected.glob("flink-*"))
+        if flink_venvs.find_python(line := folder.name.removeprefix("flink-"))
+        is not None
+        for program in TABLE_PROGRAMS
+        if every or line == "1.20" or program.stem in ON_EVERY_LINE
+    ]
+
+
+LINES = _lines()
+
+
+def test_every_line_is_checked() -> None:
+    assert {line for line, _ in LINES} >= {"1.20"}
+    assert {p.stem for _, p in LINES} == {p.stem for p in TABLE_PROGRAMS}
+
+
+@pytest.mark.parametrize(
+    ("version", "program"), LINES, ids=[f"{v}-{p.stem}" for v, p in LINES]
+)
+def test_table_fixture_with_that_lines_planner_equals_its_flink(
+    version: str, program: Path, cache: Path
+) -> None:
+    """Each line's planner, run by that line's PyFlink (its own operator names)."""
+    path = ROOT / "tests" / "fixtures" / "expected" / f"flink-{version}"
+    expected = _expected(path / "pipelines" / program.name, ".expected.json")
+    python = flink_venvs.find_python(version)
+    assert python is not None
+    config = replace(
+        _config(expected, cache),
+        flink_version=FlinkVersion(version, "flag"),
+        planner=str(python),
+    )
+    assert differences(program, expected, version, config=config) == []
