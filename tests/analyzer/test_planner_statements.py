@@ -8,7 +8,9 @@ configuration key, and the driver's refusals.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -35,7 +37,12 @@ class _Asked:
         self.asked: list[list[Statement]] = []
 
     def __call__(
-        self, statements: Sequence[Statement], flink_line: str, python: str
+        self,
+        statements: Sequence[Statement],
+        flink_line: str,
+        python: str,
+        *,
+        ask: bool = True,
     ) -> PlannerAnswer:
         self.asked.append(list(statements))
         return PlannerAnswer(error="the planner needs apache-flink 2.3 and Java: test")
@@ -256,3 +263,45 @@ def test_a_second_table_environment_stops_the_planning(asked: _Asked) -> None:
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view"]
     ]
+
+
+def test_an_analysis_that_does_not_wait_leaves_the_planner_pending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor's analysis takes answers from the cache only: statements not
+    cached are said as pending, and handed back to be asked later."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def no_worker(*args: object) -> str:
+        raise AssertionError("the worker ran")
+
+    monkeypatch.setattr(driver, "run_worker", no_worker)
+    program = PIPELINES / "table_roundtrip_keyed.py"
+    text = program.read_text(encoding="utf-8")
+    result = analyze_source(str(program), text, replace(PLANNER, planner_waits=False))
+    pending = result.pending_plan
+    assert pending is not None
+    assert pending.flink_line == "2.3"
+    assert pending.python == "auto"
+    assert [s["op"] for s in pending.statements][:2] == [
+        "from_data_stream",
+        "create_temporary_view",
+    ]
+    said = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert said
+    assert all(u.range is not None for u in said)
+    assert any(driver.PENDING in u.reason for u in said)
+    # once an answer is cached, nothing is pending
+    answer = {"error": "Flink's planner rejects it: here", "statement": 0}
+    request = driver.request_of(list(pending.statements), "2.3")
+    folder = tmp_path / "chainlens" / "planner"
+    folder.mkdir(parents=True)
+    cached = folder / f"{driver.cache_key(request)}.json"
+    cached.write_text(json.dumps({**answer, "rejected": True}), encoding="utf-8")
+    again = analyze_source(str(program), text, replace(PLANNER, planner_waits=False))
+    assert again.pending_plan is None
+    assert not any(
+        driver.PENDING in u.reason
+        for u in again.unknowns
+        if u.subject == "the Table API"
+    )
