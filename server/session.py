@@ -393,10 +393,20 @@ class Session:
                 for waiter in waiters:
                     if not waiter.done():
                         waiter.set_result(analysis)
+                # the garbage of the analysis (held back while it ran) is
+                # collected once its findings are sent, not while they are
+                # converted and sent: for a job of 1,791 operators that
+                # collection is 60-200 ms the client would wait for
+                collecting = gc.isenabled()
+                gc.disable()
                 try:
                     self._publish(analysis)
                 except Exception:  # a failed send must not stop the worker
                     log.exception("publishing diagnostics failed")
+                finally:
+                    if collecting:
+                        gc.enable()
+                        gc.collect(0)
                 self._modules_of_program_changed(uri, analysis)
                 if analysis.result.pending_plan is not None:
                     self._plan(uri, document, analysis.result.pending_plan)
