@@ -432,11 +432,11 @@ class Session:
             )
 
     async def _ask_planner(self, uri: str, document: _Document) -> None:
+        from chainlens.analyzer import ask_planner  # only with the planner on
+
         asked = False
         while document.next_plan is not None:
             pending, document.next_plan = document.next_plan, None
-            from chainlens.analyzer import ask_planner  # only with the planner on
-
             try:
                 await self._in_thread(functools.partial(ask_planner, pending))
                 asked = True

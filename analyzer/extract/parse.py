@@ -537,8 +537,8 @@ def _between(line: str, indent: str) -> bool:
     """Tell whether a line between two statements of a body leaves them in
     pieces of their own: blank, or a comment at their indentation (LibCST
     gives a comment indented deeper to the block before it)."""
-    if _BLANK.match(line):
-        return not line.strip(" \t\f\r\n") and len(line.rstrip("\r\n")) <= len(indent)
+    if _BLANK.match(line):  # whitespace only: no deeper than the statements
+        return len(line.rstrip("\r\n")) <= len(indent)
     comment = _COMMENT.match(line)
     return comment is not None and comment.group(1) == indent
 

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from chainlens.analyzer.config import Config  # noqa: E402
+from chainlens.analyzer.files import write_atomic  # noqa: E402
 from chainlens.analyzer.model.flink_versions import FlinkVersion  # noqa: E402
 from tests.oracle.check import (  # noqa: E402
     analyse_like_flink,
@@ -128,7 +129,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
+        write_atomic(args.out, text + "\n")
 
 
 if __name__ == "__main__":
