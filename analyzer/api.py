@@ -39,7 +39,7 @@ from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.ids import HeldIds
-from chainlens.analyzer.rules.source_calls import remember_tree
+from chainlens.analyzer.rules.source_calls import remember_regions, remember_tree
 
 
 def uses_pyflink(text: str) -> bool:
@@ -222,6 +222,9 @@ def _analyze_text(
             else:
                 _refuse_deep(text, tree.body)
                 module = parse_module(text)
+        regions = cache.regions(module) if cache is not None else None
+        if regions:
+            remember_regions(text, regions)
     except SyntaxError:
         return AnalysisResult(path, problems=(_syntax_problem(text, "syntax error"),))
     except (ValueError, RecursionError, MemoryError) as exc:

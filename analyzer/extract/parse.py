@@ -26,7 +26,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, NamedTuple
 
 import libcst as cst
 
@@ -104,6 +104,20 @@ CHUNK_LINES: Final = 3
 #: (checked apart) a comment at the statements' own indentation
 _BLANK: Final = re.compile(r"[ \t\f]*(?:\r\n|\r|\n)?$")
 _COMMENT: Final = re.compile(r"([ \t]*)#")
+
+
+class Region(NamedTuple):
+    """A text ``ast`` parses on its own, and where its lines are in the module.
+
+    A line ``n`` of ``text`` is the module's line ``n + shift``.  A chunk of
+    the body of a long function or class is wrapped in an ``if 1:`` (its
+    first line is that); ``function`` is the name of the function whose body
+    it is part of (None for a class's body and any other region)."""
+
+    text: str
+    shift: int
+    chunk: bool = False
+    function: str | None = None
 
 
 class _Piece:
@@ -385,6 +399,36 @@ class ModuleCache:
             return [(call, _shifted(where, offset)) for call, where in pairs[index]]
 
         return of_statement
+
+    def regions(self, module: cst.Module) -> list[Region] | None:
+        """The pieces ``module`` was assembled from, in the order of their
+        lines (None: ``module`` was not built here).
+
+        A long function or class gives its header (with ``pass`` for body)
+        and the chunks of its body: what an edit did not touch is the same
+        text as before, so what was derived from it may be kept."""
+        if module is not self._last:
+            return None
+        found: list[Region] = []
+        seen: set[tuple[int, int]] = set()  # a text may be there twice
+        for piece, _index, offset in self._layout:
+            if (id(piece), offset) in seen:
+                continue
+            seen.add((id(piece), offset))
+            if not piece.parts:
+                found.append(Region(piece.text, offset))
+                continue
+            header, *chunks = piece.parts
+            definition = header.module.body[0]
+            name = (
+                definition.name.value
+                if isinstance(definition, cst.FunctionDef)
+                else None
+            )
+            found.append(Region(header.text, offset))
+            for chunk, cut in zip(chunks, piece.cuts, strict=False):
+                found.append(Region(chunk.text, offset + cut - 1, True, name))
+        return found
 
     def parse_module(
         self, text: str, tree: ast.Module, guard: Guard | None = None

@@ -10,11 +10,14 @@ holds it, which generated uids are named after.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from chainlens.analyzer.extract.parse import Region
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules.operators import SETTER_METHODS
 
@@ -47,17 +50,23 @@ class LocatedCall:
 
     node: ast.Call
     method: str
+    #: the index of the region that holds it
+    region: _RegionCalls
 
 
-class SourceCalls:
-    """The calls of one module, by where they end; parents for the walk upwards."""
+class _RegionCalls:
+    """The calls of one region (a text ``ast`` parses alone), by where they
+    end in it; parents for the walk upwards."""
 
-    def __init__(self, text: str, tree: ast.Module) -> None:
-        self._lines = split_lines(text)
-        self._by_end: dict[tuple[int, int], list[ast.Call]] = {}
-        self._parents: dict[int, ast.AST] = {}
+    __slots__ = ("by_end", "function", "literal_uids", "parents")
+
+    def __init__(self, tree: ast.Module, function: str | None) -> None:
+        self.by_end: dict[tuple[int, int], list[ast.Call]] = {}
+        self.parents: dict[int, ast.AST] = {}
         self.literal_uids: set[str] = set()
-        parents = self._parents
+        #: the function whose body the region is part of (a chunk's)
+        self.function = function
+        parents = self.parents
         # ast.walk's breadth-first order, with ast.iter_child_nodes inlined
         # (they walked every node's fields twice: most of the index's time)
         todo: deque[ast.AST] = deque([tree])
@@ -76,32 +85,83 @@ class SourceCalls:
             if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute):
                 if parent.end_lineno is not None and parent.end_col_offset is not None:
                     key = (parent.end_lineno, parent.end_col_offset)
-                    self._by_end.setdefault(key, []).append(parent)
+                    self.by_end.setdefault(key, []).append(parent)
                 if parent.func.attr == "uid" and parent.args:
                     arg = parent.args[0]
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                         self.literal_uids.add(arg.value)
+
+    @staticmethod
+    def of(region: Region) -> _RegionCalls | None:
+        """The index of ``region``, made once per text (None: ``ast`` cannot
+        parse it)."""
+        key = (region.text, region.function)
+        found = _REGIONS.get(key)
+        if found is None:
+            try:
+                tree = ast.parse(region.text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+            found = _RegionCalls(tree, region.function)
+            if len(_REGIONS) >= _MAX_REGIONS:
+                _REGIONS.clear()
+            _REGIONS[key] = found
+        return found
+
+
+class SourceCalls:
+    """The calls of one module, by where they end; parents for the walk upwards.
+
+    The module is indexed by regions (the pieces an editor's parse kept, each
+    indexed once per text), or whole."""
+
+    def __init__(
+        self, text: str, parts: Sequence[tuple[int, int, _RegionCalls]]
+    ) -> None:
+        self._lines = split_lines(text)
+        #: per region: its first line in the module, its shift, its index
+        self._firsts = [first for first, _, _ in parts]
+        self._parts = parts
+        self.literal_uids: set[str] = set()
+        for _, _, calls in parts:
+            self.literal_uids |= calls.literal_uids
 
     @classmethod
     def parse(cls, text: str) -> SourceCalls | None:
         """Index ``text``; None when ``ast`` cannot parse it.
 
         The index of a text indexed lately is used again (the rules run twice
-        on one text when an editor checks its fixes after publishing), and
-        the tree the analysis parsed the text into (:func:`remember_tree`)
-        spares parsing it again."""
+        on one text when an editor checks its fixes after publishing); the
+        regions an editor's parse made of the text (:func:`remember_regions`)
+        are indexed once per region's text; the tree the analysis parsed the
+        text into (:func:`remember_tree`) spares parsing it again."""
         found = _INDEXED.get(text)
         if found is not None:
             return found
-        tree = _TREES.get(text)
-        if tree is None:
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
-        index = cls(text, tree)
+        regions = _REGION_LISTS.get(text)
+        index = cls._of_regions(text, regions) if regions else None
+        if index is None:
+            tree = _TREES.get(text)
+            if tree is None:
+                try:
+                    tree = ast.parse(text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
+            index = cls(text, [(1, 0, _RegionCalls(tree, None))])
         _keep(_INDEXED, text, index)
         return index
+
+    @classmethod
+    def _of_regions(cls, text: str, regions: Sequence[Region]) -> SourceCalls | None:
+        parts = []
+        for region in regions:
+            calls = _RegionCalls.of(region)
+            if calls is None:
+                return None
+            # a chunk's first line is its ``if 1:``, not a line of the module
+            first = region.shift + (2 if region.chunk else 1)
+            parts.append((first, region.shift, calls))
+        return cls(text, parts)
 
     def _byte_column(self, position: SourcePosition) -> int | None:
         if not 0 < position.line <= len(self._lines):
@@ -117,41 +177,42 @@ class SourceCalls:
         start = self._byte_column(where.start)
         if end is None or start is None:
             return None
-        for call in self._by_end.get((where.end.line, end), ()):
+        at = bisect.bisect_right(self._firsts, where.end.line) - 1
+        if at < 0:
+            return None
+        _, shift, region = self._parts[at]
+        for call in region.by_end.get((where.end.line - shift, end), ()):
             func = call.func
             if (
                 isinstance(func, ast.Attribute)
                 and func.attr == method
-                and func.end_lineno == where.start.line
+                and func.end_lineno == where.start.line - shift
                 and func.end_col_offset == start + len(method.encode("utf-8"))
             ):
-                return LocatedCall(call, method)
+                return LocatedCall(call, method, region)
         return None
 
-    def parent(self, node: ast.AST) -> ast.AST | None:
-        """Return the syntactic parent of ``node``."""
-        return self._parents.get(id(node))
-
-    def _outer_setter_chain(self, call: ast.Call) -> ast.expr:
+    def _outer_setter_chain(self, located: LocatedCall) -> ast.expr:
         """Climb ``call.name(..).uid(..)...``: the expression naming one operator."""
-        current: ast.expr = call
+        parents = located.region.parents
+        current: ast.expr = located.node
         while True:
-            attribute = self.parent(current)
+            attribute = parents.get(id(current))
             if not (
                 isinstance(attribute, ast.Attribute)
                 and attribute.value is current
                 and attribute.attr in SETTER_METHODS
             ):
                 return current
-            outer = self.parent(attribute)
+            outer = parents.get(id(attribute))
             if not (isinstance(outer, ast.Call) and outer.func is attribute):
                 return current
             current = outer
 
     def assigned_name(self, located: LocatedCall) -> str | None:
         """Return the variable (or attribute) the call's result is assigned to."""
-        expression = self._outer_setter_chain(located.node)
-        holder = self.parent(expression)
+        expression = self._outer_setter_chain(located)
+        holder = located.region.parents.get(id(expression))
         target: ast.AST | None = None
         if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
             target = holder.targets[0]
@@ -165,14 +226,16 @@ class SourceCalls:
 
     def enclosing_function(self, located: LocatedCall) -> str | None:
         """Return the name of the function (or method) whose body holds the call."""
+        parents = located.region.parents
         node: ast.AST | None = located.node
         while node is not None:
-            node = self.parent(node)
+            node = parents.get(id(node))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 return node.name
             if isinstance(node, ast.Lambda):
                 return None
-        return None
+        # a chunk of a function's body: that function holds it
+        return located.region.function
 
     def receiver_root(self, located: LocatedCall) -> str | None:
         """Return the stream variable a call chain starts from.
@@ -197,11 +260,17 @@ class SourceCalls:
                 return None
 
 
-#: the texts indexed lately, and the trees their analyses parsed them into
-#: (a few: an editor's documents, a check's file; any thread may add one)
+#: the texts indexed lately, and the trees (or regions) their analyses parsed
+#: them into (a few: an editor's documents, a check's file; any thread may add
+#: one)
 _INDEXED: dict[str, SourceCalls] = {}
 _TREES: dict[str, ast.Module] = {}
+_REGION_LISTS: dict[str, Sequence[Region]] = {}
 _KEPT = 2
+#: the regions indexed lately, by text and function (the pieces of the
+#: documents an editor has open: an edit makes one or a few new ones)
+_REGIONS: dict[tuple[str, str | None], _RegionCalls] = {}
+_MAX_REGIONS = 8192
 
 
 def _keep(kept: dict[str, T], text: str, value: T) -> None:
@@ -215,3 +284,11 @@ def remember_tree(text: str, tree: ast.Module) -> None:
     :meth:`SourceCalls.parse` of the same text."""
     if text not in _INDEXED:
         _keep(_TREES, text, tree)
+
+
+def remember_regions(text: str, regions: Sequence[Region]) -> None:
+    """Note that ``text`` is made of ``regions`` (an editor's parse has them),
+    for :meth:`SourceCalls.parse` of the same text: only the regions not
+    indexed before are parsed."""
+    if text not in _INDEXED:
+        _keep(_REGION_LISTS, text, regions)
