@@ -39,6 +39,8 @@ _LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 #: the file's indentation, so it does not count when pieces must agree on it).
 _INDENTED: Final = re.compile(r"^[ \t]+[^ \t\r\n#]", re.MULTILINE)
 _INDENTED_COMMENT: Final = re.compile(r"[ \t]+#")
+#: an empty line, or a comment at column 0 (a line that joins no statements)
+_TOP_COMMENT: Final = re.compile(r"(?:#[^\r\n]*)?(?:\r\n|\r|\n)?$")
 
 
 def statement_starts(tree: ast.Module, lines: Sequence[str]) -> list[int]:
@@ -476,11 +478,23 @@ class ModuleCache:
                 and lines[len(lines) - 1 - tail] == old_lines[len(old_lines) - 1 - tail]
             ):
                 tail += 1
-        # the pieces the change touches, and one more on each side (a change may
-        # join a statement to its neighbour, e.g. an added `else:`)
-        first = max(0, bisect.bisect_right(old_bounds, head) - 2)
         old_end = len(old_lines) - tail
-        last = min(len(old_bounds) - 2, bisect.bisect_left(old_bounds, old_end) + 1)
+        if all(
+            _TOP_COMMENT.match(line)
+            for line in (*old_lines[head:old_end], *lines[head : len(lines) - tail])
+        ):
+            # comments at column 0 and empty lines only: they join no
+            # statements, so the pieces that hold them are parsed again alone
+            # (the lines the change leaves: the piece of the line before it)
+            first = bisect.bisect_right(old_bounds, max(head - 1, 0)) - 1
+            last = max(first, bisect.bisect_right(old_bounds, old_end - 1) - 1)
+            last = min(last, len(old_bounds) - 2)
+        else:
+            # the pieces the change touches, and one more on each side (a
+            # change may join a statement to its neighbour, e.g. an added
+            # `else:`)
+            first = max(0, bisect.bisect_right(old_bounds, head) - 2)
+            last = min(len(old_bounds) - 2, bisect.bisect_left(old_bounds, old_end) + 1)
         inside = self._reparse_inside(
             lines, old_lines, old_bounds, (head, len(old_lines) - tail), guard
         )

@@ -151,6 +151,39 @@ def test_an_edit_in_a_long_function_parses_its_chunk_only() -> None:
     _assert_same_calls(edited, cache)
 
 
+def test_a_comment_above_a_long_function_parses_no_more_than_its_neighbour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stages = "".join(
+        f"    s{i} = s{i - 1}.map(f).name('stage {i}')\n" for i in range(1, 200)
+    )
+    text = (
+        f"import os\n\nX = 1\n\n\ndef main():\n    s0 = s\n{stages}    s199.print()\n"
+    )
+    cache = ModuleCache(keep_current_only=True)
+    cache.parse_module(text, ast.parse(text))
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", counting)
+    for edited in (
+        text.replace("\n\n\ndef main", "\n\n# above main\ndef main"),
+        text.replace("\n\n\ndef main", "\n\n\n\n# above main\n\ndef main"),
+        text.replace("\nX = 1\n", "\n# new\nX = 1\n"),
+    ):
+        cache.parse_module(text, real(text))
+        parsed.clear()
+        module = cache.reparse(edited)
+        assert module is not None
+        assert module.deep_equals(cst.parse_module(edited))
+        assert parsed
+        assert max(len(p.splitlines()) for p in parsed) <= 8  # not main's 200 lines
+
+
 def test_an_edit_reparses_only_its_statement() -> None:
     text = (ROOT / "tests" / "fixtures" / "pipelines" / "example_orders.py").read_text(
         encoding="utf-8"
@@ -194,8 +227,27 @@ def _edits(text: str) -> list[str]:
         "\n".join(lines[: middle - 1] + lines[middle + 1 :]),
         "\n".join([*lines, "# the end"]),
         "# a new first line\n" + text,
+        "\n".join([*lines[:middle], "# a comment at column 0", "", *lines[middle:]]),
+        *_comments_before_statements(text),
         text,
     ]
+    return versions
+
+
+def _comments_before_statements(text: str) -> list[str]:
+    """A comment at column 0 just above each top-level statement, one after
+    another; then each removed again, and an empty line added in its place."""
+    lines = text.split("\n")
+    starts = [s.lineno - 1 for s in ast.parse(text).body]
+    versions = []
+    for start in starts[::3]:
+        lines = [*lines[:start], f"# above line {start}", *lines[start:]]
+        versions.append("\n".join(lines))
+        starts = [s + (s >= start) for s in starts]
+    for start in starts[::3]:
+        if lines[start - 1].startswith("# above"):
+            lines = [*lines[: start - 1], "", *lines[start:]]
+            versions.append("\n".join(lines))
     return versions
 
 
@@ -241,7 +293,7 @@ def _indented_edits(text: str, seed: int) -> list[str]:
         elif kind == 4:
             lines.insert(at, indent + "    # deeper")
         elif kind == 5:
-            lines.insert(at, "")
+            lines.insert(at, "" if chooser.randrange(2) else "# at column 0")
         elif kind == 6:
             lines.insert(at, indent + "x = (")
         else:
