@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
 from chainlens.analyzer.model.stream_graph import FusedMember
-from chainlens.analyzer.model.transformation import Transformation, TransformationKind
+from chainlens.analyzer.model.transformation import (
+    Transformation,
+    TransformationKind,
+    evolve,
+)
 from chainlens.analyzer.model.values import Symbol, Unknown, same_value
 
 KEY_BY_MAP = "_stream_key_by_map_operator"
@@ -102,9 +106,9 @@ def align_transformations(ws: Workspace) -> None:
             }
             if t.slot_sharing_group is not None:
                 changes["slot_sharing_group"] = t.slot_sharing_group
-            ws.put(replace(first, **changes))  # type: ignore[arg-type]
+            ws.put(evolve(first, **changes))
             part = ws.forward_partition(first.id)
-            t = ws.put(replace(t, inputs=(part.id, *t.inputs[1:])))
+            t = ws.put(evolve(t, inputs=(part.id, *t.inputs[1:])))
         if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
             source = ws.get(t.inputs[0])
             parallelism = source.parallelism
@@ -115,7 +119,7 @@ def align_transformations(ws: Workspace) -> None:
                 changes["slot_sharing_group"] = source.slot_sharing_group
             part = ws.forward_partition(source.id)
             changes["inputs"] = (part.id,)
-            ws.put(replace(t, **changes))  # type: ignore[arg-type]
+            ws.put(evolve(t, **changes))
 
 
 #: transformation -> its consumers (an ordered set: only who and how many
@@ -227,7 +231,7 @@ def _create_chained_transformation(
     The chained transformation has up's settings, t's output and their names joined.
     """
     dropped = tuple(
-        replace(
+        evolve(
             m,
             dropped_uid=m.dropped_uid or m.uid is not None,
             dropped_uid_hash=m.dropped_uid_hash or m.uid_hash is not None,
@@ -353,10 +357,10 @@ def _rewire(
             inputs = list(user.inputs)
             inputs.remove(t_id)
             inputs.append(fused.id)
-            ws.put(replace(user, inputs=tuple(inputs)))
+            ws.put(evolve(user, inputs=tuple(inputs)))
             continue
         ws.put(
-            replace(
+            evolve(
                 user, inputs=tuple(fused.id if i == t_id else i for i in user.inputs)
             )
         )

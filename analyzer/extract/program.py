@@ -8,7 +8,7 @@ counter exactly as Flink's JVM-wide ``Transformation.getNewNodeId()`` does.
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.planner import PlannerAnswer, Statement
@@ -19,6 +19,7 @@ from chainlens.analyzer.model.transformation import (
     EnvSettings,
     JobSpec,
     Transformation,
+    evolve,
 )
 from chainlens.analyzer.model.values import (
     CommandLineOption,
@@ -26,10 +27,6 @@ from chainlens.analyzer.model.values import (
     Symbol,
     Unknown,
 )
-
-#: the fields of a transformation, in order (see :meth:`Program.update`)
-_TRANSFORMATION_SLOTS = tuple(f.name for f in fields(Transformation))
-_TRANSFORMATION_FIELDS = frozenset(_TRANSFORMATION_SLOTS)
 
 
 @dataclass(eq=False, slots=True)
@@ -161,18 +158,7 @@ class Program:
 
     def update(self, tid: int, **changes: object) -> Transformation:
         """Replace fields of transformation ``tid`` (as Flink's setters do)."""
-        old = self.transformations[tid]
-        if not changes.keys() <= _TRANSFORMATION_FIELDS:
-            raise TypeError(
-                f"Transformation has no fields {set(changes) - _TRANSFORMATION_FIELDS}"
-            )
-        # dataclasses.replace, without its checks and __init__ (a few percent
-        # of an analysis): a slotted frozen dataclass, copied field by field
-        t = object.__new__(Transformation)
-        for name in _TRANSFORMATION_SLOTS:
-            object.__setattr__(
-                t, name, changes[name] if name in changes else getattr(old, name)
-            )
+        t = evolve(self.transformations[tid], **changes)
         self.transformations[tid] = t
         return t
 

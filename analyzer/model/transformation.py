@@ -9,7 +9,8 @@ transformation consumes one, in creation order.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import TypeVar
 
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
@@ -139,3 +140,33 @@ class JobSpec:
     #: where the job's streams went into code chainlens does not follow: the job
     #: is then only partly known (never claimed empty or rejected for it)
     escapes: tuple[Unknown, ...] = field(default=())
+
+
+_T = TypeVar("_T")
+#: the fields of the dataclasses :func:`evolve` copied, by class (None: it
+#: has a ``__post_init__``, which only ``dataclasses.replace`` runs)
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def evolve(obj: _T, **changes: object) -> _T:
+    """``dataclasses.replace(obj, **changes)`` for a frozen dataclass of the
+    model, copied field by field without ``__init__`` (the compiler and the
+    replay replace transformations thousands of times per analysis)."""
+    cls = type(obj)
+    names = _FIELDS.get(cls, ())
+    if names == ():
+        has_hook = hasattr(cls, "__post_init__")
+        names = _FIELDS[cls] = (
+            None if has_hook else tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        )
+    if names is None:
+        return replace(obj, **changes)  # type: ignore[type-var]
+    for name in changes:
+        if name not in names:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+    new = object.__new__(cls)
+    for name in names:
+        object.__setattr__(
+            new, name, changes[name] if name in changes else getattr(obj, name)
+        )
+    return new
