@@ -95,19 +95,19 @@ def generate_deterministic_hash(
 def _check_collision(
     node: StreamNode,
     digest: bytes,
-    hashes: dict[int, bytes],
+    taken: set[bytes],
     symbolic: dict[int, Symbol],
 ) -> None:
-    """Raise Flink's error when a uid's hash equals one computed before."""
+    """Raise Flink's error when a uid's hash equals one computed before
+    (``taken``: the hashes computed, but the placeholders of unknown uids)."""
     uid = node.uid
     if isinstance(uid, Symbol):
         # Only the same unknown value is known to collide.
         if uid in symbolic.values():
             raise JobGraphError(hash_collision_message(uid), node.id)
         return
-    for other_id, previous in hashes.items():
-        if other_id not in symbolic and previous == digest:
-            raise JobGraphError(hash_collision_message(uid), node.id)
+    if digest in taken:
+        raise JobGraphError(hash_collision_message(uid), node.id)
 
 
 def generate_node_hash(
@@ -116,24 +116,33 @@ def generate_node_hash(
     graph: StreamGraph,
     symbolic: dict[int, Symbol] | None = None,
     chained: Mapping[int, int] | None = None,
+    taken: set[bytes] | None = None,
 ) -> bool:
     """Hash ``node`` into ``hashes``; return False when an input is not hashed yet.
 
     Mirrors StreamGraphHasherV2.generateNodeHash (Flink 2.3).  A node with a uid
     does not wait for its inputs.  ``symbolic`` collects the nodes whose uid is a
-    :class:`Symbol` (their hash is a placeholder).
+    :class:`Symbol` (their hash is a placeholder).  ``taken`` holds the hashes
+    in ``hashes`` but those placeholders (kept up to date here; made from
+    ``hashes`` when not given).
     """
     symbolic = {} if symbolic is None else symbolic
+    if taken is None:
+        taken = {h for i, h in hashes.items() if i not in symbolic}
     uid = node.uid
     if uid is None:
         if any(e.source_id not in hashes for e in graph.in_edges(node.id)):
             return False
-        hashes[node.id] = generate_deterministic_hash(node, hashes, graph, chained)
+        digest = generate_deterministic_hash(node, hashes, graph, chained)
+        hashes[node.id] = digest
+        taken.add(digest)
         return True
     digest = generate_user_specified_hash(str(uid))
-    _check_collision(node, digest, hashes, symbolic)
+    _check_collision(node, digest, taken, symbolic)
     if isinstance(uid, Symbol):
         symbolic[node.id] = uid
+    else:
+        taken.add(digest)
     hashes[node.id] = digest
     return True
 
@@ -158,13 +167,14 @@ def traverse_stream_graph_and_generate_hashes(
     :func:`chained_outputs` of the graph, when known.
     """
     hashes: dict[int, bytes] = {}
+    taken: set[bytes] = set()
     sources = graph.source_ids
     remaining: deque[int] = deque(sources)
     visited: set[int] = set(sources)
     while remaining:
         current = remaining.popleft()
         node = nodes[current] if nodes is not None else graph.node(current)
-        if generate_node_hash(node, hashes, graph, symbolic, chained):
+        if generate_node_hash(node, hashes, graph, symbolic, chained, taken):
             for edge in graph.out_edges(current):
                 if edge.target_id not in visited:
                     remaining.append(edge.target_id)
