@@ -9,8 +9,9 @@ transformation consumes one, in creation order.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
@@ -143,30 +144,44 @@ class JobSpec:
 
 
 _T = TypeVar("_T")
-#: the fields of the dataclasses :func:`evolve` copied, by class (None: it
-#: has a ``__post_init__``, which only ``dataclasses.replace`` runs)
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
+#: per class: a function copying an instance's fields (None: the class has a
+#: ``__post_init__``, which only ``dataclasses.replace`` runs), and its fields
+_COPIERS: dict[type, tuple[Callable[[Any], Any], frozenset[str]] | None] = {}
+
+
+def _copier(cls: type) -> tuple[Callable[[Any], Any], frozenset[str]] | None:
+    """A function of straight lines copying each field of ``cls`` (made once,
+    as dataclasses makes ``__init__``): a loop over the fields costs twice."""
+    if hasattr(cls, "__post_init__"):
+        return None
+    names = [f.name for f in fields(cls)]
+    lines = ["def copy(obj):", "    new = new_object(cls)"]
+    lines += [f"    set_field(new, {n!r}, obj.{n})" for n in names]
+    lines.append("    return new")
+    scope: dict[str, Any] = {
+        "new_object": object.__new__,
+        "set_field": object.__setattr__,
+        "cls": cls,
+    }
+    exec("\n".join(lines), scope)  # its text is made here, of the field names
+    return scope["copy"], frozenset(names)
 
 
 def evolve(obj: _T, **changes: object) -> _T:
     """``dataclasses.replace(obj, **changes)`` for a frozen dataclass of the
-    model, copied field by field without ``__init__`` (the compiler and the
-    replay replace transformations thousands of times per analysis)."""
+    model, copied without ``__init__`` (the compiler and the replay replace
+    transformations thousands of times per analysis)."""
     cls = type(obj)
-    names = _FIELDS.get(cls, ())
-    if names == ():
-        has_hook = hasattr(cls, "__post_init__")
-        names = _FIELDS[cls] = (
-            None if has_hook else tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
-        )
-    if names is None:
+    if cls in _COPIERS:
+        made = _COPIERS[cls]
+    else:
+        made = _COPIERS[cls] = _copier(cls)
+    if made is None:
         return replace(obj, **changes)  # type: ignore[type-var]
-    for name in changes:
+    copy, names = made
+    new = copy(obj)
+    for name, value in changes.items():
         if name not in names:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
-    new = object.__new__(cls)
-    for name in names:
-        object.__setattr__(
-            new, name, changes[name] if name in changes else getattr(obj, name)
-        )
-    return new
+        object.__setattr__(new, name, value)
+    return new  # type: ignore[no-any-return]
