@@ -183,6 +183,15 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         self.untaken: list[tuple[object, ...]] = []
         #: where the test of each branch on an unknown condition met is, by key
         self.places: dict[tuple[object, ...], SourceRange | None] = {}
+        #: the branches on unknown conditions met, in order (a failure after
+        #: one has ended may still depend on what was done in it)
+        self.met: list[Assumption] = []
+        #: the program failed on this run's path after branches on unknown
+        #: conditions that had ended: the failure, said as certain, and those
+        #: not decided yet, latest last (see :func:`interpret`)
+        self.failed_after: (
+            tuple[str, SourceRange | None, tuple[Assumption, ...]] | None
+        ) = None
 
     # ------------------------------------------------------------------ driver
 
@@ -214,6 +223,13 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         ]
         if not open_:  # on every path (or every other one fails too)
             self.record.problem("flink-error", stop.message, stop.where)
+            inside = {a.key for a in assumed}
+            ended = tuple(
+                a for a in self.met if a.key not in self.decided and a.key not in inside
+            )
+            if ended and not self.probed:
+                # it may depend on what an ended branch did (a value it set)
+                self.failed_after = (stop.message, stop.where, ended)
             return
         when = " and ".join(a.shown() for a in assumed)
         self.failed_when = (f"when {when}: {stop.message}", stop.where, open_[-1])
@@ -375,6 +391,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         if assumption is None:
             yield
             return
+        self.met.append(assumption)
         self.assumed.append(assumption)
         try:
             yield

@@ -19,6 +19,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluator
 from chainlens.analyzer.extract.flow import Guard
+from chainlens.analyzer.extract.interface import Assumption
 from chainlens.analyzer.extract.modules import ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program, TableReplay
@@ -114,7 +115,16 @@ def interpret(
     while True:
         program, evaluator = run(decided)
         if evaluator.failed_when is None:
-            break
+            if evaluator.failed_after is None:
+                break
+            runs, flipped = depends_on_ended_branch(
+                run, decided, evaluator.failed_after, runs, program
+            )
+            if flipped is None:
+                break
+            message, where, decided = flipped
+            failures.append((message, where))
+            continue
         message, where, branch = evaluator.failed_when
         failures.append((message, where))
         if runs == MAX_FAILING_BRANCHES or branch.key in decided:
@@ -157,6 +167,43 @@ def interpret(
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+def depends_on_ended_branch(
+    run: Callable[[dict[tuple[object, ...], bool]], tuple[Program, Evaluator]],
+    decided: dict[tuple[object, ...], bool],
+    after: tuple[str, SourceRange | None, tuple[Assumption, ...]],
+    runs: int,
+    program: Program,
+) -> tuple[int, tuple[str, SourceRange | None, dict[tuple[object, ...], bool]] | None]:
+    """A failure on the path of a run, after branches on unknown conditions
+    had ended (``after``): the program is replayed with each of them decided
+    the other way, the latest first, until a run does not fail there.  The
+    failure then depends on that branch (a value set in it): it is said with
+    its condition, and that run's decisions are returned.  Returns the runs
+    made so far, and None when every other side fails there too (the failure
+    stays certain); when the runs are used up first, ``program`` says so."""
+    message, where, ended = after
+    for index, branch in enumerate(reversed(ended)):
+        if runs >= MAX_FAILING_BRANCHES:
+            program.unknown(
+                "branch",
+                f"whether PyFlink raises here only after {len(ended) - index} of "
+                "the branches on conditions not known statically before it is "
+                f"not checked: the {MAX_FAILING_BRANCHES} extra runs of the "
+                "program are used up",
+                where,
+            )
+            break
+        trial = {**decided, branch.key: not branch.taken}
+        tried, evaluator = run(trial)
+        runs += 1
+        fails = any(
+            p.code == "flink-error" and p.range == where for p in tried.problems
+        ) or (evaluator.failed_when is not None and evaluator.failed_when[1] == where)
+        if not fails:
+            return runs, (f"when {branch.shown()}: {message}", where, trial)
+    return runs, None
 
 
 def first_side_only(

@@ -46,6 +46,8 @@ class AnalysisError:
     the arguments a deployment passes, decide the condition, the failure is
     either gone (the branch is not taken) or an error (it is).  The body of a
     loop over what is not known is such a branch ("when `paths` is not empty").
+    So is a branch that has ended before the call, when the call depends on a
+    value set in it (`mode = "file"` there, `if mode == "file":` after it).
 
     ## Why is this bad?
     chainlens rebuilds the job graph from the source without running it.  Where

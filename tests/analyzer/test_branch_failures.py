@@ -678,3 +678,88 @@ def test_a_break_in_a_nested_loops_else_is_the_outer_loops() -> None:
     assert message.startswith(
         'PyFlink raises here when `os.environ["INPUTS"].split(",")` is empty: '
     )
+
+
+def test_a_failure_through_a_value_an_ended_branch_set_is_conditional() -> None:
+    """The branch has ended when PyFlink raises; the value it set decides
+    whether the failing call runs: the failure is said with its condition,
+    and the job is that of the other side."""
+    result = _program(
+        'mode = "collection"\n'
+        'if flag == "file":\n'
+        '    mode = "file"\n'
+        'if mode == "file":\n'
+        '    env.read_text_file("in").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 12
+    assert severity is Severity.WARNING
+    assert message.startswith(
+        'PyFlink raises here when `flag == "file"`: '
+        "StreamExecutionEnvironment.read_text_file() does not exist"
+    )
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_value_set_in_a_loop_that_breaks_decides_the_failure_after_it() -> None:
+    result = _program(
+        'for part in os.environ["PARTS"].split(","):\n'
+        '    if part == "file":\n'
+        '        mode = "file"\n'
+        "        break\n"
+        "else:\n"
+        '    mode = "collection"\n'
+        'if mode == "file":\n'
+        '    env.read_text_file("in").print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 15
+    assert severity is Severity.WARNING
+    assert message.startswith('PyFlink raises here when `part == "file"`: ')
+    assert [j.job_name for j in result.jobs] == ["after"]
+
+
+def test_a_failure_after_an_ended_branch_it_does_not_depend_on_is_certain() -> None:
+    result = _program(
+        'if flag == "a":\n'
+        '    name = "a"\n'
+        "else:\n"
+        '    name = "b"\n'
+        'env.read_text_file("in").name(name).print()\n'
+    )
+    ((line, severity, message),) = _cl000(result)
+    assert line == 12
+    assert severity is Severity.ERROR
+    assert message.startswith("PyFlink raises here: ")
+    assert not result.jobs
+
+
+def test_the_command_line_decides_an_ended_branch_a_failure_depends_on() -> None:
+    body = (
+        "import sys\n"
+        'mode = "collection"\n'
+        'if sys.argv[1:] == ["--file"]:\n'
+        '    mode = "file"\n'
+        'if mode == "file":\n'
+        '    env.read_text_file("in").print()\n'
+    )
+    text = ELSE_HEAD + body + LOOP_JOB
+    chosen = analyze_source("else.py", text, replace(CONFIG, argv=("--file",)))
+    ((_, severity, message),) = _cl000(chosen)
+    assert severity is Severity.ERROR
+    assert message.startswith("PyFlink raises here: ")
+    other = analyze_source("else.py", text, replace(CONFIG, argv=("--kafka",)))
+    assert not _cl000(other)
+    assert [j.job_name for j in other.jobs] == ["after"]
+
+
+def test_past_the_limit_of_runs_a_failure_after_ended_branches_says_so() -> None:
+    branches = "".join(
+        f'if os.environ.get("F{n}"):\n    value{n} = {n}\n' for n in range(12)
+    )
+    result = _program(branches + 'env.read_text_file("in").print()\n')
+    ((_, severity, _message),) = _cl000(result)
+    assert severity is Severity.ERROR  # every other side tried fails there too
+    notes = [u.reason for u in result.unknowns if "used up" in u.reason]
+    assert len(notes) == 1
+    assert "only after 4 of the branches" in notes[0]

@@ -11,11 +11,15 @@ print raises the TypeError chainlens names; the dataclass configuration's file
 branch raises AttributeError on 2.3 and TypeError on 1.20, as chainlens says
 once ``--argv`` decides it; the elif and the else of ``branch_fails_in_else.py``
 raise the AttributeErrors chainlens says of them with their conditions, and on
-1.20 the else builds the graph chainlens builds once ``--argv`` takes it.
+1.20 the else builds the graph chainlens builds once ``--argv`` takes it;
+``branch_fails_after_branch.py`` raises after its branch has ended, through the
+value the branch set, as chainlens says with the branch's condition, and on
+1.20 builds the file source's graph chainlens builds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -36,6 +40,7 @@ GENERATOR = ROOT / "tests" / "oracle" / "generate.py"
 PROGRAM = FIXTURES / "pipelines" / "branch_fails_on_unknown.py"
 DATACLASS = FIXTURES / "pipelines" / "branch_fails_dataclass_config.py"
 IN_ELSE = FIXTURES / "pipelines" / "branch_fails_in_else.py"
+AFTER = FIXTURES / "pipelines" / "branch_fails_after_branch.py"
 
 pytestmark = [
     pytest.mark.oracle,
@@ -176,3 +181,38 @@ def test_the_else_builds_the_graph_said_on_1_20(tmp_path: Path) -> None:
     assert differences(IN_ELSE, expected, "1.20", config) == []
     (job,) = expected["jobs"]
     assert job
+
+
+def test_a_failure_through_a_value_an_ended_branch_set_is_flinks(
+    tmp_path: Path,
+) -> None:
+    expected = _run(tmp_path, NEWEST, "--argv=--from-file", program=AFTER)
+    assert expected["error"]["type"] == "AttributeError"
+    assert "read_text_file" in expected["error"]["message"]
+    # told the command line, chainlens says the failure for certain
+    config = _config(expected, NEWEST, ("--from-file",))
+    assert differences(AFTER, expected, NEWEST, config) == []
+    (certain,) = analyse_like_flink(AFTER, expected, NEWEST, config).problems
+    assert certain.code == "flink-error"
+    # not told (the command line unknown), it says that failure with the
+    # condition that leads to it, at the line where Flink raised, and keeps
+    # the job of the other path
+    unknown = dataclasses.replace(config, argv=None)
+    alone = analyse_like_flink(AFTER, expected, NEWEST, unknown)
+    (said,) = [p for p in alone.problems if "read_text_file" in p.message]
+    assert said.code == "flink-error-when"
+    assert said.message.startswith('when `arg == "--from-file"`: ')
+    assert said.range is not None
+    assert said.range.start.line == certain.range.start.line  # type: ignore[union-attr]
+    assert len(alone.jobs) == 1
+
+
+def test_the_value_an_ended_branch_set_builds_the_graph_said_on_1_20(
+    tmp_path: Path,
+) -> None:
+    expected = _run(tmp_path, "1.20", "--argv=--from-file", program=AFTER)
+    assert not expected.get("error"), expected.get("error")
+    (job,) = expected["jobs"]
+    assert any("read" in v["name"].lower() for v in job["job_graph"]["vertices"])
+    config = _config(expected, "1.20", ("--from-file",))
+    assert differences(AFTER, expected, "1.20", config) == []
