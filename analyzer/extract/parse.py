@@ -136,6 +136,7 @@ class _Piece:
         "module",
         "moved",
         "parts",
+        "placed",
         "shifts",
         "text",
     )
@@ -160,6 +161,9 @@ class _Piece:
         #: its calls shifted last, and by how many lines (a chunk's calls in
         #: the function it is a part of: most chunks stay where they were)
         self.moved: tuple[int, CallRanges] | None = None
+        #: per statement of a top-level piece: its calls shifted last to where
+        #: the piece is in the module, and by how many lines
+        self.placed: dict[int, tuple[int, CallRanges]] = {}
 
     def statement_calls(self) -> list[CallRanges] | None:
         if self.calls is False:
@@ -398,7 +402,14 @@ class ModuleCache:
                 return None
             if not offset:
                 return pairs[index]
-            return [(call, _shifted(where, offset)) for call, where in pairs[index]]
+            # shifted once per place: an edit moves only what follows it
+            kept = piece.placed.get(index)
+            if kept is None or kept[0] != offset:
+                kept = piece.placed[index] = (
+                    offset,
+                    [(call, _shifted(where, offset)) for call, where in pairs[index]],
+                )
+            return kept[1]
 
         return of_statement
 
