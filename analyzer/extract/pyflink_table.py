@@ -15,7 +15,9 @@ then falls back to the honest unknown.
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Final
 
 from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
 from chainlens.analyzer.extract.pyflink_calls import Call
@@ -23,8 +25,12 @@ from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
     StatementSetRef,
     Stream,
+    TableConfigRef,
+    TableDataType,
     TableEnvRef,
+    TableExpression,
     TableRef,
+    TableSettings,
 )
 from chainlens.analyzer.extract.values import Opaque
 from chainlens.analyzer.model.enums import (
@@ -61,6 +67,105 @@ TABLE_API = "the Table API"
 STAND_IN_PARALLELISM = 7919
 
 
+#: The functions of ``pyflink.table.expressions`` handed over (PyFlink 2.3's
+#: ``__all__`` but its constants); the worker checks each again.
+EXPRESSION_FUNCTIONS: Final = frozenset(
+    {
+        "if_then_else", "lit", "col", "range_", "and_", "or_", "not_",
+        "current_database", "current_date", "current_time", "current_timestamp",
+        "current_watermark", "local_time", "local_timestamp", "temporal_overlaps",
+        "date_format", "timestamp_diff", "array", "row", "map_", "row_interval",
+        "pi", "e", "rand", "rand_integer", "atan2", "negative", "concat",
+        "concat_ws", "uuid", "null_of", "log", "with_columns", "without_columns",
+        "json", "json_string", "json_object", "json_object_agg", "json_array",
+        "json_array_agg", "call", "call_sql", "source_watermark",
+        "to_timestamp_ltz", "from_unixtime", "to_date", "to_timestamp",
+        "convert_tz", "unix_timestamp",
+    }
+)  # fmt: skip
+
+#: The properties of PyFlink 2.3's ``Expression`` (``col("a").sum``).
+EXPRESSION_PROPERTIES: Final = frozenset(
+    {
+        "abs", "acos", "array_agg", "asc", "ascii", "asin", "atan", "avg", "bin",
+        "cardinality", "char_length", "chr", "collect", "cos", "cosh", "cot",
+        "count", "day", "days", "degrees", "desc", "distinct", "element", "end",
+        "exp", "first_value", "flatten", "from_base64", "hex", "hour", "hours",
+        "init_cap", "is_false", "is_not_false", "is_not_null", "is_not_true",
+        "is_null", "is_true", "last_value", "ln", "log10", "log2", "lower_case",
+        "map_entries", "map_keys", "map_values", "max", "md5", "milli", "millis",
+        "min", "minute", "minutes", "month", "months", "proctime", "quarter",
+        "quarters", "radians", "reverse", "rowtime", "second", "seconds", "sha1",
+        "sha224", "sha256", "sha384", "sha512", "sign", "sin", "sinh", "sqrt",
+        "start", "stddev_pop", "stddev_samp", "sum", "sum0", "tan", "tanh",
+        "to_base64", "to_date", "to_time", "to_timestamp", "unhex", "upper_case",
+        "var_pop", "var_samp", "week", "weeks", "year", "years",
+    }
+)  # fmt: skip
+
+#: The methods of PyFlink 2.3's ``Expression`` (``col("a").alias("b")``).
+EXPRESSION_METHODS: Final = frozenset(
+    {
+        "alias", "array_append", "array_concat", "array_contains",
+        "array_distinct", "array_except", "array_intersect", "array_join",
+        "array_max", "array_min", "array_position", "array_prepend",
+        "array_remove", "array_reverse", "array_slice", "array_sort",
+        "array_union", "at", "between", "btrim", "cast", "ceil", "concat",
+        "decode", "elt", "encode", "ends_with", "extract", "floor", "get",
+        "if_null", "in_", "instr", "is_json", "json_exists", "json_query",
+        "json_quote", "json_unquote", "json_value", "left", "like", "list_agg",
+        "locate", "log", "lpad", "ltrim", "map_union", "not_between",
+        "object_update", "over", "overlay", "parse_url", "percentile", "position",
+        "printf", "regexp", "regexp_count", "regexp_extract",
+        "regexp_extract_all", "regexp_instr", "regexp_replace", "regexp_substr",
+        "repeat", "replace", "right", "round", "rpad", "rtrim", "sha2", "similar",
+        "split", "split_index", "starts_with", "str_to_map", "substr",
+        "substring", "then", "translate", "trim", "trim_leading",
+        "trim_trailing", "truncate", "try_cast", "url_decode", "url_encode",
+    }
+)  # fmt: skip
+
+#: Python's operators on expressions, by the name of their ``operator``
+#: function (what the worker applies).
+EXPRESSION_OPERATORS: Final = frozenset(
+    {
+        "add", "sub", "mul", "truediv", "mod", "pow", "eq", "ne", "lt", "le",
+        "gt", "ge", "and_", "or_", "invert", "neg",
+    }
+)  # fmt: skip
+
+#: The methods of a ``Table`` handed over, and what each returns.
+TABLE_METHODS: Final = {
+    **dict.fromkeys(
+        (
+            "select", "where", "filter", "alias", "distinct", "add_columns",
+            "add_or_replace_columns", "drop_columns", "rename_columns", "join",
+            "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
+            "union", "minus", "minus_all", "intersect", "intersect_all",
+            "order_by", "limit", "fetch", "offset",
+        ),
+        "Table",
+    ),
+    "group_by": "GroupedTable",
+}  # fmt: skip
+
+#: The methods of a ``GroupedTable`` handed over (an aggregate function or a
+#: table aggregate is a user-defined function: not handed over).
+GROUPED_TABLE_METHODS: Final = {"select": "Table"}
+
+#: The table configuration keys handed over (others may change the job in a way
+#: the planner's answer would not show).
+TABLE_CONFIG_KEYS: Final = frozenset(
+    {"parallelism.default", "pipeline.max-parallelism"}
+)
+
+#: How many values of literal rows (``from_elements``) are handed over.
+MAX_ELEMENTS: Final = 10_000
+
+#: How deep an expression or a data type is followed.
+MAX_DEPTH: Final = 64
+
+
 class NotPlannedError(Exception):
     """A Table statement that cannot be handed to the planner (said where)."""
 
@@ -95,6 +200,12 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return None
     env = receiver.env
     count = len(call.args.positional) + len(call.args.keywords)
+    if receiver.pure and name in ("from_data_stream", "to_data_stream"):
+        return None  # a TableEnvironment has no DataStream
+    if name == "get_config" and count == 0:
+        return TableConfigRef(receiver)
+    if name == "from_elements" and 1 <= count <= 3:
+        return _from_elements(call, replay, env)
     if name == "from_data_stream" and count == 1:
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
@@ -109,7 +220,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         table = call.args.get(1, "table_or_data_stream")
         if not isinstance(view, str):
             raise NotPlannedError("the view's name is not known statically")
-        if not isinstance(table, TableRef):
+        if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         replay.record(
             {"op": "create_temporary_view", "name": view, "table": table.statement},
@@ -124,7 +235,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return TableRef(env, replay.record(statement, call.where))
     if name == "to_data_stream" and count == 1:
         table = call.args.get(0, "table")
-        if not isinstance(table, TableRef):
+        if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         index = replay.record(
             {
@@ -173,11 +284,28 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
 
 
 def table_method(call: Call, receiver: TableRef, name: str) -> object:
-    """A method of a ``Table``; None when not modelled."""
+    """A method of a ``Table`` or a ``GroupedTable``; None when not modelled.
+
+    Raises :class:`NotPlannedError` for a modelled method whose arguments are
+    not static.
+    """
     replay = call.program.tables
     if replay is None or replay.stopped or call.args.unseen:
         return None
     count = len(call.args.positional) + len(call.args.keywords)
+    methods = TABLE_METHODS if receiver.kind == "Table" else GROUPED_TABLE_METHODS
+    made = methods.get(name)
+    if made is not None:
+        arguments, _ = _arguments(call, f"an argument of {receiver.kind}.{name}()")
+        statement: Statement = {
+            "op": "table_method",
+            "table": receiver.statement,
+            "method": name,
+            **arguments,
+        }
+        return TableRef(receiver.env, replay.record(statement, call.where), made)
+    if receiver.kind != "Table":
+        return None
     if name == "execute_insert" and count == 1:
         sink = call.args.get(0, "table_path_or_descriptor")
         if not isinstance(sink, str):
@@ -224,6 +352,241 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
         _submit(call, replay, env, index, "statement_set", "statement_set.execute")
         return Opaque("pyflink.table.TableResult")
     return None
+
+
+def static_value(value: object, what: str) -> tuple[object, int]:
+    """Return ``value`` as the planner is handed it, and how deep it is: a JSON
+    scalar, an expression, a data type, a table (by the statement that made
+    it) or a list of these.
+
+    Raises :class:`NotPlannedError` for anything else (a user-defined
+    function, a value chainlens does not know).
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value, 0
+    if isinstance(value, float) and math.isfinite(value):
+        return value, 0
+    if isinstance(value, TableExpression | TableDataType):
+        return value.tree, value.depth
+    if isinstance(value, TableRef) and value.kind == "Table":
+        return {"table": value.statement}, 1
+    if isinstance(value, list | tuple) and len(value) <= MAX_ELEMENTS:
+        items = [static_value(v, what) for v in value]
+        depth = 1 + max((d for _, d in items), default=0)
+        if depth > MAX_DEPTH:
+            raise NotPlannedError(f"{what} is nested too deep to be handed over")
+        return {"list": [v for v, _ in items]}, depth
+    raise NotPlannedError(
+        f"{what} is not known statically (only literals, col, lit, call of a "
+        "built-in function, their operators and methods, DataTypes and tables "
+        "are handed to the planner; not a user-defined function)"
+    )
+
+
+def _arguments(call: Call, what: str) -> tuple[dict[str, object], int]:
+    """The static arguments of ``call`` (``args``, ``kwargs``) and their depth."""
+    if call.args.unseen:
+        raise NotPlannedError(f"{what} is not known statically")
+    depth = 0
+    args: list[object] = []
+    for value in call.args.positional:
+        item, d = static_value(value, what)
+        args.append(item)
+        depth = max(depth, d)
+    out: dict[str, object] = {"args": args}
+    if call.args.keywords:
+        kwargs: dict[str, object] = {}
+        for key, value in call.args.keywords.items():
+            kwargs[key], d = static_value(value, what)
+            depth = max(depth, d)
+        out["kwargs"] = kwargs
+    if depth + 1 > MAX_DEPTH:
+        raise NotPlannedError(f"{what} is nested too deep to be handed over")
+    return out, depth + 1
+
+
+def expression_function(call: Call, name: str) -> TableExpression | None:
+    """``col(...)``, ``lit(...)``, ``call("built_in", ...)`` and the other
+    functions of ``pyflink.table.expressions``; None when not one of them."""
+    if name not in EXPRESSION_FUNCTIONS:
+        return None
+    if name in ("call", "call_sql") and not isinstance(call.args.get(0, "f"), str):
+        raise NotPlannedError(
+            f"{name}() of a function that is not a built-in name is not handed to "
+            "the planner"
+        )
+    arguments, depth = _arguments(call, f"an argument of {name}()")
+    return TableExpression({"fn": name, **arguments}, depth)
+
+
+def data_type(call: Call, name: str) -> TableDataType | None:
+    """``DataTypes.NAME(...)``; None when not a data type."""
+    if not name.isupper():
+        return None
+    arguments, depth = _arguments(call, f"an argument of DataTypes.{name}()")
+    return TableDataType({"datatype": name, **arguments}, depth)
+
+
+def expression_property(owner: TableExpression, name: str) -> TableExpression | None:
+    """``expression.name`` of a property (``col("a").sum``); else None."""
+    if name not in EXPRESSION_PROPERTIES or owner.depth + 1 > MAX_DEPTH:
+        return None
+    return TableExpression({"property": name, "on": owner.tree}, owner.depth + 1)
+
+
+def expression_method(
+    call: Call, receiver: TableExpression, name: str
+) -> TableExpression | None:
+    """``expression.name(...)`` (``col("a").alias("b")``); else None."""
+    if name not in EXPRESSION_METHODS:
+        return None
+    arguments, depth = _arguments(call, f"an argument of Expression.{name}()")
+    depth = max(depth, receiver.depth + 1)
+    if depth > MAX_DEPTH:
+        raise NotPlannedError("the expression is nested too deep to be handed over")
+    return TableExpression({"method": name, "on": receiver.tree, **arguments}, depth)
+
+
+def operate(name: str, operands: tuple[object, ...]) -> TableExpression | None:
+    """Python's operator ``name`` on an expression (``col("a") > 1``); None
+    when no operand is an expression or one is not static."""
+    if name not in EXPRESSION_OPERATORS or not any(
+        isinstance(o, TableExpression) for o in operands
+    ):
+        return None
+    try:
+        items = [static_value(o, "an operand") for o in operands]
+    except NotPlannedError:
+        return None
+    depth = 1 + max(d for _, d in items)
+    if depth > MAX_DEPTH:
+        return None
+    return TableExpression({"operator": name, "args": [v for v, _ in items]}, depth)
+
+
+def environment_settings(call: Call, name: str) -> TableSettings | None:
+    """``EnvironmentSettings.in_streaming_mode()``, ``in_batch_mode()`` or
+    ``new_instance()``; else None."""
+    if call.args.positional or call.args.keywords or call.args.unseen:
+        return None
+    if name == "in_streaming_mode":
+        return TableSettings("streaming", built=True)
+    if name == "in_batch_mode":
+        return TableSettings("batch", built=True)
+    if name == "new_instance":
+        return TableSettings("streaming", built=False)
+    return None
+
+
+def settings_method(call: Call, receiver: TableSettings, name: str) -> object:
+    """A method of ``EnvironmentSettings.Builder`` (the mode, ``build``); else
+    None."""
+    if call.args.positional or call.args.keywords or call.args.unseen:
+        return None
+    if receiver.built:
+        return None
+    if name == "in_streaming_mode":
+        return TableSettings("streaming", built=False)
+    if name == "in_batch_mode":
+        return TableSettings("batch", built=False)
+    if name == "build":
+        return TableSettings(receiver.mode, built=True)
+    return None
+
+
+def create_pure_table_env(call: Call, env: EnvState) -> TableEnvRef | None:
+    """``TableEnvironment.create(settings)``: a table environment of its own
+    (over ``env``, a fresh environment: what its jobs are submitted with)."""
+    replay = call.program.tables
+    if replay is None or replay.stopped:
+        return None
+    count = len(call.args.positional) + len(call.args.keywords)
+    settings = call.args.get(0, "environment_settings")
+    if count != 1 or call.args.unseen:
+        return None
+    if not isinstance(settings, TableSettings) or not settings.built:
+        raise NotPlannedError("the EnvironmentSettings are not known statically")
+    if settings.mode == "batch":
+        raise NotPlannedError(
+            "a TableEnvironment in batch mode is not planned (Flink builds its "
+            "jobs for the adaptive batch scheduler: blocking exchanges and "
+            "parallelism decided when the job runs, which chainlens does not model)"
+        )
+    if replay.table_envs:
+        raise NotPlannedError("a second table environment is not planned")
+    replay.table_envs += 1
+    replay.record({"op": "table_environment", "mode": settings.mode}, call.where)
+    return TableEnvRef(env, pure=True)
+
+
+def table_config_set(call: Call, receiver: TableConfigRef) -> tuple[str, str]:
+    """``t_env.get_config().set(key, value)`` of a pure table environment:
+    recorded; the key and value returned (the environment takes them too).
+
+    Raises :class:`NotPlannedError` when it is not handed over.
+    """
+    replay = call.program.tables
+    assert replay is not None
+    key = call.args.get(0, "key")
+    value = call.args.get(1, "value")
+    count = len(call.args.positional) + len(call.args.keywords)
+    if count != 2 or not isinstance(key, str) or not isinstance(value, str):
+        raise NotPlannedError(
+            "the configuration's key or value is not known statically"
+        )
+    if not receiver.table_env.pure:
+        raise NotPlannedError(
+            "the table configuration of a StreamTableEnvironment is not handed over"
+        )
+    if key not in TABLE_CONFIG_KEYS:
+        raise NotPlannedError(
+            f"only {', '.join(sorted(TABLE_CONFIG_KEYS))} of the table "
+            "configuration are handed to the planner"
+        )
+    replay.record({"op": "config", "key": key, "value": value}, call.where)
+    return key, value
+
+
+def _literal_rows(elements: object) -> list[object]:
+    """The rows of ``from_elements`` as the planner is handed them."""
+    if not isinstance(elements, list | tuple):
+        raise NotPlannedError("the rows of from_elements are not literal")
+    rows: list[object] = []
+    size = 0
+    for element in elements:
+        values = element if isinstance(element, list | tuple) else [element]
+        size += len(values)
+        if size > MAX_ELEMENTS:
+            raise NotPlannedError(
+                f"from_elements has over {MAX_ELEMENTS:,} values: not handed over"
+            )
+        for v in values:
+            if not (
+                v is None
+                or isinstance(v, bool | int | str)
+                or (isinstance(v, float) and math.isfinite(v))
+            ):
+                raise NotPlannedError(
+                    "the rows of from_elements are not literal (only numbers, "
+                    "strings, booleans and None are handed over)"
+                )
+        rows.append(list(values) if isinstance(element, list | tuple) else element)
+    return rows
+
+
+def _from_elements(call: Call, replay: TableReplay, env: EnvState) -> TableRef:
+    rows = _literal_rows(call.args.get(0, "elements"))
+    schema, _ = static_value(call.args.get(1, "schema"), "the schema of from_elements")
+    verify = call.args.get(2, "verify_schema", True)
+    if not isinstance(verify, bool):
+        raise NotPlannedError("verify_schema is not known statically")
+    statement: Statement = {
+        "op": "from_elements",
+        "elements": rows,
+        "schema": schema,
+        "verify_schema": verify,
+    }
+    return TableRef(env, replay.record(statement, call.where))
 
 
 def _submit(

@@ -47,9 +47,45 @@ class TypeInfo:
 
 @dataclass(eq=False, slots=True)
 class TableEnvRef:
-    """A ``StreamTableEnvironment`` over a known environment (``--planner``)."""
+    """A table environment over a known environment (``--planner``): a
+    ``StreamTableEnvironment``, or a ``TableEnvironment`` made from
+    ``EnvironmentSettings`` (``pure``: no DataStream goes in or out)."""
 
     env: EnvState
+    pure: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class TableConfigRef:
+    """``t_env.get_config()`` of a table environment (``--planner``)."""
+
+    table_env: TableEnvRef
+
+
+@dataclass(eq=False, slots=True)
+class TableSettings:
+    """``EnvironmentSettings`` (or its builder) with the mode it sets."""
+
+    mode: str  # "streaming" or "batch"
+    built: bool
+
+
+@dataclass(eq=False, slots=True)
+class TableExpression:
+    """An expression of the Table API's DSL (``col``, ``lit``, ``call``, their
+    operators, methods and properties), as the data the planner is handed."""
+
+    tree: dict[str, object]
+    #: how deep the tree is (a deeper one is not handed over)
+    depth: int = 1
+
+
+@dataclass(eq=False, slots=True)
+class TableDataType:
+    """A ``DataTypes.X(...)`` value, as the data the planner is handed."""
+
+    tree: dict[str, object]
+    depth: int = 1
 
 
 @dataclass(eq=False, slots=True)
@@ -62,10 +98,12 @@ class StatementSetRef:
 
 @dataclass(eq=False, slots=True)
 class TableRef:
-    """A ``Table``: the index of the statement that made it (``--planner``)."""
+    """A ``Table`` (or a ``GroupedTable``: ``kind``): the index of the
+    statement that made it (``--planner``)."""
 
     env: EnvState
     statement: int
+    kind: str = "Table"
 
 
 @dataclass(eq=False, slots=True)
