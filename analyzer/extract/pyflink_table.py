@@ -25,6 +25,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
     StatementSetRef,
     Stream,
+    TableBuilder,
     TableConfigRef,
     TableDataType,
     TableEnvRef,
@@ -32,7 +33,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableRef,
     TableSettings,
 )
-from chainlens.analyzer.extract.values import Opaque
+from chainlens.analyzer.extract.values import Opaque, QualifiedRef
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     ExchangeMode,
@@ -125,6 +126,38 @@ EXPRESSION_METHODS: Final = frozenset(
     }
 )  # fmt: skip
 
+#: The constants of ``pyflink.table.expressions`` (an over window's bounds).
+EXPRESSION_CONSTANTS: Final = frozenset(
+    {"UNBOUNDED_ROW", "UNBOUNDED_RANGE", "CURRENT_ROW", "CURRENT_RANGE"}
+)
+
+#: The builders handed over: per class, the static methods that start one and
+#: the methods that continue it (``build`` ends a Schema, a descriptor).
+BUILDERS: Final = {
+    "Schema": (
+        frozenset({"new_builder"}),
+        frozenset(
+            {
+                "column", "column_by_expression", "column_by_metadata",
+                "watermark", "primary_key", "primary_key_named",
+                "from_row_data_type", "from_fields", "from_schema", "build",
+            }
+        ),
+    ),
+    "TableDescriptor": (
+        frozenset({"for_connector"}),
+        frozenset({"schema", "option", "format", "partitioned_by", "comment", "build"}),
+    ),
+    "FormatDescriptor": (frozenset({"for_format"}), frozenset({"option", "build"})),
+    "Tumble": (frozenset({"over"}), frozenset({"on", "alias"})),
+    "Slide": (frozenset({"over"}), frozenset({"every", "on", "alias"})),
+    "Session": (frozenset({"with_gap"}), frozenset({"on", "alias"})),
+    "Over": (
+        frozenset({"partition_by", "order_by"}),
+        frozenset({"order_by", "preceding", "following", "alias"}),
+    ),
+}  # fmt: skip
+
 #: Python's operators on expressions, by the name of their ``operator``
 #: function (what the worker applies).
 EXPRESSION_OPERATORS: Final = frozenset(
@@ -147,11 +180,20 @@ TABLE_METHODS: Final = {
         "Table",
     ),
     "group_by": "GroupedTable",
+    "window": "GroupWindowedTable",
+    "over_window": "OverWindowedTable",
 }  # fmt: skip
 
-#: The methods of a ``GroupedTable`` handed over (an aggregate function or a
-#: table aggregate is a user-defined function: not handed over).
-GROUPED_TABLE_METHODS: Final = {"select": "Table"}
+#: The methods handed over of each kind of table, and what each returns (an
+#: aggregate function or a table aggregate is a user-defined function: not
+#: handed over).
+TABLE_KIND_METHODS: Final = {
+    "Table": TABLE_METHODS,
+    "GroupedTable": {"select": "Table"},
+    "GroupWindowedTable": {"group_by": "WindowGroupedTable"},
+    "WindowGroupedTable": {"select": "Table"},
+    "OverWindowedTable": {"select": "Table"},
+}
 
 #: The table configuration keys handed over (others may change the job in a way
 #: the planner's answer would not show).
@@ -206,7 +248,26 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return TableConfigRef(receiver)
     if name == "from_elements" and 1 <= count <= 3:
         return _from_elements(call, replay, env)
-    if name == "from_data_stream" and count == 1:
+    if name == "create_temporary_table" and count == 2:
+        path = call.args.get(0, "path")
+        descriptor = call.args.get(1, "descriptor")
+        if not isinstance(path, str):
+            raise NotPlannedError("the table's path is not known statically")
+        if (
+            not isinstance(descriptor, TableBuilder)
+            or descriptor.cls != "TableDescriptor"
+        ):
+            raise NotPlannedError("the table's descriptor is not known statically")
+        replay.record(
+            {
+                "op": "create_temporary_table",
+                "path": path,
+                "descriptor": descriptor.tree,
+            },
+            call.where,
+        )
+        return Opaque("pyflink.table.TableResult")
+    if name == "from_data_stream" and count in (1, 2):
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
             raise NotPlannedError("the stream going into the Table API is not known")
@@ -214,7 +275,13 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             raise NotPlannedError(
                 "the stream belongs to another environment than the table environment's"
             )
-        return TableRef(env, _from_data_stream(call, replay, env, stream))
+        schema = call.args.get(1, "schema")
+        if schema is not None and not (
+            isinstance(schema, TableBuilder) and schema.cls == "Schema"
+        ):
+            raise NotPlannedError("the table's schema is not known statically")
+        index = _from_data_stream(call, replay, env, stream, schema)
+        return TableRef(env, index)
     if name == "create_temporary_view" and count == 2:
         view = call.args.get(0, "view_path")
         table = call.args.get(1, "table_or_data_stream")
@@ -293,8 +360,7 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
     if replay is None or replay.stopped or call.args.unseen:
         return None
     count = len(call.args.positional) + len(call.args.keywords)
-    methods = TABLE_METHODS if receiver.kind == "Table" else GROUPED_TABLE_METHODS
-    made = methods.get(name)
+    made = TABLE_KIND_METHODS.get(receiver.kind, {}).get(name)
     if made is not None:
         arguments, _ = _arguments(call, f"an argument of {receiver.kind}.{name}()")
         statement: Statement = {
@@ -366,8 +432,12 @@ def static_value(value: object, what: str) -> tuple[object, int]:
         return value, 0
     if isinstance(value, float) and math.isfinite(value):
         return value, 0
-    if isinstance(value, TableExpression | TableDataType):
+    if isinstance(value, TableExpression | TableDataType | TableBuilder):
         return value.tree, value.depth
+    if isinstance(value, QualifiedRef):
+        module, _, name = value.qualname.rpartition(".")
+        if module == "pyflink.table.expressions" and name in EXPRESSION_CONSTANTS:
+            return {"constant": name}, 1
     if isinstance(value, TableRef) and value.kind == "Table":
         return {"table": value.statement}, 1
     if isinstance(value, list | tuple) and len(value) <= MAX_ELEMENTS:
@@ -425,6 +495,29 @@ def data_type(call: Call, name: str) -> TableDataType | None:
         return None
     arguments, depth = _arguments(call, f"an argument of DataTypes.{name}()")
     return TableDataType({"datatype": name, **arguments}, depth)
+
+
+def builder_start(call: Call, cls: str, name: str) -> TableBuilder | None:
+    """``Schema.new_builder()``, ``TableDescriptor.for_connector(...)``,
+    ``Tumble.over(...)``, ...: a builder; else None."""
+    methods = BUILDERS.get(cls)
+    if methods is None or name not in methods[0]:
+        return None
+    arguments, depth = _arguments(call, f"an argument of {cls}.{name}()")
+    return TableBuilder(cls, ({"name": name, **arguments},), depth)
+
+
+def builder_method(call: Call, receiver: TableBuilder, name: str) -> object:
+    """A method continuing a builder; else None."""
+    if name not in BUILDERS[receiver.cls][1] or len(receiver.calls) >= MAX_ELEMENTS:
+        return None
+    if receiver.calls[-1]["name"] == "build":
+        return None  # a built Schema or descriptor has no builder methods
+    arguments, depth = _arguments(call, f"an argument of {receiver.cls}.{name}()")
+    depth = max(depth, receiver.depth)
+    return TableBuilder(
+        receiver.cls, (*receiver.calls, {"name": name, **arguments}), depth
+    )
 
 
 def expression_property(owner: TableExpression, name: str) -> TableExpression | None:
@@ -607,7 +700,11 @@ def _submit(
 
 
 def _from_data_stream(
-    call: Call, replay: TableReplay, env: EnvState, stream: Stream
+    call: Call,
+    replay: TableReplay,
+    env: EnvState,
+    stream: Stream,
+    schema: TableBuilder | None,
 ) -> int:
     program = call.program
     spec = program.type_specs.get(stream.tid)
@@ -626,6 +723,8 @@ def _from_data_stream(
         "parallelism": _planned_parallelism(program, parallelism),
         "max_parallelism": max_parallelism,
     }
+    if schema is not None:
+        statement["schema"] = schema.tree
     replay.streams.append(stream.tid)
     return replay.record(statement, call.where)
 

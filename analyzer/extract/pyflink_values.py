@@ -81,6 +81,22 @@ class TableExpression:
 
 
 @dataclass(eq=False, slots=True)
+class TableBuilder:
+    """A ``Schema``, ``TableDescriptor``, ``FormatDescriptor`` or a window
+    (``Tumble``, ``Slide``, ``Session``, ``Over``) built by a chain of calls, as
+    the data the planner is handed: ``{"builder": class, "calls": [...]}``."""
+
+    cls: str
+    calls: tuple[dict[str, object], ...]
+    depth: int = 1
+
+    @property
+    def tree(self) -> dict[str, object]:
+        """Return the builder as the planner is handed it."""
+        return {"builder": self.cls, "calls": list(self.calls)}
+
+
+@dataclass(eq=False, slots=True)
 class TableDataType:
     """A ``DataTypes.X(...)`` value, as the data the planner is handed."""
 

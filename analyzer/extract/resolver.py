@@ -33,8 +33,11 @@ from chainlens.analyzer.extract.pyflink_signatures import (
     time_argument_error,
 )
 from chainlens.analyzer.extract.pyflink_table import (
+    BUILDERS,
     TABLE_API,
     NotPlannedError,
+    builder_method,
+    builder_start,
     create_pure_table_env,
     create_table_env,
     data_type,
@@ -56,6 +59,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     PyObject,
     StatementSetRef,
     Stream,
+    TableBuilder,
     TableConfigRef,
     TableEnvRef,
     TableExpression,
@@ -258,6 +262,8 @@ class PyFlinkResolver:
             return data_type(self._api(call), last)
         if owner == "EnvironmentSettings":
             return environment_settings(self._api(call), last)
+        if owner in BUILDERS:
+            return builder_start(self._api(call), owner, last)
         if owner == "udf" and last in _USER_FUNCTIONS:
             # the planner is not asked about the call that uses it (said there)
             return Opaque(f"pyflink.table.udf.{last}() (a user-defined function)")
@@ -273,7 +279,7 @@ class PyFlinkResolver:
             return BoundMethod(owner, name)
         if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
             return BoundMethod(owner, name)
-        if isinstance(owner, TableSettings | TableConfigRef):
+        if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
             return BoundMethod(owner, name)
         if isinstance(owner, TableExpression):
             made = expression_property(owner, name)
@@ -303,7 +309,9 @@ class PyFlinkResolver:
         another PyFlink object."""
         if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
             return self.table_method(receiver, name, call)
-        if isinstance(receiver, TableExpression | TableSettings | TableConfigRef):
+        if isinstance(
+            receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
+        ):
             return self.table_value_method(receiver, name, call)
         if isinstance(receiver, Stream | EnvRef) and not guarded:
             self.check_method_exists(receiver, name, call)
@@ -351,7 +359,7 @@ class PyFlinkResolver:
         result: object = None
         try:
             if isinstance(receiver, TableEnvRef):
-                kind = "StreamTableEnvironment"
+                kind = "TableEnvironment" if receiver.pure else "StreamTableEnvironment"
                 result = table_env_method(self._api(call), receiver, name)
             elif isinstance(receiver, StatementSetRef):
                 kind = "StatementSet"
@@ -370,7 +378,7 @@ class PyFlinkResolver:
 
     def table_value_method(
         self,
-        receiver: TableExpression | TableSettings | TableConfigRef,
+        receiver: TableExpression | TableSettings | TableConfigRef | TableBuilder,
         name: str,
         call: Call,
     ) -> object:
@@ -384,6 +392,9 @@ class PyFlinkResolver:
         try:
             if isinstance(receiver, TableExpression):
                 result = expression_method(self._api(call), receiver, name)
+            elif isinstance(receiver, TableBuilder):
+                kind = receiver.cls
+                result = builder_method(self._api(call), receiver, name)
             elif isinstance(receiver, TableSettings):
                 kind = "EnvironmentSettings"
                 result = settings_method(self._api(call), receiver, name)

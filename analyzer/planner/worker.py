@@ -212,10 +212,66 @@ _TABLE_METHODS = frozenset(
         "add_or_replace_columns", "drop_columns", "rename_columns", "join",
         "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
         "union", "minus", "minus_all", "intersect", "intersect_all", "order_by",
-        "limit", "fetch", "offset", "group_by",
+        "limit", "fetch", "offset", "group_by", "window", "over_window",
     }
 )  # fmt: skip
-_GROUPED_TABLE_METHODS = frozenset({"select"})
+#: The methods replayed of each other kind of table, by its class's name.
+_KIND_METHODS = {
+    "GroupedTable": frozenset({"select"}),
+    "GroupWindowedTable": frozenset({"group_by"}),
+    "WindowGroupedTable": frozenset({"select"}),
+    "OverWindowedTable": frozenset({"select"}),
+}
+
+#: The builders replayed: per class, its module, the static methods that start
+#: one and the methods that continue it.
+_BUILDERS = {
+    "Schema": (
+        "pyflink.table",
+        {"new_builder"},
+        {
+            "column", "column_by_expression", "column_by_metadata", "watermark",
+            "primary_key", "primary_key_named", "from_row_data_type",
+            "from_fields", "from_schema", "build",
+        },
+    ),
+    "TableDescriptor": (
+        "pyflink.table",
+        {"for_connector"},
+        {"schema", "option", "format", "partitioned_by", "comment", "build"},
+    ),
+    "FormatDescriptor": ("pyflink.table", {"for_format"}, {"option", "build"}),
+    "Tumble": ("pyflink.table.window", {"over"}, {"on", "alias"}),
+    "Slide": ("pyflink.table.window", {"over"}, {"every", "on", "alias"}),
+    "Session": ("pyflink.table.window", {"with_gap"}, {"on", "alias"}),
+    "Over": (
+        "pyflink.table.window",
+        {"partition_by", "order_by"},
+        {"order_by", "preceding", "following", "alias"},
+    ),
+}  # fmt: skip
+
+_CONSTANTS = frozenset(
+    {"UNBOUNDED_ROW", "UNBOUNDED_RANGE", "CURRENT_ROW", "CURRENT_RANGE"}
+)
+
+
+def _builder(value: dict[str, Any], tables: dict[int, Any]) -> Any:
+    """Rebuild a Schema, a descriptor or a window by its chain of calls."""
+    import importlib
+
+    cls_name = str(value["builder"])
+    module, starts, continues = _BUILDERS[cls_name]
+    obj: Any = getattr(importlib.import_module(module), cls_name)
+    for index, step in enumerate(value["calls"]):
+        name = str(step["name"])
+        if name not in (starts if index == 0 else continues):
+            raise ValueError(f"{cls_name}.{name}() is not replayed")
+        args = [_value(a, tables) for a in step.get("args", [])]
+        kwargs = {k: _value(v, tables) for k, v in step.get("kwargs", {}).items()}
+        obj = getattr(obj, name)(*args, **kwargs)
+    return obj
+
 
 #: The table configuration keys set.
 _CONFIG_KEYS = frozenset({"parallelism.default", "pipeline.max-parallelism"})
@@ -231,6 +287,12 @@ def _value(value: Any, tables: dict[int, Any]) -> Any:
 
     if not isinstance(value, dict):
         return value
+    if "builder" in value:
+        return _builder(value, tables)
+    if "constant" in value:
+        if value["constant"] not in _CONSTANTS:
+            raise ValueError(f"{value['constant']} is not replayed")
+        return getattr(expressions, str(value["constant"]))
     args = [_value(a, tables) for a in value.get("args", [])]
     kwargs = {k: _value(v, tables) for k, v in value.get("kwargs", {}).items()}
     if "list" in value:
@@ -274,7 +336,10 @@ def _table_method(statement: dict[str, Any], tables: dict[int, Any]) -> Any:
 
     receiver = tables[int(statement["table"])]
     name = str(statement["method"])
-    allowed = _TABLE_METHODS if isinstance(receiver, Table) else _GROUPED_TABLE_METHODS
+    if isinstance(receiver, Table):
+        allowed = _TABLE_METHODS
+    else:
+        allowed = _KIND_METHODS.get(type(receiver).__name__, frozenset())
     if name not in allowed:
         raise ValueError(f"{type(receiver).__name__}.{name}() is not replayed")
     args = [_value(a, tables) for a in statement.get("args", [])]
@@ -364,7 +429,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 if statement.get("max_parallelism"):
                     j_stream.setMaxParallelism(int(statement["max_parallelism"]))
                 inputs_of[int(j_stream.getId())] = int(statement["stream"])
-                tables[index] = t_env.from_data_stream(DataStream(j_stream))
+                if "schema" in statement:
+                    tables[index] = t_env.from_data_stream(
+                        DataStream(j_stream), _value(statement["schema"], tables)
+                    )
+                else:
+                    tables[index] = t_env.from_data_stream(DataStream(j_stream))
             elif op == "create_temporary_view":
                 t_env.create_temporary_view(
                     statement["name"], tables[statement["table"]]
@@ -392,6 +462,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                     _value(statement["schema"], tables),
                     bool(statement.get("verify_schema", True)),
                 )
+            elif op == "create_temporary_table":
+                descriptor = _value(statement["descriptor"], tables)
+                if type(descriptor).__name__ != "TableDescriptor":
+                    raise ValueError("not a TableDescriptor")
+                t_env.create_temporary_table(statement["path"], descriptor)
             elif op == "table_method":
                 tables[index] = _table_method(statement, tables)
             elif op == "from_path":

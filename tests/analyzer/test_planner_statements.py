@@ -468,3 +468,50 @@ def test_a_table_configuration_key_not_handed_over_stops_the_planning(
     assert [line for line, _ in said] == [7]
     assert "of the table configuration are handed to the planner" in said[0][1]
     assert [[s["op"] for s in once] for once in asked.asked] == [["table_environment"]]
+
+
+def test_builders_and_windows_are_handed_over_as_their_calls(asked: _Asked) -> None:
+    """A Schema, a TableDescriptor and a window are the chain of calls that
+    built them; an over window's bound is the constant's name."""
+    program = PIPELINES / "table_window_descriptor.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    statements = asked.asked[0]
+    source = statements[0]
+    assert source["op"] == "from_data_stream"
+    schema = source["schema"]
+    assert isinstance(schema, dict)
+    assert schema["builder"] == "Schema"
+    assert [c["name"] for c in schema["calls"]] == [
+        "new_builder",
+        "column_by_expression",
+        "column",
+        "column",
+        "watermark",
+        "build",
+    ]
+    table = statements[2]
+    assert table["op"] == "create_temporary_table"
+    assert table["path"] == "windowed"
+    descriptor = table["descriptor"]
+    assert isinstance(descriptor, dict)
+    assert descriptor["calls"][0] == {"name": "for_connector", "args": ["blackhole"]}
+    methods = [s.get("method") for s in statements if s["op"] == "table_method"]
+    assert methods == ["alias", "window", "group_by", "select", "over_window", "select"]
+    over = next(s for s in statements if s.get("method") == "over_window")
+    bounds = over["args"][0]["calls"]
+    assert bounds[-2] == {"name": "following", "args": [{"constant": "CURRENT_ROW"}]}
+
+
+def test_a_descriptor_that_is_not_static_is_a_located_unknown(asked: _Asked) -> None:
+    program = PIPELINES / "table_window_descriptor.py"
+    text = program.read_text(encoding="utf-8").replace(
+        'TableDescriptor.for_connector("blackhole")',
+        "TableDescriptor.for_connector(sys.argv[1])",
+    )
+    text = "import sys\n" + text
+    said = _table_unknowns(text)
+    assert said[0][0] == 35
+    assert "an argument of TableDescriptor.for_connector()" in said[0][1]
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "table_method"]
+    ]
