@@ -232,6 +232,26 @@ class PyFlinkResolver:
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():
+            streams = [
+                v
+                for v in (*call.args.positional, *call.args.keywords.values())
+                if isinstance(v, Stream)
+            ]
+            if streams:
+                # a static method taking a stream (AsyncDataStream's): the
+                # operators it adds are not followed, never silently dropped
+                what = f"{owner}.{last}()"
+                for stream in streams:
+                    stream.env.escape(
+                        f"{what} (an API chainlens does not model)", call.where
+                    )
+                self.program.problem(
+                    "unsupported",
+                    f"{what} is not modelled by chainlens: the graph after it is "
+                    "not followed",
+                    call.where,
+                )
+                return Opaque(f"unknown {last}")
             cls_name = owner
             if last == "with_dynamic_gap":
                 cls_name = _DYNAMIC_GAP.get(owner, owner)
