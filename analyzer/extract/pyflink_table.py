@@ -3,7 +3,11 @@
 Without ``--planner`` the Table API is not followed (an honest unknown, in
 ``resolver.py``).  With it, the replay records each Table statement it meets
 (a DataStream going in, with its type and parallelism; a view; a query; a
-conversion back; a DDL or INSERT text) in program order.  The planner is asked
+conversion back; a DDL or INSERT text; literal rows; a table declared by a
+descriptor; a method of a ``Table`` with its arguments as an expression tree)
+in program order.  Expressions, data types and builders (``Schema``,
+descriptors, windows) are values of their own here, the data they are handed
+over as; a user-defined function never is.  The planner is asked
 about all of them at once (``planner/``, outside the replay) and the program is
 replayed again with its answer: each translation's transformations are added
 here, at the transformation counter the program has reached, as Flink's own
@@ -266,7 +270,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             },
             call.where,
         )
-        return Opaque("pyflink.table.TableResult")
+        return Opaque("pyflink.table.temporary_table")
     if name == "from_data_stream" and count in (1, 2):
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
