@@ -208,8 +208,11 @@ TABLE_CONFIG_KEYS: Final = frozenset(
 #: How many values of literal rows (``from_elements``) are handed over.
 MAX_ELEMENTS: Final = 10_000
 
-#: How deep an expression or a data type is followed.
+#: How deep an expression, a data type or a builder handed over may be, and
+#: how many nodes it may have (a value shared by a tree is counted each time
+#: it is used: the JSON the planner is handed has it each time).
 MAX_DEPTH: Final = 64
+MAX_NODES: Final = 10_000
 
 
 class NotPlannedError(Exception):
@@ -424,32 +427,48 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
     return None
 
 
-def static_value(value: object, what: str) -> tuple[object, int]:
-    """Return ``value`` as the planner is handed it, and how deep it is: a JSON
-    scalar, an expression, a data type, a table (by the statement that made
-    it) or a list of these.
+#: How large (depth, nodes) a value handed over is.
+Weight = tuple[int, int]
+
+
+def _joined(*weights: Weight) -> Weight:
+    """The weight of a node over values of ``weights``."""
+    return (
+        1 + max((d for d, _ in weights), default=0),
+        1 + sum(n for _, n in weights),
+    )
+
+
+def _fits(weight: Weight) -> bool:
+    return weight[0] <= MAX_DEPTH and weight[1] <= MAX_NODES
+
+
+def static_value(value: object, what: str) -> tuple[object, Weight]:
+    """Return ``value`` as the planner is handed it, and how large it is: a
+    JSON scalar, an expression, a data type, a table (by the statement that
+    made it) or a list of these.
 
     Raises :class:`NotPlannedError` for anything else (a user-defined
-    function, a value chainlens does not know).
+    function, a value chainlens does not know) or a value too large.
     """
     if value is None or isinstance(value, bool | int | str):
-        return value, 0
+        return value, (0, 1)
     if isinstance(value, float) and math.isfinite(value):
-        return value, 0
+        return value, (0, 1)
     if isinstance(value, TableExpression | TableDataType | TableBuilder):
-        return value.tree, value.depth
+        return value.tree, value.weight
     if isinstance(value, QualifiedRef):
         module, _, name = value.qualname.rpartition(".")
         if module == "pyflink.table.expressions" and name in EXPRESSION_CONSTANTS:
-            return {"constant": name}, 1
+            return {"constant": name}, (1, 1)
     if isinstance(value, TableRef) and value.kind == "Table":
-        return {"table": value.statement}, 1
-    if isinstance(value, list | tuple) and len(value) <= MAX_ELEMENTS:
+        return {"table": value.statement}, (1, 1)
+    if isinstance(value, list | tuple) and len(value) <= MAX_NODES:
         items = [static_value(v, what) for v in value]
-        depth = 1 + max((d for _, d in items), default=0)
-        if depth > MAX_DEPTH:
-            raise NotPlannedError(f"{what} is nested too deep to be handed over")
-        return {"list": [v for v, _ in items]}, depth
+        weight = _joined(*(w for _, w in items))
+        if not _fits(weight):
+            raise NotPlannedError(f"{what} is too large to be handed over")
+        return {"list": [v for v, _ in items]}, weight
     raise NotPlannedError(
         f"{what} is not known statically (only literals, col, lit, call of a "
         "built-in function, their operators and methods, DataTypes and tables "
@@ -457,26 +476,30 @@ def static_value(value: object, what: str) -> tuple[object, int]:
     )
 
 
-def _arguments(call: Call, what: str) -> tuple[dict[str, object], int]:
-    """The static arguments of ``call`` (``args``, ``kwargs``) and their depth."""
+def _arguments(
+    call: Call, what: str, *under: Weight
+) -> tuple[dict[str, object], Weight]:
+    """The static arguments of ``call`` (``args``, ``kwargs``) and the weight
+    of a node over them (and over the values of ``under``)."""
     if call.args.unseen:
         raise NotPlannedError(f"{what} is not known statically")
-    depth = 0
+    weights = list(under)
     args: list[object] = []
     for value in call.args.positional:
-        item, d = static_value(value, what)
+        item, w = static_value(value, what)
         args.append(item)
-        depth = max(depth, d)
+        weights.append(w)
     out: dict[str, object] = {"args": args}
     if call.args.keywords:
         kwargs: dict[str, object] = {}
         for key, value in call.args.keywords.items():
-            kwargs[key], d = static_value(value, what)
-            depth = max(depth, d)
+            kwargs[key], w = static_value(value, what)
+            weights.append(w)
         out["kwargs"] = kwargs
-    if depth + 1 > MAX_DEPTH:
-        raise NotPlannedError(f"{what} is nested too deep to be handed over")
-    return out, depth + 1
+    weight = _joined(*weights)
+    if not _fits(weight):
+        raise NotPlannedError(f"{what} is too large to be handed over")
+    return out, weight
 
 
 def expression_function(call: Call, name: str) -> TableExpression | None:
@@ -489,16 +512,16 @@ def expression_function(call: Call, name: str) -> TableExpression | None:
             f"{name}() of a function that is not a built-in name is not handed to "
             "the planner"
         )
-    arguments, depth = _arguments(call, f"an argument of {name}()")
-    return TableExpression({"fn": name, **arguments}, depth)
+    arguments, weight = _arguments(call, f"an argument of {name}()")
+    return TableExpression({"fn": name, **arguments}, weight)
 
 
 def data_type(call: Call, name: str) -> TableDataType | None:
     """``DataTypes.NAME(...)``; None when not a data type."""
     if not name.isupper():
         return None
-    arguments, depth = _arguments(call, f"an argument of DataTypes.{name}()")
-    return TableDataType({"datatype": name, **arguments}, depth)
+    arguments, weight = _arguments(call, f"an argument of DataTypes.{name}()")
+    return TableDataType({"datatype": name, **arguments}, weight)
 
 
 def builder_start(call: Call, cls: str, name: str) -> TableBuilder | None:
@@ -507,28 +530,31 @@ def builder_start(call: Call, cls: str, name: str) -> TableBuilder | None:
     methods = BUILDERS.get(cls)
     if methods is None or name not in methods[0]:
         return None
-    arguments, depth = _arguments(call, f"an argument of {cls}.{name}()")
-    return TableBuilder(cls, ({"name": name, **arguments},), depth)
+    arguments, weight = _arguments(call, f"an argument of {cls}.{name}()")
+    return TableBuilder(cls, ({"name": name, **arguments},), weight)
 
 
 def builder_method(call: Call, receiver: TableBuilder, name: str) -> object:
     """A method continuing a builder; else None."""
-    if name not in BUILDERS[receiver.cls][1] or len(receiver.calls) >= MAX_ELEMENTS:
+    if name not in BUILDERS[receiver.cls][1]:
         return None
     if receiver.calls[-1]["name"] == "build":
         return None  # a built Schema or descriptor has no builder methods
-    arguments, depth = _arguments(call, f"an argument of {receiver.cls}.{name}()")
-    depth = max(depth, receiver.depth)
-    return TableBuilder(
-        receiver.cls, (*receiver.calls, {"name": name, **arguments}), depth
-    )
+    what = f"an argument of {receiver.cls}.{name}()"
+    arguments, weight = _arguments(call, what)
+    total = (max(weight[0], receiver.weight[0]), weight[1] + receiver.weight[1])
+    if not _fits(total):
+        raise NotPlannedError(f"the {receiver.cls} is too large to be handed over")
+    calls = (*receiver.calls, {"name": name, **arguments})
+    return TableBuilder(receiver.cls, calls, total)
 
 
 def expression_property(owner: TableExpression, name: str) -> TableExpression | None:
     """``expression.name`` of a property (``col("a").sum``); else None."""
-    if name not in EXPRESSION_PROPERTIES or owner.depth + 1 > MAX_DEPTH:
+    weight = _joined(owner.weight)
+    if name not in EXPRESSION_PROPERTIES or not _fits(weight):
         return None
-    return TableExpression({"property": name, "on": owner.tree}, owner.depth + 1)
+    return TableExpression({"property": name, "on": owner.tree}, weight)
 
 
 def expression_method(
@@ -537,16 +563,14 @@ def expression_method(
     """``expression.name(...)`` (``col("a").alias("b")``); else None."""
     if name not in EXPRESSION_METHODS:
         return None
-    arguments, depth = _arguments(call, f"an argument of Expression.{name}()")
-    depth = max(depth, receiver.depth + 1)
-    if depth > MAX_DEPTH:
-        raise NotPlannedError("the expression is nested too deep to be handed over")
-    return TableExpression({"method": name, "on": receiver.tree, **arguments}, depth)
+    what = f"an argument of Expression.{name}()"
+    arguments, weight = _arguments(call, what, receiver.weight)
+    return TableExpression({"method": name, "on": receiver.tree, **arguments}, weight)
 
 
 def operate(name: str, operands: tuple[object, ...]) -> TableExpression | None:
     """Python's operator ``name`` on an expression (``col("a") > 1``); None
-    when no operand is an expression or one is not static."""
+    when no operand is an expression, or one is not static or too large."""
     if name not in EXPRESSION_OPERATORS or not any(
         isinstance(o, TableExpression) for o in operands
     ):
@@ -555,10 +579,10 @@ def operate(name: str, operands: tuple[object, ...]) -> TableExpression | None:
         items = [static_value(o, "an operand") for o in operands]
     except NotPlannedError:
         return None
-    depth = 1 + max(d for _, d in items)
-    if depth > MAX_DEPTH:
+    weight = _joined(*(w for _, w in items))
+    if not _fits(weight):
         return None
-    return TableExpression({"operator": name, "args": [v for v, _ in items]}, depth)
+    return TableExpression({"operator": name, "args": [v for v, _ in items]}, weight)
 
 
 def environment_settings(call: Call, name: str) -> TableSettings | None:

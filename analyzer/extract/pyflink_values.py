@@ -76,8 +76,9 @@ class TableExpression:
     operators, methods and properties), as the data the planner is handed."""
 
     tree: dict[str, object]
-    #: how deep the tree is (a deeper one is not handed over)
-    depth: int = 1
+    #: how deep the tree is and how many nodes it has (a larger one is not
+    #: handed over)
+    weight: tuple[int, int] = (1, 1)
 
 
 @dataclass(eq=False, slots=True)
@@ -88,7 +89,7 @@ class TableBuilder:
 
     cls: str
     calls: tuple[dict[str, object], ...]
-    depth: int = 1
+    weight: tuple[int, int] = (1, 1)
 
     @property
     def tree(self) -> dict[str, object]:
@@ -101,7 +102,7 @@ class TableDataType:
     """A ``DataTypes.X(...)`` value, as the data the planner is handed."""
 
     tree: dict[str, object]
-    depth: int = 1
+    weight: tuple[int, int] = (1, 1)
 
 
 @dataclass(eq=False, slots=True)

@@ -515,3 +515,19 @@ def test_a_descriptor_that_is_not_static_is_a_located_unknown(asked: _Asked) -> 
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "table_method"]
     ]
+
+
+def test_an_expression_too_large_is_never_built(asked: _Asked) -> None:
+    """An expression that doubles each time is not handed over once it is
+    larger than the planner is given (its JSON would double too)."""
+    text = PURE.replace(
+        'table = table.where(col("id") > 1).select(col("id"))',
+        'e = col("id")\n'
+        "for _ in range(200):\n"
+        "    e = e + e\n"
+        'table = table.where(col("id") > 1).select(e)',
+    )
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [19]
+    assert "an argument of Table.select() is not known statically" in said[0][1]
+    assert [len(once) for once in asked.asked] == [4]
