@@ -57,6 +57,7 @@ from chainlens.analyzer.extract.operations import (
     COMPARE,
     LITERAL_TYPES,
     MAX_VALUE_SIZE,
+    OPERATOR_NAMES,
     SEQ_OR_LITERAL,
     comparable,
     derived,
@@ -741,7 +742,21 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     ) -> object:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
-        return self.arith(BINOPS.get(type(node.operator)), left, right, node)
+        result = self.arith(BINOPS.get(type(node.operator)), left, right, node)
+        if isinstance(result, Opaque) and result.description == "operation":
+            return self.operate(node.operator, (left, right), result)
+        return result
+
+    def operate(
+        self, operator: cst.CSTNode, operands: tuple[object, ...], otherwise: object
+    ) -> object:
+        """An operator on values the evaluator does not model: the resolver's
+        answer, else ``otherwise``."""
+        name = OPERATOR_NAMES.get(type(operator))
+        if name is None:
+            return otherwise
+        result = self.resolver.operate(name, operands)
+        return otherwise if result is UNRESOLVED else result
 
     def arith(
         self,
@@ -778,7 +793,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 return -value
             if isinstance(node.operator, cst.Plus):
                 return value
-        return Opaque("unary")
+        return self.operate(node.operator, (value,), Opaque("unary"))
 
     def eval_BooleanOperation(
         self, node: cst.BooleanOperation, scope: dict[str, object]
@@ -809,6 +824,10 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             if op is None or not comparable(left) or not comparable(right):
                 if isinstance(left, Symbol) or isinstance(right, Symbol):
                     return derived(left, right)
+                if len(node.comparisons) == 1:
+                    return self.operate(
+                        target.operator, (left, right), Opaque("comparison")
+                    )
                 return Opaque("comparison")
             try:
                 outcome = op(left, right)

@@ -154,6 +154,10 @@ class Resolver(Protocol):
     def call_value(self, func: object, call: Call) -> object:
         """A call of a value the evaluator does not model."""
 
+    def operate(self, name: str, operands: tuple[object, ...]) -> object:
+        """Python's operator ``name`` (``operator``'s function name: ``add``,
+        ``gt``, ``invert``) on operands the evaluator does not model."""
+
     def unseen(self, call: Call, what: str) -> None:
         """The arguments of ``call`` go into code that is not followed
         (``what`` says which)."""

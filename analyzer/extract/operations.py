@@ -35,6 +35,28 @@ BINOPS: dict[type[cst.BaseBinaryOp], Callable[[object, object], object]] = {
     cst.Power: operator.pow,
 }
 
+#: Python's operators by the name of their ``operator`` function: what a
+#: library value an operand of them is told (the Table API's expressions).
+OPERATOR_NAMES: dict[type[cst.CSTNode], str] = {
+    cst.Add: "add",
+    cst.Subtract: "sub",
+    cst.Multiply: "mul",
+    cst.Divide: "truediv",
+    cst.FloorDivide: "floordiv",
+    cst.Modulo: "mod",
+    cst.Power: "pow",
+    cst.BitAnd: "and_",
+    cst.BitOr: "or_",
+    cst.Equal: "eq",
+    cst.NotEqual: "ne",
+    cst.LessThan: "lt",
+    cst.LessThanEqual: "le",
+    cst.GreaterThan: "gt",
+    cst.GreaterThanEqual: "ge",
+    cst.BitInvert: "invert",
+    cst.Minus: "neg",
+}
+
 AUGMENTED: dict[type[cst.BaseAugOp], Callable[[object, object], object]] = {
     cst.AddAssign: operator.add,
     cst.SubtractAssign: operator.sub,

@@ -3,7 +3,11 @@
 Without ``--planner`` the Table API is not followed (an honest unknown, in
 ``resolver.py``).  With it, the replay records each Table statement it meets
 (a DataStream going in, with its type and parallelism; a view; a query; a
-conversion back; a DDL or INSERT text) in program order.  The planner is asked
+conversion back; a DDL or INSERT text; literal rows; a table declared by a
+descriptor; a method of a ``Table`` with its arguments as an expression tree)
+in program order.  Expressions, data types and builders (``Schema``,
+descriptors, windows) are values of their own here, the data they are handed
+over as; a user-defined function never is.  The planner is asked
 about all of them at once (``planner/``, outside the replay) and the program is
 replayed again with its answer: each translation's transformations are added
 here, at the transformation counter the program has reached, as Flink's own
@@ -15,7 +19,9 @@ then falls back to the honest unknown.
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Final
 
 from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
 from chainlens.analyzer.extract.pyflink_calls import Call
@@ -23,10 +29,15 @@ from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
     StatementSetRef,
     Stream,
+    TableBuilder,
+    TableConfigRef,
+    TableDataType,
     TableEnvRef,
+    TableExpression,
     TableRef,
+    TableSettings,
 )
-from chainlens.analyzer.extract.values import Opaque
+from chainlens.analyzer.extract.values import Opaque, QualifiedRef
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     ExchangeMode,
@@ -59,6 +70,149 @@ TABLE_API = "the Table API"
 #: its value is not known: what the planner copies of it maps back to the
 #: environment's default.
 STAND_IN_PARALLELISM = 7919
+
+
+#: The functions of ``pyflink.table.expressions`` handed over (PyFlink 2.3's
+#: ``__all__`` but its constants); the worker checks each again.
+EXPRESSION_FUNCTIONS: Final = frozenset(
+    {
+        "if_then_else", "lit", "col", "range_", "and_", "or_", "not_",
+        "current_database", "current_date", "current_time", "current_timestamp",
+        "current_watermark", "local_time", "local_timestamp", "temporal_overlaps",
+        "date_format", "timestamp_diff", "array", "row", "map_", "row_interval",
+        "pi", "e", "rand", "rand_integer", "atan2", "negative", "concat",
+        "concat_ws", "uuid", "null_of", "log", "with_columns", "without_columns",
+        "json", "json_string", "json_object", "json_object_agg", "json_array",
+        "json_array_agg", "call", "call_sql", "source_watermark",
+        "to_timestamp_ltz", "from_unixtime", "to_date", "to_timestamp",
+        "convert_tz", "unix_timestamp",
+    }
+)  # fmt: skip
+
+#: The properties of PyFlink 2.3's ``Expression`` (``col("a").sum``).
+EXPRESSION_PROPERTIES: Final = frozenset(
+    {
+        "abs", "acos", "array_agg", "asc", "ascii", "asin", "atan", "avg", "bin",
+        "cardinality", "char_length", "chr", "collect", "cos", "cosh", "cot",
+        "count", "day", "days", "degrees", "desc", "distinct", "element", "end",
+        "exp", "first_value", "flatten", "from_base64", "hex", "hour", "hours",
+        "init_cap", "is_false", "is_not_false", "is_not_null", "is_not_true",
+        "is_null", "is_true", "last_value", "ln", "log10", "log2", "lower_case",
+        "map_entries", "map_keys", "map_values", "max", "md5", "milli", "millis",
+        "min", "minute", "minutes", "month", "months", "proctime", "quarter",
+        "quarters", "radians", "reverse", "rowtime", "second", "seconds", "sha1",
+        "sha224", "sha256", "sha384", "sha512", "sign", "sin", "sinh", "sqrt",
+        "start", "stddev_pop", "stddev_samp", "sum", "sum0", "tan", "tanh",
+        "to_base64", "to_date", "to_time", "to_timestamp", "unhex", "upper_case",
+        "var_pop", "var_samp", "week", "weeks", "year", "years",
+    }
+)  # fmt: skip
+
+#: The methods of PyFlink 2.3's ``Expression`` (``col("a").alias("b")``).
+EXPRESSION_METHODS: Final = frozenset(
+    {
+        "alias", "array_append", "array_concat", "array_contains",
+        "array_distinct", "array_except", "array_intersect", "array_join",
+        "array_max", "array_min", "array_position", "array_prepend",
+        "array_remove", "array_reverse", "array_slice", "array_sort",
+        "array_union", "at", "between", "btrim", "cast", "ceil", "concat",
+        "decode", "elt", "encode", "ends_with", "extract", "floor", "get",
+        "if_null", "in_", "instr", "is_json", "json_exists", "json_query",
+        "json_quote", "json_unquote", "json_value", "left", "like", "list_agg",
+        "locate", "log", "lpad", "ltrim", "map_union", "not_between",
+        "object_update", "over", "overlay", "parse_url", "percentile", "position",
+        "printf", "regexp", "regexp_count", "regexp_extract",
+        "regexp_extract_all", "regexp_instr", "regexp_replace", "regexp_substr",
+        "repeat", "replace", "right", "round", "rpad", "rtrim", "sha2", "similar",
+        "split", "split_index", "starts_with", "str_to_map", "substr",
+        "substring", "then", "translate", "trim", "trim_leading",
+        "trim_trailing", "truncate", "try_cast", "url_decode", "url_encode",
+    }
+)  # fmt: skip
+
+#: The constants of ``pyflink.table.expressions`` (an over window's bounds).
+EXPRESSION_CONSTANTS: Final = frozenset(
+    {"UNBOUNDED_ROW", "UNBOUNDED_RANGE", "CURRENT_ROW", "CURRENT_RANGE"}
+)
+
+#: The builders handed over: per class, the static methods that start one and
+#: the methods that continue it (``build`` ends a Schema, a descriptor).
+BUILDERS: Final = {
+    "Schema": (
+        frozenset({"new_builder"}),
+        frozenset(
+            {
+                "column", "column_by_expression", "column_by_metadata",
+                "watermark", "primary_key", "primary_key_named",
+                "from_row_data_type", "from_fields", "from_schema", "build",
+            }
+        ),
+    ),
+    "TableDescriptor": (
+        frozenset({"for_connector"}),
+        frozenset({"schema", "option", "format", "partitioned_by", "comment", "build"}),
+    ),
+    "FormatDescriptor": (frozenset({"for_format"}), frozenset({"option", "build"})),
+    "Tumble": (frozenset({"over"}), frozenset({"on", "alias"})),
+    "Slide": (frozenset({"over"}), frozenset({"every", "on", "alias"})),
+    "Session": (frozenset({"with_gap"}), frozenset({"on", "alias"})),
+    "Over": (
+        frozenset({"partition_by", "order_by"}),
+        frozenset({"order_by", "preceding", "following", "alias"}),
+    ),
+}  # fmt: skip
+
+#: Python's operators on expressions, by the name of their ``operator``
+#: function (what the worker applies).
+EXPRESSION_OPERATORS: Final = frozenset(
+    {
+        "add", "sub", "mul", "truediv", "mod", "pow", "eq", "ne", "lt", "le",
+        "gt", "ge", "and_", "or_", "invert", "neg",
+    }
+)  # fmt: skip
+
+#: The methods of a ``Table`` handed over, and what each returns.
+TABLE_METHODS: Final = {
+    **dict.fromkeys(
+        (
+            "select", "where", "filter", "alias", "distinct", "add_columns",
+            "add_or_replace_columns", "drop_columns", "rename_columns", "join",
+            "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
+            "union", "minus", "minus_all", "intersect", "intersect_all",
+            "order_by", "limit", "fetch", "offset",
+        ),
+        "Table",
+    ),
+    "group_by": "GroupedTable",
+    "window": "GroupWindowedTable",
+    "over_window": "OverWindowedTable",
+}  # fmt: skip
+
+#: The methods handed over of each kind of table, and what each returns (an
+#: aggregate function or a table aggregate is a user-defined function: not
+#: handed over).
+TABLE_KIND_METHODS: Final = {
+    "Table": TABLE_METHODS,
+    "GroupedTable": {"select": "Table"},
+    "GroupWindowedTable": {"group_by": "WindowGroupedTable"},
+    "WindowGroupedTable": {"select": "Table"},
+    "OverWindowedTable": {"select": "Table"},
+}
+
+#: The table configuration keys handed over (others may change the job in a way
+#: the planner's answer would not show).
+TABLE_CONFIG_KEYS: Final = frozenset(
+    {"parallelism.default", "pipeline.max-parallelism"}
+)
+
+#: How many values of literal rows (``from_elements``) are handed over.
+MAX_ELEMENTS: Final = 10_000
+
+#: How deep an expression, a data type or a builder handed over may be, and
+#: how many nodes it may have (a value shared by a tree is counted each time
+#: it is used: the JSON the planner is handed has it each time).
+MAX_DEPTH: Final = 64
+MAX_NODES: Final = 10_000
 
 
 class NotPlannedError(Exception):
@@ -95,7 +249,32 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return None
     env = receiver.env
     count = len(call.args.positional) + len(call.args.keywords)
-    if name == "from_data_stream" and count == 1:
+    if receiver.pure and name in ("from_data_stream", "to_data_stream"):
+        return None  # a TableEnvironment has no DataStream
+    if name == "get_config" and count == 0:
+        return TableConfigRef(receiver)
+    if name == "from_elements" and 1 <= count <= 3:
+        return _from_elements(call, replay, env)
+    if name == "create_temporary_table" and count == 2:
+        path = call.args.get(0, "path")
+        descriptor = call.args.get(1, "descriptor")
+        if not isinstance(path, str):
+            raise NotPlannedError("the table's path is not known statically")
+        if (
+            not isinstance(descriptor, TableBuilder)
+            or descriptor.cls != "TableDescriptor"
+        ):
+            raise NotPlannedError("the table's descriptor is not known statically")
+        replay.record(
+            {
+                "op": "create_temporary_table",
+                "path": path,
+                "descriptor": descriptor.tree,
+            },
+            call.where,
+        )
+        return Opaque("pyflink.table.temporary_table")
+    if name == "from_data_stream" and count in (1, 2):
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
             raise NotPlannedError("the stream going into the Table API is not known")
@@ -103,13 +282,19 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             raise NotPlannedError(
                 "the stream belongs to another environment than the table environment's"
             )
-        return TableRef(env, _from_data_stream(call, replay, env, stream))
+        schema = call.args.get(1, "schema")
+        if schema is not None and not (
+            isinstance(schema, TableBuilder) and schema.cls == "Schema"
+        ):
+            raise NotPlannedError("the table's schema is not known statically")
+        index = _from_data_stream(call, replay, env, stream, schema)
+        return TableRef(env, index)
     if name == "create_temporary_view" and count == 2:
         view = call.args.get(0, "view_path")
         table = call.args.get(1, "table_or_data_stream")
         if not isinstance(view, str):
             raise NotPlannedError("the view's name is not known statically")
-        if not isinstance(table, TableRef):
+        if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         replay.record(
             {"op": "create_temporary_view", "name": view, "table": table.statement},
@@ -124,7 +309,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return TableRef(env, replay.record(statement, call.where))
     if name == "to_data_stream" and count == 1:
         table = call.args.get(0, "table")
-        if not isinstance(table, TableRef):
+        if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         index = replay.record(
             {
@@ -173,11 +358,27 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
 
 
 def table_method(call: Call, receiver: TableRef, name: str) -> object:
-    """A method of a ``Table``; None when not modelled."""
+    """A method of a ``Table`` or a ``GroupedTable``; None when not modelled.
+
+    Raises :class:`NotPlannedError` for a modelled method whose arguments are
+    not static.
+    """
     replay = call.program.tables
     if replay is None or replay.stopped or call.args.unseen:
         return None
     count = len(call.args.positional) + len(call.args.keywords)
+    made = TABLE_KIND_METHODS.get(receiver.kind, {}).get(name)
+    if made is not None:
+        arguments, _ = _arguments(call, f"an argument of {receiver.kind}.{name}()")
+        statement: Statement = {
+            "op": "table_method",
+            "table": receiver.statement,
+            "method": name,
+            **arguments,
+        }
+        return TableRef(receiver.env, replay.record(statement, call.where), made)
+    if receiver.kind != "Table":
+        return None
     if name == "execute_insert" and count == 1:
         sink = call.args.get(0, "table_path_or_descriptor")
         if not isinstance(sink, str):
@@ -226,6 +427,289 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
     return None
 
 
+#: How large (depth, nodes) a value handed over is.
+Weight = tuple[int, int]
+
+
+def _joined(*weights: Weight) -> Weight:
+    """The weight of a node over values of ``weights``."""
+    return (
+        1 + max((d for d, _ in weights), default=0),
+        1 + sum(n for _, n in weights),
+    )
+
+
+def _fits(weight: Weight) -> bool:
+    return weight[0] <= MAX_DEPTH and weight[1] <= MAX_NODES
+
+
+def static_value(value: object, what: str) -> tuple[object, Weight]:
+    """Return ``value`` as the planner is handed it, and how large it is: a
+    JSON scalar, an expression, a data type, a table (by the statement that
+    made it) or a list of these.
+
+    Raises :class:`NotPlannedError` for anything else (a user-defined
+    function, a value chainlens does not know) or a value too large.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value, (0, 1)
+    if isinstance(value, float) and math.isfinite(value):
+        return value, (0, 1)
+    if isinstance(value, TableExpression | TableDataType | TableBuilder):
+        return value.tree, value.weight
+    if isinstance(value, QualifiedRef):
+        module, _, name = value.qualname.rpartition(".")
+        if module == "pyflink.table.expressions" and name in EXPRESSION_CONSTANTS:
+            return {"constant": name}, (1, 1)
+    if isinstance(value, TableRef) and value.kind == "Table":
+        return {"table": value.statement}, (1, 1)
+    if isinstance(value, list | tuple) and len(value) <= MAX_NODES:
+        items = [static_value(v, what) for v in value]
+        weight = _joined(*(w for _, w in items))
+        if not _fits(weight):
+            raise NotPlannedError(f"{what} is too large to be handed over")
+        return {"list": [v for v, _ in items]}, weight
+    raise NotPlannedError(
+        f"{what} is not known statically (only literals, col, lit, call of a "
+        "built-in function, their operators and methods, DataTypes and tables "
+        "are handed to the planner; not a user-defined function)"
+    )
+
+
+def _arguments(
+    call: Call, what: str, *under: Weight
+) -> tuple[dict[str, object], Weight]:
+    """The static arguments of ``call`` (``args``, ``kwargs``) and the weight
+    of a node over them (and over the values of ``under``)."""
+    if call.args.unseen:
+        raise NotPlannedError(f"{what} is not known statically")
+    weights = list(under)
+    args: list[object] = []
+    for value in call.args.positional:
+        item, w = static_value(value, what)
+        args.append(item)
+        weights.append(w)
+    out: dict[str, object] = {"args": args}
+    if call.args.keywords:
+        kwargs: dict[str, object] = {}
+        for key, value in call.args.keywords.items():
+            kwargs[key], w = static_value(value, what)
+            weights.append(w)
+        out["kwargs"] = kwargs
+    weight = _joined(*weights)
+    if not _fits(weight):
+        raise NotPlannedError(f"{what} is too large to be handed over")
+    return out, weight
+
+
+def expression_function(call: Call, name: str) -> TableExpression | None:
+    """``col(...)``, ``lit(...)``, ``call("built_in", ...)`` and the other
+    functions of ``pyflink.table.expressions``; None when not one of them."""
+    if name not in EXPRESSION_FUNCTIONS:
+        return None
+    if name in ("call", "call_sql") and not isinstance(call.args.get(0, "f"), str):
+        raise NotPlannedError(
+            f"{name}() of a function that is not a built-in name is not handed to "
+            "the planner"
+        )
+    arguments, weight = _arguments(call, f"an argument of {name}()")
+    return TableExpression({"fn": name, **arguments}, weight)
+
+
+def data_type(call: Call, name: str) -> TableDataType | None:
+    """``DataTypes.NAME(...)``; None when not a data type."""
+    if not name.isupper():
+        return None
+    arguments, weight = _arguments(call, f"an argument of DataTypes.{name}()")
+    return TableDataType({"datatype": name, **arguments}, weight)
+
+
+def builder_start(call: Call, cls: str, name: str) -> TableBuilder | None:
+    """``Schema.new_builder()``, ``TableDescriptor.for_connector(...)``,
+    ``Tumble.over(...)``, ...: a builder; else None."""
+    methods = BUILDERS.get(cls)
+    if methods is None or name not in methods[0]:
+        return None
+    arguments, weight = _arguments(call, f"an argument of {cls}.{name}()")
+    return TableBuilder(cls, ({"name": name, **arguments},), weight)
+
+
+def builder_method(call: Call, receiver: TableBuilder, name: str) -> object:
+    """A method continuing a builder; else None."""
+    if name not in BUILDERS[receiver.cls][1]:
+        return None
+    if receiver.calls[-1]["name"] == "build":
+        return None  # a built Schema or descriptor has no builder methods
+    what = f"an argument of {receiver.cls}.{name}()"
+    arguments, weight = _arguments(call, what)
+    total = (max(weight[0], receiver.weight[0]), weight[1] + receiver.weight[1])
+    if not _fits(total):
+        raise NotPlannedError(f"the {receiver.cls} is too large to be handed over")
+    calls = (*receiver.calls, {"name": name, **arguments})
+    return TableBuilder(receiver.cls, calls, total)
+
+
+def expression_property(owner: TableExpression, name: str) -> TableExpression | None:
+    """``expression.name`` of a property (``col("a").sum``); else None."""
+    weight = _joined(owner.weight)
+    if name not in EXPRESSION_PROPERTIES or not _fits(weight):
+        return None
+    return TableExpression({"property": name, "on": owner.tree}, weight)
+
+
+def expression_method(
+    call: Call, receiver: TableExpression, name: str
+) -> TableExpression | None:
+    """``expression.name(...)`` (``col("a").alias("b")``); else None."""
+    if name not in EXPRESSION_METHODS:
+        return None
+    what = f"an argument of Expression.{name}()"
+    arguments, weight = _arguments(call, what, receiver.weight)
+    return TableExpression({"method": name, "on": receiver.tree, **arguments}, weight)
+
+
+def operate(name: str, operands: tuple[object, ...]) -> TableExpression | None:
+    """Python's operator ``name`` on an expression (``col("a") > 1``); None
+    when no operand is an expression, or one is not static or too large."""
+    if name not in EXPRESSION_OPERATORS or not any(
+        isinstance(o, TableExpression) for o in operands
+    ):
+        return None
+    try:
+        items = [static_value(o, "an operand") for o in operands]
+    except NotPlannedError:
+        return None
+    weight = _joined(*(w for _, w in items))
+    if not _fits(weight):
+        return None
+    return TableExpression({"operator": name, "args": [v for v, _ in items]}, weight)
+
+
+def environment_settings(call: Call, name: str) -> TableSettings | None:
+    """``EnvironmentSettings.in_streaming_mode()``, ``in_batch_mode()`` or
+    ``new_instance()``; else None."""
+    if call.args.positional or call.args.keywords or call.args.unseen:
+        return None
+    if name == "in_streaming_mode":
+        return TableSettings("streaming", built=True)
+    if name == "in_batch_mode":
+        return TableSettings("batch", built=True)
+    if name == "new_instance":
+        return TableSettings("streaming", built=False)
+    return None
+
+
+def settings_method(call: Call, receiver: TableSettings, name: str) -> object:
+    """A method of ``EnvironmentSettings.Builder`` (the mode, ``build``); else
+    None."""
+    if call.args.positional or call.args.keywords or call.args.unseen:
+        return None
+    if receiver.built:
+        return None
+    if name == "in_streaming_mode":
+        return TableSettings("streaming", built=False)
+    if name == "in_batch_mode":
+        return TableSettings("batch", built=False)
+    if name == "build":
+        return TableSettings(receiver.mode, built=True)
+    return None
+
+
+def create_pure_table_env(call: Call, env: EnvState) -> TableEnvRef | None:
+    """``TableEnvironment.create(settings)``: a table environment of its own
+    (over ``env``, a fresh environment: what its jobs are submitted with)."""
+    replay = call.program.tables
+    if replay is None or replay.stopped:
+        return None
+    count = len(call.args.positional) + len(call.args.keywords)
+    settings = call.args.get(0, "environment_settings")
+    if count != 1 or call.args.unseen:
+        return None
+    if not isinstance(settings, TableSettings) or not settings.built:
+        raise NotPlannedError("the EnvironmentSettings are not known statically")
+    if settings.mode == "batch":
+        raise NotPlannedError(
+            "a TableEnvironment in batch mode is not planned (Flink builds its "
+            "jobs for the adaptive batch scheduler: blocking exchanges and "
+            "parallelism decided when the job runs, which chainlens does not model)"
+        )
+    if replay.table_envs:
+        raise NotPlannedError("a second table environment is not planned")
+    replay.table_envs += 1
+    replay.record({"op": "table_environment", "mode": settings.mode}, call.where)
+    return TableEnvRef(env, pure=True)
+
+
+def table_config_set(call: Call, receiver: TableConfigRef) -> tuple[str, str]:
+    """``t_env.get_config().set(key, value)`` of a pure table environment:
+    recorded; the key and value returned (the environment takes them too).
+
+    Raises :class:`NotPlannedError` when it is not handed over.
+    """
+    replay = call.program.tables
+    assert replay is not None
+    key = call.args.get(0, "key")
+    value = call.args.get(1, "value")
+    count = len(call.args.positional) + len(call.args.keywords)
+    if count != 2 or not isinstance(key, str) or not isinstance(value, str):
+        raise NotPlannedError(
+            "the configuration's key or value is not known statically"
+        )
+    if not receiver.table_env.pure:
+        raise NotPlannedError(
+            "the table configuration of a StreamTableEnvironment is not handed over"
+        )
+    if key not in TABLE_CONFIG_KEYS:
+        raise NotPlannedError(
+            f"only {', '.join(sorted(TABLE_CONFIG_KEYS))} of the table "
+            "configuration are handed to the planner"
+        )
+    replay.record({"op": "config", "key": key, "value": value}, call.where)
+    return key, value
+
+
+def _literal_rows(elements: object) -> list[object]:
+    """The rows of ``from_elements`` as the planner is handed them."""
+    if not isinstance(elements, list | tuple):
+        raise NotPlannedError("the rows of from_elements are not literal")
+    rows: list[object] = []
+    size = 0
+    for element in elements:
+        values = element if isinstance(element, list | tuple) else [element]
+        size += len(values)
+        if size > MAX_ELEMENTS:
+            raise NotPlannedError(
+                f"from_elements has over {MAX_ELEMENTS:,} values: not handed over"
+            )
+        for v in values:
+            if not (
+                v is None
+                or isinstance(v, bool | int | str)
+                or (isinstance(v, float) and math.isfinite(v))
+            ):
+                raise NotPlannedError(
+                    "the rows of from_elements are not literal (only numbers, "
+                    "strings, booleans and None are handed over)"
+                )
+        rows.append(list(values) if isinstance(element, list | tuple) else element)
+    return rows
+
+
+def _from_elements(call: Call, replay: TableReplay, env: EnvState) -> TableRef:
+    rows = _literal_rows(call.args.get(0, "elements"))
+    schema, _ = static_value(call.args.get(1, "schema"), "the schema of from_elements")
+    verify = call.args.get(2, "verify_schema", True)
+    if not isinstance(verify, bool):
+        raise NotPlannedError("verify_schema is not known statically")
+    statement: Statement = {
+        "op": "from_elements",
+        "elements": rows,
+        "schema": schema,
+        "verify_schema": verify,
+    }
+    return TableRef(env, replay.record(statement, call.where))
+
+
 def _submit(
     call: Call,
     replay: TableReplay,
@@ -244,7 +728,11 @@ def _submit(
 
 
 def _from_data_stream(
-    call: Call, replay: TableReplay, env: EnvState, stream: Stream
+    call: Call,
+    replay: TableReplay,
+    env: EnvState,
+    stream: Stream,
+    schema: TableBuilder | None,
 ) -> int:
     program = call.program
     spec = program.type_specs.get(stream.tid)
@@ -263,6 +751,8 @@ def _from_data_stream(
         "parallelism": _planned_parallelism(program, parallelism),
         "max_parallelism": max_parallelism,
     }
+    if schema is not None:
+        statement["schema"] = schema.tree
     replay.streams.append(stream.tid)
     return replay.record(statement, call.where)
 

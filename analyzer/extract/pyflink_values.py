@@ -47,9 +47,62 @@ class TypeInfo:
 
 @dataclass(eq=False, slots=True)
 class TableEnvRef:
-    """A ``StreamTableEnvironment`` over a known environment (``--planner``)."""
+    """A table environment over a known environment (``--planner``): a
+    ``StreamTableEnvironment``, or a ``TableEnvironment`` made from
+    ``EnvironmentSettings`` (``pure``: no DataStream goes in or out)."""
 
     env: EnvState
+    pure: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class TableConfigRef:
+    """``t_env.get_config()`` of a table environment (``--planner``)."""
+
+    table_env: TableEnvRef
+
+
+@dataclass(eq=False, slots=True)
+class TableSettings:
+    """``EnvironmentSettings`` (or its builder) with the mode it sets."""
+
+    mode: str  # "streaming" or "batch"
+    built: bool
+
+
+@dataclass(eq=False, slots=True)
+class TableExpression:
+    """An expression of the Table API's DSL (``col``, ``lit``, ``call``, their
+    operators, methods and properties), as the data the planner is handed."""
+
+    tree: dict[str, object]
+    #: how deep the tree is and how many nodes it has (a larger one is not
+    #: handed over)
+    weight: tuple[int, int] = (1, 1)
+
+
+@dataclass(eq=False, slots=True)
+class TableBuilder:
+    """A ``Schema``, ``TableDescriptor``, ``FormatDescriptor`` or a window
+    (``Tumble``, ``Slide``, ``Session``, ``Over``) built by a chain of calls, as
+    the data the planner is handed: ``{"builder": class, "calls": [...]}``."""
+
+    cls: str
+    calls: tuple[dict[str, object], ...]
+    weight: tuple[int, int] = (1, 1)
+
+    @property
+    def tree(self) -> dict[str, object]:
+        """Return the builder as the planner is handed it."""
+        return {"builder": self.cls, "calls": list(self.calls)}
+
+
+@dataclass(eq=False, slots=True)
+class TableDataType:
+    """A ``DataTypes.X(...)`` value, as the data the planner is handed."""
+
+    tree: dict[str, object]
+    weight: tuple[int, int] = (1, 1)
 
 
 @dataclass(eq=False, slots=True)
@@ -62,10 +115,12 @@ class StatementSetRef:
 
 @dataclass(eq=False, slots=True)
 class TableRef:
-    """A ``Table``: the index of the statement that made it (``--planner``)."""
+    """A ``Table`` (or a ``GroupedTable``: ``kind``): the index of the
+    statement that made it (``--planner``)."""
 
     env: EnvState
     statement: int
+    kind: str = "Table"
 
 
 @dataclass(eq=False, slots=True)

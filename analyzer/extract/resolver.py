@@ -24,6 +24,7 @@ from chainlens.analyzer.extract.interface import (
 )
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
+from chainlens.analyzer.extract.pyflink_environment import apply_config
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_signatures import (
     TIME_PARAMETERS,
@@ -32,10 +33,22 @@ from chainlens.analyzer.extract.pyflink_signatures import (
     time_argument_error,
 )
 from chainlens.analyzer.extract.pyflink_table import (
+    BUILDERS,
     TABLE_API,
     NotPlannedError,
+    builder_method,
+    builder_start,
+    create_pure_table_env,
     create_table_env,
+    data_type,
+    environment_settings,
+    expression_function,
+    expression_method,
+    expression_property,
+    operate,
+    settings_method,
     statement_set_method,
+    table_config_set,
     table_env_method,
     table_method,
 )
@@ -46,8 +59,12 @@ from chainlens.analyzer.extract.pyflink_values import (
     PyObject,
     StatementSetRef,
     Stream,
+    TableBuilder,
+    TableConfigRef,
     TableEnvRef,
+    TableExpression,
     TableRef,
+    TableSettings,
     TypeInfo,
 )
 from chainlens.analyzer.extract.values import (
@@ -57,6 +74,10 @@ from chainlens.analyzer.extract.values import (
     QualifiedRef,
 )
 from chainlens.analyzer.model.enums import OutputType
+
+#: The decorators of user-defined Table functions: their functions are never
+#: handed to the planner (the call using one is an unknown).
+_USER_FUNCTIONS = frozenset({"udf", "udtf", "udaf", "udtaf"})
 
 # Types.X() -> what alignment needs to know.
 _ROW_TYPES = frozenset({"ROW", "ROW_NAMED"})
@@ -177,13 +198,12 @@ class PyFlinkResolver:
         if parts[0] != "pyflink":
             return UNRESOLVED
         if len(parts) > 1 and parts[1] == "table":
-            if qual == "pyflink.table.StreamTableEnvironment.create":
-                try:
-                    made = create_table_env(self._api(call))
-                except NotPlannedError as exc:
-                    return self.table_api_not_followed(call, qual, exc.reason)
-                if made is not None:
-                    return made
+            try:
+                made = self.table_name_call(parts, call)
+            except NotPlannedError as exc:
+                return self.table_api_not_followed(call, qual, exc.reason)
+            if made is not None:
+                return made
             return self.table_api_not_followed(call, qual)
         if not guarded:
             self.check_function_binds(parts, call)
@@ -212,6 +232,26 @@ class PyFlinkResolver:
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
         if owner[:1].isupper():
+            streams = [
+                v
+                for v in (*call.args.positional, *call.args.keywords.values())
+                if isinstance(v, Stream)
+            ]
+            if streams:
+                # a static method taking a stream (AsyncDataStream's): the
+                # operators it adds are not followed, never silently dropped
+                what = f"{owner}.{last}()"
+                for stream in streams:
+                    stream.env.escape(
+                        f"{what} (an API chainlens does not model)", call.where
+                    )
+                self.program.problem(
+                    "unsupported",
+                    f"{what} is not modelled by chainlens: the graph after it is "
+                    "not followed",
+                    call.where,
+                )
+                return Opaque(f"unknown {last}")
             cls_name = owner
             if last == "with_dynamic_gap":
                 cls_name = _DYNAMIC_GAP.get(owner, owner)
@@ -221,6 +261,33 @@ class PyFlinkResolver:
             )
             return _with_known_attrs(obj)
         return Opaque(f"{qual}()")
+
+    def table_name_call(self, parts: list[str], call: Call) -> object:
+        """A name of ``pyflink.table`` called (``--planner``): a table
+        environment, an expression, a data type, settings; None when it is not
+        handed to the planner."""
+        tables = self.program.tables
+        if tables is None or tables.stopped:
+            return None
+        owner, last = (parts[-2] if len(parts) > 1 else ""), parts[-1]
+        if owner == "StreamTableEnvironment" and last == "create":
+            return create_table_env(self._api(call))
+        if owner == "TableEnvironment" and last == "create":
+            fresh = ApiCall(self.program, Args([], {}), call.where)
+            env = api.new_environment(fresh, self.program)
+            return create_pure_table_env(self._api(call), env.state)
+        if owner == "expressions":
+            return expression_function(self._api(call), last)
+        if owner == "DataTypes":
+            return data_type(self._api(call), last)
+        if owner == "EnvironmentSettings":
+            return environment_settings(self._api(call), last)
+        if owner in BUILDERS:
+            return builder_start(self._api(call), owner, last)
+        if owner == "udf" and last in _USER_FUNCTIONS:
+            # the planner is not asked about the call that uses it (said there)
+            return Opaque(f"pyflink.table.udf.{last}() (a user-defined function)")
+        return None
 
     # --------------------------------------------------------------- objects
 
@@ -232,9 +299,21 @@ class PyFlinkResolver:
             return BoundMethod(owner, name)
         if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
             return BoundMethod(owner, name)
+        if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
+            return BoundMethod(owner, name)
+        if isinstance(owner, TableExpression):
+            made = expression_property(owner, name)
+            if made is not None:
+                return made
+            return BoundMethod(owner, name)
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
         return UNRESOLVED
+
+    def operate(self, name: str, operands: tuple[object, ...]) -> object:
+        """An operator on an expression of the Table API (``col("a") > 1``)."""
+        made = operate(name, operands)
+        return UNRESOLVED if made is None else made
 
     def call_value(self, func: object, call: Call) -> object:
         """A Table API object called: it stays in that API."""
@@ -250,6 +329,10 @@ class PyFlinkResolver:
         another PyFlink object."""
         if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
             return self.table_method(receiver, name, call)
+        if isinstance(
+            receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
+        ):
+            return self.table_value_method(receiver, name, call)
         if isinstance(receiver, Stream | EnvRef) and not guarded:
             self.check_method_exists(receiver, name, call)
         if isinstance(receiver, Stream):
@@ -296,7 +379,7 @@ class PyFlinkResolver:
         result: object = None
         try:
             if isinstance(receiver, TableEnvRef):
-                kind = "StreamTableEnvironment"
+                kind = "TableEnvironment" if receiver.pure else "StreamTableEnvironment"
                 result = table_env_method(self._api(call), receiver, name)
             elif isinstance(receiver, StatementSetRef):
                 kind = "StatementSet"
@@ -310,6 +393,43 @@ class PyFlinkResolver:
             )
         if result is None:
             receiver.env.escape(TABLE_API, call.where)
+            return self.table_api_not_followed(call, f"pyflink.table.{kind}.{name}")
+        return result
+
+    def table_value_method(
+        self,
+        receiver: TableExpression | TableSettings | TableConfigRef | TableBuilder,
+        name: str,
+        call: Call,
+    ) -> object:
+        """A method of an expression, of settings or of a table configuration
+        (``--planner``)."""
+        kind = "Expression"
+        result: object = None
+        tables = self.program.tables
+        if tables is None or tables.stopped:
+            return self.table_api_not_followed(call, f"pyflink.table.{kind}.{name}")
+        try:
+            if isinstance(receiver, TableExpression):
+                result = expression_method(self._api(call), receiver, name)
+            elif isinstance(receiver, TableBuilder):
+                kind = receiver.cls
+                result = builder_method(self._api(call), receiver, name)
+            elif isinstance(receiver, TableSettings):
+                kind = "EnvironmentSettings"
+                result = settings_method(self._api(call), receiver, name)
+            else:
+                kind = "TableConfig"
+                if name == "set":
+                    key, value = table_config_set(self._api(call), receiver)
+                    env = receiver.table_env.env
+                    apply_config(self._api(call), env, ConfigValue({key: value}))
+                    result = receiver
+        except NotPlannedError as exc:
+            return self.table_api_not_followed(
+                call, f"pyflink.table.{kind}.{name}", exc.reason
+            )
+        if result is None:
             return self.table_api_not_followed(call, f"pyflink.table.{kind}.{name}")
         return result
 

@@ -197,6 +197,185 @@ def _measure_writers(
             previous = writer
 
 
+#: The operators of Python applied to expressions (``operator``'s names).
+_OPERATORS = frozenset(
+    {
+        "add", "sub", "mul", "truediv", "mod", "pow", "eq", "ne", "lt", "le",
+        "gt", "ge", "and_", "or_", "invert", "neg",
+    }
+)  # fmt: skip
+
+#: The methods of a Table (and of a GroupedTable) replayed.
+_TABLE_METHODS = frozenset(
+    {
+        "select", "where", "filter", "alias", "distinct", "add_columns",
+        "add_or_replace_columns", "drop_columns", "rename_columns", "join",
+        "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
+        "union", "minus", "minus_all", "intersect", "intersect_all", "order_by",
+        "limit", "fetch", "offset", "group_by", "window", "over_window",
+    }
+)  # fmt: skip
+#: The methods replayed of each other kind of table, by its class's name.
+_KIND_METHODS = {
+    "GroupedTable": frozenset({"select"}),
+    "GroupWindowedTable": frozenset({"group_by"}),
+    "WindowGroupedTable": frozenset({"select"}),
+    "OverWindowedTable": frozenset({"select"}),
+}
+
+#: The builders replayed: per class, its module, the static methods that start
+#: one and the methods that continue it.
+_BUILDERS = {
+    "Schema": (
+        "pyflink.table",
+        {"new_builder"},
+        {
+            "column", "column_by_expression", "column_by_metadata", "watermark",
+            "primary_key", "primary_key_named", "from_row_data_type",
+            "from_fields", "from_schema", "build",
+        },
+    ),
+    "TableDescriptor": (
+        "pyflink.table",
+        {"for_connector"},
+        {"schema", "option", "format", "partitioned_by", "comment", "build"},
+    ),
+    "FormatDescriptor": ("pyflink.table", {"for_format"}, {"option", "build"}),
+    "Tumble": ("pyflink.table.window", {"over"}, {"on", "alias"}),
+    "Slide": ("pyflink.table.window", {"over"}, {"every", "on", "alias"}),
+    "Session": ("pyflink.table.window", {"with_gap"}, {"on", "alias"}),
+    "Over": (
+        "pyflink.table.window",
+        {"partition_by", "order_by"},
+        {"order_by", "preceding", "following", "alias"},
+    ),
+}  # fmt: skip
+
+_CONSTANTS = frozenset(
+    {"UNBOUNDED_ROW", "UNBOUNDED_RANGE", "CURRENT_ROW", "CURRENT_RANGE"}
+)
+
+
+def _builder(value: dict[str, Any], tables: dict[int, Any]) -> Any:
+    """Rebuild a Schema, a descriptor or a window by its chain of calls."""
+    import importlib
+
+    cls_name = str(value["builder"])
+    module, starts, continues = _BUILDERS[cls_name]
+    obj: Any = getattr(importlib.import_module(module), cls_name)
+    for index, step in enumerate(value["calls"]):
+        name = str(step["name"])
+        if name not in (starts if index == 0 else continues):
+            raise ValueError(f"{cls_name}.{name}() is not replayed")
+        args = [_value(a, tables) for a in step.get("args", [])]
+        kwargs = {k: _value(v, tables) for k, v in step.get("kwargs", {}).items()}
+        obj = getattr(obj, name)(*args, **kwargs)
+    return obj
+
+
+#: The table configuration keys set.
+_CONFIG_KEYS = frozenset({"parallelism.default", "pipeline.max-parallelism"})
+
+
+def _value(value: Any, tables: dict[int, Any]) -> Any:
+    """Rebuild a value as chainlens handed it: a literal, an expression of
+    ``pyflink.table.expressions``, a ``DataTypes`` type, a table or a list."""
+    import operator
+
+    from pyflink.table import DataTypes, expressions  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.table.expression import Expression  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    if not isinstance(value, dict):
+        return value
+    if "builder" in value:
+        return _builder(value, tables)
+    if "constant" in value:
+        if value["constant"] not in _CONSTANTS:
+            raise ValueError(f"{value['constant']} is not replayed")
+        return getattr(expressions, str(value["constant"]))
+    args = [_value(a, tables) for a in value.get("args", [])]
+    kwargs = {k: _value(v, tables) for k, v in value.get("kwargs", {}).items()}
+    if "list" in value:
+        return [_value(v, tables) for v in value["list"]]
+    if "table" in value:
+        return tables[int(value["table"])]
+    if "fn" in value:
+        name = str(value["fn"])
+        if name not in getattr(expressions, "__all__", ()) or not name.islower():
+            raise ValueError(f"{name}() is not an expression function of this PyFlink")
+        return getattr(expressions, name)(*args, **kwargs)
+    if "datatype" in value:
+        name = str(value["datatype"])
+        if not name.isupper() or not hasattr(DataTypes, name):
+            raise ValueError(f"DataTypes.{name} is not a data type of this PyFlink")
+        return getattr(DataTypes, name)(*args, **kwargs)
+    if "operator" in value:
+        name = str(value["operator"])
+        if name not in _OPERATORS:
+            raise ValueError(f"the operator {name} is not replayed")
+        return getattr(operator, name)(*args)
+    on = _value(value["on"], tables)
+    if not isinstance(on, Expression):
+        raise ValueError("not an expression")
+    if "property" in value:
+        name = str(value["property"])
+        member = getattr(Expression, name, None)
+        if name.startswith("_") or not isinstance(member, property):
+            raise ValueError(f"Expression.{name} is not a property of this PyFlink")
+        return getattr(on, name)
+    name = str(value["method"])
+    member = getattr(Expression, name, None)
+    if name.startswith("_") or not callable(member) or isinstance(member, property):
+        raise ValueError(f"Expression.{name}() is not a method of this PyFlink")
+    return getattr(on, name)(*args, **kwargs)
+
+
+def _table_method(statement: dict[str, Any], tables: dict[int, Any]) -> Any:
+    """Replay one method of a Table or a GroupedTable."""
+    from pyflink.table import Table  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    receiver = tables[int(statement["table"])]
+    name = str(statement["method"])
+    if isinstance(receiver, Table):
+        allowed = _TABLE_METHODS
+    else:
+        allowed = _KIND_METHODS.get(type(receiver).__name__, frozenset())
+    if name not in allowed:
+        raise ValueError(f"{type(receiver).__name__}.{name}() is not replayed")
+    args = [_value(a, tables) for a in statement.get("args", [])]
+    kwargs = {k: _value(v, tables) for k, v in statement.get("kwargs", {}).items()}
+    return getattr(receiver, name)(*args, **kwargs)
+
+
+def _environments(request: dict[str, Any], jvm: Any) -> tuple[Any, Any, Any]:
+    """The environment, the table environment and the Java environment the
+    statements are replayed in: a ``TableEnvironment`` of its own when the
+    program made one from ``EnvironmentSettings`` (its first statement)."""
+    from pyflink.common import Configuration  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.datastream import StreamExecutionEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.table import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        EnvironmentSettings,
+        StreamTableEnvironment,
+        TableEnvironment,
+    )
+
+    statements = request["statements"]
+    if statements and statements[0]["op"] == "table_environment":
+        if statements[0].get("mode") != "streaming":
+            raise ValueError("only a TableEnvironment in streaming mode is replayed")
+        t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+        j_env = t_env._j_tenv.getPlanner().getExecEnv()
+        return StreamExecutionEnvironment(j_env), t_env, j_env
+    config = Configuration()
+    for key, value in request.get("config", {}).items():
+        config.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(config)
+    if request.get("parallelism") is not None:
+        env.set_parallelism(int(request["parallelism"]))
+    t_env = StreamTableEnvironment.create(env)
+    return env, t_env, env._j_stream_execution_environment
+
+
 class RejectedError(Exception):
     """The planner rejected statement ``index`` (its message's first line)."""
 
@@ -218,20 +397,14 @@ def _message(exc: Exception) -> str:
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
     """Replay the statements of ``request`` and return what was translated."""
-    from pyflink.common import Configuration, WatermarkStrategy  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    from pyflink.datastream import StreamExecutionEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.common import WatermarkStrategy  # type: ignore[import-untyped,import-not-found,unused-ignore]
     from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
-    from pyflink.table import StreamTableEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     jvm = get_gateway().jvm
-    config = Configuration()
-    for key, value in request.get("config", {}).items():
-        config.set_string(key, value)
-    env = StreamExecutionEnvironment.get_execution_environment(config)
-    if request.get("parallelism") is not None:
-        env.set_parallelism(int(request["parallelism"]))
-    t_env = StreamTableEnvironment.create(env)
-    j_env = env._j_stream_execution_environment
+    try:
+        env, t_env, j_env = _environments(request, jvm)
+    except Exception as exc:
+        raise RejectedError(0, _message(exc)) from exc
     tables: dict[int, Any] = {}
     inputs_of: dict[int, int] = {}
     results: list[dict[str, Any]] = []
@@ -256,7 +429,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 if statement.get("max_parallelism"):
                     j_stream.setMaxParallelism(int(statement["max_parallelism"]))
                 inputs_of[int(j_stream.getId())] = int(statement["stream"])
-                tables[index] = t_env.from_data_stream(DataStream(j_stream))
+                if "schema" in statement:
+                    tables[index] = t_env.from_data_stream(
+                        DataStream(j_stream), _value(statement["schema"], tables)
+                    )
+                else:
+                    tables[index] = t_env.from_data_stream(DataStream(j_stream))
             elif op == "create_temporary_view":
                 t_env.create_temporary_view(
                     statement["name"], tables[statement["table"]]
@@ -268,6 +446,29 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 roots = [ds._j_data_stream.getTransformation()]
                 entry["transformations"] = _walk(roots, start, inputs_of, jvm)
                 entry["result"] = int(roots[0].getId()) - start
+            elif op == "table_environment":
+                pass  # made before the first statement
+            elif op == "config":
+                if statement["key"] not in _CONFIG_KEYS:
+                    raise ValueError(f"{statement['key']} is not set here")
+                t_env.get_config().set(statement["key"], statement["value"])
+            elif op == "from_elements":
+                rows = [
+                    tuple(r) if isinstance(r, list) else r
+                    for r in statement["elements"]
+                ]
+                tables[index] = t_env.from_elements(
+                    rows,
+                    _value(statement["schema"], tables),
+                    bool(statement.get("verify_schema", True)),
+                )
+            elif op == "create_temporary_table":
+                descriptor = _value(statement["descriptor"], tables)
+                if type(descriptor).__name__ != "TableDescriptor":
+                    raise ValueError("not a TableDescriptor")
+                t_env.create_temporary_table(statement["path"], descriptor)
+            elif op == "table_method":
+                tables[index] = _table_method(statement, tables)
             elif op == "from_path":
                 tables[index] = t_env.from_path(statement["path"])
             elif op == "execute_insert":

@@ -223,12 +223,12 @@ def test_a_table_method_that_is_not_modelled_stops_the_planning(
 ) -> None:
     text = NOT_STATIC.replace(
         'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
-        'table = t_env.sql_query("SELECT * FROM numbers").select("f0")',
+        'table = t_env.sql_query("SELECT * FROM numbers").to_pandas()',
     )
     result = analyze_source("job.py", text, PLANNER)
     table = [u for u in result.unknowns if u.subject == "the Table API"]
     assert [(u.range.start.line if u.range else None) for u in table] == [10]
-    assert "pyflink.table.Table.select() is not planned" in table[0].reason
+    assert "pyflink.table.Table.to_pandas() is not planned" in table[0].reason
     # the statements up to it are asked about; the conversion after it is not
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view", "sql_query"]
@@ -305,3 +305,229 @@ def test_an_analysis_that_does_not_wait_leaves_the_planner_pending(
         for u in again.unknowns
         if u.subject == "the Table API"
     )
+
+
+def test_a_method_chain_is_handed_over_as_data(asked: _Asked) -> None:
+    """Each Table method is a statement: its name and its arguments as an
+    expression tree (never the program's text)."""
+    program = PIPELINES / "table_method_chain.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    statements = asked.asked[0]
+    chain = [s["method"] for s in statements if s["op"] == "table_method"]
+    assert chain == ["where", "add_columns", "select", "group_by", "select"]
+    where = next(s for s in statements if s.get("method") == "where")
+    col_qty = {"fn": "col", "args": ["qty"]}
+    assert where["args"] == [
+        {
+            "operator": "and_",
+            "args": [
+                {"operator": "gt", "args": [col_qty, 1]},
+                {"operator": "ge", "args": [{"fn": "col", "args": ["price"]}, 0.5]},
+            ],
+        }
+    ]
+    aggregate = statements[-2]
+    assert aggregate["args"][1] == {
+        "method": "alias",
+        "on": {"property": "sum", "on": {"fn": "col", "args": ["amount"]}},
+        "args": ["total"],
+    }
+    # each method reads the table the one before it made
+    indices = [i for i, s in enumerate(statements) if s["op"] == "table_method"]
+    assert [statements[i]["table"] for i in indices[1:]] == indices[:-1]
+    assert statements[-1]["op"] == "execute_insert"
+    assert statements[-1]["table"] == indices[-1]
+
+
+def test_literal_rows_and_a_pure_table_environment_are_handed_over(
+    asked: _Asked,
+) -> None:
+    program = PIPELINES / "table_environment_settings.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    statements = asked.asked[0]
+    assert statements[0] == {"op": "table_environment", "mode": "streaming"}
+    assert statements[1] == {
+        "op": "config",
+        "key": "parallelism.default",
+        "value": "2",
+    }
+    assert statements[2] == {
+        "op": "from_elements",
+        "elements": [[1, "flink"], [2, "table"], [3, "planner"]],
+        "schema": {"list": ["id", "word"]},
+        "verify_schema": True,
+    }
+    join = statements[4]
+    assert join["method"] == "left_outer_join"
+    assert join["args"][0] == {"table": 3}
+    # the environment's parallelism is the one its configuration set
+    assert {s["env_parallelism"] for s in statements if "env_parallelism" in s} == {2}
+
+
+def test_a_data_type_schema_is_handed_over(asked: _Asked) -> None:
+    program = PIPELINES / "table_from_elements.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    schema = asked.asked[0][0]["schema"]
+    assert isinstance(schema, dict)
+    assert schema["datatype"] == "ROW"
+    assert schema["args"][0]["list"][0] == {
+        "datatype": "FIELD",
+        "args": ["id", {"datatype": "BIGINT", "args": []}],
+    }
+
+
+PURE = """\
+import sys
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.expressions import col
+from pyflink.table.udf import udf
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+t_env.execute_sql("CREATE TABLE sink (n BIGINT) WITH ('connector' = 'blackhole')")
+table = t_env.from_elements([(1, "a"), (2, "bb")], ["id", "data"])
+
+
+@udf(result_type=DataTypes.BIGINT())
+def length(data):
+    return len(data)
+
+
+table = table.where(col("id") > 1).select(col("id"))
+table.execute_insert("sink").wait()
+"""
+
+
+def _table_unknowns(text: str) -> list[tuple[int | None, str]]:
+    result = analyze_source("job.py", text, PLANNER)
+    assert all(job.spec.escapes for job in result.jobs)
+    return [
+        (u.range.start.line if u.range else None, u.reason)
+        for u in result.unknowns
+        if u.subject == "the Table API" and "needs apache-flink" not in u.reason
+    ]
+
+
+def test_a_user_defined_function_in_a_select_is_a_located_unknown(
+    asked: _Asked,
+) -> None:
+    text = PURE.replace('.select(col("id"))', '.select(length(col("data")))')
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [16]
+    assert "an argument of Table.select() is not known statically" in said[0][1]
+    assert "not a user-defined function" in said[0][1]
+    # the statements before it are asked about, neither it nor the INSERT
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["table_environment", "execute_sql", "from_elements", "table_method"]
+    ]
+
+
+def test_an_expression_that_is_not_static_is_a_located_unknown(
+    asked: _Asked,
+) -> None:
+    text = PURE.replace('.select(col("id"))', ".select(col(sys.argv[1]))")
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [16]
+    assert "an argument of col() is not known statically" in said[0][1]
+    assert [len(once) for once in asked.asked] == [4]
+
+
+def test_an_operand_that_is_not_static_stops_at_the_method_using_it(
+    asked: _Asked,
+) -> None:
+    text = PURE.replace('col("id") > 1', 'col("id") > len(sys.argv[1])')
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [16]
+    assert "an argument of Table.where() is not known statically" in said[0][1]
+    assert [len(once) for once in asked.asked] == [3]
+
+
+def test_rows_that_are_not_literal_are_a_located_unknown(asked: _Asked) -> None:
+    text = PURE.replace('[(1, "a"), (2, "bb")]', 'map(lambda i: (i, "a"), range(3))')
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [8]
+    assert "the rows of from_elements are not literal" in said[0][1]
+
+
+def test_a_batch_table_environment_is_a_located_unknown(asked: _Asked) -> None:
+    text = PURE.replace("in_streaming_mode()", "in_batch_mode()")
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [6]
+    assert "batch mode is not planned" in said[0][1]
+    assert asked.asked == []
+
+
+def test_a_table_configuration_key_not_handed_over_stops_the_planning(
+    asked: _Asked,
+) -> None:
+    text = PURE.replace(
+        "t_env.execute_sql(",
+        't_env.get_config().set("pipeline.operator-chaining.enabled", "false")\n'
+        "t_env.execute_sql(",
+    )
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [7]
+    assert "of the table configuration are handed to the planner" in said[0][1]
+    assert [[s["op"] for s in once] for once in asked.asked] == [["table_environment"]]
+
+
+def test_builders_and_windows_are_handed_over_as_their_calls(asked: _Asked) -> None:
+    """A Schema, a TableDescriptor and a window are the chain of calls that
+    built them; an over window's bound is the constant's name."""
+    program = PIPELINES / "table_window_descriptor.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    statements = asked.asked[0]
+    source = statements[0]
+    assert source["op"] == "from_data_stream"
+    schema = source["schema"]
+    assert isinstance(schema, dict)
+    assert schema["builder"] == "Schema"
+    assert [c["name"] for c in schema["calls"]] == [
+        "new_builder",
+        "column_by_expression",
+        "column",
+        "column",
+        "watermark",
+        "build",
+    ]
+    table = statements[2]
+    assert table["op"] == "create_temporary_table"
+    assert table["path"] == "windowed"
+    descriptor = table["descriptor"]
+    assert isinstance(descriptor, dict)
+    assert descriptor["calls"][0] == {"name": "for_connector", "args": ["blackhole"]}
+    methods = [s.get("method") for s in statements if s["op"] == "table_method"]
+    assert methods == ["alias", "window", "group_by", "select", "over_window", "select"]
+    over = next(s for s in statements if s.get("method") == "over_window")
+    bounds = over["args"][0]["calls"]
+    assert bounds[-2] == {"name": "following", "args": [{"constant": "CURRENT_ROW"}]}
+
+
+def test_a_descriptor_that_is_not_static_is_a_located_unknown(asked: _Asked) -> None:
+    program = PIPELINES / "table_window_descriptor.py"
+    text = program.read_text(encoding="utf-8").replace(
+        'TableDescriptor.for_connector("blackhole")',
+        "TableDescriptor.for_connector(sys.argv[1])",
+    )
+    text = "import sys\n" + text
+    said = _table_unknowns(text)
+    assert said[0][0] == 35
+    assert "an argument of TableDescriptor.for_connector()" in said[0][1]
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["from_data_stream", "table_method"]
+    ]
+
+
+def test_an_expression_too_large_is_never_built(asked: _Asked) -> None:
+    """An expression that doubles each time is not handed over once it is
+    larger than the planner is given (its JSON would double too)."""
+    text = PURE.replace(
+        'table = table.where(col("id") > 1).select(col("id"))',
+        'e = col("id")\n'
+        "for _ in range(200):\n"
+        "    e = e + e\n"
+        'table = table.where(col("id") > 1).select(e)',
+    )
+    said = _table_unknowns(text)
+    assert [line for line, _ in said] == [19]
+    assert "an argument of Table.select() is not known statically" in said[0][1]
+    assert [len(once) for once in asked.asked] == [4]

@@ -204,3 +204,29 @@ def test_a_condition_that_is_a_call_is_located_alike_with_or_without_the_cache()
     plain = ranges(analyze_source("c.py", program))
     assert plain == ranges(analyze_source("c.py", program, cache=ModuleCache()))
     assert plain == [(6, 7), (8, 18)]
+
+
+ASYNC = """\
+from pyflink.common import Time, Types
+from pyflink.datastream import AsyncDataStream, StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+ds = env.from_collection([1, 2], type_info=Types.INT())
+out = AsyncDataStream.unordered_wait(ds, None, Time.seconds(1), 10, Types.INT())
+out.print()
+env.execute()
+"""
+
+
+def test_a_static_method_taking_a_stream_is_said_never_dropped() -> None:
+    """AsyncDataStream's operators are not modelled: the job says so where the
+    stream goes in, rather than showing it without them."""
+    result = analyze_source("job.py", ASYNC)
+    assert [
+        (p.code, p.range.start.line if p.range else None) for p in result.problems
+    ] == [("unsupported", 6)]
+    assert (
+        "AsyncDataStream.unordered_wait() is not modelled" in result.problems[0].message
+    )
+    (job,) = result.jobs
+    assert [e.range.start.line if e.range else None for e in job.spec.escapes] == [6]

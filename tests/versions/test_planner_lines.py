@@ -3,11 +3,12 @@ that line's PyFlink (the venvs of ``tests/tools/flink_venvs.py``), against that
 line's real graphs of the Table API fixtures (each line names the planner's
 operators its own way: Flink 1.18's ``TableToDataSteam``).
 
-Every fixture on 1.20; on the other lines, the two whose planner output
-differs most between lines (the keyed round trip, with its conversions, and
-the statement set, with its sinks): a JVM per program and line costs about 5
-s.  ``CHAINLENS_ALL_LINES=1`` runs every fixture on every line.  These tests
-start a JVM: ``oracle``; ``slow``.
+Every fixture on 1.20; on the other lines, the three whose planner output
+differs most between lines (the keyed round trip, with its conversions, the
+statement set, with its sinks, and the TableEnvironment made from
+EnvironmentSettings, whose planner has an environment of its own): a JVM per
+program and line costs about 5 s.  ``CHAINLENS_ALL_LINES=1`` runs every
+fixture on every line.  These tests start a JVM: ``oracle``; ``slow``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ pytestmark = [
 ]
 
 #: the fixtures every line is checked with (all of them on 1.20)
-ON_EVERY_LINE = {"table_roundtrip_keyed", "table_statement_set"}
+ON_EVERY_LINE = {
+    "table_roundtrip_keyed",
+    "table_statement_set",
+    "table_environment_settings",
+}
 
 
 def _lines() -> list[tuple[str, Path]]:
