@@ -184,9 +184,10 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         self.untaken: list[tuple[object, ...]] = []
         #: where the test of each branch on an unknown condition met is, by key
         self.places: dict[tuple[object, ...], SourceRange | None] = {}
-        #: the branches on unknown conditions met, in order (a failure after
-        #: one has ended may still depend on what was done in it)
-        self.met: list[Assumption] = []
+        #: the branches on unknown conditions met, by key, in the order each
+        #: was last met (a failure after one has ended may still depend on
+        #: what was done in it; a loop meets a branch in it once per round)
+        self.met: dict[tuple[object, ...], Assumption] = {}
         #: the program failed on this run's path after branches on unknown
         #: conditions that had ended: the failure, said as certain, and those
         #: not decided yet, latest last (see :func:`interpret`)
@@ -226,7 +227,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             self.record.problem("flink-error", stop.message, stop.where)
             inside = {a.key for a in assumed}
             ended = tuple(
-                a for a in self.met if a.key not in self.decided and a.key not in inside
+                a
+                for a in self.met.values()
+                if a.key not in self.decided and a.key not in inside
             )
             if ended and not self.probed:
                 # it may depend on what an ended branch did (a value it set)
@@ -392,7 +395,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         if assumption is None:
             yield
             return
-        self.met.append(assumption)
+        self.met.pop(assumption.key, None)
+        self.met[assumption.key] = assumption
         self.assumed.append(assumption)
         try:
             yield

@@ -112,8 +112,11 @@ def interpret(
     decided: dict[tuple[object, ...], bool] = {}
     failures: list[tuple[str, SourceRange | None]] = []
     runs = 0
+    #: a run made already with the branches decided as they are now
+    made: tuple[Program, Evaluator] | None = None
     while True:
-        program, evaluator = run(decided)
+        program, evaluator = made or run(decided)
+        made = None
         if evaluator.failed_when is None:
             if evaluator.failed_after is None:
                 break
@@ -122,7 +125,7 @@ def interpret(
             )
             if flipped is None:
                 break
-            message, where, decided = flipped
+            message, where, decided, made = flipped
             failures.append((message, where))
             continue
         message, where, branch = evaluator.failed_when
@@ -175,12 +178,21 @@ def depends_on_ended_branch(
     after: tuple[str, SourceRange | None, tuple[Assumption, ...]],
     runs: int,
     program: Program,
-) -> tuple[int, tuple[str, SourceRange | None, dict[tuple[object, ...], bool]] | None]:
+) -> tuple[
+    int,
+    tuple[
+        str,
+        SourceRange | None,
+        dict[tuple[object, ...], bool],
+        tuple[Program, Evaluator],
+    ]
+    | None,
+]:
     """A failure on the path of a run, after branches on unknown conditions
     had ended (``after``): the program is replayed with each of them decided
     the other way, the latest first, until a run does not fail there.  The
     failure then depends on that branch (a value set in it): it is said with
-    its condition, and that run's decisions are returned.  Returns the runs
+    its condition, and that run and its decisions are returned.  Returns the runs
     made so far, and None when every other side fails there too (the failure
     stays certain); when the runs are used up first, ``program`` says so."""
     message, where, ended = after
@@ -202,7 +214,8 @@ def depends_on_ended_branch(
             p.code == "flink-error" and p.range == where for p in tried.problems
         ) or (evaluator.failed_when is not None and evaluator.failed_when[1] == where)
         if not fails:
-            return runs, (f"when {branch.shown()}: {message}", where, trial)
+            made = (tried, evaluator)
+            return runs, (f"when {branch.shown()}: {message}", where, trial, made)
     return runs, None
 
 

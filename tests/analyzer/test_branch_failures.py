@@ -763,3 +763,16 @@ def test_past_the_limit_of_runs_a_failure_after_ended_branches_says_so() -> None
     notes = [u.reason for u in result.unknowns if "used up" in u.reason]
     assert len(notes) == 1
     assert "only after 4 of the branches" in notes[0]
+
+
+def test_a_branch_met_in_each_round_of_a_loop_is_tried_once() -> None:
+    result = _program(
+        "for n in range(50):\n"
+        '    if os.environ.get("SKIP"):\n'
+        "        last = n\n"
+        'env.read_text_file("in").print()\n'
+    )
+    ((_, severity, message),) = _cl000(result)
+    assert severity is Severity.ERROR
+    assert message.startswith("PyFlink raises here: ")
+    assert not [u for u in result.unknowns if "used up" in u.reason]
