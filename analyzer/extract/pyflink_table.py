@@ -777,6 +777,8 @@ def _answer(call: Call, replay: TableReplay, index: int) -> PlannedStatement | N
         failed = answer.error_statement
         if failed is None:
             call.program.unknown(TABLE_API, answer.error, call.where)
+        elif index < failed and index < len(answer.statements) and not replay.diverged:
+            return answer.statements[index]  # translated before the rejected one
         elif failed <= index < len(replay.ranges):  # said at the rejected one
             call.program.unknown(TABLE_API, answer.error, replay.ranges[failed])
         return None

@@ -70,7 +70,8 @@ class PlannedStatement:
 
 @dataclass(frozen=True, slots=True)
 class PlannerAnswer:
-    """The planner's answer for every statement, or why there is none."""
+    """The planner's answer for every statement, or why there is none (with
+    the answers of the statements before the one it rejected)."""
 
     statements: tuple[PlannedStatement, ...] = field(default=())
     #: why the planner could not answer (one line), else None

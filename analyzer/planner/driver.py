@@ -198,10 +198,13 @@ def parse_answer(text: str) -> PlannerAnswer:
             raise TypeError("not an object")
         if doc.get("error"):
             index = doc.get("statement")
+            rejected = doc.get("rejected") is True
+            before = doc.get("statements") or [] if rejected else []
             return PlannerAnswer(
+                statements=tuple(_statement(s) for s in before),
                 error=str(doc["error"]),
                 error_statement=index if isinstance(index, int) else None,
-                rejected=doc.get("rejected") is True,
+                rejected=rejected,
             )
         return PlannerAnswer(statements=tuple(_statement(s) for s in doc["statements"]))
     except (ValueError, TypeError, KeyError, AttributeError, AssertionError) as exc:

@@ -377,12 +377,16 @@ def _environments(request: dict[str, Any], jvm: Any) -> tuple[Any, Any, Any]:
 
 
 class RejectedError(Exception):
-    """The planner rejected statement ``index`` (its message's first line)."""
+    """The planner rejected statement ``index`` (its message's first line);
+    ``done``: what it translated of the statements before it."""
 
-    def __init__(self, index: int, message: str) -> None:
+    def __init__(
+        self, index: int, message: str, done: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(message)
         self.index = index
         self.message = message
+        self.done = done or []
 
 
 def _message(exc: Exception) -> str:
@@ -525,7 +529,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError(f"unknown statement {op!r}")
             entry.setdefault("consumed", _counter(jvm) - start)
         except Exception as exc:  # the planner rejects the statement
-            raise RejectedError(index, _message(exc)) from exc
+            raise RejectedError(index, _message(exc), results) from exc
         results.append(entry)
     return {"statements": results}
 
@@ -557,6 +561,8 @@ def main(argv: list[str]) -> int:
             "error": f"Flink's planner rejects it: {exc.message}",
             "statement": exc.index,
             "rejected": True,
+            # the statements before it translate as they would without it
+            "statements": exc.done,
         }
     sys.stdout.write("\n" + json.dumps(answer) + "\n")
     return 0

@@ -305,7 +305,7 @@ def summary_line(
         line += f"\n[*] {fixable} fixable with `chainlens {command} --fix`."
     if unsafe:
         line += (
-            f"\n{_plural(unsafe, 'more fix')} "
+            f"\n{unsafe} more {'fix' if unsafe == 1 else 'fixes'} "
             f"{'is' if unsafe == 1 else 'are'} unsafe (they move the operator IDs "
             "savepoints are restored by): `--fix --unsafe-fixes` applies them."
         )

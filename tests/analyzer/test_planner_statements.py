@@ -193,6 +193,20 @@ def test_a_malformed_answer_is_an_error_never_raised(text: str) -> None:
     assert answer.error.startswith("the planner's answer is not readable")
 
 
+def test_a_rejection_keeps_the_answers_of_the_statements_before_it() -> None:
+    text = (
+        '{"error": "Flink\'s planner rejects it: no", "statement": 2, '
+        '"rejected": true, "statements": [{"consumed": 0}, {"consumed": 3}]}'
+    )
+    answer = driver.parse_answer(text)
+    assert answer.rejected
+    assert answer.error_statement == 2
+    assert [s.consumed for s in answer.statements] == [0, 3]
+    # an error that is no rejection keeps nothing
+    answer = driver.parse_answer('{"error": "no Java", "statements": [{}]}')
+    assert not answer.statements
+
+
 @pytest.mark.parametrize(
     "statement",
     [

@@ -267,3 +267,19 @@ def test_graph_all_variants_of_a_program_that_reads_its_command_line(
     assert only["variants"][0]["argv"] == []
     assert main(["graph", "--all-variants", "--argv", "a", program]) == 2
     assert "--all-variants chooses the command lines" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (["keyed_sink_to.py"], "1 more fix is unsafe"),
+        (["keyed_sink_to.py", "sink_v2_file_sink.py"], "3 more fixes are unsafe"),
+    ],
+)
+def test_the_summary_counts_the_unsafe_fixes_in_english(
+    names: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = [str(FIXTURES / "pipelines" / n) for n in names]
+    main(["check", *paths])
+    out = capsys.readouterr().out
+    assert said in out
