@@ -249,7 +249,11 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return None
     env = receiver.env
     count = len(call.args.positional) + len(call.args.keywords)
-    if receiver.pure and name in ("from_data_stream", "to_data_stream"):
+    if receiver.pure and name in (
+        "from_data_stream",
+        "to_data_stream",
+        "to_changelog_stream",
+    ):
         return None  # a TableEnvironment has no DataStream
     if name == "get_config" and count == 0:
         return TableConfigRef(receiver)
@@ -307,23 +311,28 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             raise NotPlannedError("the query's text is not known statically")
         statement: Statement = {"op": "sql_query", "query": query}
         return TableRef(env, replay.record(statement, call.where))
-    if name == "to_data_stream" and count == 1:
+    if (name == "to_data_stream" and count == 1) or (
+        name == "to_changelog_stream" and count in (1, 2)
+    ):
         table = call.args.get(0, "table")
         if not isinstance(table, TableRef) or table.kind != "Table":
             return None
-        index = replay.record(
-            {
-                "op": "to_data_stream",
-                "table": table.statement,
-                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
-            },
-            call.where,
-        )
+        statement = {
+            "op": name,
+            "table": table.statement,
+            "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+        }
+        if count == 2:  # to_changelog_stream(table, target_schema)
+            schema = call.args.get(1, "target_schema")
+            if not (isinstance(schema, TableBuilder) and schema.cls == "Schema"):
+                raise NotPlannedError("the target schema is not known statically")
+            statement["schema"] = schema.tree
+        index = replay.record(statement, call.where)
         planned = _answer(call, replay, index)
         if planned is None or planned.result is None:
             env.escape("the Table API (not planned)", call.where)
             return Opaque("pyflink.table.DataStream")
-        ids = splice(call, env, planned, "to_data_stream")
+        ids = splice(call, env, planned, name)
         result = ids[planned.result]
         env.transformations.append(result)
         return Stream("DataStream", env, result, OutputType.ROW)

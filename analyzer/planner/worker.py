@@ -445,8 +445,15 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 )
             elif op == "sql_query":
                 tables[index] = t_env.sql_query(statement["query"])
-            elif op == "to_data_stream":
-                ds = t_env.to_data_stream(tables[statement["table"]])
+            elif op in ("to_data_stream", "to_changelog_stream"):
+                table = tables[statement["table"]]
+                if op == "to_data_stream":
+                    ds = t_env.to_data_stream(table)
+                elif "schema" in statement:
+                    schema = _value(statement["schema"], tables)
+                    ds = t_env.to_changelog_stream(table, schema)
+                else:
+                    ds = t_env.to_changelog_stream(table)
                 roots = [ds._j_data_stream.getTransformation()]
                 entry["transformations"] = _walk(roots, start, inputs_of, jvm)
                 entry["result"] = int(roots[0].getId()) - start

@@ -545,3 +545,47 @@ def test_an_expression_too_large_is_never_built(asked: _Asked) -> None:
     assert [line for line, _ in said] == [19]
     assert "an argument of Table.select() is not known statically" in said[0][1]
     assert [len(once) for once in asked.asked] == [4]
+
+
+def test_a_changelog_stream_is_handed_over(asked: _Asked) -> None:
+    analyze_source(
+        str(PIPELINES / "table_changelog_stream.py"),
+        (PIPELINES / "table_changelog_stream.py").read_text(encoding="utf-8"),
+        PLANNER,
+    )
+    ((*_, last),) = asked.asked
+    assert last["op"] == "to_changelog_stream"
+    assert "schema" not in last
+
+
+CHANGELOG_WITH = """\
+import os
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import DataTypes, Schema, StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+s = env.from_collection([1], type_info=Types.ROW_NAMED(["n"], [Types.INT()]))
+t = t_env.from_data_stream(s)
+known = Schema.new_builder().column("n", DataTypes.INT()).build()
+t_env.to_changelog_stream(t, known).print()
+t_env.to_changelog_stream(t, os.environ["SCHEMA"]).print()
+env.execute()
+"""
+
+
+def test_a_changelog_stream_with_a_schema_is_handed_over_when_static(
+    asked: _Asked,
+) -> None:
+    result = analyze_source("job.py", CHANGELOG_WITH, PLANNER)
+    ((*_, last),) = asked.asked
+    assert last["op"] == "to_changelog_stream"
+    assert last["schema"]["builder"] == "Schema"
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert any(
+        u.range is not None
+        and u.range.start.line == 12
+        and "the target schema is not known statically" in u.reason
+        for u in table
+    )
