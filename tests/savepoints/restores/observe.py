@@ -295,6 +295,26 @@ def outcome_of(record: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def same_outcome(live: dict[str, Any], recorded: dict[str, Any]) -> bool:
+    """Tell whether two outcomes (:func:`outcome_of`) say the same of what
+    Flink did.  In runs that both failed with the same error, a probe that
+    reached no key in one of them ("failed" alone: the job ended before the
+    operator read any) says nothing of what was restored, and is not
+    compared; every other part is."""
+    if live.keys() != recorded.keys():
+        return False
+    if any(live[k] != recorded[k] for k in live if k != "probes"):
+        return False
+    both_failed = "failed" in live
+    ours, theirs = live["probes"], recorded["probes"]
+    if ours.keys() != theirs.keys():
+        return False
+    return all(
+        ours[op] == theirs[op] or (both_failed and "failed" in (ours[op], theirs[op]))
+        for op in ours
+    )
+
+
 def _reached(outcome: str, failed: bool) -> str:
     """A probe's outcome over the keys it reached: in a run that failed, the
     keys an operator had not read when the failure ended the job ("failed")
