@@ -134,7 +134,6 @@ class _Piece:
         "cuts",
         "indent",
         "module",
-        "moved",
         "parts",
         "placed",
         "shifts",
@@ -158,11 +157,9 @@ class _Piece:
         self.indent = indent
         self.shifts = (0, *(c - 1 for c in cuts[:-1])) if parts else ()
         self.calls: list[CallRanges] | bool | None = False  # False: not computed
-        #: its calls shifted last, and by how many lines (a chunk's calls in
-        #: the function it is a part of: most chunks stay where they were)
-        self.moved: tuple[int, CallRanges] | None = None
-        #: per statement of a top-level piece: its calls shifted last to where
-        #: the piece is in the module, and by how many lines
+        #: per statement: its calls shifted last, and by how many lines (a
+        #: chunk's in the function it is part of, a top-level piece's to
+        #: where it is in the module: an edit moves only what follows it)
         self.placed: dict[int, tuple[int, CallRanges]] = {}
 
     def statement_calls(self) -> list[CallRanges] | None:
@@ -174,6 +171,20 @@ class _Piece:
             )
         return self.calls  # type: ignore[return-value]
 
+    def shifted_calls(self, index: int, lines: int) -> CallRanges | None:
+        """The calls of statement ``index``, ``lines`` further down (shifted
+        once per distance)."""
+        pairs = self.statement_calls()
+        if pairs is None:
+            return None
+        if not lines:
+            return pairs[index]
+        kept = self.placed.get(index)
+        if kept is None or kept[0] != lines:
+            moved = [(call, _shifted(where, lines)) for call, where in pairs[index]]
+            kept = self.placed[index] = (lines, moved)
+        return kept[1]
+
     def _joined_calls(self) -> list[CallRanges] | None:
         """The calls of the one statement the parts make, from theirs."""
         joined: CallRanges = []
@@ -181,15 +192,7 @@ class _Piece:
             found = part.statement_calls()
             if found is None or len(found) != 1:
                 return None
-            if not shift:
-                joined.extend(found[0])
-                continue
-            if part.moved is None or part.moved[0] != shift:
-                part.moved = (
-                    shift,
-                    [(call, _shifted(where, shift)) for call, where in found[0]],
-                )
-            joined.extend(part.moved[1])
+            joined.extend(part.shifted_calls(0, shift) or ())
         return [joined]
 
 
@@ -397,19 +400,7 @@ class ModuleCache:
             if not 0 <= top < len(layout):
                 return None
             piece, index, offset = layout[top]
-            pairs = piece.statement_calls()
-            if pairs is None:
-                return None
-            if not offset:
-                return pairs[index]
-            # shifted once per place: an edit moves only what follows it
-            kept = piece.placed.get(index)
-            if kept is None or kept[0] != offset:
-                kept = piece.placed[index] = (
-                    offset,
-                    [(call, _shifted(where, offset)) for call, where in pairs[index]],
-                )
-            return kept[1]
+            return piece.shifted_calls(index, offset)
 
         return of_statement
 
