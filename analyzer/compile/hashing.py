@@ -116,19 +116,17 @@ def generate_node_hash(
     graph: StreamGraph,
     symbolic: dict[int, Symbol] | None = None,
     chained: Mapping[int, int] | None = None,
-    taken: set[bytes] | None = None,
+    *,
+    taken: set[bytes],
 ) -> bool:
     """Hash ``node`` into ``hashes``; return False when an input is not hashed yet.
 
     Mirrors StreamGraphHasherV2.generateNodeHash (Flink 2.3).  A node with a uid
     does not wait for its inputs.  ``symbolic`` collects the nodes whose uid is a
     :class:`Symbol` (their hash is a placeholder).  ``taken`` holds the hashes
-    in ``hashes`` but those placeholders (kept up to date here; made from
-    ``hashes`` when not given).
+    in ``hashes`` but those placeholders (kept up to date here).
     """
     symbolic = {} if symbolic is None else symbolic
-    if taken is None:
-        taken = {h for i, h in hashes.items() if i not in symbolic}
     uid = node.uid
     if uid is None:
         if any(e.source_id not in hashes for e in graph.in_edges(node.id)):
@@ -174,7 +172,7 @@ def traverse_stream_graph_and_generate_hashes(
     while remaining:
         current = remaining.popleft()
         node = nodes[current] if nodes is not None else graph.node(current)
-        if generate_node_hash(node, hashes, graph, symbolic, chained, taken):
+        if generate_node_hash(node, hashes, graph, symbolic, chained, taken=taken):
             for edge in graph.out_edges(current):
                 if edge.target_id not in visited:
                     remaining.append(edge.target_id)

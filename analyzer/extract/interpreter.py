@@ -173,7 +173,7 @@ def interpret(
 
 
 def depends_on_ended_branch(
-    run: Callable[[dict[tuple[object, ...], bool]], tuple[Program, Evaluator]],
+    run: Run,
     decided: dict[tuple[object, ...], bool],
     after: tuple[str, SourceRange | None, tuple[Assumption, ...]],
     runs: int,
@@ -208,7 +208,7 @@ def depends_on_ended_branch(
             )
             break
         trial = {**decided, branch.key: not branch.taken}
-        tried, evaluator = run(trial)
+        tried, evaluator = run(trial, ())
         runs += 1
         fails = any(
             p.code == "flink-error" and p.range == where for p in tried.problems
