@@ -594,15 +594,17 @@ def operate(name: str, operands: tuple[object, ...]) -> TableExpression | None:
     return TableExpression({"operator": name, "args": [v for v, _ in items]}, weight)
 
 
+#: the methods of ``EnvironmentSettings`` and of its builder choosing the mode
+_MODES = {"in_streaming_mode": "streaming", "in_batch_mode": "batch"}
+
+
 def environment_settings(call: Call, name: str) -> TableSettings | None:
     """``EnvironmentSettings.in_streaming_mode()``, ``in_batch_mode()`` or
     ``new_instance()``; else None."""
     if call.args.positional or call.args.keywords or call.args.unseen:
         return None
-    if name == "in_streaming_mode":
-        return TableSettings("streaming", built=True)
-    if name == "in_batch_mode":
-        return TableSettings("batch", built=True)
+    if name in _MODES:
+        return TableSettings(_MODES[name], built=True)
     if name == "new_instance":
         return TableSettings("streaming", built=False)
     return None
@@ -615,10 +617,8 @@ def settings_method(call: Call, receiver: TableSettings, name: str) -> object:
         return None
     if receiver.built:
         return None
-    if name == "in_streaming_mode":
-        return TableSettings("streaming", built=False)
-    if name == "in_batch_mode":
-        return TableSettings("batch", built=False)
+    if name in _MODES:
+        return TableSettings(_MODES[name], built=False)
     if name == "build":
         return TableSettings(receiver.mode, built=True)
     return None
