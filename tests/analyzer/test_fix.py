@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -483,7 +482,7 @@ def _downstream(job: dict[str, Any], starts: set[int]) -> set[int]:
 @pytest.mark.skipif(not _flink_available(), reason="needs Java and apache-flink")
 def test_fixed_programs_build_the_same_job_graphs_in_flink(tmp_path: Path) -> None:
     from tests.oracle.check import differences
-    from tests.oracle.generate import generate
+    from tests.oracle.generate import generate_all
 
     runs: list[tuple[str, Path, Path, dict[tuple[int, int], str]]] = []
     for name in ORACLE_PROGRAMS:
@@ -517,14 +516,7 @@ def test_fixed_programs_build_the_same_job_graphs_in_flink(tmp_path: Path) -> No
         )
 
     paths = [p for _, original, fixed_path, _ in runs for p in (original, fixed_path)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        docs = dict(
-            zip(
-                paths,
-                pool.map(lambda p: generate(p, parallelism=4), paths),
-                strict=True,
-            )
-        )
+    docs = dict(zip(paths, generate_all(paths, parallelism=4), strict=True))
 
     for name, original, fixed_path, added in runs:
         old_doc, new_doc = docs[original], docs[fixed_path]

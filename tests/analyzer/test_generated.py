@@ -44,7 +44,15 @@ def test_random_programs_equal_what_flink_builds(tmp_path: Path) -> None:
         path.write_text(program(seed), encoding="utf-8")
         paths.append(path)
     subprocess.run(
-        [sys.executable, str(GENERATOR), "--out-dir", str(tmp_path), *map(str, paths)],
+        [
+            sys.executable,
+            str(GENERATOR),
+            "--jvm",
+            "shared",
+            "--out-dir",
+            str(tmp_path),
+            *map(str, paths),
+        ],
         capture_output=True,
         check=False,
     )

@@ -27,6 +27,7 @@ Usage (with a Python that has ``apache-flink==2.3.0`` installed, Java 17 on PATH
     python tests/oracle/generate.py --out-dir DIR PROGRAM.py ...
     options: --jobs N (parallel programs, default 2), --parallelism N (default 4),
              --timeout SECONDS (per program, default 120),
+             --jvm fresh|shared (a JVM per program, or one per parallel worker),
              --flink-version X.Y (another line's PyFlink, see above)
 
 The fixture programs are ``tests/fixtures/pipelines/*.py`` and the
@@ -46,6 +47,22 @@ output is discarded.  ``PYTHONHASHSEED=0`` keeps set/dict-of-str iteration stabl
 
 Before the program starts, Flink's local default parallelism (normally the CPU
 count) is pinned with ``StreamExecutionEnvironment.setDefaultLocalParallelism``.
+
+With ``--jvm shared`` (the default of ``--check``; files are written by fresh
+workers unless asked otherwise) each parallel worker starts its JVM once and
+runs program after program in it (``SharedWorker``): a JVM's start is most of
+what a small program costs.  Between programs the JVM-wide counters whose
+values reach the graphs are set back to where a fresh JVM starts them: the
+transformations' id counter (every node id), the number of an anonymous table
+(``*anonymous_python-input-format$1*``) and, at the program's first
+TableEnvironment, the planner's execution-node ids (``Calc[7]``); the local
+default parallelism is pinned again; the modules the program imported from
+outside the installed libraries are forgotten, and ``sys.path``, the
+environment variables and the working directory restored.  A program the
+shared worker does not finish (a timeout, a crash) runs again in a fresh
+worker, whose outcome counts.  Every fixture comes out the same both ways on
+2.3 and 1.20 (``tests/oracle/test_generate_shared.py`` holds the orders a run
+may not reach).
 
 As a deployment runs it (``--flink KEY=VALUE``, ``--argv ARGS``): the program
 is run the way ``flink run`` runs it, with the given Flink configuration as
@@ -141,6 +158,7 @@ NEWEST_FLINK = "2.3"
 GENERATOR_FAILURES = ("Timeout", "WorkerCrashed", "GeneratorError")
 
 _WORKER_FLAG = "--_worker-spec"
+_SHARED_FLAG = "--_shared-worker-spec"
 _MAX_MESSAGE_LINES = 3
 _MAX_MESSAGE_CHARS = 2000
 
@@ -158,26 +176,32 @@ def generate(
     python: Path | str | None = None,
     configuration: dict[str, str] | None = None,
     argv: list[str] | None = None,
+    shared: SharedWorker | None = None,
 ) -> dict[str, Any]:
     """Run ``program`` with real PyFlink, intercepting its jobs; return the document.
 
     ``python`` is the interpreter whose PyFlink runs it (default: this one);
-    ``configuration`` and ``argv``: run as a deployment does (see above)."""
+    ``configuration`` and ``argv``: run as a deployment does (see above);
+    ``shared``: a worker that runs programs one after another in one JVM (made
+    with the same settings); a program it does not finish runs again in a
+    worker of its own, whose outcome counts."""
     program = Path(program).resolve()
     source = program.read_bytes()
-    scratch = Path(tempfile.mkdtemp(prefix="chainlens-oracle-"))
-    try:
-        outcome = _run_worker(
-            program,
-            parallelism,
-            timeout,
-            scratch,
-            Path(python or sys.executable),
-            configuration,
-            argv,
-        )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    outcome = shared.run(program, timeout) if shared is not None else None
+    if outcome is None:  # no shared worker, or it did not finish: a fresh one
+        scratch = Path(tempfile.mkdtemp(prefix="chainlens-oracle-"))
+        try:
+            outcome = _run_worker(
+                program,
+                parallelism,
+                timeout,
+                scratch,
+                Path(python or sys.executable),
+                configuration,
+                argv,
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     versions = outcome.get("versions") or {}
     doc: dict[str, Any] = {
         "_meta": {
@@ -284,29 +308,7 @@ def _run_worker(
             }
         )
     )
-    # without FLINK_*/PYFLINK_*: a PyFlink started in this process sets FLINK_HOME
-    # to its own package, which another Flink line's PyFlink cannot use
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("FLINK_", "PYFLINK_"))
-    }
-    python_bin = str(python.parent)
-    env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
-    env["PYFLINK_CLIENT_EXECUTABLE"] = str(python)
-    env["PYTHONHASHSEED"] = "0"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["TMPDIR"] = str(tmp)
-    env["FLINK_LOG_DIR"] = str(scratch / "log")
-    env["JVM_ARGS"] = " ".join(
-        part
-        for part in (
-            env.get("JVM_ARGS", ""),
-            "-Djava.io.tmpdir=" + str(tmp),
-            "-XX:-UsePerfData",
-            "-XX:TieredStopAtLevel=1",
-        )
-        if part
-    )
-    env.pop("PYFLINK_GATEWAY_PORT", None)  # always a private JVM
+    env = _worker_env(python, scratch)
 
     timed_out = False
     with open(log_path, "wb") as log:
@@ -353,6 +355,35 @@ def _run_worker(
     return outcome
 
 
+def _worker_env(python: Path, scratch: Path) -> dict[str, str]:
+    """The environment of a worker whose temporary files go to ``scratch``."""
+    tmp = scratch / "tmp"
+    # without FLINK_*/PYFLINK_*: a PyFlink started in this process sets FLINK_HOME
+    # to its own package, which another Flink line's PyFlink cannot use
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("FLINK_", "PYFLINK_"))
+    }
+    python_bin = str(python.parent)
+    env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+    env["PYFLINK_CLIENT_EXECUTABLE"] = str(python)
+    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONUNBUFFERED"] = "1"
+    env["TMPDIR"] = str(tmp)
+    env["FLINK_LOG_DIR"] = str(scratch / "log")
+    env["JVM_ARGS"] = " ".join(
+        part
+        for part in (
+            env.get("JVM_ARGS", ""),
+            "-Djava.io.tmpdir=" + str(tmp),
+            "-XX:-UsePerfData",
+            "-XX:TieredStopAtLevel=1",
+        )
+        if part
+    )
+    env.pop("PYFLINK_GATEWAY_PORT", None)  # always a private JVM
+    return env
+
+
 # Workers currently running (the CLI kills them on Ctrl-C: they are in their own
 # sessions, so the terminal's SIGINT does not reach them).
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -367,6 +398,141 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+class SharedWorker:
+    """A worker process, and the gateway JVM it starts once, that runs programs
+    one after another (``_shared_worker_main``): a JVM's start is most of what
+    a small program costs.  The documents equal a fresh worker's
+    (``tests/oracle/test_generate_shared.py`` compares them)."""
+
+    def __init__(
+        self,
+        parallelism: int = DEFAULT_PARALLELISM,
+        python: Path | str | None = None,
+        configuration: dict[str, str] | None = None,
+        argv: list[str] | None = None,
+    ) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="chainlens-oracle-"))
+        spec_path = self.scratch / "spec.json"
+        (self.scratch / "tmp").mkdir()
+        spec_path.write_text(
+            json.dumps(
+                {
+                    "parallelism": parallelism,
+                    "scratch": str(self.scratch),
+                    "configuration": configuration,
+                    "argv": argv or [],
+                }
+            )
+        )
+        python = Path(python or sys.executable)
+        self._log = open(self.scratch / "worker.log", "wb")  # noqa: SIM115
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+            [str(python), str(Path(__file__).resolve()), _SHARED_FLAG, str(spec_path)],
+            stdin=subprocess.PIPE,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=str(self.scratch),
+            env=_worker_env(python, self.scratch),
+            start_new_session=True,
+        )
+        with _RUNNING_LOCK:
+            _RUNNING.add(self.proc)
+        self._count = 0
+
+    def run(self, program: Path, timeout: float) -> dict[str, Any] | None:
+        """The outcome of ``program``; None when the worker did not finish it
+        (it is closed then: the program may have broken it)."""
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            return None
+        self._count += 1
+        result = self.scratch / f"result-{self._count}.json"
+        command = {"program": str(program), "result": str(result)}
+        try:
+            proc.stdin.write((json.dumps(command) + "\n").encode())
+            proc.stdin.flush()
+        except OSError:
+            self.close()
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            if result.exists():
+                outcome: dict[str, Any] = json.loads(result.read_text())
+                if outcome.pop("finished", False):
+                    result.unlink()
+                    return outcome
+            if proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                return None
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        """Stop the worker and its JVM; remove its scratch folder."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            _kill_group(proc)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+            self._log.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _WorkersByThread:
+    """A shared worker for each thread that asks, started on first use (again
+    after one was closed), all closed by ``close``."""
+
+    def __init__(self, *settings: Any) -> None:
+        self._settings = settings
+        self._local = threading.local()
+        self._started: list[SharedWorker] = []
+
+    def get(self) -> SharedWorker:
+        worker: SharedWorker | None = getattr(self._local, "worker", None)
+        if worker is None or worker.proc is None:
+            worker = SharedWorker(*self._settings)
+            self._local.worker = worker
+            with _RUNNING_LOCK:
+                self._started.append(worker)
+        return worker
+
+    def close(self) -> None:
+        with _RUNNING_LOCK:
+            started, self._started = self._started, []
+        for worker in started:
+            worker.close()
+
+
+def generate_all(
+    programs: list[Path],
+    *,
+    jobs: int = DEFAULT_JOBS,
+    parallelism: int = DEFAULT_PARALLELISM,
+    timeout: float = DEFAULT_TIMEOUT,
+    python: Path | str | None = None,
+) -> list[dict[str, Any]]:
+    """``generate`` of each program (in order), ``jobs`` at a time, the programs
+    of each parallel worker run one after another in one JVM (``SharedWorker``)."""
+    workers = _WorkersByThread(parallelism, python, None, None)
+
+    def run(program: Path) -> dict[str, Any]:
+        return generate(
+            program,
+            parallelism=parallelism,
+            timeout=timeout,
+            python=python,
+            shared=workers.get(),
+        )
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+            return list(pool.map(run, programs))
+    finally:
+        workers.close()
 
 
 # =============================================================================
@@ -409,6 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == [_WORKER_FLAG]:
         return _worker_main(Path(argv[1]))
+    if argv[:1] == [_SHARED_FLAG]:
+        return _shared_worker_main(Path(argv[1]))
     parser = argparse.ArgumentParser(
         prog="generate.py",
         description="Write <program>.expected.json files with the StreamGraph/"
@@ -473,7 +641,18 @@ def main(argv: list[str] | None = None) -> int:
         "tests/tools/flink_venvs.py); files of a line other than "
         f"{NEWEST_FLINK} go to tests/fixtures/expected/flink-X.Y/",
     )
+    parser.add_argument(
+        "--jvm",
+        choices=("fresh", "shared"),
+        default=None,
+        help="fresh: each program in a worker and JVM of its own (the default "
+        "when writing files); shared: programs one after another in one JVM "
+        "per parallel worker, counters reset between them (the default of "
+        "--check: it is much faster, and the files it checks were written "
+        "by fresh workers)",
+    )
     args = parser.parse_args(argv)
+    share = args.jvm == "shared" or (args.jvm is None and args.check)
 
     configuration: dict[str, str] | None = None
     if args.flink:
@@ -519,6 +698,8 @@ def main(argv: list[str] | None = None) -> int:
         for target in set(targets.values()):
             target.parent.mkdir(parents=True, exist_ok=True)
 
+    workers = _WorkersByThread(args.parallelism, python, configuration, program_argv)
+
     def run(program: Path) -> tuple[Path, dict[str, Any], float]:
         started = time.monotonic()
         doc = generate(
@@ -528,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
             python=python,
             configuration=configuration,
             argv=program_argv,
+            shared=workers.get() if share else None,
         )
         if version and not is_generator_failure(doc):
             pyflink = doc["_meta"]["pyflink"] or ""
@@ -557,6 +739,8 @@ def main(argv: list[str] | None = None) -> int:
                 _kill_group(proc)
         print("generate.py: interrupted", file=sys.stderr)
         return 130
+    finally:
+        workers.close()
     pool.shutdown()
 
     exit_code = 0
@@ -613,6 +797,19 @@ def _worker_main(spec_path: Path) -> int:
     program = Path(spec["program"])
     recorder = _Recorder(Path(spec["result"]))
     scrub = _Scrubber(program.parent, Path(spec["scratch"]))
+    interceptor = _start(spec, recorder, scrub)
+    if interceptor is not None:
+        _run_program(program, spec.get("argv", []), recorder, scrub)
+    # Skip interpreter shutdown (py4j / loopback server threads); the parent
+    # kills the process group, the gateway JVM included.
+    os._exit(0)
+
+
+def _start(
+    spec: dict[str, Any], recorder: _Recorder, scrub: _Scrubber
+) -> _Interceptor | None:
+    """Start the gateway JVM and install the interception; on failure record a
+    finished document saying why and return None."""
     try:
         import pyflink.version
         from pyflink.java_gateway import get_gateway
@@ -633,27 +830,25 @@ def _worker_main(spec_path: Path) -> int:
         interceptor = _Interceptor(gateway, recorder, scrub)
         interceptor.install()
         recorder.save()
+        if spec.get("configuration") is not None:
+            _run_as_deployed(gateway, interceptor, spec["configuration"])
     except BaseException as exc:
         recorder.error = {
             "type": "GeneratorError",
             "message": "setup failed: " + _exception_entry(exc, scrub)["message"],
         }
         recorder.save(finished=True)
-        os._exit(0)
+        return None
+    return interceptor
 
+
+def _run_program(
+    program: Path, argv: list[str], recorder: _Recorder, scrub: _Scrubber
+) -> None:
+    """Run ``program`` as ``python PROGRAM ARGV...`` runs it; record how it ended."""
     import runpy
 
-    if spec.get("configuration") is not None:
-        try:
-            _run_as_deployed(gateway, interceptor, spec["configuration"])
-        except BaseException as exc:
-            recorder.error = {
-                "type": "GeneratorError",
-                "message": "setup failed: " + _exception_entry(exc, scrub)["message"],
-            }
-            recorder.save(finished=True)
-            os._exit(0)
-    sys.argv = [str(program), *spec.get("argv", [])]
+    sys.argv = [str(program), *argv]
     sys.path[0] = str(program.parent)
     os.chdir(program.parent)
     try:
@@ -674,9 +869,148 @@ def _worker_main(spec_path: Path) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     recorder.save(finished=True)
-    # Skip interpreter shutdown (py4j / loopback server threads); the parent
-    # kills the process group, the gateway JVM included.
+
+
+def _shared_worker_main(spec_path: Path) -> int:
+    """Run program after program in one gateway JVM, as the parent asks.
+
+    Each line the parent writes on standard input names a program and where
+    its document goes.  Between programs the JVM-wide counters whose values
+    reach the graphs are set back to where a fresh JVM starts them (see
+    ``_reset_jvm``), and what a program changed of this process is undone: the
+    modules it imported from outside the installed libraries, ``sys.path``,
+    the environment variables, the working directory.  The program reads an
+    empty standard input, as in a worker of its own."""
+    spec = json.loads(spec_path.read_text())
+    scratch = Path(spec["scratch"])
+    commands = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    recorder = _Recorder(scratch / "setup.json")
+    interceptor = _start(spec, recorder, _Scrubber(scratch, scratch))
+    if interceptor is None:
+        os._exit(0)
+    versions = recorder.versions
+    libraries = tuple(
+        {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)}
+    )
+    modules, path, environ = set(sys.modules), list(sys.path), dict(os.environ)
+    for line in commands:
+        job = json.loads(line)
+        program = Path(job["program"])
+        recorder = _Recorder(Path(job["result"]))
+        recorder.versions = versions
+        scrub = _Scrubber(program.parent, scratch)
+        interceptor.recorder, interceptor.scrub, interceptor.trigger = (
+            recorder,
+            scrub,
+            None,
+        )
+        interceptor.reset_planner_ids = True
+        try:
+            _reset_jvm(interceptor.jvm, int(spec["parallelism"]))
+        except BaseException as exc:
+            recorder.error = {
+                "type": "GeneratorError",
+                "message": "reset failed: " + _exception_entry(exc, scrub)["message"],
+            }
+            recorder.save(finished=True)
+            os._exit(0)
+        _run_program(program, spec.get("argv", []), recorder, scrub)
+        for name in set(sys.modules) - modules:
+            where = getattr(sys.modules[name], "__file__", None)
+            if where and not os.path.realpath(where).startswith(libraries):
+                del sys.modules[name]
+        sys.path[:] = path
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(scratch)
     os._exit(0)
+
+
+def _java_objects(jvm: Any, values: list[Any]) -> Any:
+    """A Java ``Object[]`` of ``values``."""
+    from pyflink.java_gateway import get_gateway
+
+    array = get_gateway().new_array(jvm.java.lang.Object, len(values))
+    for index, value in enumerate(values):
+        array[index] = value
+    return array
+
+
+def _zero(jvm: Any, owner: Any, name: str) -> None:
+    """Set the AtomicInteger or AtomicLong field ``name`` of the Java class
+    ``owner`` to 0: a static field, or one of a Scala object (``MODULE$``)."""
+    field = owner.getDeclaredField(name)
+    field.setAccessible(True)
+    # py4j hands a Number over as a Python int: FIELD.set(0) is composed in
+    # Java, from method handles, and run there.
+    handles = jvm.java.lang.invoke.MethodHandles
+    types = jvm.java.lang.invoke.MethodType
+    void, integer = jvm.java.lang.Void.TYPE, jvm.java.lang.Integer.TYPE
+    atomic = field.getType()
+    primitive = integer if atomic.getSimpleName() == "AtomicInteger" else None
+    lookup = handles.lookup()
+    getter = lookup.unreflectGetter(field)
+    if not jvm.java.lang.reflect.Modifier.isStatic(field.getModifiers()):
+        module = owner.getDeclaredField("MODULE$")
+        getter = handles.filterReturnValue(lookup.unreflectGetter(module), getter)
+    setter = lookup.findVirtual(
+        atomic, "set", types.methodType(void, primitive or jvm.java.lang.Long.TYPE)
+    ).asType(types.methodType(void, _java_classes(jvm, atomic, integer)))  # int->long
+    reset = handles.filterReturnValue(
+        getter, handles.insertArguments(setter, 1, _java_objects(jvm, [0]))
+    )
+    reset.invokeWithArguments(_java_objects(jvm, []))
+
+
+def _reset_planner(jvm: Any, j_tenv: Any) -> None:
+    """Set the planner's counters back to a fresh JVM's: the ids of execution
+    nodes (``Calc[7]``), and the number of generated classes, which 1.18 and
+    1.19 show in an operator's class (``StreamExecCalc$13``).  The planner's
+    classes live in a class loader of their own, reached through a
+    TableEnvironment's planner."""
+    loader = j_tenv.getPlanner().getClass().getClassLoader()
+
+    def planner_class(name: str) -> Any:
+        return jvm.java.lang.Class.forName(name, True, loader)
+
+    context = planner_class(
+        "org.apache.flink.table.planner.plan.nodes.exec.ExecNodeContext"
+    )
+    context.getMethod("resetIdCounter", _java_classes(jvm)).invoke(
+        None, _java_objects(jvm, [])
+    )
+    _zero(
+        jvm,
+        planner_class("org.apache.flink.table.planner.codegen.CodeGenUtils$"),
+        "nameCounter",
+    )
+
+
+def _java_classes(jvm: Any, *classes: Any) -> Any:
+    """A Java ``Class[]`` of ``classes``."""
+    from pyflink.java_gateway import get_gateway
+
+    array = get_gateway().new_array(jvm.java.lang.Class, len(classes))
+    for index, cls in enumerate(classes):
+        array[index] = cls
+    return array
+
+
+def _reset_jvm(jvm: Any, parallelism: int) -> None:
+    """Set the JVM-wide values a program's graphs show back to a fresh JVM's
+    (the planner's are reset at the program's first TableEnvironment)."""
+    from pyflink.util.java_utils import load_java_class
+
+    # AtomicIntegers, 1.18 to 2.3: every transformation's id; the number in
+    # the name of an anonymous table ("*anonymous_python-input-format$1*")
+    for owner, name in (
+        ("org.apache.flink.api.dag.Transformation", "ID_COUNTER"),
+        ("org.apache.flink.table.catalog.ContextResolvedTable", "uniqueId"),
+    ):
+        _zero(jvm, load_java_class(owner), name)
+    env_class = jvm.org.apache.flink.streaming.api.environment
+    env_class.StreamExecutionEnvironment.setDefaultLocalParallelism(parallelism)
 
 
 def _run_as_deployed(
@@ -854,6 +1188,9 @@ class _Interceptor:
         self.recorder = recorder
         self.scrub = scrub
         self.trigger: str | None = None
+        #: Set between programs of a shared worker: the planner's ids are reset
+        #: when the next program makes its first TableEnvironment.
+        self.reset_planner_ids = False
         self._env_class = load_java_class(
             "org.apache.flink.streaming.api.environment.StreamExecutionEnvironment"
         )
@@ -1001,6 +1338,9 @@ class _Interceptor:
             def __init__(tenv: Any, *args: Any, **kwargs: Any) -> None:  # noqa: N807
                 original(tenv, *args, **kwargs)
                 try:
+                    if self.reset_planner_ids:  # a program before may have used it
+                        self.reset_planner_ids = False
+                        _reset_planner(self.jvm, tenv._j_tenv)
                     self.hook_table_env(tenv._j_tenv)
                 except Exception as exc:  # the program must not notice
                     self.recorder.generator_errors.append(

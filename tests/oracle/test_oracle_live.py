@@ -77,7 +77,15 @@ def wheel_graphs(
     stems = [p.stem for p in WHEEL]
     assert len(set(stems)) == len(stems), "wheel example names collide in one folder"
     subprocess.run(
-        [sys.executable, str(GENERATOR), "--out-dir", str(out), *map(str, WHEEL)],
+        [
+            sys.executable,
+            str(GENERATOR),
+            "--jvm",
+            "shared",
+            "--out-dir",
+            str(out),
+            *map(str, WHEEL),
+        ],
         capture_output=True,
         check=False,
     )
