@@ -13,8 +13,11 @@ client, on two shapes of program:
 Each program gets three kinds of edit in turn: a comment (the text changes, the
 graph not), an operator's parallelism (the graph changes: chaining and every
 operator ID upstream of it) and an operator's name.  The latency is measured
-from sending ``didChange`` to receiving the diagnostics of that version.  The
-first diagnostics after ``didOpen`` are timed too (a fresh document).
+from sending ``didChange`` to receiving the diagnostics of that version, and
+the server process's CPU time over the edits of each kind (user + system, all
+its threads: the analysis and what the event loop does around it) is divided
+by their number.  The first diagnostics after ``didOpen`` are timed too (a
+fresh document).
 
 With ``--baseline PYTHON`` a second server, started with that Python (another
 checkout of chainlens installed beside it), gets the same edits interleaved
@@ -206,6 +209,7 @@ async def run(servers: list[Server], args: argparse.Namespace) -> None:
             )
         for kind, edit in edits.items():
             samples: dict[str, list[float]] = {s.label: [] for s in servers}
+            cpu_before = {s.label: s.cpu_seconds() for s in servers}
             for n in range(args.edits):
                 version += 1
                 new = edit(text, n)
@@ -214,6 +218,10 @@ async def run(servers: list[Server], args: argparse.Namespace) -> None:
                     samples[server.label].append(
                         await server.change(uris[server.label], version, new)
                     )
+            cpu_used = {
+                s.label: (s.cpu_seconds() - cpu_before[s.label]) / args.edits
+                for s in servers
+            }
             p50 = {k: percentile(v, 0.5) for k, v in samples.items()}
             for server in servers:
                 ratio = (
@@ -223,7 +231,7 @@ async def run(servers: list[Server], args: argparse.Namespace) -> None:
                 )
                 print(
                     f"  {server.label:>8} {kind:<12} {summary(samples[server.label])}"
-                    f"{ratio}",
+                    f"  server CPU {cpu_used[server.label] * 1000:.1f} ms/edit{ratio}",
                     flush=True,
                 )
         actions = {s.label: [] for s in servers}  # type: dict[str, list[float]]

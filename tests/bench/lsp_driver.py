@@ -55,6 +55,19 @@ class Server:
         self.client.initialized(types.InitializedParams())
         return time.perf_counter() - started
 
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user + system, all threads)."""
+        server = getattr(self.client, "_server", None)
+        if server is None:
+            return float("nan")
+        try:
+            with open(f"/proc/{server.pid}/stat", encoding="ascii") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            return float("nan")
+        utime, stime = int(fields[11]), int(fields[12])
+        return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
     async def wait_for(self, uri: str, version: int) -> float:
         while (uri, version) not in self.arrived:
             self.event.clear()
