@@ -188,24 +188,30 @@ TABLE_METHODS: Final = {
             "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
             "union", "minus", "minus_all", "intersect", "intersect_all",
             "order_by", "limit", "fetch", "offset", "join_lateral",
-            "left_outer_join_lateral",
+            "left_outer_join_lateral", "map", "flat_map",
         ),
         "Table",
     ),
+    "aggregate": "AggregatedTable",
+    "flat_aggregate": "FlatAggregateTable",
     "group_by": "GroupedTable",
     "window": "GroupWindowedTable",
     "over_window": "OverWindowedTable",
 }  # fmt: skip
 
-#: The methods handed over of each kind of table, and what each returns (an
-#: aggregate function or a table aggregate is a user-defined function: not
-#: handed over).
+#: The methods handed over of each kind of table, and what each returns.
 TABLE_KIND_METHODS: Final = {
     "Table": TABLE_METHODS,
-    "GroupedTable": {"select": "Table"},
+    "GroupedTable": {
+        "select": "Table",
+        "aggregate": "AggregatedTable",
+        "flat_aggregate": "FlatAggregateTable",
+    },
     "GroupWindowedTable": {"group_by": "WindowGroupedTable"},
-    "WindowGroupedTable": {"select": "Table"},
+    "WindowGroupedTable": {"select": "Table", "aggregate": "AggregatedTable"},
     "OverWindowedTable": {"select": "Table"},
+    "AggregatedTable": {"select": "Table"},
+    "FlatAggregateTable": {"select": "Table"},
 }
 
 #: The table configuration keys handed over (others may change the job in a way

@@ -230,15 +230,18 @@ _TABLE_METHODS = frozenset(
         "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
         "union", "minus", "minus_all", "intersect", "intersect_all", "order_by",
         "limit", "fetch", "offset", "group_by", "window", "over_window",
-        "join_lateral", "left_outer_join_lateral",
+        "join_lateral", "left_outer_join_lateral", "map", "flat_map", "aggregate",
+        "flat_aggregate",
     }
 )  # fmt: skip
 #: The methods replayed of each other kind of table, by its class's name.
 _KIND_METHODS = {
-    "GroupedTable": frozenset({"select"}),
+    "GroupedTable": frozenset({"select", "aggregate", "flat_aggregate"}),
     "GroupWindowedTable": frozenset({"group_by"}),
-    "WindowGroupedTable": frozenset({"select"}),
+    "WindowGroupedTable": frozenset({"select", "aggregate"}),
     "OverWindowedTable": frozenset({"select"}),
+    "AggregatedTable": frozenset({"select"}),
+    "FlatAggregateTable": frozenset({"select"}),
 }
 
 #: The builders replayed: per class, its module, the static methods that start

@@ -779,3 +779,37 @@ def test_a_changelog_stream_with_a_schema_is_handed_over_when_static(
         and "the target schema is not known statically" in u.reason
         for u in table
     )
+
+
+def test_functions_given_whole_to_table_methods_are_handed_over(
+    asked: _Asked,
+) -> None:
+    program = PIPELINES / "table_udf_map_aggregate.py"
+    analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    methods = [s for s in asked.asked[0] if s["op"] == "table_method"]
+    assert [s["method"] for s in methods] == [
+        "map",
+        "flat_map",
+        "alias",
+        "group_by",
+        "aggregate",
+        "select",
+        "group_by",
+        "flat_aggregate",
+        "select",
+    ]
+    function = methods[0]["args"][0]  # type: ignore[index]
+    assert function["function"] == "udf"
+    assert function["name"] == "doubled"
+    assert function["result_type"]["datatype"] == "ROW"
+    aggregate = methods[4]["args"][0]["on"]["args"][0]  # type: ignore[index]
+    assert aggregate == {
+        "function": "udaf",
+        "name": "Most",
+        "of": "instance",
+        "result_type": {"datatype": "INT", "args": []},
+        "accumulator_type": {
+            "datatype": "ARRAY",
+            "args": [{"datatype": "INT", "args": []}],
+        },
+    }
