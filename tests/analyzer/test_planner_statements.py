@@ -813,3 +813,21 @@ def test_functions_given_whole_to_table_methods_are_handed_over(
             "args": [{"datatype": "INT", "args": []}],
         },
     }
+
+
+def test_the_hash_of_an_inline_functions_body_is_said_to_be_unknown() -> None:
+    from chainlens.analyzer.planner import worker
+
+    python = "org.apache.flink.table.functions.python"
+    described = (
+        f"PythonCalc(select=[item, *{python}.PythonScalarFunction$"
+        "6c63e40d28077fd19c4aa15186d27f1e*(qty, price) AS _c1])"
+    )
+    assert worker._masked(described) == (
+        f"PythonCalc(select=[item, *{python}.PythonScalarFunction$(a hash of the "
+        "function's body: not known)*(qty, price) AS _c1])"
+    )
+    # a registered function is named by its name: nothing to hide
+    assert worker._masked("PythonGroupAggregate(select=[tot(n)])") == (
+        "PythonGroupAggregate(select=[tot(n)])"
+    )
