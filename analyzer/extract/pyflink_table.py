@@ -994,10 +994,12 @@ def user_function(call: Call, kind: str) -> TableFunction:
     partial = TableFunction(kind, declaration, reason=reason)
     if function is None:
         return partial
-    return with_function(partial, function)
+    return with_function(call, partial, function)
 
 
-def with_function(partial: TableFunction, function: object) -> TableFunction:
+def with_function(
+    call: Call, partial: TableFunction, function: object
+) -> TableFunction:
     """``udf(result_type=...)`` applied to its function (a decorator)."""
     kind, declaration = partial.kind, dict(partial.declaration)
     reason = partial.reason
@@ -1028,11 +1030,17 @@ def with_function(partial: TableFunction, function: object) -> TableFunction:
             f"the accumulator_type of the user-defined function ({kind}) is not "
             "given: its own code says it, which chainlens does not run"
         )
+    replay = call.program.tables
+    serial = 0
+    if replay is not None:
+        replay.functions += 1
+        serial = replay.functions
     tree: dict[str, object] = {
         "function": kind,
         "name": name,
         "of": of,
         **declaration,
+        "serial": serial,
     }
     return TableFunction(kind, declaration, tree=tree, reason=reason)
 
@@ -1113,7 +1121,7 @@ def function_call(call: Call, function: TableFunction) -> object:
             raise NotPlannedError(
                 f"{function.kind}(...) is given no function: not handed over"
             )
-        return with_function(function, call.args.positional[0])
+        return with_function(call, function, call.args.positional[0])
     tree = _function_tree(function)
     if call.args.keywords:
         raise NotPlannedError("a user-defined function called with keywords")

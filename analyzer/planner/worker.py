@@ -312,7 +312,9 @@ _FUNCTION_KEYWORDS = {
     ),
 }  # fmt: skip
 
-#: The stand-ins made, by their declaration (one function used twice is one).
+#: The stand-ins made, by their declaration and the function's serial number
+#: in the program (one function used twice is one object: PyFlink changes a
+#: function given whole to map or flat_map for its later uses too).
 _STAND_INS: dict[str, Any] = {}
 
 
