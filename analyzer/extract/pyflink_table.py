@@ -34,9 +34,9 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableDataType,
     TableEnvRef,
     TableExpression,
-    TableFunction,
     TableRef,
     TableSettings,
+    UserFunction,
 )
 from chainlens.analyzer.extract.values import (
     ClassDef,
@@ -298,7 +298,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         function = call.args.get(1, "function")
         if not isinstance(path, str):
             raise NotPlannedError("the function's name is not known statically")
-        if not isinstance(function, TableFunction):
+        if not isinstance(function, UserFunction):
             raise NotPlannedError(
                 "the function registered is not a user-defined function of udf, "
                 "udtf, udaf or udtaf chainlens can read"
@@ -501,7 +501,7 @@ def static_value(value: object, what: str) -> tuple[object, Weight]:
         return value, (0, 1)
     if isinstance(value, TableExpression | TableDataType | TableBuilder):
         return value.tree, value.weight
-    if isinstance(value, TableFunction):
+    if isinstance(value, UserFunction):
         return _function_tree(value), (1, 1)
     if isinstance(value, QualifiedRef):
         module, _, name = value.qualname.rpartition(".")
@@ -554,7 +554,7 @@ def expression_function(call: Call, name: str) -> TableExpression | None:
     if name not in EXPRESSION_FUNCTIONS:
         return None
     first = call.args.get(0, "f")
-    if name == "call" and isinstance(first, TableFunction):
+    if name == "call" and isinstance(first, UserFunction):
         pass  # call(udf, ...): the function's stand-in is handed over
     elif name in ("call", "call_sql") and not isinstance(first, str):
         raise NotPlannedError(
@@ -962,7 +962,7 @@ _FUNCTION_BASES: Final = {
 }
 
 
-def user_function(call: Call, kind: str) -> TableFunction:
+def user_function(call: Call, kind: str) -> UserFunction:
     """``udf(...)``, ``udtf(...)``, ``udaf(...)`` or ``udtaf(...)``: a
     user-defined function (or, without its function, the decorator that
     makes one) whose declaration is handed to the planner as a stand-in.
@@ -991,15 +991,13 @@ def user_function(call: Call, kind: str) -> TableFunction:
                 f"the {key} of the user-defined function ({kind}) is not known "
                 "statically"
             )
-    partial = TableFunction(kind, declaration, reason=reason)
+    partial = UserFunction(kind, declaration, reason=reason)
     if function is None:
         return partial
     return with_function(call, partial, function)
 
 
-def with_function(
-    call: Call, partial: TableFunction, function: object
-) -> TableFunction:
+def with_function(call: Call, partial: UserFunction, function: object) -> UserFunction:
     """``udf(result_type=...)`` applied to its function (a decorator)."""
     kind, declaration = partial.kind, dict(partial.declaration)
     reason = partial.reason
@@ -1042,7 +1040,7 @@ def with_function(
         **declaration,
         "serial": serial,
     }
-    return TableFunction(kind, declaration, tree=tree, reason=reason)
+    return UserFunction(kind, declaration, tree=tree, reason=reason)
 
 
 def _function_of(
@@ -1102,7 +1100,7 @@ def _pyflink_bases(cls: ClassDef) -> set[str]:
     return names
 
 
-def _function_tree(function: TableFunction) -> dict[str, object]:
+def _function_tree(function: UserFunction) -> dict[str, object]:
     """The user-defined function as the planner is handed it."""
     if function.reason is not None:
         raise NotPlannedError(function.reason)
@@ -1113,7 +1111,7 @@ def _function_tree(function: TableFunction) -> dict[str, object]:
     return function.tree
 
 
-def function_call(call: Call, function: TableFunction) -> object:
+def function_call(call: Call, function: UserFunction) -> object:
     """A user-defined function called on expressions: ``call(function, ...)``
     (PyFlink's own ``__call__``); a partial one given its function."""
     if function.tree is None:  # udf(result_type=...) given its function

@@ -106,7 +106,7 @@ class TableDataType:
 
 
 @dataclass(eq=False, slots=True)
-class TableFunction:
+class UserFunction:
     """A user-defined function of ``udf``, ``udtf``, ``udaf`` or ``udtaf``
     (``--planner``): its declaration, as the planner is handed it (a stand-in
     of the same name and declaration, never its body).

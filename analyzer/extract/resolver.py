@@ -65,10 +65,10 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableConfigRef,
     TableEnvRef,
     TableExpression,
-    TableFunction,
     TableRef,
     TableSettings,
     TypeInfo,
+    UserFunction,
 )
 from chainlens.analyzer.extract.values import (
     BoundMethod,
@@ -321,7 +321,7 @@ class PyFlinkResolver:
         """A Table API object called: it stays in that API (a user-defined
         function of ``--planner``: an expression, or the function its decorator
         makes)."""
-        if isinstance(func, TableFunction):
+        if isinstance(func, UserFunction):
             try:
                 return function_call(self._api(call), func)
             except NotPlannedError as exc:
