@@ -273,9 +273,8 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             for small in stmt.body:
                 self.exec_small(small, scope)
         elif isinstance(stmt, cst.FunctionDef):
-            scope[stmt.name.value] = FunctionDef(
-                stmt, scope, stmt.name.value, self.top, self.context
-            )
+            func = FunctionDef(stmt, scope, stmt.name.value, self.top, self.context)
+            scope[stmt.name.value] = self.decorate(stmt, func, scope)
         elif isinstance(stmt, cst.ClassDef):
             scope[stmt.name.value] = self.define_class(stmt, scope)
         elif isinstance(stmt, cst.If):
@@ -936,6 +935,34 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         return result
 
     # ------------------------------------------------------------------- calls
+
+    def decorate(
+        self, stmt: cst.FunctionDef, func: FunctionDef, scope: dict[str, object]
+    ) -> object:
+        """The function ``stmt`` defines, with its decorators applied when one
+        is a library's (PyFlink's ``@udf(...)`` makes a user-defined function
+        of it); the decorators of a function are otherwise not followed."""
+        library = False
+        for decorator in stmt.decorators:
+            expr = decorator.decorator
+            head = expr.func if isinstance(expr, cst.Call) else expr
+            if isinstance(head, cst.Name):
+                found = self.eval(head, scope)
+                if isinstance(found, QualifiedRef):
+                    library = library or self.resolver.owns_module(found.qualname)
+        if not library:
+            return func
+        value: object = func
+        for decorator in reversed(stmt.decorators):
+            made = self.eval(decorator.decorator, scope)
+            call = Call(Args([value], {}), self.where(decorator.decorator))
+            if isinstance(made, QualifiedRef):
+                value = self.resolver.call_name(made, call)
+            else:
+                value = self.resolver.call_value(made, call)
+            if value is UNRESOLVED:
+                value = Opaque(f"{stmt.name.value} (decorated)")
+        return value
 
     def eval_Call(self, node: cst.Call, scope: dict[str, object]) -> object:
         func = self.eval(node.func, scope)

@@ -99,6 +99,9 @@ class TableReplay:
     expected: list[Statement] | None = None
     #: a statement differs from the one the planner was asked about
     diverged: bool = False
+    #: the user-defined functions made so far (each is one stand-in: PyFlink
+    #: changes a function given whole to map or flat_map, for its later uses)
+    functions: int = 0
 
     def record(self, statement: Statement, where: SourceRange | None) -> int:
         """Add a statement; return its index."""

@@ -36,8 +36,16 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableExpression,
     TableRef,
     TableSettings,
+    UserFunction,
 )
-from chainlens.analyzer.extract.values import Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import (
+    ClassDef,
+    FunctionDef,
+    Instance,
+    LambdaValue,
+    Opaque,
+    QualifiedRef,
+)
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
     ExchangeMode,
@@ -179,24 +187,31 @@ TABLE_METHODS: Final = {
             "add_or_replace_columns", "drop_columns", "rename_columns", "join",
             "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
             "union", "minus", "minus_all", "intersect", "intersect_all",
-            "order_by", "limit", "fetch", "offset",
+            "order_by", "limit", "fetch", "offset", "join_lateral",
+            "left_outer_join_lateral", "map", "flat_map",
         ),
         "Table",
     ),
+    "aggregate": "AggregatedTable",
+    "flat_aggregate": "FlatAggregateTable",
     "group_by": "GroupedTable",
     "window": "GroupWindowedTable",
     "over_window": "OverWindowedTable",
 }  # fmt: skip
 
-#: The methods handed over of each kind of table, and what each returns (an
-#: aggregate function or a table aggregate is a user-defined function: not
-#: handed over).
+#: The methods handed over of each kind of table, and what each returns.
 TABLE_KIND_METHODS: Final = {
     "Table": TABLE_METHODS,
-    "GroupedTable": {"select": "Table"},
+    "GroupedTable": {
+        "select": "Table",
+        "aggregate": "AggregatedTable",
+        "flat_aggregate": "FlatAggregateTable",
+    },
     "GroupWindowedTable": {"group_by": "WindowGroupedTable"},
-    "WindowGroupedTable": {"select": "Table"},
+    "WindowGroupedTable": {"select": "Table", "aggregate": "AggregatedTable"},
     "OverWindowedTable": {"select": "Table"},
+    "AggregatedTable": {"select": "Table"},
+    "FlatAggregateTable": {"select": "Table"},
 }
 
 #: The table configuration keys handed over (others may change the job in a way
@@ -278,6 +293,26 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             call.where,
         )
         return Opaque("pyflink.table.temporary_table")
+    if name in _REGISTRATIONS and count == 2:
+        path = call.args.get(0, "path" if name == _REGISTRATIONS[0] else "name")
+        function = call.args.get(1, "function")
+        if not isinstance(path, str):
+            raise NotPlannedError("the function's name is not known statically")
+        if not isinstance(function, UserFunction):
+            raise NotPlannedError(
+                "the function registered is not a user-defined function of udf, "
+                "udtf, udaf or udtaf chainlens can read"
+            )
+        replay.record(
+            {
+                "op": "create_temporary_function",
+                "name": path,
+                "function": _function_tree(function),
+                "system": name == _REGISTRATIONS[1],
+            },
+            call.where,
+        )
+        return Opaque("pyflink.table.function")
     if name == "from_data_stream" and count in (1, 2):
         stream = call.args.get(0, "data_stream")
         if not isinstance(stream, Stream) or stream.kind != "DataStream":
@@ -466,6 +501,8 @@ def static_value(value: object, what: str) -> tuple[object, Weight]:
         return value, (0, 1)
     if isinstance(value, TableExpression | TableDataType | TableBuilder):
         return value.tree, value.weight
+    if isinstance(value, UserFunction):
+        return _function_tree(value), (1, 1)
     if isinstance(value, QualifiedRef):
         module, _, name = value.qualname.rpartition(".")
         if module == "pyflink.table.expressions" and name in EXPRESSION_CONSTANTS:
@@ -516,7 +553,10 @@ def expression_function(call: Call, name: str) -> TableExpression | None:
     functions of ``pyflink.table.expressions``; None when not one of them."""
     if name not in EXPRESSION_FUNCTIONS:
         return None
-    if name in ("call", "call_sql") and not isinstance(call.args.get(0, "f"), str):
+    first = call.args.get(0, "f")
+    if name == "call" and isinstance(first, UserFunction):
+        pass  # call(udf, ...): the function's stand-in is handed over
+    elif name in ("call", "call_sql") and not isinstance(first, str):
         raise NotPlannedError(
             f"{name}() of a function that is not a built-in name is not handed to "
             "the planner"
@@ -887,3 +927,203 @@ def _transformation(
         range=call.where,
         writer_gap=p.writer_gap,
     )
+
+
+#: The methods of a table environment registering a user-defined function.
+_REGISTRATIONS: Final = (
+    "create_temporary_function",
+    "create_temporary_system_function",
+)
+
+#: The parameters of PyFlink 2.3's ``udf``, ``udtf``, ``udaf`` and ``udtaf``,
+#: in order (the function first).
+FUNCTION_PARAMETERS: Final = {
+    "udf": (
+        "f", "input_types", "result_type", "deterministic", "name", "func_type",
+    ),
+    "udtf": ("f", "input_types", "result_types", "deterministic", "name"),
+    "udaf": (
+        "f", "input_types", "result_type", "accumulator_type", "deterministic",
+        "name", "func_type",
+    ),
+    "udtaf": (
+        "f", "input_types", "result_type", "accumulator_type", "deterministic",
+        "name", "func_type",
+    ),
+}  # fmt: skip
+
+#: The PyFlink classes a user-defined function's class may be based on, by
+#: kind (``AsyncScalarFunction``: an async scalar function).
+_FUNCTION_BASES: Final = {
+    "udf": frozenset({"ScalarFunction", "AsyncScalarFunction"}),
+    "udtf": frozenset({"TableFunction"}),
+    "udaf": frozenset({"AggregateFunction"}),
+    "udtaf": frozenset({"TableAggregateFunction"}),
+}
+
+
+def user_function(call: Call, kind: str) -> UserFunction:
+    """``udf(...)``, ``udtf(...)``, ``udaf(...)`` or ``udtaf(...)``: a
+    user-defined function (or, without its function, the decorator that
+    makes one) whose declaration is handed to the planner as a stand-in.
+
+    A declaration that is not static is kept with the reason, said where the
+    function is used (a function defined and never used changes nothing).
+    """
+    parameters = FUNCTION_PARAMETERS[kind]
+    declaration: dict[str, object] = {}
+    reason: str | None = None
+    if call.args.unseen or len(call.args.positional) > len(parameters):
+        reason = f"the arguments of {kind}() are not known statically"
+    given = dict(zip(parameters, call.args.positional, strict=False))
+    for key, value in call.args.keywords.items():
+        if key not in parameters or key in given:
+            reason = reason or f"{kind}() is given {key}= it does not take"
+        given[key] = value
+    function = given.pop("f", None)
+    for key, value in given.items():
+        if value is None:
+            continue
+        try:
+            declaration[key], _ = static_value(value, f"the {key} of {kind}()")
+        except NotPlannedError:
+            reason = reason or (
+                f"the {key} of the user-defined function ({kind}) is not known "
+                "statically"
+            )
+    partial = UserFunction(kind, declaration, reason=reason)
+    if function is None:
+        return partial
+    return with_function(call, partial, function)
+
+
+def with_function(call: Call, partial: UserFunction, function: object) -> UserFunction:
+    """``udf(result_type=...)`` applied to its function (a decorator)."""
+    kind, declaration = partial.kind, dict(partial.declaration)
+    reason = partial.reason
+    name, of, why = _function_of(kind, function, declaration)
+    reason = reason or why
+    for key in ("name", "func_type"):
+        if key in declaration and not isinstance(declaration[key], str):
+            reason = reason or f"the {key} of {kind}() is not a string"
+    if "deterministic" in declaration and not isinstance(
+        declaration["deterministic"], bool
+    ):
+        reason = reason or f"the deterministic of {kind}() is not a boolean"
+    if declaration.get("func_type", "general") not in ("general", "pandas"):
+        reason = reason or f"the func_type of {kind}() is not general or pandas"
+    result = "result_types" if kind == "udtf" else "result_type"
+    if result not in declaration and reason is None:
+        reason = (
+            f"the {result} of the user-defined function ({kind}) is not given: "
+            "its own code says it, which chainlens does not run"
+        )
+    if (
+        kind in ("udaf", "udtaf")
+        and declaration.get("func_type", "general") == "general"
+        and "accumulator_type" not in declaration
+        and reason is None
+    ):
+        reason = (
+            f"the accumulator_type of the user-defined function ({kind}) is not "
+            "given: its own code says it, which chainlens does not run"
+        )
+    replay = call.program.tables
+    serial = 0
+    if replay is not None:
+        replay.functions += 1
+        serial = replay.functions
+    tree: dict[str, object] = {
+        "function": kind,
+        "name": name,
+        "of": of,
+        **declaration,
+        "serial": serial,
+    }
+    return UserFunction(kind, declaration, tree=tree, reason=reason)
+
+
+def _function_of(
+    kind: str, function: object, declaration: dict[str, object]
+) -> tuple[str, str, str | None]:
+    """The function's name as PyFlink takes it, what it is (``function``,
+    ``async``, ``instance``) and why it is not handed over (None: it is)."""
+    if isinstance(function, FunctionDef):
+        asynchronous = function.node.asynchronous is not None
+        return function.name, "async" if asynchronous else "function", None
+    if isinstance(function, LambdaValue):
+        return "<lambda>", "function", None
+    if isinstance(function, Instance):
+        cls = function.cls
+        bases = _pyflink_bases(cls)
+        if not bases & _FUNCTION_BASES[kind]:
+            return (
+                cls.name,
+                "instance",
+                (
+                    f"the class of the user-defined function ({kind}) is not based on "
+                    f"one of PyFlink's ({', '.join(sorted(_FUNCTION_BASES[kind]))})"
+                ),
+            )
+        if (
+            "deterministic" not in declaration
+            and cls.lookup("is_deterministic") is not None
+        ):
+            return (
+                cls.name,
+                "instance",
+                (
+                    f"{cls.name}.is_deterministic() is the program's code, which "
+                    "chainlens does not run (give deterministic= to "
+                    f"{kind}())"
+                ),
+            )
+        of = "async" if "AsyncScalarFunction" in bases else "instance"
+        return cls.name, of, None
+    return (
+        "?",
+        "function",
+        (
+            f"the function given to {kind}() is not one chainlens can name (a def, "
+            "a lambda or an instance of the program's class)"
+        ),
+    )
+
+
+def _pyflink_bases(cls: ClassDef) -> set[str]:
+    """The simple names of the classes not the program's that ``cls`` is based
+    on, through its parents."""
+    names = {b.rsplit(".", 1)[-1] for b in cls.bases}
+    for parent in cls.parents:
+        names.discard(parent.name)
+        names |= _pyflink_bases(parent)
+    return names
+
+
+def _function_tree(function: UserFunction) -> dict[str, object]:
+    """The user-defined function as the planner is handed it."""
+    if function.reason is not None:
+        raise NotPlannedError(function.reason)
+    if function.tree is None:
+        raise NotPlannedError(
+            f"{function.kind}() is given no function: not handed to the planner"
+        )
+    return function.tree
+
+
+def function_call(call: Call, function: UserFunction) -> object:
+    """A user-defined function called on expressions: ``call(function, ...)``
+    (PyFlink's own ``__call__``); a partial one given its function."""
+    if function.tree is None:  # udf(result_type=...) given its function
+        if len(call.args.positional) != 1 or call.args.keywords or call.args.unseen:
+            raise NotPlannedError(
+                f"{function.kind}(...) is given no function: not handed over"
+            )
+        return with_function(call, function, call.args.positional[0])
+    tree = _function_tree(function)
+    if call.args.keywords:
+        raise NotPlannedError("a user-defined function called with keywords")
+    arguments, weight = _arguments(call, f"an argument of {tree['name']}()")
+    args = arguments["args"]
+    assert isinstance(args, list)
+    return TableExpression({"fn": "call", "args": [tree, *args]}, weight)

@@ -106,6 +106,24 @@ class TableDataType:
 
 
 @dataclass(eq=False, slots=True)
+class UserFunction:
+    """A user-defined function of ``udf``, ``udtf``, ``udaf`` or ``udtaf``
+    (``--planner``): its declaration, as the planner is handed it (a stand-in
+    of the same name and declaration, never its body).
+
+    ``tree`` is None while ``udf(result_type=...)`` waits for its function (a
+    decorator with arguments); ``reason`` says why it is not handed over (a
+    declaration that is not static), at the call that uses it.
+    """
+
+    kind: str  # "udf", "udtf", "udaf" or "udtaf"
+    #: the static arguments of the declaration, by PyFlink's parameter names
+    declaration: dict[str, object]
+    tree: dict[str, object] | None = None
+    reason: str | None = None
+
+
+@dataclass(eq=False, slots=True)
 class StatementSetRef:
     """A ``StatementSet`` and the INSERT texts added to it (``--planner``)."""
 

@@ -45,12 +45,14 @@ from chainlens.analyzer.extract.pyflink_table import (
     expression_function,
     expression_method,
     expression_property,
+    function_call,
     operate,
     settings_method,
     statement_set_method,
     table_config_set,
     table_env_method,
     table_method,
+    user_function,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -66,6 +68,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableRef,
     TableSettings,
     TypeInfo,
+    UserFunction,
 )
 from chainlens.analyzer.extract.values import (
     BoundMethod,
@@ -75,8 +78,8 @@ from chainlens.analyzer.extract.values import (
 )
 from chainlens.analyzer.model.enums import OutputType
 
-#: The decorators of user-defined Table functions: their functions are never
-#: handed to the planner (the call using one is an unknown).
+#: The makers of user-defined Table functions: with ``--planner``, a static
+#: declaration is handed over as a stand-in (never the function's body).
 _USER_FUNCTIONS = frozenset({"udf", "udtf", "udaf", "udtaf"})
 
 # Types.X() -> what alignment needs to know.
@@ -285,8 +288,7 @@ class PyFlinkResolver:
         if owner in BUILDERS:
             return builder_start(self._api(call), owner, last)
         if owner == "udf" and last in _USER_FUNCTIONS:
-            # the planner is not asked about the call that uses it (said there)
-            return Opaque(f"pyflink.table.udf.{last}() (a user-defined function)")
+            return user_function(self._api(call), last)
         return None
 
     # --------------------------------------------------------------- objects
@@ -316,7 +318,16 @@ class PyFlinkResolver:
         return UNRESOLVED if made is None else made
 
     def call_value(self, func: object, call: Call) -> object:
-        """A Table API object called: it stays in that API."""
+        """A Table API object called: it stays in that API (a user-defined
+        function of ``--planner``: an expression, or the function its decorator
+        makes)."""
+        if isinstance(func, UserFunction):
+            try:
+                return function_call(self._api(call), func)
+            except NotPlannedError as exc:
+                return self.table_api_not_followed(
+                    call, f"pyflink.table.udf.{func.kind}", exc.reason
+                )
         if _from_table_api(func):
             self.unseen(call, "the Table API")
             return func

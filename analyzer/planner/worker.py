@@ -13,6 +13,7 @@ transformation id counter when the statement started. No job is submitted.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -137,8 +138,8 @@ def _describe(
     return {
         "id": int(t.getId()) - start,
         "kind": _simple(t),
-        "name": str(t.getName()),
-        "description": _call(t, "getDescription"),
+        "name": _masked(str(t.getName())),
+        "description": _masked(_call(t, "getDescription")),
         "operator": operator,
         "yielding": yielding,
         "parallelism": int(t.getParallelism()),
@@ -156,6 +157,22 @@ def _describe(
         "keyed": key_selector is not None,
         "bounded": None,
     }
+
+
+#: The identifier Flink gives a Python function used inline: its class and
+#: an MD5 of the function as serialized (the stand-in's, not the program's).
+_INLINE_FUNCTION = re.compile(
+    r"(org\.apache\.flink\.table\.functions\.python\.Python\w*Function)"
+    r"\$[0-9a-f]{32}"
+)
+
+
+def _masked(text: str | None) -> str | None:
+    """``text`` with each inline Python function's hash said to be unknown
+    (Flink hashes the function's serialized body, which chainlens never has)."""
+    if text is None:
+        return None
+    return _INLINE_FUNCTION.sub(r"\1$(a hash of the function's body: not known)", text)
 
 
 def _walk(
@@ -213,14 +230,18 @@ _TABLE_METHODS = frozenset(
         "left_outer_join", "right_outer_join", "full_outer_join", "union_all",
         "union", "minus", "minus_all", "intersect", "intersect_all", "order_by",
         "limit", "fetch", "offset", "group_by", "window", "over_window",
+        "join_lateral", "left_outer_join_lateral", "map", "flat_map", "aggregate",
+        "flat_aggregate",
     }
 )  # fmt: skip
 #: The methods replayed of each other kind of table, by its class's name.
 _KIND_METHODS = {
-    "GroupedTable": frozenset({"select"}),
+    "GroupedTable": frozenset({"select", "aggregate", "flat_aggregate"}),
     "GroupWindowedTable": frozenset({"group_by"}),
-    "WindowGroupedTable": frozenset({"select"}),
+    "WindowGroupedTable": frozenset({"select", "aggregate"}),
     "OverWindowedTable": frozenset({"select"}),
+    "AggregatedTable": frozenset({"select"}),
+    "FlatAggregateTable": frozenset({"select"}),
 }
 
 #: The builders replayed: per class, its module, the static methods that start
@@ -277,6 +298,101 @@ def _builder(value: dict[str, Any], tables: dict[int, Any]) -> Any:
 _CONFIG_KEYS = frozenset({"parallelism.default", "pipeline.max-parallelism"})
 
 
+#: The makers of user-defined functions, and the declaration each is given.
+_FUNCTION_KEYWORDS = {
+    "udf": ("input_types", "result_type", "deterministic", "name", "func_type"),
+    "udtf": ("input_types", "result_types", "deterministic", "name"),
+    "udaf": (
+        "input_types", "result_type", "accumulator_type", "deterministic", "name",
+        "func_type",
+    ),
+    "udtaf": (
+        "input_types", "result_type", "accumulator_type", "deterministic", "name",
+        "func_type",
+    ),
+}  # fmt: skip
+
+#: The stand-ins made, by their declaration and the function's serial number
+#: in the program (one function used twice is one object: PyFlink changes a
+#: function given whole to map or flat_map for its later uses too).
+_STAND_INS: dict[str, Any] = {}
+
+
+def _stand_in_body(kind: str, of: str, func_type: str) -> Any:
+    """A function or an instance standing in for the program's: what PyFlink
+    needs of its kind, and a body that does nothing (it is never run)."""
+    from pyflink.table import udf as udfs  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    if kind == "udf":
+        if of == "async":
+
+            async def scalar_async(*args: Any) -> Any:
+                return None
+
+            return scalar_async
+
+        def scalar(*args: Any) -> Any:
+            return None
+
+        return scalar
+    if kind == "udtf":
+
+        def table(*args: Any) -> Any:
+            yield from ()
+
+        return table
+    if func_type == "pandas":
+
+        def pandas_aggregate(*args: Any) -> Any:
+            return None
+
+        return pandas_aggregate
+
+    class Aggregate(udfs.AggregateFunction):  # type: ignore[misc]
+        def create_accumulator(self) -> Any:
+            return None
+
+        def accumulate(self, accumulator: Any, *args: Any) -> None:
+            return None
+
+        def get_value(self, accumulator: Any) -> Any:
+            return None
+
+    class TableAggregate(udfs.TableAggregateFunction):  # type: ignore[misc]
+        def create_accumulator(self) -> Any:
+            return None
+
+        def accumulate(self, accumulator: Any, *args: Any) -> None:
+            return None
+
+        def emit_value(self, accumulator: Any) -> Any:
+            yield from ()
+
+    return Aggregate() if kind == "udaf" else TableAggregate()
+
+
+def _function(value: dict[str, Any], tables: dict[int, Any]) -> Any:
+    """A stand-in for a user-defined function: the same name and declaration
+    wrapped by PyFlink's own ``udf``, ``udtf``, ``udaf`` or ``udtaf``; its body
+    is never the program's (nothing of the program is imported)."""
+    from pyflink.table import udf as udfs  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    key = json.dumps(value, sort_keys=True)
+    if key in _STAND_INS:
+        return _STAND_INS[key]
+    kind = str(value["function"])
+    if kind not in _FUNCTION_KEYWORDS:
+        raise ValueError(f"{kind}() is not replayed")
+    kwargs = {
+        k: _value(value[k], tables) for k in _FUNCTION_KEYWORDS[kind] if k in value
+    }
+    kwargs.setdefault("name", str(value["name"]))
+    body = _stand_in_body(kind, str(value["of"]), kwargs.get("func_type", "general"))
+    made = getattr(udfs, kind)(body, **kwargs)
+    _STAND_INS[key] = made
+    return made
+
+
 def _value(value: Any, tables: dict[int, Any]) -> Any:
     """Rebuild a value as chainlens handed it: a literal, an expression of
     ``pyflink.table.expressions``, a ``DataTypes`` type, a table or a list."""
@@ -289,6 +405,8 @@ def _value(value: Any, tables: dict[int, Any]) -> Any:
         return value
     if "builder" in value:
         return _builder(value, tables)
+    if "function" in value:
+        return _function(value, tables)
     if "constant" in value:
         if value["constant"] not in _CONSTANTS:
             raise ValueError(f"{value['constant']} is not replayed")
@@ -457,6 +575,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 roots = [ds._j_data_stream.getTransformation()]
                 entry["transformations"] = _walk(roots, start, inputs_of, jvm)
                 entry["result"] = int(roots[0].getId()) - start
+            elif op == "create_temporary_function":
+                function = _function(statement["function"], tables)
+                if statement.get("system"):
+                    t_env.create_temporary_system_function(statement["name"], function)
+                else:
+                    t_env.create_temporary_function(statement["name"], function)
             elif op == "table_environment":
                 pass  # made before the first statement
             elif op == "config":

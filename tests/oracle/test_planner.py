@@ -173,3 +173,26 @@ def test_what_the_planner_rejects_is_said_where_and_cached(
 
 def _no_worker(*args: object) -> str:
     raise AssertionError("the worker ran again")
+
+
+def test_an_inline_functions_description_is_flinks_but_for_its_hash(
+    cache: Path,
+) -> None:
+    """Flink names a Python function used inline by a hash of its body, which
+    chainlens never has: the description says so there and is Flink's else."""
+    import re
+
+    program = PIPELINES / "table_udf_scalar.py"
+    expected = _expected(program, ".expected.json")
+    result = analyse_like_flink(program, expected, config=_config(expected, cache))
+    theirs = {
+        n["name"]: n["description"]
+        for n in expected["jobs"][0]["stream_graph"]["nodes"]
+    }["PythonCalc[3]"]
+    graph = result.jobs[0].stream_graph
+    assert graph is not None
+    ours = next(n for n in graph.nodes if n.name == "PythonCalc[3]").description
+    inline = r"PythonScalarFunction\$[0-9a-f]{32}"
+    assert len(re.findall(inline, theirs)) == 2  # the decorated one, the lambda
+    unknown = "PythonScalarFunction$(a hash of the function's body: not known)"
+    assert ours == re.sub(inline, unknown, theirs)
