@@ -1083,6 +1083,13 @@ class _Scrubber:
     """Removes machine-specific parts from texts taken from Flink or the program."""
 
     _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+    #: A Python function used inline in the Table API is named by the MD5 of
+    #: the function as cloudpickle serializes it, which holds the program's
+    #: absolute path (its code's file name): the hash differs per checkout.
+    _INLINE_FUNCTION = re.compile(
+        r"(org\.apache\.flink\.table\.functions\.python\.Python\w*Function)"
+        r"\$[0-9a-f]{32}"
+    )
 
     def __init__(self, program_dir: Path, scratch: Path) -> None:
         import sysconfig
@@ -1106,6 +1113,7 @@ class _Scrubber:
             return text
         for old, new in self._pairs:
             text = text.replace(old, new)
+        text = self._INLINE_FUNCTION.sub(r"\1$<md5 of the serialized function>", text)
         return self._ADDRESS.sub("0x?", text)
 
 
