@@ -2,22 +2,30 @@
 
 The worker (``worker.py``, run by path by a Python that has apache-flink of the
 analysed line, in a session of its own so that its JVM ends with it) replays
-the statements in one fresh JVM.  Answers are cached under the user's cache
-folder by the Flink line, the statements and the worker's own text: the same
-statements are never planned twice.
+the statements in a JVM that planned nothing else before, or whose counters
+it set back: one worker per Python serves request after request (``--serve``),
+so that only the first pays for starting a JVM; it ends when this process
+does, after ``IDLE_S`` without a request, or when a request fails or takes
+longer than ``TIMEOUT_S`` (the next one starts another).  Answers are cached
+under the user's cache folder by the Flink line, the statements and the
+worker's own text: the same statements are never planned twice.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -40,6 +48,12 @@ TIMEOUT_S = 180
 
 #: The longest answer read back from the worker.
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
+
+#: How long a serving worker (and its JVM) waits for the next request.
+IDLE_S = 600.0
+
+#: What starts the line of a serving worker's answer (``worker.ANSWER``).
+ANSWER = b"chainlens-planner-answer: "
 
 #: ``--planner`` without a Python: the one running chainlens, if it has
 #: apache-flink of the analysed line.
@@ -141,21 +155,167 @@ def choose_python(python: str, flink_line: str) -> tuple[str | None, str]:
     return sys.executable, ""
 
 
-def run_worker(python: str, request: Mapping[str, object]) -> str:
-    """Run the worker on ``request``; return its answer as JSON text."""
+def _worker_env() -> dict[str, str]:
+    # the worker's PyFlink uses its own jars, not a Flink installation the
+    # environment points at (its line may differ from the analysed one)
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(("FLINK_", "PYFLINK_"))
+    }
+
+
+class _Server:
+    """A worker that serves requests in one JVM (``worker.py --serve``)."""
+
+    def __init__(self, python: str) -> None:
+        self.lock = threading.Lock()
+        self.scratch = tempfile.mkdtemp(prefix="chainlens-planner-")
+        self._errors = open(os.path.join(self.scratch, "stderr"), "w+b")  # noqa: SIM115
+        self._pending = b""
+        self._timer: threading.Timer | None = None
+        #: the last line of the worker's standard error once it failed
+        self.failed = ""
+        try:
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [python, str(WORKER), "--serve"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._errors,
+                cwd=self.scratch,
+                env=_worker_env(),
+                start_new_session=True,
+            )
+        except OSError:
+            self._errors.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+
+    def ask(self, request: Mapping[str, object]) -> str | None:
+        """The answer's JSON text; None (and the worker ended) when the worker
+        failed or took over ``TIMEOUT_S``."""
+        proc = self.proc
+        if proc is None or proc.stdin is None or proc.stdout is None:
+            return None
+        if self._timer is not None:
+            self._timer.cancel()
+        try:
+            proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except OSError:  # it ended
+            _end(proc)
+            self.failed = self._failure()
+            self.close()
+            return None
+        deadline = time.monotonic() + TIMEOUT_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            while True:
+                line, newline, rest = self._pending.partition(b"\n")
+                if newline:
+                    self._pending = rest
+                    if line.startswith(ANSWER):
+                        self._idle_timer()
+                        return line[len(ANSWER) :].decode("utf-8", "replace")
+                    continue  # what else the worker or its JVM printed
+                if len(self._pending) > MAX_ANSWER_BYTES:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    break
+                chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break  # the worker ended
+                self._pending += chunk
+        _end(proc)  # its standard error is complete
+        self.failed = self._failure()
+        self.close()
+        return None
+
+    def _failure(self) -> str:
+        """The last line the worker wrote on its standard error, if any."""
+        try:
+            with open(os.path.join(self.scratch, "stderr"), "rb") as errors:
+                tail = errors.read()[-65536:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = tail.strip().splitlines()
+        return lines[-1] if lines else ""
+
+    def _idle_timer(self) -> None:
+        self._timer = threading.Timer(IDLE_S, self._end_if_idle)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _end_if_idle(self) -> None:
+        if self.lock.acquire(blocking=False):
+            try:
+                self.close()
+            finally:
+                self.lock.release()
+
+    def close(self) -> None:
+        """End the worker and its JVM; remove its scratch folder."""
+        proc, self.proc = self.proc, None
+        if self._timer is not None:
+            self._timer.cancel()
+        if proc is not None:
+            _end(proc)
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._errors.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+#: The serving worker of each Python, and the lock that guards the table.
+_SERVERS: dict[str, _Server] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _close_servers() -> None:
+    with _SERVERS_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
+        server.close()
+
+
+atexit.register(_close_servers)
+
+
+def run_worker(
+    python: str, request: Mapping[str, object], *, fresh: bool = False
+) -> str:
+    """Ask the worker of ``python`` about ``request``; return its answer as
+    JSON text (``fresh``: a worker and a JVM of its own, started for it)."""
+    if fresh:
+        return _run_once(python, request)
+    with _SERVERS_LOCK:
+        server = _SERVERS.get(python)
+        if server is None or server.proc is None:
+            try:
+                server = _SERVERS[python] = _Server(python)
+            except OSError as exc:
+                return json.dumps({"error": f"cannot run {python}: {exc.strerror}"})
+    with server.lock:
+        if server.proc is None:  # ended since (idle): ask a new one
+            return run_worker(python, request)
+        text = server.ask(request)
+        if text is not None:
+            return text
+        last = server.failed or f"no answer within {TIMEOUT_S} s, or it ended"
+    return json.dumps({"error": f"the planner's worker failed: {last}"})
+
+
+def _run_once(python: str, request: Mapping[str, object]) -> str:
+    """Run a worker of its own on ``request``; return its answer as JSON text."""
     with tempfile.TemporaryDirectory(prefix="chainlens-planner-") as scratch:
         request_path = Path(scratch) / "request.json"
         try:
             write_atomic(request_path, json.dumps(request))
         except WriteError as exc:
             return json.dumps({"error": f"the planner's request: {exc}"})
-        # the worker's PyFlink uses its own jars, not a Flink installation the
-        # environment points at (its line may differ from the analysed one)
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("FLINK_", "PYFLINK_"))
-        }
+        env = _worker_env()
         try:
             proc = subprocess.Popen(
                 [python, str(WORKER), str(request_path)],

@@ -1,7 +1,10 @@
 """Translate Table statements with Flink's planner and print its transformations.
 
 Run by a Python that has apache-flink (never imported by chainlens):
-``python worker.py REQUEST.json``. The request holds only the statements
+``python worker.py REQUEST.json``, or ``python worker.py --serve`` to answer
+one request per line of standard input in the same JVM (each answer printed
+on a line of its own after ``ANSWER``; the JVM-wide counters the planner's
+names show are set back between requests). The request holds only the statements
 chainlens read from a program; this builds a synthetic PyFlink program of them
 (a stand-in source per DataStream input, with its type and parallelism), lets
 the planner translate each conversion or INSERT in order in this one JVM (the
@@ -517,8 +520,78 @@ def _message(exc: Exception) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
-    """Replay the statements of ``request`` and return what was translated."""
+def _java_array(jvm: Any, of: Any, values: list[Any]) -> Any:
+    from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    array = get_gateway().new_array(of, len(values))
+    for index, value in enumerate(values):
+        array[index] = value
+    return array
+
+
+def _zero(jvm: Any, owner: Any, name: str) -> None:
+    """Set the AtomicInteger or AtomicLong field ``name`` of the Java class
+    ``owner`` to 0: a static field, or one of a Scala object (``MODULE$``).
+    py4j hands a Number over as a Python int, so ``FIELD.set(0)`` is composed
+    in Java, from method handles, and run there."""
+    field = owner.getDeclaredField(name)
+    field.setAccessible(True)
+    handles = jvm.java.lang.invoke.MethodHandles
+    types = jvm.java.lang.invoke.MethodType
+    void, integer = jvm.java.lang.Void.TYPE, jvm.java.lang.Integer.TYPE
+    atomic = field.getType()
+    wide = (
+        integer
+        if atomic.getSimpleName() == "AtomicInteger"
+        else jvm.java.lang.Long.TYPE
+    )
+    lookup = handles.lookup()
+    getter = lookup.unreflectGetter(field)
+    if not jvm.java.lang.reflect.Modifier.isStatic(field.getModifiers()):
+        module = owner.getDeclaredField("MODULE$")
+        getter = handles.filterReturnValue(lookup.unreflectGetter(module), getter)
+    classes = _java_array(jvm, jvm.java.lang.Class, [atomic, integer])
+    setter = lookup.findVirtual(atomic, "set", types.methodType(void, wide))
+    setter = setter.asType(types.methodType(void, classes))  # an int widens
+    objects = jvm.java.lang.Object
+    reset = handles.filterReturnValue(
+        getter, handles.insertArguments(setter, 1, _java_array(jvm, objects, [0]))
+    )
+    reset.invokeWithArguments(_java_array(jvm, objects, []))
+
+
+def _reset_counters(jvm: Any, t_env: Any) -> None:
+    """Set the JVM-wide counters the planner's output shows back to where a
+    fresh JVM starts them: the ids of execution nodes (``Calc[7]``), the
+    number of an anonymous table (``*anonymous_python-input-format$1*``) and
+    of a generated class (1.18 and 1.19 show it: ``StreamExecCalc$13``).  The
+    planner's classes live in a class loader of their own, reached through
+    the table environment's planner."""
+    from pyflink.util.java_utils import load_java_class  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    loader = t_env._j_tenv.getPlanner().getClass().getClassLoader()
+    planner = "org.apache.flink.table.planner."
+    context = jvm.java.lang.Class.forName(
+        planner + "plan.nodes.exec.ExecNodeContext", True, loader
+    )
+    no_classes = _java_array(jvm, jvm.java.lang.Class, [])
+    context.getMethod("resetIdCounter", no_classes).invoke(
+        None, _java_array(jvm, jvm.java.lang.Object, [])
+    )
+    _zero(
+        jvm,
+        load_java_class("org.apache.flink.table.catalog.ContextResolvedTable"),
+        "uniqueId",
+    )
+    codegen = jvm.java.lang.Class.forName(
+        planner + "codegen.CodeGenUtils$", True, loader
+    )
+    _zero(jvm, codegen, "nameCounter")
+
+
+def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
+    """Replay the statements of ``request`` and return what was translated
+    (``reset``: in a JVM that planned before, its counters set back first)."""
     from pyflink.common import WatermarkStrategy  # type: ignore[import-untyped,import-not-found,unused-ignore]
     from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
@@ -527,6 +600,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         env, t_env, j_env = _environments(request, jvm)
     except Exception as exc:
         raise RejectedError(0, _message(exc)) from exc
+    if reset:
+        _reset_counters(jvm, t_env)
     tables: dict[int, Any] = {}
     inputs_of: dict[int, int] = {}
     results: list[dict[str, Any]] = []
@@ -665,10 +740,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return {"statements": results}
 
 
-def main(argv: list[str]) -> int:
-    """Read the request named on the command line, print the answer as JSON."""
-    with open(argv[1], encoding="utf-8") as handle:
-        request = json.load(handle)
+#: What starts the line of an answer of a worker that serves (``--serve``).
+ANSWER = "chainlens-planner-answer: "
+
+
+def answer(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
+    """The answer to ``request``: what the planner translated, else why not."""
     from importlib import metadata
 
     try:
@@ -678,24 +755,51 @@ def main(argv: list[str]) -> int:
     wanted = str(request.get("flink", ""))
     if installed is None or installed.split(".")[:2] != wanted.split("."):
         has = f"apache-flink {installed}" if installed else "no apache-flink"
-        refusal = {
+        return {
             "error": f"the planner needs apache-flink {wanted} and Java: "
             f"{sys.executable} has {has}"
         }
-        sys.stdout.write("\n" + json.dumps(refusal) + "\n")
-        return 0
-    answer: dict[str, Any]
     try:
-        answer = run(request)
+        return run(request, reset=reset)
     except RejectedError as exc:  # said where: the statement's index
-        answer = {
+        return {
             "error": f"Flink's planner rejects it: {exc.message}",
             "statement": exc.index,
             "rejected": True,
             # the statements before it translate as they would without it
             "statements": exc.done,
         }
-    sys.stdout.write("\n" + json.dumps(answer) + "\n")
+
+
+def serve() -> int:
+    """Answer each request (a line of JSON) of standard input, in turn, in
+    this one JVM; end when standard input ends."""
+    import os
+
+    planned = False
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            reply = answer(request, reset=planned)
+        except Exception as exc:  # this JVM may be unusable: say so, and end
+            sys.stdout.write(f"\n{ANSWER}{json.dumps({'error': _message(exc)})}\n")
+            sys.stdout.flush()
+            break
+        planned = True
+        sys.stdout.write(f"\n{ANSWER}{json.dumps(reply)}\n")
+        sys.stdout.flush()
+    sys.stdout.flush()
+    os._exit(0)  # not py4j's threads' shutdown: the JVM ends with this process
+
+
+def main(argv: list[str]) -> int:
+    """Read the request named on the command line, print the answer as JSON
+    (or, with ``--serve``, answer the requests of standard input)."""
+    if argv[1:2] == ["--serve"]:
+        return serve()
+    with open(argv[1], encoding="utf-8") as handle:
+        request = json.load(handle)
+    sys.stdout.write("\n" + json.dumps(answer(request)) + "\n")
     return 0
 
 

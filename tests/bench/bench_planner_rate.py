@@ -7,14 +7,19 @@ apache-flink wheel (DataStream and Table folders), each that imports
 ``pyflink.table``.  Real Flink 2.3 builds each one's graphs first
 (``tests/oracle/generate.py --out-dir``, a JVM per program); a program Flink
 cannot build here (connectors, missing files) is left out.  Each of the others
-is then analysed without the planner and with it (an empty planner cache), and
-counted as:
+is then analysed without the planner and with it, and counted as:
 
 * exact: every job equal to Flink's (names, chains, parallelism, edges, every
   operator ID; ``tests/oracle/check.py``);
 * unknown: not exact, and chainlens says which Table API part it does not
   follow (the honest answer);
 * wrong: not exact and nothing said (a confident wrong answer).
+
+The planner's cost per program is timed three ways (the analysis included):
+cold, a worker and a JVM of its own (as the first program of a process
+pays); warm, the serving worker of this process, which planned the programs
+before it (its JVM started); cached, the same statements answered from the
+planner's cache.
 
     python tests/bench/bench_planner_rate.py [--out FILE.md]
 
@@ -41,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from chainlens.analyzer.config import Config  # noqa: E402
 from chainlens.analyzer.files import write_atomic  # noqa: E402
 from chainlens.analyzer.model.flink_versions import FlinkVersion  # noqa: E402
+from chainlens.analyzer.planner import driver  # noqa: E402
 from tests.oracle.check import (  # noqa: E402
     analyse_like_flink,
     differences,
@@ -85,16 +91,31 @@ def verdict(program: Path, expected: dict[str, Any], config: Config | None) -> s
     return "unknown" if result.unknowns else "wrong"
 
 
+def timed(
+    program: Path, expected: dict[str, Any], config: Config, cache: Path
+) -> tuple[str, float]:
+    """The verdict with the planner, and the seconds it took."""
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    started = time.perf_counter()
+    found = verdict(program, expected, replace(config, planner="auto"))
+    return found, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, help="also write the table here")
     args = parser.parse_args()
     found = programs()
-    rows: list[tuple[str, str, str, float]] = []
+    rows: list[tuple[str, str, str, float, float, float]] = []
+    serving = driver.run_worker
+
+    def fresh(python: str, request: Any, *, fresh: bool = False) -> str:
+        del fresh
+        return serving(python, request, fresh=True)
+
     with tempfile.TemporaryDirectory() as scratch:
-        os.environ["XDG_CACHE_HOME"] = str(Path(scratch) / "cache")
         graphs = real_graphs(found, Path(scratch) / "graphs")
-        for program, expected in graphs.items():
+        for index, (program, expected) in enumerate(graphs.items()):
             if expected["status"] == "error" and not expected["jobs"]:
                 continue  # Flink cannot build it here
             plain = verdict(program, expected, None)
@@ -103,18 +124,25 @@ def main() -> None:
                 argv=(),
                 flink_version=FlinkVersion("2.3", "flag"),
             )
-            started = time.perf_counter()
-            planned = verdict(program, expected, replace(config, planner="auto"))
-            seconds = time.perf_counter() - started
+            caches = Path(scratch) / "caches" / str(index)
+            driver.run_worker = fresh  # type: ignore[assignment]
+            planned, cold = timed(program, expected, config, caches / "cold")
+            driver.run_worker = serving
+            again, warm = timed(program, expected, config, caches / "warm")
+            cached = timed(program, expected, config, caches / "warm")[1]
+            assert again == planned, (program, planned, again)
             name = str(program.relative_to(program.parents[1]))
-            rows.append((name, plain, planned, seconds))
+            rows.append((name, plain, planned, cold, warm, cached))
     lines = [
         f"Programs that import pyflink.table and that real Flink 2.3 builds: "
         f"{len(rows)} (of {len(found)})",
         "",
-        "| program | without --planner | with --planner | seconds (cold) |",
+        "| program | without --planner | with --planner | seconds: cold / warm / cached |",
         "|---|---|---|---:|",
-        *(f"| `{n}` | {a} | {b} | {s:.1f} |" for n, a, b, s in rows),
+        *(
+            f"| `{n}` | {a} | {b} | {c:.1f} / {w:.2f} / {h:.2f} |"
+            for n, a, b, c, w, h in rows
+        ),
         "",
     ]
     for column, label in ((1, "without --planner"), (2, "with --planner")):
@@ -125,6 +153,14 @@ def main() -> None:
         lines.append(
             f"{label}: exact {counts['exact']}/{len(rows)}, honest unknown "
             f"{counts['unknown']}, wrong {counts['wrong']}"
+        )
+    if rows:
+        import statistics
+
+        medians = [statistics.median(r[column] for r in rows) for column in (3, 4, 5)]
+        lines.append(
+            "seconds per program with --planner (median): cold {:.1f}, warm "
+            "{:.2f}, cached {:.2f}".format(*medians)
         )
     text = "\n".join(lines)
     print(text)

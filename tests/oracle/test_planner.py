@@ -108,6 +108,50 @@ def test_table_fixture_with_the_planner_equals_flink(
     assert differences(program, expected, config=config) == []
 
 
+def test_a_serving_worker_answers_as_a_worker_of_its_own(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One worker answers request after request in one JVM, its counters set
+    back between them: each answer equals a fresh JVM's, whatever came before
+    (the planner's node ids, an anonymous table's number, generated names)."""
+    asked: list[tuple[str, dict[str, Any]]] = []
+    real = driver.run_worker
+
+    def recording(python: str, request: Any, *, fresh: bool = False) -> str:
+        asked.append((python, dict(request)))
+        return real(python, request, fresh=fresh)
+
+    monkeypatch.setattr(driver, "run_worker", recording)
+    names = (
+        "table_from_elements",
+        "table_udf_map_aggregate",
+        "table_window_descriptor",
+        "table_roundtrip_keyed",
+    )
+    for name in names:
+        program = PIPELINES / f"{name}.py"
+        expected = _expected(program, ".expected.json")
+        analyse_like_flink(program, expected, config=_config(expected, cache))
+    assert len(asked) == len(names)
+    fresh = [json.loads(real(python, request, fresh=True)) for python, request in asked]
+    for python, request in [*reversed(asked), *asked]:  # after the others, again
+        served = json.loads(real(python, request))
+        assert served == fresh[asked.index((python, request))], request["statements"][0]
+        assert "error" not in served
+
+
+def test_a_worker_that_ends_is_said_and_replaced(tmp_path: Path) -> None:
+    """A serving worker that ends without answering is a located failure, not
+    a hang; the next request starts another one."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho broken >&2\nexit 3\n", encoding="utf-8")
+    fake.chmod(0o755)
+    first = json.loads(driver.run_worker(str(fake), {"statements": []}))
+    assert first["error"] == "the planner's worker failed: broken"
+    second = json.loads(driver.run_worker(str(fake), {"statements": []}))
+    assert second["error"] == "the planner's worker failed: broken"
+
+
 def test_a_python_without_pyflink_is_a_located_unknown(
     tmp_path: Path, cache: Path
 ) -> None:
