@@ -169,7 +169,8 @@ class _Server:
     def __init__(self, python: str) -> None:
         self.lock = threading.Lock()
         self.scratch = tempfile.mkdtemp(prefix="chainlens-planner-")
-        self._errors = open(os.path.join(self.scratch, "stderr"), "w+b")  # noqa: SIM115
+        # what the worker says on its standard error: a file without a name
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
         self._pending = b""
         self._timer: threading.Timer | None = None
         #: the last line of the worker's standard error once it failed
@@ -233,9 +234,10 @@ class _Server:
     def _failure(self) -> str:
         """The last line the worker wrote on its standard error, if any."""
         try:
-            with open(os.path.join(self.scratch, "stderr"), "rb") as errors:
-                tail = errors.read()[-65536:].decode("utf-8", "replace")
-        except OSError:
+            self._errors.seek(0, os.SEEK_END)
+            self._errors.seek(max(0, self._errors.tell() - 65536))
+            tail = self._errors.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
             return ""
         lines = tail.strip().splitlines()
         return lines[-1] if lines else ""
