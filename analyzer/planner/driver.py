@@ -168,6 +168,8 @@ class _Server:
 
     def __init__(self, python: str) -> None:
         self.lock = threading.Lock()
+        #: the process that started it (a forked child starts its own)
+        self.owner = os.getpid()
         self.scratch = tempfile.mkdtemp(prefix="chainlens-planner-")
         # what the worker says on its standard error: a file without a name
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115
@@ -276,7 +278,7 @@ _SERVERS_LOCK = threading.Lock()
 
 def _close_servers() -> None:
     with _SERVERS_LOCK:
-        servers = list(_SERVERS.values())
+        servers = [s for s in _SERVERS.values() if s.owner == os.getpid()]
         _SERVERS.clear()
     for server in servers:
         server.close()
@@ -294,7 +296,7 @@ def run_worker(
         return _run_once(python, request)
     with _SERVERS_LOCK:
         server = _SERVERS.get(python)
-        if server is None or server.proc is None:
+        if server is None or server.proc is None or server.owner != os.getpid():
             try:
                 server = _SERVERS[python] = _Server(python)
             except OSError as exc:

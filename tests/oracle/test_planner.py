@@ -9,6 +9,7 @@ JVM (the planner's worker): ``oracle``.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -150,6 +151,36 @@ def test_a_worker_that_ends_is_said_and_replaced(tmp_path: Path) -> None:
     assert first["error"] == "the planner's worker failed: broken"
     second = json.loads(driver.run_worker(str(fake), {"statements": []}))
     assert second["error"] == "the planner's worker failed: broken"
+
+
+def test_a_forked_child_starts_its_own_worker(tmp_path: Path) -> None:
+    """A worker inherited through fork belongs to the parent: the child never
+    writes to it (their requests would mix), nor ends it."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho broken >&2\nexit 3\n", encoding="utf-8")
+    fake.chmod(0o755)
+
+    class Inherited:
+        owner = os.getpid() + 1
+        proc = object()
+        closed = False
+
+        def ask(self, request: Any) -> str:
+            raise AssertionError("the parent's worker was asked")
+
+        def close(self) -> None:
+            self.closed = True
+
+    inherited = Inherited()
+    driver._SERVERS[str(fake)] = inherited  # type: ignore[assignment]
+    try:
+        answer = json.loads(driver.run_worker(str(fake), {"statements": []}))
+        assert answer["error"] == "the planner's worker failed: broken"
+        driver._SERVERS[str(fake)] = inherited  # type: ignore[assignment]
+        driver._close_servers()
+        assert not inherited.closed
+    finally:
+        driver._SERVERS.pop(str(fake), None)
 
 
 def test_a_python_without_pyflink_is_a_located_unknown(
