@@ -529,7 +529,7 @@ def _java_array(jvm: Any, of: Any, values: list[Any]) -> Any:
     return array
 
 
-def _zero(jvm: Any, owner: Any, name: str) -> None:
+def zero_counter(jvm: Any, owner: Any, name: str) -> None:
     """Set the AtomicInteger or AtomicLong field ``name`` of the Java class
     ``owner`` to 0: a static field, or one of a Scala object (``MODULE$``).
     py4j hands a Number over as a Python int, so ``FIELD.set(0)`` is composed
@@ -560,16 +560,17 @@ def _zero(jvm: Any, owner: Any, name: str) -> None:
     reset.invokeWithArguments(_java_array(jvm, objects, []))
 
 
-def _reset_counters(jvm: Any, t_env: Any) -> None:
+def reset_planner_counters(jvm: Any, j_tenv: Any) -> None:
     """Set the JVM-wide counters the planner's output shows back to where a
     fresh JVM starts them: the ids of execution nodes (``Calc[7]``), the
     number of an anonymous table (``*anonymous_python-input-format$1*``) and
     of a generated class (1.18 and 1.19 show it: ``StreamExecCalc$13``).  The
     planner's classes live in a class loader of their own, reached through
-    the table environment's planner."""
+    the (Java) table environment's planner.  ``tests/oracle/generate.py``
+    sets them back the same way between the programs of one JVM."""
     from pyflink.util.java_utils import load_java_class  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    loader = t_env._j_tenv.getPlanner().getClass().getClassLoader()
+    loader = j_tenv.getPlanner().getClass().getClassLoader()
     planner = "org.apache.flink.table.planner."
     context = jvm.java.lang.Class.forName(
         planner + "plan.nodes.exec.ExecNodeContext", True, loader
@@ -578,7 +579,7 @@ def _reset_counters(jvm: Any, t_env: Any) -> None:
     context.getMethod("resetIdCounter", no_classes).invoke(
         None, _java_array(jvm, jvm.java.lang.Object, [])
     )
-    _zero(
+    zero_counter(
         jvm,
         load_java_class("org.apache.flink.table.catalog.ContextResolvedTable"),
         "uniqueId",
@@ -586,7 +587,7 @@ def _reset_counters(jvm: Any, t_env: Any) -> None:
     codegen = jvm.java.lang.Class.forName(
         planner + "codegen.CodeGenUtils$", True, loader
     )
-    _zero(jvm, codegen, "nameCounter")
+    zero_counter(jvm, codegen, "nameCounter")
 
 
 def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
@@ -601,7 +602,7 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
     except Exception as exc:
         raise RejectedError(0, _message(exc)) from exc
     if reset:
-        _reset_counters(jvm, t_env)
+        reset_planner_counters(jvm, t_env._j_tenv)
     tables: dict[int, Any] = {}
     inputs_of: dict[int, int] = {}
     results: list[dict[str, Any]] = []

@@ -53,10 +53,12 @@ workers unless asked otherwise) each parallel worker starts its JVM once and
 runs program after program in it (``SharedWorker``): a JVM's start is most of
 what a small program costs.  Between programs the JVM-wide counters whose
 values reach the graphs are set back to where a fresh JVM starts them: the
-transformations' id counter (every node id), the number of an anonymous table
-(``*anonymous_python-input-format$1*``) and, at the program's first
-TableEnvironment, the planner's execution-node ids (``Calc[7]``); the local
-default parallelism is pinned again; the modules the program imported from
+transformations' id counter (every node id) and, at the program's first
+TableEnvironment, the planner's counters (execution-node ids, ``Calc[7]``;
+the number of an anonymous table, ``*anonymous_python-input-format$1*``;
+generated classes' numbers), as chainlens's planner worker sets them back
+between requests (its ``reset_planner_counters``); the local default
+parallelism is pinned again; the modules the program imported from
 outside the installed libraries are forgotten, and ``sys.path``, the
 environment variables and the working directory restored.  A program the
 shared worker does not finish (a timeout, a crash) runs again in a fresh
@@ -927,88 +929,32 @@ def _shared_worker_main(spec_path: Path) -> int:
     os._exit(0)
 
 
-def _java_objects(jvm: Any, values: list[Any]) -> Any:
-    """A Java ``Object[]`` of ``values``."""
-    from pyflink.java_gateway import get_gateway
+@functools.cache
+def _planner_worker() -> Any:
+    """chainlens's planner worker (``analyzer/planner/worker.py``), loaded by
+    path: it sets Flink's JVM-wide counters back between requests as the
+    shared worker does between programs.  This worker runs a Flink line's
+    PyFlink, whose Python need not have chainlens; that script imports only
+    the standard library until one of its functions runs."""
+    import importlib.util
 
-    array = get_gateway().new_array(jvm.java.lang.Object, len(values))
-    for index, value in enumerate(values):
-        array[index] = value
-    return array
-
-
-def _zero(jvm: Any, owner: Any, name: str) -> None:
-    """Set the AtomicInteger or AtomicLong field ``name`` of the Java class
-    ``owner`` to 0: a static field, or one of a Scala object (``MODULE$``)."""
-    field = owner.getDeclaredField(name)
-    field.setAccessible(True)
-    # py4j hands a Number over as a Python int: FIELD.set(0) is composed in
-    # Java, from method handles, and run there.
-    handles = jvm.java.lang.invoke.MethodHandles
-    types = jvm.java.lang.invoke.MethodType
-    void, integer = jvm.java.lang.Void.TYPE, jvm.java.lang.Integer.TYPE
-    atomic = field.getType()
-    primitive = integer if atomic.getSimpleName() == "AtomicInteger" else None
-    lookup = handles.lookup()
-    getter = lookup.unreflectGetter(field)
-    if not jvm.java.lang.reflect.Modifier.isStatic(field.getModifiers()):
-        module = owner.getDeclaredField("MODULE$")
-        getter = handles.filterReturnValue(lookup.unreflectGetter(module), getter)
-    setter = lookup.findVirtual(
-        atomic, "set", types.methodType(void, primitive or jvm.java.lang.Long.TYPE)
-    ).asType(types.methodType(void, _java_classes(jvm, atomic, integer)))  # int->long
-    reset = handles.filterReturnValue(
-        getter, handles.insertArguments(setter, 1, _java_objects(jvm, [0]))
-    )
-    reset.invokeWithArguments(_java_objects(jvm, []))
-
-
-def _reset_planner(jvm: Any, j_tenv: Any) -> None:
-    """Set the planner's counters back to a fresh JVM's: the ids of execution
-    nodes (``Calc[7]``), and the number of generated classes, which 1.18 and
-    1.19 show in an operator's class (``StreamExecCalc$13``).  The planner's
-    classes live in a class loader of their own, reached through a
-    TableEnvironment's planner."""
-    loader = j_tenv.getPlanner().getClass().getClassLoader()
-
-    def planner_class(name: str) -> Any:
-        return jvm.java.lang.Class.forName(name, True, loader)
-
-    context = planner_class(
-        "org.apache.flink.table.planner.plan.nodes.exec.ExecNodeContext"
-    )
-    context.getMethod("resetIdCounter", _java_classes(jvm)).invoke(
-        None, _java_objects(jvm, [])
-    )
-    _zero(
-        jvm,
-        planner_class("org.apache.flink.table.planner.codegen.CodeGenUtils$"),
-        "nameCounter",
-    )
-
-
-def _java_classes(jvm: Any, *classes: Any) -> Any:
-    """A Java ``Class[]`` of ``classes``."""
-    from pyflink.java_gateway import get_gateway
-
-    array = get_gateway().new_array(jvm.java.lang.Class, len(classes))
-    for index, cls in enumerate(classes):
-        array[index] = cls
-    return array
+    path = Path(__file__).resolve().parents[2] / "analyzer" / "planner" / "worker.py"
+    spec = importlib.util.spec_from_file_location("_chainlens_planner_worker", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _reset_jvm(jvm: Any, parallelism: int) -> None:
-    """Set the JVM-wide values a program's graphs show back to a fresh JVM's
-    (the planner's are reset at the program's first TableEnvironment)."""
+    """Set the JVM-wide values a program's graphs show back to a fresh JVM's:
+    every transformation's id and the pinned local default parallelism (the
+    planner's counters are reset at the program's first TableEnvironment)."""
     from pyflink.util.java_utils import load_java_class
 
-    # AtomicIntegers, 1.18 to 2.3: every transformation's id; the number in
-    # the name of an anonymous table ("*anonymous_python-input-format$1*")
-    for owner, name in (
-        ("org.apache.flink.api.dag.Transformation", "ID_COUNTER"),
-        ("org.apache.flink.table.catalog.ContextResolvedTable", "uniqueId"),
-    ):
-        _zero(jvm, load_java_class(owner), name)
+    owner = load_java_class("org.apache.flink.api.dag.Transformation")
+    _planner_worker().zero_counter(jvm, owner, "ID_COUNTER")  # 1.18 to 2.3
     env_class = jvm.org.apache.flink.streaming.api.environment
     env_class.StreamExecutionEnvironment.setDefaultLocalParallelism(parallelism)
 
@@ -1196,8 +1142,8 @@ class _Interceptor:
         self.recorder = recorder
         self.scrub = scrub
         self.trigger: str | None = None
-        #: Set between programs of a shared worker: the planner's ids are reset
-        #: when the next program makes its first TableEnvironment.
+        #: Set between programs of a shared worker: the planner's counters are
+        #: reset when the next program makes its first TableEnvironment.
         self.reset_planner_ids = False
         self._env_class = load_java_class(
             "org.apache.flink.streaming.api.environment.StreamExecutionEnvironment"
@@ -1348,7 +1294,8 @@ class _Interceptor:
                 try:
                     if self.reset_planner_ids:  # a program before may have used it
                         self.reset_planner_ids = False
-                        _reset_planner(self.jvm, tenv._j_tenv)
+                        worker = _planner_worker()
+                        worker.reset_planner_counters(self.jvm, tenv._j_tenv)
                     self.hook_table_env(tenv._j_tenv)
                 except Exception as exc:  # the program must not notice
                     self.recorder.generator_errors.append(
