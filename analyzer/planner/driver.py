@@ -204,9 +204,7 @@ class _Server:
             proc.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
             proc.stdin.flush()
         except OSError:  # it ended
-            _end(proc)
-            self.failed = self._failure()
-            self.close()
+            self._fail(proc)
             return None
         deadline = time.monotonic() + TIMEOUT_S
         with selectors.DefaultSelector() as selector:
@@ -228,10 +226,14 @@ class _Server:
                 if not chunk:
                     break  # the worker ended
                 self._pending += chunk
+        self._fail(proc)
+        return None
+
+    def _fail(self, proc: subprocess.Popen[bytes]) -> None:
+        """End the worker, keeping the last line of its standard error."""
         _end(proc)  # its standard error is complete
         self.failed = self._failure()
         self.close()
-        return None
 
     def _failure(self) -> str:
         """The last line the worker wrote on its standard error, if any."""

@@ -789,7 +789,6 @@ def serve() -> int:
         planned = True
         sys.stdout.write(f"\n{ANSWER}{json.dumps(reply)}\n")
         sys.stdout.flush()
-    sys.stdout.flush()
     os._exit(0)  # not py4j's threads' shutdown: the JVM ends with this process
 
 
