@@ -282,10 +282,17 @@ class VersionProfile:
 
     def value(self, name: str) -> object:
         """The value of fact ``name`` for this version."""
-        for fact in FACTS:
-            if fact.name == name and self.version in fact.holds:
-                return fact.value
-        raise KeyError(f"no fact {name!r} for Flink {self.version}")
+        return _fact_value(self.version, name)
+
+
+@functools.cache
+def _fact_value(version: str, name: str) -> object:
+    """The value of fact ``name`` for ``version`` (the facts are constants:
+    looked up once per pair; the compiler and the rules ask per operator)."""
+    for fact in FACTS:
+        if fact.name == name and version in fact.holds:
+            return fact.value
+    raise KeyError(f"no fact {name!r} for Flink {version}")
 
 
 @functools.cache

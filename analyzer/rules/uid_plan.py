@@ -16,6 +16,7 @@ reject the job with a hash collision.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -181,8 +182,11 @@ def fix_note(suggestion: UidSuggestion, *, aggregate: bool = False) -> str:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def slugify(text: str) -> str:
-    """Return ``text`` as a lower-case ASCII slug (``running-total``)."""
+    """Return ``text`` as a lower-case ASCII slug (``running-total``); the
+    names of a program's operators and functions, asked for on every edit, are
+    slugged once."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     ascii_text = re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", ascii_text)
     slug = re.sub(r"[^A-Za-z0-9]+", "-", ascii_text).strip("-").lower()

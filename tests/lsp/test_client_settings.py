@@ -93,3 +93,64 @@ def test_what_the_first_analysis_leaves_alive_is_frozen_out_of_collections(
         assert freezes == [1]
     finally:
         gc.unfreeze()
+
+
+def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No collection runs between an analysis and the sending of its findings
+    (the client waits for them) nor while they are sent; one runs after."""
+    import asyncio
+    import gc
+
+    from chainlens.server.session import Session, Snapshot
+
+    text = (FIXTURES / "pipelines" / "broadcast_state_keyed.py").read_text()
+    uri = "file:///work/p.py"
+    versions = iter(range(1, 100))
+    snapshot = Snapshot(uri, next(versions), text)
+    collections: list[str] = []
+    seen: list[tuple[bool, list[str]]] = []
+
+    def log(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(f"gen{info['generation']}")
+
+    session = Session(
+        lambda _uri: snapshot,
+        lambda _analysis: seen.append((gc.isenabled(), list(collections))),
+        lambda: "utf-16",
+    )
+    analyse = session._analyse
+
+    def analysed(*args: object) -> object:
+        analysis = analyse(*args)  # type: ignore[arg-type]
+        collections.clear()  # from here to the sending of its findings
+        gc.set_threshold(1)  # any allocation would collect if it could
+        return analysis
+
+    monkeypatch.setattr(session, "_analyse", analysed)
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(log)
+    try:
+
+        async def edits() -> None:
+            nonlocal snapshot
+            # the first analysis freezes what it leaves alive (a collection of
+            # its own, once, before its findings are sent)
+            assert (await session.current(uri)) is not None
+            assert session.frozen
+            seen.clear()
+            for _ in range(3):
+                snapshot = Snapshot(uri, next(versions), text + "\n# edit\n")
+                assert (await session.current(uri)) is not None
+                gc.set_threshold(*thresholds)
+
+        asyncio.run(edits())
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(log)
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    assert len(seen) == 3
+    assert seen == [(False, [])] * 3
