@@ -41,7 +41,11 @@ DASH_LED_VALUES: Final = ("--argv",)
 
 def join_dash_led_values(argv: Sequence[str]) -> list[str]:
     """``--argv VALUE`` as ``--argv=VALUE``, which argparse takes whatever the
-    value starts with (alone, a value starting with ``-`` is an option)."""
+    value starts with (alone, a value starting with ``-`` is an option); and
+    ``--planner PATH`` as ``--planner=auto PATH``: a program or a folder after
+    ``--planner`` is what to analyse, not the Python to run the planner with
+    (``chainlens check --planner job.py``, or the file names pre-commit
+    appends to a hook's ``args: [--planner]``)."""
     joined: list[str] = []
     index = 0
     while index < len(argv):
@@ -52,9 +56,25 @@ def join_dash_led_values(argv: Sequence[str]) -> list[str]:
             joined.append(f"{word}={argv[index + 1]}")
             index += 2
             continue
+        if word == "--planner" and index + 1 < len(argv):
+            after = argv[index + 1]
+            if is_program_or_folder(after):
+                joined.extend((f"{word}={PLANNER_HERE}", after))
+                index += 2
+                continue
         joined.append(word)
         index += 1
     return joined
+
+
+#: ``--planner`` without a value: the Python running chainlens, else a found one
+PLANNER_HERE: Final = "auto"
+
+
+def is_program_or_folder(word: str) -> bool:
+    """Whether ``word`` names a Python program (``.py``, ``.pyi``) or a folder:
+    never a Python executable to run."""
+    return word.endswith((".py", ".pyi")) or os.path.isdir(word)
 
 
 def command_parser(
@@ -203,13 +223,14 @@ def add_analysis_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--planner",
         nargs="?",
-        const="auto",
+        const=PLANNER_HERE,
         default=None,
         metavar="PYTHON",
         help="ask Flink's own Table planner about the program's Table API parts "
         "(needs Java and apache-flink of the analysed line: in the Python running "
         "chainlens, else in PYTHON); only the Table statements read from the "
-        "program are given to it, never the program",
+        "program are given to it, never the program; a program or a folder "
+        "after it is a PATH to analyse, not PYTHON",
     )
     parser.add_argument(
         "--config",

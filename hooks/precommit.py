@@ -28,7 +28,7 @@ from pathlib import Path
 
 from chainlens.hooks.cli import dispatch
 from chainlens.hooks.entry import isolate_python_children, names_as_bytes
-from chainlens.hooks.options import add_check_arguments
+from chainlens.hooks.options import add_check_arguments, join_dash_led_values
 from chainlens.hooks.parser import CommandParser
 
 
@@ -61,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names_as_bytes()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        words = list(argv) if argv is not None else sys.argv[1:]
+        args = parser.parse_args(join_dash_led_values(words))
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else 2
     if not args.paths:

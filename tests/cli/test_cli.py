@@ -283,3 +283,47 @@ def test_the_summary_counts_the_unsafe_fixes_in_english(
     main(["check", *paths])
     out = capsys.readouterr().out
     assert said in out
+
+
+@pytest.mark.parametrize("command", ["check", "graph", "savepoint", "explain-id"])
+def test_a_program_or_folder_after_planner_is_a_path_not_a_python(
+    tmp_path: Path, command: str
+) -> None:
+    from chainlens.hooks.cli import build_parser, parse
+
+    program = _write(tmp_path, "job.py", SMALL)
+
+    def parsed(*words: str) -> tuple[str | None, list[str]]:
+        first = ["685fa031"] if command == "explain-id" else []  # its HEX
+        args = parse(build_parser(command), [command, *first, *words])
+        paths = getattr(args, "paths", None) or getattr(args, "files", None)
+        return args.planner, list(paths or [])
+
+    assert parsed("--planner", str(program)) == ("auto", [str(program)])
+    assert parsed("--planner", str(tmp_path)) == ("auto", [str(tmp_path)])
+    assert parsed("--planner", "stubs.pyi", str(program)) == (
+        "auto",
+        ["stubs.pyi", str(program)],
+    )
+    # a Python to run the planner with stays one
+    assert parsed("--planner", "/opt/flink/bin/python", str(program)) == (
+        "/opt/flink/bin/python",
+        [str(program)],
+    )
+    assert parsed(str(program), "--planner") == ("auto", [str(program)])
+    assert parsed("--planner=other.py", str(program)) == ("other.py", [str(program)])
+
+
+def test_the_pre_commit_entry_analyses_every_file_after_planner(
+    tmp_path: Path,
+) -> None:
+    # a hook's `args: [--planner]`, then the file names pre-commit appends
+    from chainlens.hooks.options import join_dash_led_values
+    from chainlens.hooks.precommit import build_parser
+
+    first = _write(tmp_path, "a.py", SMALL)
+    second = _write(tmp_path, "b.py", SMALL)
+    args = build_parser().parse_args(
+        join_dash_led_values(["--planner", str(first), str(second)])
+    )
+    assert (args.planner, args.paths) == ("auto", [str(first), str(second)])
