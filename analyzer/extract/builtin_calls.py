@@ -10,7 +10,7 @@ where it comes from.  A part of the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -33,6 +33,7 @@ from chainlens.analyzer.extract.syntax import code_of
 from chainlens.analyzer.extract.values import (
     ArgParser,
     ClassDef,
+    LambdaValue,
     Namespace,
     Opaque,
     QualifiedRef,
@@ -72,6 +73,10 @@ class BuiltinCalls:
 
         def get_attribute(
             self, owner: object, name: str, node: cst.CSTNode
+        ) -> object: ...
+
+        def eval(
+            self, node: cst.BaseExpression, scope: dict[str, object]
         ) -> object: ...
 
     def argparse_method(self, parser: ArgParser, name: str, call: Call) -> object:
@@ -193,6 +198,10 @@ class BuiltinCalls:
                 lists = [iterate(a) for a in args]
                 if all(item is not None for item in lists):
                     return list(zip(*lists, strict=False))
+            if name == "map" and len(args) >= 2 and isinstance(first, LambdaValue):
+                mapped = self.map_lambda(first, args[1:])
+                if mapped is not None:
+                    return mapped
             if name == "dict" and not args:
                 return dict(call.args.keywords)
         except (TypeError, ValueError, ArithmeticError):  # int(1e99999): the
@@ -237,8 +246,79 @@ class BuiltinCalls:
             return Opaque(f"{name}()")
         return Opaque(f"{name}()")
 
+    def map_lambda(self, function: LambdaValue, iterables: Sequence[object]) -> object:
+        """``map(lambda ...: ..., known items)``, as the list of what the lambda
+        gives each item; None unless the lambda takes one plain parameter per
+        iterable and its body reads nothing but them (no call, no attribute, no
+        other name: evaluating it cannot act, nor differ from Python)."""
+        params = function.node.params
+        if (
+            params.posonly_params
+            or params.kwonly_params
+            or not isinstance(params.star_arg, cst.MaybeSentinel)
+            or params.star_kwarg is not None
+            or len(params.params) != len(iterables)
+            or any(p.default is not None for p in params.params)
+        ):
+            return None
+        names = [p.name.value for p in params.params]
+        if not _reads_only(function.node.body, frozenset(names)):
+            return None
+        lists = [iterate(i) for i in iterables]
+        if any(items is None for items in lists):
+            return None
+        rows = list(zip(*lists, strict=False))
+        if len(rows) > MAX_VALUE_SIZE:
+            return None
+        return [
+            self.eval(function.node.body, dict(zip(names, row, strict=True)))
+            for row in rows
+        ]
+
     def dynamic(self, origin: str, node: cst.CSTNode) -> Symbol:
         reason = DYNAMIC_ORIGINS.get(origin, "a value known only when the program runs")
         where = self.where(node)
         label = f"`{code_of(node)}`"
         return Symbol(label, f"comes from {reason}", where)
+
+
+#: What the body of a lambda that ``map`` may evaluate is made of: literals,
+#: tuples, lists, operators, subscripts and names (its own parameters only).
+_PURE_NODES: tuple[type[cst.CSTNode], ...] = (
+    cst.Name,
+    cst.Integer,
+    cst.Float,
+    cst.SimpleString,
+    cst.Tuple,
+    cst.List,
+    cst.Element,
+    cst.BinaryOperation,
+    cst.UnaryOperation,
+    cst.Subscript,
+    cst.SubscriptElement,
+    cst.Index,
+    cst.BaseBinaryOp,
+    cst.BaseUnaryOp,
+    cst.Comma,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.BaseParenthesizableWhitespace,
+)
+
+
+def _reads_only(node: cst.CSTNode, names: frozenset[str]) -> bool:
+    """Whether ``node`` is made of :data:`_PURE_NODES` and its names are
+    ``names`` (or True, False, None)."""
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, _PURE_NODES):
+            return False
+        if isinstance(current, cst.Name) and current.value not in (
+            names | {"True", "False", "None"}
+        ):
+            return False
+        pending.extend(current.children)
+    return True

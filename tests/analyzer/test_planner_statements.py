@@ -652,11 +652,42 @@ def test_an_operand_that_is_not_static_stops_at_the_method_using_it(
     assert [len(once) for once in asked.asked] == [3]
 
 
-def test_rows_that_are_not_literal_are_a_located_unknown(asked: _Asked) -> None:
-    text = PURE.replace('[(1, "a"), (2, "bb")]', 'map(lambda i: (i, "a"), range(3))')
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # a lambda that calls: map does not evaluate it
+        "map(lambda i: (i, str(i)), range(3))",
+        # a lambda that reads a name of the program
+        "map(lambda i: (i, SUFFIX), range(3))",
+        # items not known
+        'map(lambda i: (i, "a"), open("rows.txt"))',
+        # a lambda with a default, or taking the wrong number of items
+        'map(lambda i, j=1: (i, "a"), range(3))',
+        'map(lambda i, j: (i, "a"), range(3))',
+    ],
+)
+def test_rows_that_are_not_literal_are_a_located_unknown(
+    asked: _Asked, rows: str
+) -> None:
+    text = PURE.replace('[(1, "a"), (2, "bb")]', rows).replace(
+        "\nt_env = ", '\nSUFFIX = "a"\nt_env = ', 1
+    )
     said = _table_unknowns(text)
-    assert [line for line, _ in said] == [8]
+    assert [line for line, _ in said] == [9]
     assert "the rows of from_elements are not literal" in said[0][1]
+
+
+def test_rows_a_plain_lambda_maps_from_known_items_are_handed_over(
+    asked: _Asked,
+) -> None:
+    # as in the wheel's table/word_count.py: map(lambda i: (i,), lines)
+    text = PURE.replace(
+        '[(1, "a"), (2, "bb")]',
+        'map(lambda i, w: (i * 10, w[0], -i), range(2), ["ab", "cd"])',
+    )
+    assert _table_unknowns(text) == []
+    (rows,) = [s for s in asked.asked[0] if s["op"] == "from_elements"]
+    assert rows["elements"] == [[0, "a", 0], [10, "c", -1]]
 
 
 def test_a_batch_table_environment_is_a_located_unknown(asked: _Asked) -> None:

@@ -21,7 +21,7 @@ pays); warm, the serving worker of this process, which planned the programs
 before it (its JVM started); cached, the same statements answered from the
 planner's cache.
 
-    python tests/bench/bench_planner_rate.py [--out FILE.md]
+    python tests/bench/bench_planner_rate.py [--out FILE.md] [--only TEXT]
 
 Not a test: it prints what it measured (and writes it as a Markdown table).
 """
@@ -104,8 +104,17 @@ def timed(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, help="also write the table here")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="only the programs whose path holds TEXT (repeatable)",
+    )
     args = parser.parse_args()
-    found = programs()
+    found = [
+        p for p in programs() if not args.only or any(t in str(p) for t in args.only)
+    ]
     rows: list[tuple[str, str, str, float, float, float]] = []
     serving = driver.run_worker
 
