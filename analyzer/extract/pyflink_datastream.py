@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chainlens.analyzer.extract.interface import ProgramStopError
+from chainlens.analyzer.extract.interface import Args, ProgramStopError
 from chainlens.analyzer.extract.pyflink_calls import (
     KEY_BY_MAP,
     KEYED_VALUES,
@@ -27,7 +27,11 @@ from chainlens.analyzer.extract.pyflink_values import (
     TypeInfo,
 )
 from chainlens.analyzer.extract.values import (
+    ClassDef,
+    FunctionDef,
+    Instance,
     Opaque,
+    QualifiedRef,
 )
 from chainlens.analyzer.model.enums import (
     ChainingStrategy,
@@ -80,6 +84,88 @@ def ds_map(call: Call, s: Stream, api: str) -> Stream:
     if api == "filter":
         keep_type_spec(call, s.tid, result.tid)
     return result
+
+
+#: AsyncDataStream's methods (PyFlink 2.2 and later): their arguments after
+#: the stream and the function, in order
+ASYNC_WAITS = {
+    "unordered_wait": ("timeout", "capacity", "output_type"),
+    "ordered_wait": ("timeout", "capacity", "output_type"),
+    "unordered_wait_with_retry": (
+        "timeout",
+        "async_retry_strategy",
+        "capacity",
+        "output_type",
+    ),
+    "ordered_wait_with_retry": (
+        "timeout",
+        "async_retry_strategy",
+        "capacity",
+        "output_type",
+    ),
+}
+_NO_RETRY = "pyflink.datastream.async_retry_strategies.NO_RETRY_STRATEGY"
+_RETRY_STRATEGIES = (
+    "pyflink.datastream.AsyncRetryStrategy",
+    "pyflink.datastream.functions.AsyncRetryStrategy",
+)
+
+
+def async_wait(call: Call, method: str) -> Stream | None:
+    """Mirror ``AsyncDataStream.<method>(data_stream, async_function, ...)``:
+    a Python process operator named ``async wait operator`` on the stream
+    (``data_stream.transform``), fused and chained like any other.
+
+    None when PyFlink's checks before it (``AsyncDataStream._validate``) are
+    not known to pass: the function's ``async_invoke`` is not an ``async
+    def`` of the program, a retry strategy is not one of PyFlink's, a timeout
+    with retries is not known to be positive, or Python runs in threads."""
+    stream = call.args.get(0, "data_stream")
+    function = call.args.get(1, "async_function")
+    if not isinstance(stream, Stream) or stream.kind != "DataStream":
+        return None
+    if not (isinstance(function, Instance) and _async_invoke(function.cls)):
+        return None
+    if stream.env.settings.python_execution_mode != "process":
+        return None
+    names = ASYNC_WAITS[method]
+    given = {name: call.args.get(2 + i, name) for i, name in enumerate(names)}
+    if "async_retry_strategy" in given:
+        strategy = given["async_retry_strategy"]
+        no_retry = isinstance(strategy, QualifiedRef) and strategy.qualname == _NO_RETRY
+        if not no_retry:
+            if not (
+                isinstance(strategy, PyObject)
+                and strategy.qualname in _RETRY_STRATEGIES
+            ):
+                return None
+            timeout = given["timeout"]
+            if not (
+                isinstance(timeout, PyObject)
+                and timeout.qualname.endswith(".Time")
+                and len(timeout.args) == 1
+                and not timeout.kwargs
+                and isinstance(timeout.args[0], int)
+                and not isinstance(timeout.args[0], bool)
+                and timeout.args[0] > 0
+            ):
+                return None
+    out = type_of(given["output_type"], OutputType.PICKLED)
+    applied = Call(call.program, Args([function], {}), call.where)
+    return py_proc(
+        applied, stream, "async wait operator", PP, out, f"AsyncDataStream.{method}"
+    )
+
+
+def _async_invoke(cls: ClassDef) -> bool:
+    """Whether ``cls`` has an ``async_invoke`` that is an ``async def`` (its
+    own or a base class's of the program)."""
+    method = cls.namespace.get("async_invoke")
+    if isinstance(method, FunctionDef):
+        return method.node.asynchronous is not None
+    if method is not None or cls.foreign_base not in (None, "AsyncFunction"):
+        return False
+    return any(_async_invoke(parent) for parent in cls.parents)
 
 
 def ds_key_by(call: Call, s: Stream) -> Stream:

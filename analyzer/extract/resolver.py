@@ -24,6 +24,7 @@ from chainlens.analyzer.extract.interface import (
 )
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
+from chainlens.analyzer.extract.pyflink_datastream import ASYNC_WAITS, async_wait
 from chainlens.analyzer.extract.pyflink_environment import apply_config
 from chainlens.analyzer.extract.pyflink_names import pyflink_names
 from chainlens.analyzer.extract.pyflink_signatures import (
@@ -234,6 +235,10 @@ class PyFlinkResolver:
                 api.check_java_class(self._api(call), qual)
             obj = PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
             return _with_known_attrs(obj)
+        if owner == "AsyncDataStream" and last in ASYNC_WAITS:
+            waited = async_wait(self._api(call), last)
+            if waited is not None:
+                return waited
         if owner[:1].isupper():
             streams = [
                 v
