@@ -245,8 +245,13 @@ def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds |
         base = default_base(root)
         rel = absolute.relative_to(root).as_posix()
         tree = Tree(root, base.commit)
-        rel = renames(root, base.commit).get(rel, rel) if tree.blobs else rel
         data = tree.read([rel]).get(rel)
+        if data is None:
+            # not at its path in the base: renamed since (a file still at its
+            # path is never the target of a rename git finds)
+            moved = renames(root, base.commit).get(rel)
+            if moved is not None:
+                data = tree.read([moved]).get(moved)
     except (HistoryError, ValueError, OSError):
         return None
     if data is None:

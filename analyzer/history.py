@@ -169,19 +169,31 @@ def base_for(root: Path, ref: str | None) -> Base:
 
 
 class Tree:
-    """The files of one revision under a repository (read on demand)."""
+    """The files of one revision under a repository (read on demand).
+
+    The revision's listing (``git ls-tree``, every file of the repository) is
+    made only when it is asked for (:attr:`blobs`, :meth:`python_files`):
+    files read before that are asked of git by name, ``<commit>:<path>``,
+    which a one-file check in a large repository needs no more than."""
 
     def __init__(self, root: Path, commit: str) -> None:
         self.root = root
         self.commit = commit
-        listing = _git(root, "ls-tree", "-r", "-z", "--full-tree", commit)
-        #: repository-relative path -> blob id
-        self.blobs: dict[str, str] = {}
-        for entry in filter(None, listing.split("\0")):
-            meta, _, name = entry.partition("\t")
-            parts = meta.split()
-            if len(parts) == 3 and parts[1] == "blob":
-                self.blobs[name] = parts[2]
+        self._blobs: dict[str, str] | None = None
+
+    @property
+    def blobs(self) -> dict[str, str]:
+        """Repository-relative path -> blob id, of every file of the revision."""
+        if self._blobs is None:
+            listing = _git(self.root, "ls-tree", "-r", "-z", "--full-tree", self.commit)
+            blobs: dict[str, str] = {}
+            for entry in filter(None, listing.split("\0")):
+                meta, _, name = entry.partition("\t")
+                parts = meta.split()
+                if len(parts) == 3 and parts[1] == "blob":
+                    blobs[name] = parts[2]
+            self._blobs = blobs
+        return self._blobs
 
     def python_files(self) -> list[str]:
         """The repository-relative paths of its Python files."""
@@ -202,11 +214,22 @@ class Tree:
             return None
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes]:
-        """The contents of ``paths`` (those the revision has), in one git call."""
-        wanted = [p for p in paths if p in self.blobs]
+        """The contents of ``paths`` (those the revision has as files), in one
+        git call."""
+        wanted = list(dict.fromkeys(paths))
+        if self._blobs is not None or any(
+            "\n" in p or "\r" in p or p.startswith(("/", "./")) for p in wanted
+        ):
+            # by blob id; a name a line cannot carry to git is found in the listing
+            wanted = [p for p in wanted if p in self.blobs]
+            names = [self.blobs[p] for p in wanted]
+        else:
+            names = [f"{self.commit}:{p}" for p in wanted]
         if not wanted:
             return {}
-        request = "".join(f"{self.blobs[p]}\n" for p in wanted).encode()
+        request = "".join(f"{name}\n" for name in names).encode(
+            "utf-8", "surrogateescape"
+        )
         try:
             done = subprocess.run(
                 ["git", "cat-file", "--batch"],
@@ -223,9 +246,14 @@ class Tree:
         out, position, contents = done.stdout, 0, {}
         for path in wanted:
             header_end = out.index(b"\n", position)
-            size = int(out[position:header_end].split()[2])
+            header = out[position:header_end].split()
+            if header[-1] == b"missing" or len(header) != 3:
+                position = header_end + 1  # not in the revision (or ambiguous)
+                continue
+            size = int(header[2])
             start = header_end + 1
-            contents[path] = out[start : start + size]
+            if header[1] == b"blob":
+                contents[path] = out[start : start + size]
             position = start + size + 1
         return contents
 

@@ -108,6 +108,40 @@ def test_a_program_renamed_since_the_base_keeps_its_pin(tmp_path: Path) -> None:
     assert f'.set_uid_hash("{TOTALS_ID}")' in fixed
 
 
+@pytest.mark.parametrize("renamed", [False, True])
+def test_one_file_asks_git_for_that_file_not_the_whole_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, renamed: bool
+) -> None:
+    """In a large repository a one-file check reads its base by name: no
+    listing of every file of the revision, no search for renames across the
+    work tree unless the file is not at its path in the base."""
+    import subprocess
+
+    from chainlens.analyzer import history
+
+    repo = _repo(tmp_path)
+    for n in range(3):
+        (repo / f"other_{n}.py").write_text("x = 1\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "more")
+    name = "job.py"
+    if renamed:
+        git(repo, "mv", "job.py", "totals_job.py")
+        name = "totals_job.py"
+    asked: list[str] = []
+    run = subprocess.run
+
+    def recorded(args: list[str], **kwargs: object) -> object:
+        asked.append(" ".join(args[1:3]))
+        return run(args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(history.subprocess, "run", recorded)
+    fixed = _fixed(repo / name)
+    assert PINNED in fixed
+    assert not any(a.startswith("ls-tree") for a in asked), asked
+    assert any(a.startswith("diff") for a in asked) is renamed, asked
+
+
 def test_outside_git_every_id_is_kept(tmp_path: Path) -> None:
     """No history says whether the program was deployed: a savepoint may hold
     its state under the IDs it has today (a real restore of exactly this:
