@@ -439,6 +439,19 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
         )
         _submit(call, replay, env, index, "execute_insert", "table.execute_insert")
         return Opaque("pyflink.table.TableResult")
+    if name == "execute" and count == 0:
+        # a query that collects: its own job, ending in Flink's collect sink
+        env = receiver.env
+        index = replay.record(
+            {
+                "op": "execute",
+                "table": receiver.statement,
+                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+            },
+            call.where,
+        )
+        _submit(call, replay, env, index, "execute", "table.execute")
+        return Opaque("pyflink.table.TableResult")
     return None
 
 
@@ -916,7 +929,8 @@ def _transformation(
         parallelism_configured=p.parallelism_configured,
         max_parallelism=p.max_parallelism if p.max_parallelism > 0 else None,
         slot_sharing_group=p.slot_sharing_group,
-        uid=p.uid,
+        uid=p.uid if p.uid_own_id is None else f"{p.uid_own_id}{ids[p.id]}",
+        uid_own_id=p.uid_own_id,
         uid_hash=p.uid_hash,
         description=p.description,
         chaining_strategy=strategy,

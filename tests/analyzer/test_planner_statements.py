@@ -839,3 +839,107 @@ def test_the_hash_of_an_inline_functions_body_is_said_to_be_unknown() -> None:
     assert worker._masked("PythonGroupAggregate(select=[tot(n)])") == (
         "PythonGroupAggregate(select=[tot(n)])"
     )
+
+
+def test_a_query_that_collects_is_handed_over(asked: _Asked) -> None:
+    program = PIPELINES / "table_execute_collect.py"
+    result = analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    (statements,) = asked.asked
+    assert [s["op"] for s in statements] == [
+        "from_data_stream",
+        "table_method",
+        "table_method",
+        "execute",
+        "create_temporary_view",
+        "sql_query",
+        "execute",
+    ]
+    # each collects the table its statement made (a method chain's last)
+    collected = [s for s in statements if s["op"] == "execute"]
+    assert [s["table"] for s in collected] == [2, 5]
+    assert all(s["env_parallelism"] == 2 for s in collected)
+    # not answered: said at the first query that collects, never raised
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table
+    assert table[0].range is not None
+    assert table[0].range.start.line == 27
+
+
+COLLECTED = """\
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+t_env.get_config().set("parallelism.default", "3")
+rows = t_env.from_elements([(1, "a")], ["n", "s"])
+rows.execute().print()
+with rows.execute().collect() as results:
+    for found in results:
+        print(found)
+"""
+
+#: a collect job as the worker describes it: a source and Flink's collect sink,
+#: whose uid is said by its prefix (the rest is the sink's own id)
+_COLLECT_JOB = {
+    "consumed": 2,
+    "transformations": [
+        {
+            "id": 1,
+            "kind": "LegacySourceTransformation",
+            "name": "rows",
+            "operator": "StreamSource",
+            "parallelism": 3,
+            "inputs": [],
+        },
+        {
+            "id": 2,
+            "kind": "LegacySinkTransformation",
+            "name": "Collect table sink",
+            "operator": "CollectSinkOperator",
+            "parallelism": 1,
+            "parallelism_configured": True,
+            "inputs": [{"id": 1}],
+            "uid": None,
+            "uid_own_id": "tableCollectSink_",
+        },
+    ],
+    "roots": [2],
+    "job_name": "collect",
+}
+
+
+def test_a_query_that_collects_is_a_job_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = json.dumps({"statements": [{}, {}, {}, _COLLECT_JOB, _COLLECT_JOB]})
+    asked: list[list[Statement]] = []
+
+    def answered(statements: Sequence[Statement], *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        asked.append(list(statements))
+        return driver.parse_answer(text)
+
+    monkeypatch.setattr(driver, "plan", answered)
+    result = analyze_source("job.py", COLLECTED, PLANNER)
+    assert [s["op"] for s in asked[0]] == [
+        "table_environment",
+        "config",
+        "from_elements",
+        "execute",
+        "execute",
+    ]
+    assert [(job.spec.trigger, job.job_name) for job in result.jobs] == [
+        ("table.execute", "collect"),
+        ("table.execute", "collect"),
+    ]
+    sinks = [
+        node
+        for job in result.jobs
+        if job.stream_graph is not None
+        for node in job.stream_graph.nodes
+        if node.name == "Sink: Collect table sink"
+    ]
+    # the uid ends with the id chainlens gave the sink, in each job its own
+    assert [node.uid for node in sinks] == [
+        f"tableCollectSink_{node.id}" for node in sinks
+    ]
+    assert len({node.uid for node in sinks}) == 2
+    assert not [u for u in result.unknowns if u.subject == "the Table API"]
