@@ -25,7 +25,7 @@ from chainlens.analyzer.extract.interface import (
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_environment import apply_config
-from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_names import pyflink_names, star_names
 from chainlens.analyzer.extract.pyflink_signatures import (
     TIME_PARAMETERS,
     Signature,
@@ -154,6 +154,11 @@ class PyFlinkResolver:
             + _REMOVED_NAMES.get(name, "")
             + names.elsewhere(module, name, module=True)
         )
+
+    def star_names(self, module: str) -> frozenset[str] | None:
+        """``from pyflink.x import *``: the module's ``__all__`` in the
+        program's PyFlink (None: it has none, or the line lacks the module)."""
+        return star_names(module, self.program.flink_version)
 
     def follows_subclass(self, base: str) -> bool:
         """The program's subclasses of PyFlink's classes (its user functions:

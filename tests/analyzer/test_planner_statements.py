@@ -943,3 +943,61 @@ def test_a_query_that_collects_is_a_job_of_its_own(
     ]
     assert len({node.uid for node in sinks}) == 2
     assert not [u for u in result.unknowns if u.subject == "the Table API"]
+
+
+def test_a_star_import_binds_the_modules_all(asked: _Asked) -> None:
+    program = PIPELINES / "table_star_imports.py"
+    result = analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    (statements,) = asked.asked
+    # col, lit and DataTypes of the star imports are handed over as such
+    where = statements[1]
+    assert where["method"] == "where"
+    assert where["args"] == [
+        {
+            "operator": "gt",
+            "args": [
+                {"fn": "col", "args": ["qty"]},
+                {"fn": "lit", "args": [1]},
+            ],
+        }
+    ]
+    assert statements[0]["schema"]["datatype"] == "ROW"  # type: ignore[index]
+    assert not [u for u in result.unknowns if u.subject == "import"]
+
+
+STAR_NOT_KNOWN = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from helpers import *
+from pyflink.common.configuration import *
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1], type_info=Types.INT()).map(double).print()
+env.execute()
+"""
+
+
+def test_a_star_import_whose_names_are_not_known_is_a_located_unknown() -> None:
+    result = analyze_source("job.py", STAR_NOT_KNOWN, PLANNER)
+    said = [u for u in result.unknowns if u.subject == "import"]
+    # a module not the program's nor PyFlink's, and a PyFlink module without
+    # __all__ (a star import binds its every public name, its imports too)
+    assert [(u.range.start.line if u.range else None) for u in said] == [3, 4]
+    assert "`from helpers import *`" in said[0].reason
+    assert "does not know the names it binds" in said[0].reason
+    assert "`from pyflink.common.configuration import *`" in said[1].reason
+
+
+def test_the_star_names_are_each_lines_own() -> None:
+    from chainlens.analyzer.extract.pyflink_names import star_names
+
+    newest = star_names("pyflink.table.expressions")
+    assert newest is not None
+    assert {"col", "lit", "call", "CURRENT_ROW", "json"} <= newest
+    older = star_names("pyflink.table.expressions", "1.18")
+    assert older is not None
+    assert "col" in older
+    assert "json" not in older  # added in 2.0
+    assert star_names("pyflink.table.compiled_plan", "1.20") is None  # no module
+    assert star_names("pyflink.common.configuration") is None  # no __all__
+    assert "StreamTableEnvironment" in (star_names("pyflink.table", "1.18") or ())
