@@ -179,6 +179,23 @@ EXPRESSION_OPERATORS: Final = frozenset(
     }
 )  # fmt: skip
 
+#: The public attributes of PyFlink's ``Table`` in any line, 1.18 to 2.3:
+#: any other name read of a table is one of its columns (``Table.__getattr__``
+#: gives ``col(name)`` for a name of the table's schema, else raises).
+TABLE_ATTRIBUTES: Final = frozenset(
+    {
+        "add_columns", "add_or_replace_columns", "aggregate", "alias",
+        "distinct", "drop_columns", "execute", "execute_insert", "explain",
+        "fetch", "filter", "flat_aggregate", "flat_map", "from_changelog",
+        "full_outer_join", "get_resolved_schema", "get_schema", "group_by",
+        "insert_into", "intersect", "intersect_all", "join", "join_lateral",
+        "left_outer_join", "left_outer_join_lateral", "limit", "map", "minus",
+        "minus_all", "offset", "order_by", "over_window", "print_explain",
+        "print_schema", "rename_columns", "right_outer_join", "select",
+        "to_changelog", "to_pandas", "union", "union_all", "where", "window",
+    }
+)  # fmt: skip
+
 #: The methods of a ``Table`` handed over, and what each returns.
 TABLE_METHODS: Final = {
     **dict.fromkeys(
@@ -609,6 +626,15 @@ def builder_method(call: Call, receiver: TableBuilder, name: str) -> object:
         raise NotPlannedError(f"the {receiver.cls} is too large to be handed over")
     calls = (*receiver.calls, {"name": name, **arguments})
     return TableBuilder(receiver.cls, calls, total)
+
+
+def table_column(owner: TableRef, name: str) -> TableExpression | None:
+    """``table.name`` of a name that is no attribute of PyFlink's ``Table``:
+    the column ``name`` of the table (its schema is the planner's to check,
+    as PyFlink's ``Table.__getattr__`` does); else None."""
+    if owner.kind != "Table" or name.startswith("_") or name in TABLE_ATTRIBUTES:
+        return None
+    return TableExpression({"column": name, "of_table": owner.statement}, (1, 1))
 
 
 def expression_property(owner: TableExpression, name: str) -> TableExpression | None:

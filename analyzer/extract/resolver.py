@@ -49,6 +49,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     operate,
     settings_method,
     statement_set_method,
+    table_column,
     table_config_set,
     table_env_method,
     table_method,
@@ -304,7 +305,10 @@ class PyFlinkResolver:
             return JavaEnvRef(owner.state)
         if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
-        if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
+        if isinstance(owner, TableRef):
+            column = table_column(owner, name)
+            return BoundMethod(owner, name) if column is None else column
+        if isinstance(owner, TableEnvRef | StatementSetRef):
             return BoundMethod(owner, name)
         if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
             return BoundMethod(owner, name)

@@ -447,6 +447,16 @@ def _value(value: Any, tables: dict[int, Any]) -> Any:
     kwargs = {k: _value(v, tables) for k, v in value.get("kwargs", {}).items()}
     if "list" in value:
         return [_value(v, tables) for v in value["list"]]
+    if "column" in value:  # table.name: PyFlink's Table.__getattr__ checks it
+        from pyflink.table import Table  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        table, name = tables[int(value["of_table"])], str(value["column"])
+        if not isinstance(table, Table) or name.startswith("_") or hasattr(Table, name):
+            raise ValueError(f"{name} is not read as a column")
+        column = getattr(table, name)
+        if not isinstance(column, Expression):
+            raise ValueError(f"{name} is not a column")
+        return column
     if "table" in value:
         return tables[int(value["table"])]
     if "fn" in value:

@@ -1001,3 +1001,47 @@ def test_the_star_names_are_each_lines_own() -> None:
     assert star_names("pyflink.table.compiled_plan", "1.20") is None  # no module
     assert star_names("pyflink.common.configuration") is None  # no __all__
     assert "StreamTableEnvironment" in (star_names("pyflink.table", "1.18") or ())
+
+
+COLUMNS = """\
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.udf import udf
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+table = t_env.from_elements([(1, "Hello"), (2, "Flink")], ["id", "data"])
+
+
+@udf(result_type=DataTypes.BOOLEAN())
+def contains_flink(data):
+    return "Flink" in data
+
+
+found = table.where(contains_flink(table.data)).select(table.id, table.data)
+found.execute().print()
+found.print_schema()
+"""
+
+
+def test_a_column_read_as_an_attribute_of_a_table_is_handed_over(
+    asked: _Asked,
+) -> None:
+    result = analyze_source("job.py", COLUMNS, PLANNER)
+    (statements,) = asked.asked
+    where, select = statements[2], statements[3]
+    # the column of the table it is read of, for the planner to check
+    assert where["args"][0]["args"][1] == {  # type: ignore[index]
+        "column": "data",
+        "of_table": 1,
+    }
+    assert select["args"] == [
+        {"column": "id", "of_table": 1},
+        {"column": "data", "of_table": 1},
+    ]
+    # a method of Table stays a method (not a column), said where it is called
+    said = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert any(
+        u.range is not None
+        and u.range.start.line == 15
+        and "Table.print_schema() is not planned" in u.reason
+        for u in said
+    )
