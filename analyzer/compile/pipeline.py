@@ -76,7 +76,12 @@ def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
         return job
     moved = shift.moved
     transformations = {
-        moved(tid): replace(t, id=moved(tid), inputs=tuple(moved(i) for i in t.inputs))
+        moved(tid): replace(
+            t,
+            id=moved(tid),
+            inputs=tuple(moved(i) for i in t.inputs),
+            uid=t.uid if t.uid_own_id is None else f"{t.uid_own_id}{moved(tid)}",
+        )
         for tid, t in job.transformations.items()
     }
     return replace(

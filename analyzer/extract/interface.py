@@ -124,6 +124,10 @@ class Resolver(Protocol):
         """Why ``from module import name`` fails when the program runs (None:
         it does not, or it is not known)."""
 
+    def star_names(self, module: str) -> frozenset[str] | None:
+        """The names ``from module import *`` binds, of a module of the
+        library's (None: not known)."""
+
     def follows_subclass(self, base: str) -> bool:
         """Tell whether a program's class based on ``base`` (a qualified name or
         the text of the base) is followed (its instances are the library's

@@ -95,6 +95,22 @@ class OwnModules:
                 scope.update(
                     {k: v for k, v in own.namespace.items() if not k.startswith("_")}
                 )
+                return
+            names = (
+                self.resolver.star_names(name)
+                if self.resolver.owns_module(name)
+                else None
+            )
+            if names is None:
+                self.note_unknown(
+                    "import",
+                    f"`from {name} import *`: chainlens does not know the names it "
+                    "binds (only the __all__ of PyFlink's modules): a name used "
+                    "after it that it binds is not followed",
+                    stmt,
+                )
+                return
+            scope.update({n: QualifiedRef(f"{name}.{n}") for n in sorted(names)})
             return
         for alias in stmt.names:
             attr = dotted(alias.name)

@@ -136,3 +136,23 @@ def pyflink_names(line: str = NEWEST) -> PyFlinkNames:
                 covered,
             )
     return _NAMES[line]
+
+
+_STAR: dict[str, dict[str, frozenset[str]]] = {}
+
+
+def star_names(module: str, line: str = NEWEST) -> frozenset[str] | None:
+    """The names ``from module import *`` binds in PyFlink ``line``: the
+    module's ``__all__`` (``pyflink_star_names.json``, written from each line's
+    wheel by ``tests/tools/pyflink_star_names.py``); None for a module that
+    defines none or that the line does not have (its names are not known)."""
+    table = _STAR.get(line)
+    if table is None:
+        doc = _read_json("pyflink_star_names.json")
+        base: dict[str, list[str]] = doc["modules"]
+        if line == NEWEST:
+            table = {k: frozenset(v) for k, v in base.items()}
+        else:
+            table = _apply(base, doc["versions"][line])
+        _STAR[line] = table
+    return table.get(module)

@@ -179,6 +179,23 @@ EXPRESSION_OPERATORS: Final = frozenset(
     }
 )  # fmt: skip
 
+#: The public attributes of PyFlink's ``Table`` in any line, 1.18 to 2.3:
+#: any other name read of a table is one of its columns (``Table.__getattr__``
+#: gives ``col(name)`` for a name of the table's schema, else raises).
+TABLE_ATTRIBUTES: Final = frozenset(
+    {
+        "add_columns", "add_or_replace_columns", "aggregate", "alias",
+        "distinct", "drop_columns", "execute", "execute_insert", "explain",
+        "fetch", "filter", "flat_aggregate", "flat_map", "from_changelog",
+        "full_outer_join", "get_resolved_schema", "get_schema", "group_by",
+        "insert_into", "intersect", "intersect_all", "join", "join_lateral",
+        "left_outer_join", "left_outer_join_lateral", "limit", "map", "minus",
+        "minus_all", "offset", "order_by", "over_window", "print_explain",
+        "print_schema", "rename_columns", "right_outer_join", "select",
+        "to_changelog", "to_pandas", "union", "union_all", "where", "window",
+    }
+)  # fmt: skip
+
 #: The methods of a ``Table`` handed over, and what each returns.
 TABLE_METHODS: Final = {
     **dict.fromkeys(
@@ -439,6 +456,19 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
         )
         _submit(call, replay, env, index, "execute_insert", "table.execute_insert")
         return Opaque("pyflink.table.TableResult")
+    if name == "execute" and count == 0:
+        # a query that collects: its own job, ending in Flink's collect sink
+        env = receiver.env
+        index = replay.record(
+            {
+                "op": "execute",
+                "table": receiver.statement,
+                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+            },
+            call.where,
+        )
+        _submit(call, replay, env, index, "execute", "table.execute")
+        return Opaque("pyflink.table.TableResult")
     return None
 
 
@@ -596,6 +626,15 @@ def builder_method(call: Call, receiver: TableBuilder, name: str) -> object:
         raise NotPlannedError(f"the {receiver.cls} is too large to be handed over")
     calls = (*receiver.calls, {"name": name, **arguments})
     return TableBuilder(receiver.cls, calls, total)
+
+
+def table_column(owner: TableRef, name: str) -> TableExpression | None:
+    """``table.name`` of a name that is no attribute of PyFlink's ``Table``:
+    the column ``name`` of the table (its schema is the planner's to check,
+    as PyFlink's ``Table.__getattr__`` does); else None."""
+    if owner.kind != "Table" or name.startswith("_") or name in TABLE_ATTRIBUTES:
+        return None
+    return TableExpression({"column": name, "of_table": owner.statement}, (1, 1))
 
 
 def expression_property(owner: TableExpression, name: str) -> TableExpression | None:
@@ -916,7 +955,8 @@ def _transformation(
         parallelism_configured=p.parallelism_configured,
         max_parallelism=p.max_parallelism if p.max_parallelism > 0 else None,
         slot_sharing_group=p.slot_sharing_group,
-        uid=p.uid,
+        uid=p.uid if p.uid_own_id is None else f"{p.uid_own_id}{ids[p.id]}",
+        uid_own_id=p.uid_own_id,
         uid_hash=p.uid_hash,
         description=p.description,
         chaining_strategy=strategy,

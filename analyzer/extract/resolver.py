@@ -26,7 +26,7 @@ from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_datastream import ASYNC_WAITS, async_wait
 from chainlens.analyzer.extract.pyflink_environment import apply_config
-from chainlens.analyzer.extract.pyflink_names import pyflink_names
+from chainlens.analyzer.extract.pyflink_names import pyflink_names, star_names
 from chainlens.analyzer.extract.pyflink_signatures import (
     TIME_PARAMETERS,
     Signature,
@@ -50,6 +50,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     operate,
     settings_method,
     statement_set_method,
+    table_column,
     table_config_set,
     table_env_method,
     table_method,
@@ -155,6 +156,11 @@ class PyFlinkResolver:
             + _REMOVED_NAMES.get(name, "")
             + names.elsewhere(module, name, module=True)
         )
+
+    def star_names(self, module: str) -> frozenset[str] | None:
+        """``from pyflink.x import *``: the module's ``__all__`` in the
+        program's PyFlink (None: it has none, or the line lacks the module)."""
+        return star_names(module, self.program.flink_version)
 
     def follows_subclass(self, base: str) -> bool:
         """The program's subclasses of PyFlink's classes (its user functions:
@@ -304,7 +310,10 @@ class PyFlinkResolver:
             return JavaEnvRef(owner.state)
         if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
             return BoundMethod(owner, name)
-        if isinstance(owner, TableEnvRef | TableRef | StatementSetRef):
+        if isinstance(owner, TableRef):
+            column = table_column(owner, name)
+            return BoundMethod(owner, name) if column is None else column
+        if isinstance(owner, TableEnvRef | StatementSetRef):
             return BoundMethod(owner, name)
         if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
             return BoundMethod(owner, name)

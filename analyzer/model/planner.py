@@ -45,6 +45,9 @@ class PlannedTransformation:
     exchange_mode: str | None = None
     uid: str | None = None
     uid_hash: str | None = None
+    #: the uid is this followed by the transformation's own id (Flink's
+    #: collect sink of a query: ``tableCollectSink_<id>``), else None
+    uid_own_id: str | None = None
     slot_sharing_group: str | None = None
     keyed: bool = False
     managed_memory_slot_uses: tuple[str, ...] = ()

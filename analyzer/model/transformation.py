@@ -74,6 +74,9 @@ class Transformation:
     slot_sharing_group: Text | None = None
     uid: Text | None = None
     uid_hash: Text | None = None
+    #: the uid is this followed by the transformation's own id, whatever id it
+    #: is given (Flink's collect sink of a query: ``tableCollectSink_<id>``)
+    uid_own_id: str | None = None
     description: Text | None = None
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
     partitioner: Partitioner | None = None

@@ -425,6 +425,7 @@ def _transformation(doc: Mapping[str, object]) -> PlannedTransformation:
         exchange_mode=_optional(doc.get("exchange_mode")),
         uid=_optional(doc.get("uid")),
         uid_hash=_optional(doc.get("uid_hash")),
+        uid_own_id=_optional(doc.get("uid_own_id")),
         slot_sharing_group=_optional(doc.get("slot_sharing_group")),
         keyed=bool(doc.get("keyed")),
         managed_memory_slot_uses=tuple(str(u) for u in uses),

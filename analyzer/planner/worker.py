@@ -96,6 +96,12 @@ def _is_yielding(jvm: Any, factory: Any) -> bool:
     return False
 
 
+#: The uid Flink's collect sink of a query (``Table.execute``) is given when
+#: the planner generates none: this and the sink transformation's own id
+#: (``CollectDynamicSink``), which depends on the JVM's counter.
+_COLLECT_UID = "tableCollectSink_"
+
+
 def _describe(
     t: Any, start: int, inputs_of: dict[int, int], jvm: Any
 ) -> dict[str, Any]:
@@ -131,6 +137,10 @@ def _describe(
     }
     slot_uses = sorted(str(u.name()) for u in t.getManagedMemorySlotScopeUseCases())
     key_selector = _call(t, "getStateKeySelector")
+    uid = _call(t, "getUid")
+    uid_own_id = None
+    if uid is not None and str(uid) == _COLLECT_UID + str(t.getId()):
+        uid, uid_own_id = None, _COLLECT_UID  # the id is chainlens's to give
     inputs = []
     for i in t.getInputs():
         iid = int(i.getId())
@@ -152,7 +162,8 @@ def _describe(
         "inputs": inputs,
         "partitioner": partitioner,
         "exchange_mode": exchange,
-        "uid": _call(t, "getUid"),
+        "uid": uid,
+        "uid_own_id": uid_own_id,
         "uid_hash": _call(t, "getUserProvidedNodeHash"),
         "slot_sharing_group": group_name,
         "managed_memory_weights": weights,
@@ -215,6 +226,24 @@ def _measure_writers(
         if writer is not None:
             described["writer_gap"] = writer - previous - 1
             previous = writer
+
+
+def _collect_job_name(t_env: Any, query: Any, roots: list[Any], jvm: Any) -> str:
+    """The name of the job of a query that collects (``Table.execute``), as
+    the table environment names it: from 1.20, the pipeline it generates for
+    the query is named by the query's SQL text (``collect`` when the query has
+    none, a table of literal rows); 1.18 and 1.19 name it ``collect``."""
+    j_tenv = t_env._j_tenv
+    generates = any(
+        str(m.getName()) == "generatePipelineFromQueryOperation"
+        for m in j_tenv.getClass().getMethods()
+    )
+    if not generates:
+        return "collect"
+    listed = jvm.java.util.ArrayList()
+    for root in roots:
+        listed.add(root)
+    return str(j_tenv.generatePipelineFromQueryOperation(query, listed).getJobName())
 
 
 #: The operators of Python applied to expressions (``operator``'s names).
@@ -418,6 +447,16 @@ def _value(value: Any, tables: dict[int, Any]) -> Any:
     kwargs = {k: _value(v, tables) for k, v in value.get("kwargs", {}).items()}
     if "list" in value:
         return [_value(v, tables) for v in value["list"]]
+    if "column" in value:  # table.name: PyFlink's Table.__getattr__ checks it
+        from pyflink.table import Table  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        table, name = tables[int(value["of_table"])], str(value["column"])
+        if not isinstance(table, Table) or name.startswith("_") or hasattr(Table, name):
+            raise ValueError(f"{name} is not read as a column")
+        column = getattr(table, name)
+        if not isinstance(column, Expression):
+            raise ValueError(f"{name} is not a column")
+        return column
     if "table" in value:
         return tables[int(value["table"])]
     if "fn" in value:
@@ -696,6 +735,18 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 entry["job_name"] = "insert-into_" + str(sink)
                 entry["consumed"] = _counter(jvm) - start
                 _measure_writers(j_env, jvm, roots, entry)
+            elif op == "execute":
+                query = tables[statement["table"]]._j_table.getQueryOperation()
+                collect = jvm.org.apache.flink.table.operations.CollectModifyOperation(
+                    query
+                )
+                listed = jvm.java.util.ArrayList()
+                listed.add(collect)
+                roots = list(t_env._j_tenv.getPlanner().translate(listed))
+                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
+                entry["roots"] = [int(r.getId()) - start for r in roots]
+                entry["consumed"] = _counter(jvm) - start
+                entry["job_name"] = _collect_job_name(t_env, query, roots, jvm)
             elif op == "statement_set":
                 j_tenv = t_env._j_tenv
                 listed = jvm.java.util.ArrayList()

@@ -870,3 +870,209 @@ def test_the_hash_of_an_inline_functions_body_is_said_to_be_unknown() -> None:
     assert worker._masked("PythonGroupAggregate(select=[tot(n)])") == (
         "PythonGroupAggregate(select=[tot(n)])"
     )
+
+
+def test_a_query_that_collects_is_handed_over(asked: _Asked) -> None:
+    program = PIPELINES / "table_execute_collect.py"
+    result = analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    (statements,) = asked.asked
+    assert [s["op"] for s in statements] == [
+        "from_data_stream",
+        "table_method",
+        "table_method",
+        "execute",
+        "create_temporary_view",
+        "sql_query",
+        "execute",
+    ]
+    # each collects the table its statement made (a method chain's last)
+    collected = [s for s in statements if s["op"] == "execute"]
+    assert [s["table"] for s in collected] == [2, 5]
+    assert all(s["env_parallelism"] == 2 for s in collected)
+    # not answered: said at the first query that collects, never raised
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert table
+    assert table[0].range is not None
+    assert table[0].range.start.line == 27
+
+
+COLLECTED = """\
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+t_env.get_config().set("parallelism.default", "3")
+rows = t_env.from_elements([(1, "a")], ["n", "s"])
+rows.execute().print()
+with rows.execute().collect() as results:
+    for found in results:
+        print(found)
+"""
+
+#: a collect job as the worker describes it: a source and Flink's collect sink,
+#: whose uid is said by its prefix (the rest is the sink's own id)
+_COLLECT_JOB = {
+    "consumed": 2,
+    "transformations": [
+        {
+            "id": 1,
+            "kind": "LegacySourceTransformation",
+            "name": "rows",
+            "operator": "StreamSource",
+            "parallelism": 3,
+            "inputs": [],
+        },
+        {
+            "id": 2,
+            "kind": "LegacySinkTransformation",
+            "name": "Collect table sink",
+            "operator": "CollectSinkOperator",
+            "parallelism": 1,
+            "parallelism_configured": True,
+            "inputs": [{"id": 1}],
+            "uid": None,
+            "uid_own_id": "tableCollectSink_",
+        },
+    ],
+    "roots": [2],
+    "job_name": "collect",
+}
+
+
+def test_a_query_that_collects_is_a_job_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    text = json.dumps({"statements": [{}, {}, {}, _COLLECT_JOB, _COLLECT_JOB]})
+    asked: list[list[Statement]] = []
+
+    def answered(statements: Sequence[Statement], *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        asked.append(list(statements))
+        return driver.parse_answer(text)
+
+    monkeypatch.setattr(driver, "plan", answered)
+    result = analyze_source("job.py", COLLECTED, PLANNER)
+    assert [s["op"] for s in asked[0]] == [
+        "table_environment",
+        "config",
+        "from_elements",
+        "execute",
+        "execute",
+    ]
+    assert [(job.spec.trigger, job.job_name) for job in result.jobs] == [
+        ("table.execute", "collect"),
+        ("table.execute", "collect"),
+    ]
+    sinks = [
+        node
+        for job in result.jobs
+        if job.stream_graph is not None
+        for node in job.stream_graph.nodes
+        if node.name == "Sink: Collect table sink"
+    ]
+    # the uid ends with the id chainlens gave the sink, in each job its own
+    assert [node.uid for node in sinks] == [
+        f"tableCollectSink_{node.id}" for node in sinks
+    ]
+    assert len({node.uid for node in sinks}) == 2
+    assert not [u for u in result.unknowns if u.subject == "the Table API"]
+
+
+def test_a_star_import_binds_the_modules_all(asked: _Asked) -> None:
+    program = PIPELINES / "table_star_imports.py"
+    result = analyze_source(str(program), program.read_text(encoding="utf-8"), PLANNER)
+    (statements,) = asked.asked
+    # col, lit and DataTypes of the star imports are handed over as such
+    where = statements[1]
+    assert where["method"] == "where"
+    assert where["args"] == [
+        {
+            "operator": "gt",
+            "args": [
+                {"fn": "col", "args": ["qty"]},
+                {"fn": "lit", "args": [1]},
+            ],
+        }
+    ]
+    assert statements[0]["schema"]["datatype"] == "ROW"  # type: ignore[index]
+    assert not [u for u in result.unknowns if u.subject == "import"]
+
+
+STAR_NOT_KNOWN = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from helpers import *
+from pyflink.common.configuration import *
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.from_collection([1], type_info=Types.INT()).map(double).print()
+env.execute()
+"""
+
+
+def test_a_star_import_whose_names_are_not_known_is_a_located_unknown() -> None:
+    result = analyze_source("job.py", STAR_NOT_KNOWN, PLANNER)
+    said = [u for u in result.unknowns if u.subject == "import"]
+    # a module not the program's nor PyFlink's, and a PyFlink module without
+    # __all__ (a star import binds its every public name, its imports too)
+    assert [(u.range.start.line if u.range else None) for u in said] == [3, 4]
+    assert "`from helpers import *`" in said[0].reason
+    assert "does not know the names it binds" in said[0].reason
+    assert "`from pyflink.common.configuration import *`" in said[1].reason
+
+
+def test_the_star_names_are_each_lines_own() -> None:
+    from chainlens.analyzer.extract.pyflink_names import star_names
+
+    newest = star_names("pyflink.table.expressions")
+    assert newest is not None
+    assert {"col", "lit", "call", "CURRENT_ROW", "json"} <= newest
+    older = star_names("pyflink.table.expressions", "1.18")
+    assert older is not None
+    assert "col" in older
+    assert "json" not in older  # added in 2.0
+    assert star_names("pyflink.table.compiled_plan", "1.20") is None  # no module
+    assert star_names("pyflink.common.configuration") is None  # no __all__
+    assert "StreamTableEnvironment" in (star_names("pyflink.table", "1.18") or ())
+
+
+COLUMNS = """\
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.udf import udf
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+table = t_env.from_elements([(1, "Hello"), (2, "Flink")], ["id", "data"])
+
+
+@udf(result_type=DataTypes.BOOLEAN())
+def contains_flink(data):
+    return "Flink" in data
+
+
+found = table.where(contains_flink(table.data)).select(table.id, table.data)
+found.execute().print()
+found.print_schema()
+"""
+
+
+def test_a_column_read_as_an_attribute_of_a_table_is_handed_over(
+    asked: _Asked,
+) -> None:
+    result = analyze_source("job.py", COLUMNS, PLANNER)
+    (statements,) = asked.asked
+    where, select = statements[2], statements[3]
+    # the column of the table it is read of, for the planner to check
+    assert where["args"][0]["args"][1] == {  # type: ignore[index]
+        "column": "data",
+        "of_table": 1,
+    }
+    assert select["args"] == [
+        {"column": "id", "of_table": 1},
+        {"column": "data", "of_table": 1},
+    ]
+    # a method of Table stays a method (not a column), said where it is called
+    said = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert any(
+        u.range is not None
+        and u.range.start.line == 15
+        and "Table.print_schema() is not planned" in u.reason
+        for u in said
+    )

@@ -246,6 +246,34 @@ def test_what_the_planner_rejects_is_said_where_and_cached(
         monkeypatch.setattr(driver, "run_worker", _no_worker)
 
 
+NO_SUCH_COLUMN = """\
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+table = t_env.from_elements([(1, "Hello")], ["id", "data"])
+table.select(table.id).execute().print()
+table.select(table.nope).execute().print()
+"""
+
+
+def test_a_column_the_table_does_not_have_is_said_where_it_is_used(
+    cache: Path,
+) -> None:
+    """PyFlink's Table.__getattr__ raises for a name not in the table's schema:
+    the query before it is planned, the one reading it is an unknown there."""
+    from chainlens.analyzer.api import analyze_source
+
+    config = Config(argv=(), flink_version=FlinkVersion("2.3", "flag"), planner="auto")
+    result = analyze_source("job.py", NO_SUCH_COLUMN, config)
+    assert [job.spec.trigger for job in result.jobs] == ["table.execute"]
+    table = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert [u.range.start.line for u in table if u.range is not None] == [6]
+    assert table[0].reason == (
+        "Flink's planner rejects it: The current table has no column named "
+        "'nope', available columns: [id, data]"
+    )
+
+
 def _no_worker(*args: object) -> str:
     raise AssertionError("the worker ran again")
 

@@ -323,6 +323,14 @@ def test_the_tables_of_names_agree_with_the_newest_one() -> None:
         assert pyflink_names(line).version == RELEASES[line]
 
 
+def test_the_table_of_star_names_covers_every_line() -> None:
+    star = json.loads((EXTRACT / "pyflink_star_names.json").read_text())
+    assert star["base"] == RELEASES[NEWEST]
+    assert set(star["versions"]) == set(SUPPORTED) - {NEWEST}
+    for line, diff in star["versions"].items():
+        assert diff["release"] == RELEASES[line]
+
+
 def test_an_api_removed_in_2_0_is_fine_on_1_20_and_an_error_naming_1_x_on_2_3() -> None:
     on_1_20 = _analyse(PROGRAM_1X, "1.20")
     assert on_1_20.problems == ()
