@@ -1225,3 +1225,76 @@ def test_a_table_given_to_code_not_followed_leaves_the_names_after_it_unknown(
     said = _table_unknowns(program)
     assert said[0][0] == 7
     assert "its str() there may have taken a name" in said[0][1]
+
+
+ROUND_TRIP = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+t_env.execute_sql("CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen')")
+ds = t_env.to_data_stream(t_env.from_path("src"))
+ds = ds.map(lambda r: r[0], output_type=Types.LONG())
+back = t_env.from_data_stream(ds)
+"""
+
+
+def _conversion_answers(statements: Sequence[Statement]) -> PlannerAnswer:
+    """Each statement translated to nothing; a conversion to one operator."""
+    from chainlens.analyzer.model.planner import (
+        PlannedStatement,
+        PlannedTransformation,
+    )
+
+    converted = PlannedStatement(
+        consumed=1,
+        transformations=(
+            PlannedTransformation(
+                id=1,
+                kind="OneInputTransformation",
+                name="TableToDataStream",
+                description=None,
+                operator="OutputConversionOperator",
+                yielding=False,
+                parallelism=-1,
+                parallelism_configured=False,
+                max_parallelism=-1,
+                chaining_strategy="ALWAYS",
+                inputs=(),
+            ),
+        ),
+        result=1,
+    )
+    return PlannerAnswer(
+        statements=tuple(
+            converted if s["op"] == "to_data_stream" else PlannedStatement()
+            for s in statements
+        )
+    )
+
+
+def test_a_stream_known_by_the_planners_answer_is_asked_about_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[list[str]] = []
+
+    def plan(
+        statements: Sequence[Statement], flink_line: str, python: str, *, ask: bool
+    ) -> PlannerAnswer:
+        asked.append([str(s["op"]) for s in statements])
+        return _conversion_answers(statements)
+
+    monkeypatch.setattr(driver, "plan", plan)
+    result = analyze_source("job.py", ROUND_TRIP, PLANNER)
+    # the first answer made the stream going back known: asked again with it
+    assert asked == [
+        ["execute_sql", "from_path", "to_data_stream"],
+        ["execute_sql", "from_path", "to_data_stream", "from_data_stream"],
+    ]
+    assert not [
+        u
+        for u in result.unknowns
+        if u.subject == "the Table API" and "both replays" in u.reason
+    ]
