@@ -47,6 +47,11 @@ def uses_pyflink(text: str) -> bool:
     return "pyflink" in text
 
 
+#: How often the planner is asked about one program: again when its answer
+#: made more statements known (a table turned into a DataStream and back).
+MAX_PLANNER_ROUNDS = 4
+
+
 def analyze_source(
     path: str,
     text: str,
@@ -280,17 +285,32 @@ def _analyze_text(
             from chainlens.analyzer.planner import driver  # only with --planner
 
             statements = list(program.tables.statements)
-            answer = driver.plan(
-                statements,
-                config.flink_version.version,
-                config.planner,
-                ask=config.planner_waits,
-            )
-            if answer.pending:
-                pending = PendingPlan(
-                    tuple(statements), config.flink_version.version, config.planner
+            for _ in range(MAX_PLANNER_ROUNDS):
+                answer = driver.plan(
+                    statements,
+                    config.flink_version.version,
+                    config.planner,
+                    ask=config.planner_waits,
                 )
-            program = replay(TableReplay(answer=answer, expected=statements))
+                if answer.pending:
+                    pending = PendingPlan(
+                        tuple(statements), config.flink_version.version, config.planner
+                    )
+                program = replay(TableReplay(answer=answer, expected=statements))
+                more = program.tables.statements if program.tables else []
+                if not (
+                    program.tables is not None
+                    and program.tables.diverged
+                    and answer.error is None
+                    and not answer.pending
+                    and len(more) > len(statements)
+                    and more[: len(statements)] == statements
+                ):
+                    break
+                # the answer made known what the statements after it need (a
+                # stream the planner's conversion gives, going back into the
+                # Table API): the planner is asked again about all of them
+                statements = list(more)
         jobs = _until_rejected(
             compile_jobs(
                 program.jobs,

@@ -216,7 +216,11 @@ class _Builder:
     def expand_sink(self, t: Transformation) -> tuple[int, ...]:
         """Mirror ``SinkTransformationTranslator``: Writer, then Committer if any."""
         sink_name = t.name
-        for _ in range(t.writer_gap):
+        # Flink translates the sink's inputs before expanding it (a partition
+        # takes a virtual id then): the ids the planner measured before the
+        # Writer include theirs
+        gap = t.writer_gap - self._translate_inputs(t) if t.writer_gap else 0
+        for _ in range(max(gap, 0)):
             self.new_id()
         writer = replace(
             t,
@@ -263,6 +267,24 @@ class _Builder:
             last = committer
         self.transform(last.id)
         return (last.id,)
+
+    def _translate_inputs(self, t: Transformation) -> int:
+        """Translate ``t``'s inputs; return how many ids that consumed."""
+        counting = self.new_id
+        used = 0
+
+        def new_id() -> int:
+            nonlocal used
+            used += 1
+            return counting()
+
+        self.new_id = new_id
+        try:
+            for i in t.inputs:
+                self.transform(i)
+        finally:
+            self.new_id = counting
+        return used
 
     # ------------------------------------------------------------------ edges
 

@@ -148,6 +148,12 @@ class BuiltinCalls:
                 return int(first, *args[1:2]) if isinstance(first, str) else int(first)
             if name == "str" and isinstance(first, LITERAL_TYPES):
                 return str(first)
+            if name == "str" and len(args) == 1 and not call.args.keywords:
+                made = self.resolver.text(
+                    (first,), lambda given: str(given[0]), call.where
+                )
+                if made is not UNRESOLVED:
+                    return made
             if name == "float" and isinstance(first, str | int | float):
                 return float(first)
             if name == "bool" and isinstance(first, LITERAL_TYPES):
@@ -227,6 +233,14 @@ class BuiltinCalls:
             return SuperRef(first, args[1])  # super(Cls, self)
         if name == "super" and not call.args.positional and self.methods:
             return SuperRef(*self.methods[-1])
+        if name == "print" and not all(isinstance(a, LITERAL_TYPES) for a in args):
+            # print() names a table by its str() (PyFlink registers it)
+            self.resolver.text(
+                tuple(args),
+                lambda given: " ".join(g for g in given if isinstance(g, str)),
+                call.where,
+                -1,
+            )
         if name in (
             "print",
             "isinstance",

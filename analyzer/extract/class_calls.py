@@ -28,7 +28,12 @@ from chainlens.analyzer.extract.interface import (
     Record,
     Resolver,
 )
-from chainlens.analyzer.extract.operations import hashable, iterate, method_too_large
+from chainlens.analyzer.extract.operations import (
+    ANY_LITERAL,
+    hashable,
+    iterate,
+    method_too_large,
+)
 from chainlens.analyzer.extract.syntax import body_of, code_of, decorated
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -151,6 +156,23 @@ class ClassCalls:
         ) -> object: ...
 
         def too_large(self, why: str, node: cst.CSTNode | None) -> Symbol: ...
+
+    def _format_text(self, template: str, call: Call) -> object:
+        """``template.format(...)`` of values the evaluator does not model (a
+        table named by its ``str()``): the resolver's answer."""
+        count = len(call.args.positional)
+        keys = list(call.args.keywords)
+        if call.args.unseen:
+            return UNRESOLVED
+        return self.resolver.text(
+            (template, *call.args.positional, *call.args.keywords.values()),
+            lambda given: str(given[0]).format(
+                *given[1 : 1 + count],
+                **dict(zip(keys, given[1 + count :], strict=True)),
+            ),
+            call.where,
+            1,
+        )
 
     def define_class(self, stmt: cst.ClassDef, scope: dict[str, object]) -> ClassDef:
         """Run a class body: its methods and class attributes."""
@@ -351,6 +373,17 @@ class ClassCalls:
             if result is not UNRESOLVED:
                 return result
             self.resolver.unseen(call, f"{name}() of a value chainlens does not know")
+        if (
+            isinstance(receiver, str)
+            and name == "format"
+            and not all(
+                isinstance(a, ANY_LITERAL)
+                for a in (*call.args.positional, *call.args.keywords.values())
+            )
+        ):
+            made = self._format_text(receiver, call)
+            if made is not UNRESOLVED:
+                return made
         if isinstance(receiver, str) and name in (
             "upper",
             "lower",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -52,6 +53,7 @@ from chainlens.analyzer.extract.modules import (
     read_from_disk,
 )
 from chainlens.analyzer.extract.operations import (
+    ANY_LITERAL,
     AUGMENTED,
     BINOPS,
     COMPARE,
@@ -630,16 +632,44 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     def eval_FormattedString(
         self, node: cst.FormattedString, scope: dict[str, object]
     ) -> object:
+        values: list[object] = []
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                value = self.eval(part.expression, scope)
+                if isinstance(value, Symbol):
+                    return value
+                values.append(value)
+        if not all(isinstance(v, LITERAL_TYPES) for v in values) and not any(
+            isinstance(p, cst.FormattedStringExpression)
+            and p.format_spec
+            and any(isinstance(q, cst.FormattedStringExpression) for q in p.format_spec)
+            for p in node.parts
+        ):
+            made = self.resolver.text(
+                tuple(values),
+                lambda given: self._formatted(node, given, scope),
+                self.where(node),
+            )
+            if made is not UNRESOLVED:
+                return made
+        return self._formatted(node, values, scope)
+
+    def _formatted(
+        self,
+        node: cst.FormattedString,
+        values: Sequence[object],
+        scope: dict[str, object],
+    ) -> object:
+        """The f-string ``node`` of the values of its expressions, in order."""
         parts: list[str] = []
+        given = iter(values)
         for part in node.parts:
             if isinstance(part, cst.FormattedStringText):
                 parts.append(part.value.replace("{{", "{").replace("}}", "}"))
                 continue
             # LibCST has no third kind of f-string part
             assert isinstance(part, cst.FormattedStringExpression)
-            value = self.eval(part.expression, scope)
-            if isinstance(value, Symbol):
-                return value
+            value = next(given)
             if (
                 not isinstance(value, LITERAL_TYPES)
                 or part.format_spec
@@ -745,10 +775,43 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     ) -> object:
         left = self.eval(node.left, scope)
         right = self.eval(node.right, scope)
+        if isinstance(node.operator, cst.Modulo | cst.Add):
+            made = self._text_operation(node, left, right)
+            if made is not UNRESOLVED:
+                return made
         result = self.arith(BINOPS.get(type(node.operator)), left, right, node)
         if isinstance(result, Opaque) and result.description == "operation":
             return self.operate(node.operator, (left, right), result)
         return result
+
+    def _text_operation(
+        self, node: cst.BinaryOperation, left: object, right: object
+    ) -> object:
+        """``text % values`` or ``text + text`` of values the evaluator does
+        not model (a table named by its ``str()``): the resolver's answer."""
+        if isinstance(left, Symbol) or isinstance(right, Symbol):
+            return UNRESOLVED
+        if isinstance(node.operator, cst.Add):
+            values: tuple[object, ...] = (left, right)
+            plain = 2
+        elif isinstance(right, tuple):
+            values, plain = (left, *right), 1
+        else:
+            values, plain = (left, right), 1
+        if all(isinstance(v, ANY_LITERAL) for v in values):
+            return UNRESOLVED
+        if plain == 2:
+            return self.resolver.text(
+                values, lambda given: operator.add(*given), self.where(node), plain
+            )
+        return self.resolver.text(
+            values,
+            lambda given: operator.mod(
+                given[0], tuple(given[1:]) if isinstance(right, tuple) else given[1]
+            ),
+            self.where(node),
+            plain,
+        )
 
     def operate(
         self, operator: cst.CSTNode, operands: tuple[object, ...], otherwise: object

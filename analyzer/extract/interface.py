@@ -11,7 +11,7 @@ what it cannot know in a :class:`Record`.  Both sides speak of a call as a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -161,6 +161,21 @@ class Resolver(Protocol):
     def operate(self, name: str, operands: tuple[object, ...]) -> object:
         """Python's operator ``name`` (``operator``'s function name: ``add``,
         ``gt``, ``invert``) on operands the evaluator does not model."""
+
+    def text(
+        self,
+        values: tuple[object, ...],
+        build: Callable[[tuple[object, ...]], object],
+        where: SourceRange | None,
+        plain: int = 0,
+    ) -> object:
+        """A string Python builds of ``values`` (an f-string, ``%``,
+        ``str.format``, ``str()``, ``+``; ``build`` makes it of the values as
+        ``str()`` gives them) some of which the evaluator does not model: the
+        library's value for it (a table named by its ``str()``), else
+        :data:`UNRESOLVED`.  The first ``plain`` values are operands that must
+        be strings already (of ``+``, the template of ``%``); -1: only the
+        tables among the values are named (``print()``)."""
 
     def unseen(self, call: Call, what: str) -> None:
         """The arguments of ``call`` go into code that is not followed

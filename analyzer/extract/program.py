@@ -102,6 +102,11 @@ class TableReplay:
     #: the user-defined functions made so far (each is one stand-in: PyFlink
     #: changes a function given whole to map or flat_map, for its later uses)
     functions: int = 0
+    #: the tables named by their str() so far (by the statements that made them)
+    named: set[int] = field(default_factory=set)
+    #: what a table was given to that chainlens does not follow (its str()
+    #: there may have taken a name: the names after it are not known)
+    unseen_table: str | None = None
 
     def record(self, statement: Statement, where: SourceRange | None) -> int:
         """Add a statement; return its index."""

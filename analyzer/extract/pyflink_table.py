@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Final
 
 from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
@@ -36,6 +37,7 @@ from chainlens.analyzer.extract.pyflink_values import (
     TableExpression,
     TableRef,
     TableSettings,
+    TableText,
     UserFunction,
 )
 from chainlens.analyzer.extract.values import (
@@ -58,6 +60,7 @@ from chainlens.analyzer.model.planner import (
     PlannedTransformation,
     Statement,
 )
+from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Parallelism
 
@@ -255,6 +258,146 @@ class NotPlannedError(Exception):
         self.reason = reason
 
 
+#: What stands for a table's name while Python builds a string of it (twice,
+#: with marks of two lengths: a width, a precision or ``repr`` of the name
+#: would make the two differ), and how the marks are found again.
+_MARK = "\x00chainlens-table-{index}{pad}\x00"
+_MARK_PREFIX = "\x00chainlens-table-"
+_MARKS = re.compile("\x00chainlens-table-([0-9]+)(-*)\x00")
+
+
+def _marked(value: object, pad: str) -> object:
+    """``value`` as Python's ``str()`` of it is marked (a table, a text
+    naming tables); any other value as it is."""
+    if isinstance(value, TableRef):
+        return _MARK.format(index=value.statement, pad=pad)
+    if isinstance(value, TableText):
+        return "".join(
+            p if isinstance(p, str) else _MARK.format(index=p, pad=pad)
+            for p in value.parts
+        )
+    return value
+
+
+def _split(text: str, tables: set[int]) -> tuple[str | int, ...] | None:
+    """The pieces of ``text`` and the tables its marks stand for (None: a mark
+    of no table given, or one changed by the formatting)."""
+    parts: list[str | int] = []
+    at = 0
+    for found in _MARKS.finditer(text):
+        index = int(found.group(1))
+        if index not in tables:
+            return None
+        if found.start() > at:
+            parts.append(text[at : found.start()])
+        parts.append(index)
+        at = found.end()
+    if at < len(text):
+        parts.append(text[at:])
+    if any(isinstance(p, str) and "\x00chainlens" in p for p in parts):
+        return None
+    return tuple(parts)
+
+
+def table_text(
+    program: Program,
+    values: tuple[object, ...],
+    build: Callable[[tuple[object, ...]], object],
+    where: SourceRange | None,
+    plain: int = 0,
+) -> TableText | str | None:
+    """A string Python builds of ``values`` (``build`` given each as
+    ``str()`` gives it: an f-string, ``%``, ``str.format``, ``str()``, ``+``),
+    some of which are tables or texts naming tables: a text naming them
+    (``TableText``).  PyFlink's ``Table.__str__`` registers a table under the
+    next name of a JVM-wide counter (``UnnamedTable$0``): each table named
+    here for the first time is a statement, in the order Python names them,
+    so the planner's worker names it at the same point.  The first ``plain``
+    values are operands that must be strings already (``+``, the template of
+    ``%``): a table there is not one; ``plain`` -1: only the tables are named
+    (``print()``), what else is printed is not needed.  None when no value is
+    a table (or the replay stopped, or Python would fail).
+
+    Raises :class:`NotPlannedError` when the string is not known statically
+    (another value not known, a name formatted with a width or by ``repr``).
+    """
+    replay = program.tables
+    if replay is None or replay.stopped:
+        return None
+    if not any(isinstance(v, TableRef | TableText) for v in values):
+        return None
+    if any(isinstance(v, TableRef) for v in values[: max(plain, 0)]):
+        return None  # Python's TypeError: a Table is no string
+    tables: set[int] = set()
+    for value in values:
+        if isinstance(value, TableRef):
+            if value.kind != "Table":
+                raise NotPlannedError(
+                    f"a {value.kind} has no name of its own: its str() is not "
+                    "handed over"
+                )
+            tables.add(value.statement)
+        elif isinstance(value, TableText):
+            tables.update(p for p in value.parts if isinstance(p, int))
+        elif isinstance(value, str) and _MARK_PREFIX in value:
+            raise NotPlannedError("the string naming a table is not known statically")
+        elif plain >= 0 and not (
+            value is None or isinstance(value, str | int | float | bool)
+        ):
+            raise NotPlannedError(
+                "the string naming a table by its str() is not known statically "
+                "(a value beside the table is not known)"
+            )
+    found: list[tuple[str | int, ...] | None] = []
+    for pad in ("", "---"):
+        try:
+            text = build(tuple(_marked(v, pad) for v in values))
+        except Exception:  # the program itself would fail here, or a value unknown
+            text = None
+        found.append(_split(text, tables) if isinstance(text, str) else None)
+    parts = found[0]
+    if parts is None or parts != found[1]:
+        raise NotPlannedError(
+            "the string naming a table by its str() is not known statically (only "
+            "the name as it is, with values chainlens knows, is handed over)"
+        )
+    fresh = [p for p in parts if isinstance(p, int) and p not in replay.named]
+    if fresh and replay.unseen_table is not None:
+        raise NotPlannedError(
+            f"a table was given to {replay.unseen_table}, which chainlens does not "
+            "follow: its str() there may have taken a name of Flink's counter "
+            "(UnnamedTable$N), so the names after it are not known"
+        )
+    for part in fresh:
+        if part not in replay.named:
+            replay.named.add(part)
+            replay.record({"op": "table_name", "table": part}, where)
+    if not any(isinstance(p, int) for p in parts):
+        return "".join(p for p in parts if isinstance(p, str))
+    return TableText(parts)
+
+
+def _sql_text(value: object, what: str) -> str | dict[str, object]:
+    """A SQL text as the planner is handed it: a string, or one naming tables
+    by their str() (the worker puts in the names its tables were given)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, TableText):
+        return {
+            "text": [p if isinstance(p, str) else {"table": p} for p in value.parts]
+        }
+    raise NotPlannedError(f"{what} is not known statically")
+
+
+def _plain(text: str | dict[str, object]) -> str:
+    """``text`` with each table named ``T`` (what its kind is checked on)."""
+    if isinstance(text, str):
+        return text
+    parts = text["text"]
+    assert isinstance(parts, list)
+    return "".join(p if isinstance(p, str) else "T" for p in parts)
+
+
 def create_table_env(call: Call) -> TableEnvRef | None:
     """``StreamTableEnvironment.create(env)``: a table environment over ``env``."""
     if call.program.tables is None or call.program.tables.stopped:
@@ -358,9 +501,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         )
         return Opaque("pyflink.table.view")
     if name == "sql_query" and count == 1:
-        query = call.args.get(0, "query")
-        if not isinstance(query, str):
-            raise NotPlannedError("the query's text is not known statically")
+        query = _sql_text(call.args.get(0, "query"), "the query's text")
         statement: Statement = {"op": "sql_query", "query": query}
         return TableRef(env, replay.record(statement, call.where))
     if (name == "to_data_stream" and count == 1) or (
@@ -397,10 +538,8 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
     if name == "create_statement_set" and count == 0:
         return StatementSetRef(env, [])
     if name == "execute_sql" and count == 1:
-        text = call.args.get(0, "stmt")
-        if not isinstance(text, str):
-            raise NotPlannedError("the statement's text is not known statically")
-        if not _PLANNED_SQL.match(text):
+        text = _sql_text(call.args.get(0, "stmt"), "the statement's text")
+        if not _PLANNED_SQL.match(_plain(text)):
             raise NotPlannedError(
                 "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO statements "
                 "are handed to the planner"
@@ -479,12 +618,27 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
         return None
     count = len(call.args.positional) + len(call.args.keywords)
     if name == "add_insert_sql" and count == 1:
-        text = call.args.get(0, "stmt")
-        if not isinstance(text, str):
-            raise NotPlannedError("the statement's text is not known statically")
-        if not _INSERT.match(text):
+        text = _sql_text(call.args.get(0, "stmt"), "the statement's text")
+        if not _INSERT.match(_plain(text)):
             raise NotPlannedError("only INSERT INTO statements are added to a set")
         receiver.inserts.append(text)
+        return receiver
+    if name == "add_insert" and count in (2, 3):
+        sink = call.args.get(0, "target_path_or_descriptor")
+        table = call.args.get(1, "table")
+        overwrite = call.args.get(2, "overwrite", False)
+        if not isinstance(sink, str):
+            raise NotPlannedError(
+                "the sink table's path is not known statically (a TableDescriptor "
+                "given to add_insert is not handed over)"
+            )
+        if not isinstance(table, TableRef) or table.kind != "Table":
+            raise NotPlannedError("the table added is not known statically")
+        if not isinstance(overwrite, bool):
+            raise NotPlannedError("overwrite is not known statically")
+        receiver.inserts.append(
+            {"sink": sink, "table": table.statement, "overwrite": overwrite}
+        )
         return receiver
     if name == "execute" and count == 0 and receiver.inserts:
         env = receiver.env

@@ -123,12 +123,24 @@ class UserFunction:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TableText:
+    """A string naming tables by their ``str()`` (``f"... FROM {table}"``,
+    ``--planner``): literal pieces, and the index of the statement that made
+    each table named (PyFlink's ``Table.__str__`` registers the table under a
+    name of a JVM-wide counter, which the planner's worker gives it)."""
+
+    parts: tuple[str | int, ...]
+
+
 @dataclass(eq=False, slots=True)
 class StatementSetRef:
-    """A ``StatementSet`` and the INSERT texts added to it (``--planner``)."""
+    """A ``StatementSet`` and what was added to it (``--planner``): INSERT
+    texts, and tables inserted by ``add_insert`` (as the planner is handed
+    them)."""
 
     env: EnvState
-    inserts: list[str]
+    inserts: list[object]
 
 
 @dataclass(eq=False, slots=True)

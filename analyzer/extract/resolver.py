@@ -14,6 +14,7 @@ does to the transformation DAG), checks names against ``pyflink_names.json``
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.interface import (
@@ -54,6 +55,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     table_config_set,
     table_env_method,
     table_method,
+    table_text,
     user_function,
 )
 from chainlens.analyzer.extract.pyflink_values import (
@@ -79,6 +81,7 @@ from chainlens.analyzer.extract.values import (
     QualifiedRef,
 )
 from chainlens.analyzer.model.enums import OutputType
+from chainlens.analyzer.model.source import SourceRange
 
 #: The makers of user-defined Table functions: with ``--planner``, a static
 #: declaration is handed over as a stand-in (never the function's body).
@@ -325,6 +328,22 @@ class PyFlinkResolver:
         if _from_table_api(owner):
             return owner  # a Table API object: its methods stay in that API
         return UNRESOLVED
+
+    def text(
+        self,
+        values: tuple[object, ...],
+        build: Callable[[tuple[object, ...]], object],
+        where: SourceRange | None,
+        plain: int = 0,
+    ) -> object:
+        """A string naming tables by their ``str()`` (``--planner``)."""
+        try:
+            made = table_text(self.program, values, build, where, plain)
+        except NotPlannedError as exc:
+            return self.table_api_not_followed(
+                Call(Args((), {}), where), "pyflink.table.Table.__str__", exc.reason
+            )
+        return UNRESOLVED if made is None else made
 
     def operate(self, name: str, operands: tuple[object, ...]) -> object:
         """An operator on an expression of the Table API (``col("a") > 1``)."""
@@ -684,6 +703,13 @@ class PyFlinkResolver:
                         pending.append(other)
             elif isinstance(value, EnvRef | JavaEnvRef):
                 value.state.escape(what, call.where)
+            elif (
+                isinstance(value, TableRef)
+                and self.program.tables is not None
+                and self.program.tables.unseen_table is None
+            ):
+                # its str() there may take a name of Flink's counter
+                self.program.tables.unseen_table = what
             elif isinstance(value, Instance) and value.delegate is not None:
                 pending.append(value.delegate)
             elif isinstance(value, (list, tuple)):

@@ -490,6 +490,30 @@ def _value(value: Any, tables: dict[int, Any]) -> Any:
     return getattr(on, name)(*args, **kwargs)
 
 
+def _text(value: Any, tables: dict[int, Any]) -> str:
+    """A SQL text as chainlens handed it: a string, or pieces and tables named
+    by their ``str()`` (the names this JVM gave them, by ``table_name``)."""
+    if isinstance(value, str):
+        return value
+    pieces = []
+    for part in value["text"]:
+        if isinstance(part, str):
+            pieces.append(part)
+            continue
+        pieces.append(str(_table(tables, part["table"])))
+    return "".join(pieces)
+
+
+def _table(tables: dict[int, Any], index: Any) -> Any:
+    """The Table statement ``index`` made (a GroupedTable is not one)."""
+    from pyflink.table import Table  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    table = tables[int(index)]
+    if not isinstance(table, Table):
+        raise ValueError("not a table")
+    return table
+
+
 def _table_method(statement: dict[str, Any], tables: dict[int, Any]) -> Any:
     """Replay one method of a Table or a GroupedTable."""
     from pyflink.table import Table  # type: ignore[import-untyped,import-not-found,unused-ignore]
@@ -602,8 +626,9 @@ def zero_counter(jvm: Any, owner: Any, name: str) -> None:
 def reset_planner_counters(jvm: Any, j_tenv: Any) -> None:
     """Set the JVM-wide counters the planner's output shows back to where a
     fresh JVM starts them: the ids of execution nodes (``Calc[7]``), the
-    number of an anonymous table (``*anonymous_python-input-format$1*``) and
-    of a generated class (1.18 and 1.19 show it: ``StreamExecCalc$13``).  The
+    number of an anonymous table (``*anonymous_python-input-format$1*``), of
+    a table named by its ``str()`` (``UnnamedTable$0``) and of a generated
+    class (1.18 and 1.19 show it: ``StreamExecCalc$13``).  The
     planner's classes live in a class loader of their own, reached through
     the (Java) table environment's planner.  ``tests/oracle/generate.py``
     sets them back the same way between the programs of one JVM."""
@@ -621,6 +646,11 @@ def reset_planner_counters(jvm: Any, j_tenv: Any) -> None:
     zero_counter(
         jvm,
         load_java_class("org.apache.flink.table.catalog.ContextResolvedTable"),
+        "uniqueId",
+    )
+    zero_counter(
+        jvm,
+        load_java_class("org.apache.flink.table.api.internal.TableImpl"),
         "uniqueId",
     )
     codegen = jvm.java.lang.Class.forName(
@@ -677,7 +707,9 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     statement["name"], tables[statement["table"]]
                 )
             elif op == "sql_query":
-                tables[index] = t_env.sql_query(statement["query"])
+                tables[index] = t_env.sql_query(_text(statement["query"], tables))
+            elif op == "table_name":  # Table.__str__: registered, a name given
+                str(_table(tables, statement["table"]))
             elif op in ("to_data_stream", "to_changelog_stream"):
                 table = tables[statement["table"]]
                 if op == "to_data_stream":
@@ -751,8 +783,15 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 j_tenv = t_env._j_tenv
                 listed = jvm.java.util.ArrayList()
                 names = []
-                for text in statement["statements"]:
-                    operation = j_tenv.getParser().parse(text).get(0)
+                for item in statement["statements"]:
+                    if isinstance(item, dict) and "sink" in item:  # add_insert
+                        pipeline = _table(tables, item["table"])._j_table.insertInto(
+                            str(item["sink"]), bool(item.get("overwrite", False))
+                        )
+                        operation = _call_hidden(pipeline, "getOperation")
+                    else:
+                        text = _text(item, tables)
+                        operation = j_tenv.getParser().parse(text).get(0)
                     if _simple(operation) != "SinkModifyOperation":
                         raise ValueError(f"{_simple(operation)} is not planned")
                     listed.add(operation)
@@ -766,7 +805,8 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 _measure_writers(j_env, jvm, roots, entry)
             elif op == "execute_sql":
                 j_tenv = t_env._j_tenv
-                operations = j_tenv.getParser().parse(statement["statement"])
+                text = _text(statement["statement"], tables)
+                operations = j_tenv.getParser().parse(text)
                 operation = operations.get(0)
                 if _simple(operation) == "SinkModifyOperation":
                     planner = j_tenv.getPlanner()
@@ -780,7 +820,7 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     entry["consumed"] = _counter(jvm) - start
                     _measure_writers(j_env, jvm, roots, entry)
                 elif _simple(operation) in _DECLARATIONS:
-                    t_env.execute_sql(statement["statement"])
+                    t_env.execute_sql(text)
                 else:  # never run a query, load a function or a jar, ...
                     raise ValueError(f"{_simple(operation)} is not planned")
             else:

@@ -1076,3 +1076,225 @@ def test_a_column_read_as_an_attribute_of_a_table_is_handed_over(
         and "Table.print_schema() is not planned" in u.reason
         for u in said
     )
+
+
+NAMED = """\
+from pyflink.table import EnvironmentSettings, TableEnvironment
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+t_env.execute_sql("CREATE TABLE sink (id BIGINT) WITH ('connector' = 'blackhole')")
+rows = t_env.from_elements([(1,), (2,)], ["id"])
+other = t_env.from_elements([(3,)], ["id"])
+named = str(other)
+a = t_env.sql_query(f"SELECT id FROM {rows} WHERE id > 1")
+b = t_env.sql_query("SELECT id FROM %s" % rows)
+c = t_env.sql_query("SELECT id FROM {} UNION ALL SELECT id FROM {}".format(rows, other))
+d = t_env.sql_query("SELECT id FROM " + named + " WHERE id < %d" % 3)
+t_env.execute_sql("INSERT INTO sink SELECT id FROM %s" % (a,))
+statements = t_env.create_statement_set()
+statements.add_insert_sql(f"INSERT INTO sink SELECT id FROM {b}")
+statements.add_insert("sink", c)
+statements.execute().wait()
+"""
+
+
+def test_a_table_named_by_its_str_in_a_sql_text_is_handed_over(
+    asked: _Asked,
+) -> None:
+    analyze_source("job.py", NAMED, PLANNER)
+    (statements,) = asked.asked
+    ops = [s["op"] for s in statements]
+    # each table named where Python names it, in that order (Flink's counter)
+    assert [s["table"] for s in statements if s["op"] == "table_name"] == [
+        3,
+        2,
+        6,
+        7,
+    ]
+    assert ops[4] == "table_name"
+    assert statements[4]["table"] == 3  # str(other), before the f-string
+    queries = [s["query"] for s in statements if s["op"] == "sql_query"]
+    assert queries == [
+        {"text": ["SELECT id FROM ", {"table": 2}, " WHERE id > 1"]},
+        {"text": ["SELECT id FROM ", {"table": 2}]},
+        {
+            "text": [
+                "SELECT id FROM ",
+                {"table": 2},
+                " UNION ALL SELECT id FROM ",
+                {"table": 3},
+            ]
+        },
+        {"text": ["SELECT id FROM ", {"table": 3}, " WHERE id < 3"]},
+    ]
+    insert = next(
+        s for s in statements if s["op"] == "execute_sql" and s is not statements[1]
+    )
+    assert insert["statement"] == {
+        "text": ["INSERT INTO sink SELECT id FROM ", {"table": 6}]
+    }
+    (statement_set,) = [s for s in statements if s["op"] == "statement_set"]
+    assert statement_set["statements"] == [
+        {"text": ["INSERT INTO sink SELECT id FROM ", {"table": 7}]},
+        {"sink": "sink", "table": 8, "overwrite": False},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        # a width (or repr) changes the name: not the name as it is
+        ('q = t_env.sql_query(f"SELECT * FROM {rows:>30}")', 6, "str() is not known"),
+        ('q = t_env.sql_query("SELECT * FROM %r" % rows)', 6, "str() is not known"),
+        # a value chainlens does not know beside the table
+        (
+            'q = t_env.sql_query("SELECT * FROM %s WHERE id > %s" % (rows, input()))',
+            6,
+            "not known statically",
+        ),
+        # a grouped table has no name of its own
+        (
+            "q = t_env.sql_query(f\"SELECT * FROM {rows.group_by(col('id'))}\")",
+            6,
+            "GroupedTable has no name",
+        ),
+        # a table added to a statement set by a descriptor
+        (
+            "s = t_env.create_statement_set()\ns.add_insert(descriptor, rows)",
+            7,
+            "TableDescriptor given to add_insert",
+        ),
+    ],
+)
+def test_a_table_named_in_a_text_that_is_not_static_is_a_located_unknown(
+    asked: _Asked, text: str, line: int, reason: str
+) -> None:
+    program = (
+        "from pyflink.table import EnvironmentSettings, TableEnvironment\n"
+        "from pyflink.table.expressions import col\n"
+        "t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())\n"
+        "rows = t_env.from_elements([(1,), (2,)], ['id'])\n"
+        "descriptor = object()\n"
+        f"{text}\n"
+    )
+    said = (
+        _table_unknowns(program)
+        if "add_insert" not in text
+        else [
+            (u.range.start.line if u.range else None, u.reason)
+            for u in analyze_source("job.py", program, PLANNER).unknowns
+            if u.subject == "the Table API" and "needs apache-flink" not in u.reason
+        ]
+    )
+    assert said, said
+    assert said[0][0] == line, said
+    assert reason in said[0][1], said
+
+
+def test_a_table_named_by_print_takes_its_name_there(asked: _Asked) -> None:
+    program = (
+        "from pyflink.table import EnvironmentSettings, TableEnvironment\n"
+        "t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())\n"
+        "rows = t_env.from_elements([(1,), (2,)], ['id'])\n"
+        "other = t_env.from_elements([(3,)], ['id'])\n"
+        "print(other)\n"
+        "t_env.sql_query(f'SELECT * FROM {rows}').execute().print()\n"
+    )
+    analyze_source("job.py", program, PLANNER)
+    (statements,) = asked.asked
+    assert [s["table"] for s in statements if s["op"] == "table_name"] == [2, 1]
+
+
+def test_without_the_planner_a_table_in_a_text_builds_no_name() -> None:
+    result = analyze_source("job.py", NAMED, replace(PLANNER, planner="off"))
+    assert any(u.subject == "the Table API" for u in result.unknowns)
+
+
+def test_a_table_given_to_code_not_followed_leaves_the_names_after_it_unknown(
+    asked: _Asked,
+) -> None:
+    program = (
+        "import logging\n"
+        "from pyflink.table import EnvironmentSettings, TableEnvironment\n"
+        "t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())\n"
+        "rows = t_env.from_elements([(1,), (2,)], ['id'])\n"
+        "other = t_env.from_elements([(3,)], ['id'])\n"
+        "logging.info('%s', other)\n"
+        "t_env.sql_query(f'SELECT * FROM {rows}').execute().print()\n"
+    )
+    said = _table_unknowns(program)
+    assert said[0][0] == 7
+    assert "its str() there may have taken a name" in said[0][1]
+
+
+ROUND_TRIP = """\
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+t_env.execute_sql("CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen')")
+ds = t_env.to_data_stream(t_env.from_path("src"))
+ds = ds.map(lambda r: r[0], output_type=Types.LONG())
+back = t_env.from_data_stream(ds)
+"""
+
+
+def _conversion_answers(statements: Sequence[Statement]) -> PlannerAnswer:
+    """Each statement translated to nothing; a conversion to one operator."""
+    from chainlens.analyzer.model.planner import (
+        PlannedStatement,
+        PlannedTransformation,
+    )
+
+    converted = PlannedStatement(
+        consumed=1,
+        transformations=(
+            PlannedTransformation(
+                id=1,
+                kind="OneInputTransformation",
+                name="TableToDataStream",
+                description=None,
+                operator="OutputConversionOperator",
+                yielding=False,
+                parallelism=-1,
+                parallelism_configured=False,
+                max_parallelism=-1,
+                chaining_strategy="ALWAYS",
+                inputs=(),
+            ),
+        ),
+        result=1,
+    )
+    return PlannerAnswer(
+        statements=tuple(
+            converted if s["op"] == "to_data_stream" else PlannedStatement()
+            for s in statements
+        )
+    )
+
+
+def test_a_stream_known_by_the_planners_answer_is_asked_about_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[list[str]] = []
+
+    def plan(
+        statements: Sequence[Statement], flink_line: str, python: str, *, ask: bool
+    ) -> PlannerAnswer:
+        asked.append([str(s["op"]) for s in statements])
+        return _conversion_answers(statements)
+
+    monkeypatch.setattr(driver, "plan", plan)
+    result = analyze_source("job.py", ROUND_TRIP, PLANNER)
+    # the first answer made the stream going back known: asked again with it
+    assert asked == [
+        ["execute_sql", "from_path", "to_data_stream"],
+        ["execute_sql", "from_path", "to_data_stream", "from_data_stream"],
+    ]
+    assert not [
+        u
+        for u in result.unknowns
+        if u.subject == "the Table API" and "both replays" in u.reason
+    ]

@@ -114,7 +114,8 @@ def test_a_serving_worker_answers_as_a_worker_of_its_own(
 ) -> None:
     """One worker answers request after request in one JVM, its counters set
     back between them: each answer equals a fresh JVM's, whatever came before
-    (the planner's node ids, an anonymous table's number, generated names)."""
+    (the planner's node ids, an anonymous table's number, a table's name
+    taken by its str(), generated names)."""
     asked: list[tuple[str, dict[str, Any]]] = []
     real = driver.run_worker
 
@@ -124,7 +125,7 @@ def test_a_serving_worker_answers_as_a_worker_of_its_own(
 
     monkeypatch.setattr(driver, "run_worker", recording)
     names = (
-        "table_from_elements",
+        "table_named_by_str",  # literal rows too: an anonymous table's number
         "table_udf_map_aggregate",
         "table_window_descriptor",
         "table_roundtrip_keyed",
