@@ -192,7 +192,7 @@ def check_text(
     if history and result.ok and any(pins_or_unsafe(d) for d in result.diagnostics):
         # the fixes shown are the ones --fix applies: a pin only where a
         # savepoint of the base may hold the ID
-        held = held_at_base(path, result, config)
+        held = held_at_base(path, result, config, text=text)
         if held is not None:
             result = with_findings(
                 replace(result, diagnostics=()), text, config, held=held
@@ -223,7 +223,9 @@ def pins_or_unsafe(diagnostic: Diagnostic) -> bool:
     return bool(diagnostic.alternatives) or (fix is not None and not fix.safe)
 
 
-def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds | None:
+def held_at_base(
+    path: str, result: AnalysisResult, config: Config, *, text: str | None = None
+) -> HeldIds | None:
     """What savepoints of a deployed version of the program ``path`` may hold,
     as its git history says: the IDs of its stateful operators at the base the
     savepoint gate compares with (the merge-base with the default branch, or
@@ -232,7 +234,13 @@ def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds |
     and no deployment of the program is configured; None (not known: every ID
     it has today may be held) outside a git repository (nothing says whether
     it was deployed), when git cannot say, or when the program is deployed but
-    has no base."""
+    has no base.
+
+    ``text``: the text ``result`` is the analysis of; when the base holds the
+    same text and the analysis followed none of the program's own modules,
+    the base's graphs are ``result``'s and it is not analysed again (the
+    modules are found on disk for both: only their texts come from the
+    base)."""
     if not restore_ids(result):
         return None  # no state in a STREAMING job: nothing to pin anyway
     never: HeldIds | None = None if config.deployment is not None else {}
@@ -260,9 +268,18 @@ def held_at_base(path: str, result: AnalysisResult, config: Config) -> HeldIds |
         old = decode_source(data).text
     except DecodeError:
         return None
-    earlier = analyze_graphs(path, old, config, tree.text_of)
+    if old == text and not _reads_own_modules(result):
+        earlier = result
+    else:
+        earlier = analyze_graphs(path, old, config, tree.text_of)
     label = f"{base.ref} ({base.commit[:10]})"
     return held_by_base(Baseline(earlier, old, label), result)
+
+
+def _reads_own_modules(result: AnalysisResult) -> bool:
+    """Tell whether an analysis followed, or tried to follow, a module of the
+    program's own (its text may differ at another commit)."""
+    return bool(result.modules) or any(u.subject == "module" for u in result.unknowns)
 
 
 def fix_until_stable(

@@ -257,3 +257,44 @@ def test_check_without_fix_shows_the_fix_check_fix_applies(tmp_path: Path) -> No
         assert (".set_uid_hash(" in inserted) is pinned, inserted
         said = diagnostic.explanation or diagnostic.message
         assert ("set_uid_hash()" in said) is pinned, said
+
+
+def test_a_program_unchanged_since_the_base_keeps_its_pin(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    assert PINNED in _fixed(repo / "job.py")
+
+
+#: the program's source in a module of its own
+STAGES = """from pyflink.common import Types
+
+
+def clicks(env):
+    return env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+"""
+OWN_MODULE = """from pyflink.datastream import StreamExecutionEnvironment
+
+from stages import clicks
+
+env = StreamExecutionEnvironment.get_execution_environment()
+totals = clicks(env).key_by(lambda c: c[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+totals.print()
+env.execute("totals")
+"""
+
+
+def test_a_program_unchanged_whose_module_changed_is_analysed_at_its_base(
+    tmp_path: Path,
+) -> None:
+    """The program's text is the base's, the module it imports is not: the
+    base's IDs are the base's module's (the reduce's moved since: no pin)."""
+    repo = _repo(tmp_path, OWN_MODULE)
+    (repo / "stages.py").write_text(STAGES, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "stages")
+    assert ".set_uid_hash(" in _fixed(repo / "job.py")
+    git(repo, "checkout", "-q", "job.py")
+    moved = STAGES.replace("]))", "])).map(lambda c: c)")
+    (repo / "stages.py").write_text(moved, encoding="utf-8")
+    fixed = _fixed(repo / "job.py")
+    assert '.uid("totals-reduce")' in fixed
+    assert ".set_uid_hash(" not in fixed
