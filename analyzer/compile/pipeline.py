@@ -26,6 +26,7 @@ from chainlens.analyzer.model.enums import OperatorKind
 from chainlens.analyzer.model.flink_versions import VersionProfile, profile
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError
 from chainlens.analyzer.model.result import CompiledJob
+from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.transformation import (
     MAX_JOB_TRANSFORMATIONS,
@@ -88,6 +89,7 @@ def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
         job,
         transformations=transformations,
         env_order=tuple(moved(t) for t in job.env_order),
+        aligned=tuple(moved(t) for t in job.aligned),
         next_id=moved(job.next_id),
         collect_input=moved(job.collect_input)
         if job.collect_input is not None
@@ -99,8 +101,10 @@ def compile_job(
     job: JobSpec,
     default_parallelism: int | None,
     version: VersionProfile = NEWEST_PROFILE,
-) -> tuple[CompiledJob, int]:
-    """Compile one submission; also return how many ids the rewrites consumed.
+) -> tuple[CompiledJob, int, frozenset[int]]:
+    """Compile one submission; also return how many ids the rewrites consumed,
+    and which of the transformations PyFlink aligned before it (``aligned``:
+    a Table API job's DataStream parts) its Python chaining fused away.
 
     ``version`` is the Flink line compiled for (its facts, see
     ``model/flink_versions.py``)."""
@@ -115,6 +119,7 @@ def compile_job(
     stream_graph: StreamGraph | None = None
     job_graph: JobGraph | None = None
     error: JobGraphError | None = None
+    replaced: dict[int, int] = {}
     if len(job.transformations) > MAX_JOB_TRANSFORMATIONS:
         too_many = Unknown(
             "job graph",
@@ -124,7 +129,8 @@ def compile_job(
             job.range,
         )
         unknowns = (*job.escapes, *job.unknowns, too_many)
-        return CompiledJob(job, job_name, None, None, None, _dedupe(unknowns)), 0
+        compiled = CompiledJob(job, job_name, None, None, None, _dedupe(unknowns))
+        return compiled, 0, frozenset()
     try:
         if not ws.env_order and job.collect_input is None:
             if job.escapes:
@@ -133,15 +139,13 @@ def compile_job(
                 compiled = CompiledJob(
                     job, job_name, None, None, None, _dedupe(job.escapes)
                 )
-                return compiled, 0
+                return compiled, 0, frozenset()
             raise JobGraphError(
                 "No operators defined in streaming topology. Cannot execute."
             )
-        align_transformations(ws)
+        align_transformations(ws, job.aligned)
         if env.python_chaining_enabled:
             replaced = optimize(ws, job.collect_input)
-        else:
-            replaced = {}
         if job.collect_input is not None:
             target = replaced.get(job.collect_input, job.collect_input)
             sink_id = counter()
@@ -180,7 +184,8 @@ def compile_job(
     compiled = CompiledJob(
         job, job_name, stream_graph, job_graph, error, _dedupe(unknowns)
     )
-    return compiled, counter.value - job.next_id
+    fused_away = frozenset(t for t in job.aligned if t in replaced)
+    return compiled, counter.value - job.next_id, fused_away
 
 
 def _collect_uid(version: VersionProfile, sink_id: int) -> str | None:
@@ -194,16 +199,50 @@ def compile_jobs(
     default_parallelism: int | None,
     version: VersionProfile = NEWEST_PROFILE,
 ) -> list[CompiledJob]:
-    """Compile every submission of a program in order, threading the id counter."""
+    """Compile every submission of a program in order, threading the id counter.
+
+    A Table API job whose DataStream parts PyFlink chains (its
+    ``ChainingOptimizingExecutor``) rewires the environment's own
+    transformations in place: a later job built from them gets Flink's rewired
+    ones (a fused operator twice, measured), which chainlens does not follow;
+    it says so on that job."""
     shift = _Shift()
     result: list[CompiledJob] = []
+    #: the transformations a Table API job's chaining fused, and where it was
+    rewired: dict[int, SourceRange | None] = {}
     for job in jobs:
         original_next = job.next_id
         shifted = _shift_job(job, shift)
-        compiled, consumed = compile_job(shifted, default_parallelism, version)
+        compiled, consumed, fused = compile_job(shifted, default_parallelism, version)
         shift.add(original_next, consumed)
+        reused = [rewired[t] for t in job.transformations if t in rewired]
+        if reused:
+            compiled = replace(
+                compiled,
+                unknowns=_dedupe((*compiled.unknowns, _rewired(reused[0], job.range))),
+            )
+        if fused:
+            original = dict(
+                zip(shifted.transformations, job.transformations, strict=True)
+            )
+            rewired.update(dict.fromkeys((original[t] for t in fused), job.range))
         result.append(compiled)
     return result
+
+
+def _rewired(where: SourceRange | None, job: SourceRange | None) -> Unknown:
+    """What a job built from operators an earlier Table API job chained is:
+    not followed (said at the job's submission)."""
+    at = f" at line {where.start.line}" if where is not None else ""
+    return Unknown(
+        "job graph",
+        f"operators of this job went into the Table API job{at} too, and PyFlink "
+        "chained their Python functions for it in place (its "
+        "ChainingOptimizingExecutor): Flink builds this job from the rewired "
+        "operators, which chainlens does not follow; its tasks and operator IDs "
+        "may differ",
+        job,
+    )
 
 
 def _dedupe(items: tuple[Unknown, ...]) -> tuple[Unknown, ...]:

@@ -9,7 +9,7 @@ first one's uid and uid hash.  See docs/flink-model.md §3 and §4.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
@@ -87,14 +87,18 @@ class Workspace:
         )
 
 
-def align_transformations(ws: Workspace) -> None:
-    """Mirror ``PythonConfigUtil.alignTransformation`` over ``env.transformations``.
+def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
+    """Mirror ``PythonConfigUtil.alignTransformation`` over ``env.transformations``
+    (and first over ``aligned``: those PyFlink aligned earlier, when their
+    streams went into the Table API).
 
     The values operator takes its consumer's parallelism and slot sharing group;
     the key-by and partition-custom maps take their input's.  Both get a FORWARD
     partition in front, which is why a partitioner right before ``key_by`` is lost.
     """
-    for tid in list(ws.env_order):
+    order = dict.fromkeys(t for t in aligned if t in ws.transformations)
+    order.update(dict.fromkeys(ws.env_order))
+    for tid in order:
         t = ws.get(tid)
         if not t.inputs:
             continue

@@ -44,6 +44,11 @@ class EnvState:
     #: (the Table API, a function it cannot see): the jobs it submits may have
     #: operators chainlens does not know of
     escapes: list[Unknown] = field(default_factory=list)
+    #: the transformations of the DataStream environment whose streams went
+    #: into the Table API, as PyFlink aligned them then (``from_data_stream``
+    #: runs ``PythonConfigUtil.configPythonOperator`` on it): a table job's
+    #: DataStream parts
+    aligned: list[int] = field(default_factory=list)
 
     def escape(self, what: str, where: SourceRange | None) -> None:
         """Note that the environment's streams reach code chainlens cannot see."""
@@ -91,6 +96,9 @@ class TableReplay:
     ranges: list[SourceRange | None] = field(default_factory=list)
     #: the transformation of each DataStream going into the Table API
     streams: list[int] = field(default_factory=list)
+    #: the transformations of the environments of those streams when each went
+    #: in (PyFlink aligns them then; see ``EnvState.aligned``)
+    aligned: dict[int, None] = field(default_factory=dict)
     #: a statement was not static (or not modelled): no later one is planned
     stopped: bool = False
     #: the table environments made so far (the planner is given one)
@@ -223,6 +231,7 @@ class Program:
             env=env.settings,
             transformations={tid: self.transformations[tid] for tid in reachable},
             env_order=tuple(env.transformations),
+            aligned=tuple(t for t in env.aligned if t in reachable),
             next_id=self.next_id,
             collect_input=collect_input,
             range=where,

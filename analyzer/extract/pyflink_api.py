@@ -19,6 +19,7 @@ from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import (
     PKP,
     Call,
+    keeps_original_type,
     partition,
     py_proc,
 )
@@ -132,15 +133,21 @@ def _unsupported(call: Call, what: str) -> object:
     return Opaque(what)
 
 
+def keyed_reduce(call: Call, s: Stream, api: str) -> Stream:
+    """Mirror ``KeyedStream.reduce`` and its aggregations (``sum``, ``min``,
+    ...): one keyed PyProc whose output type is the keyed stream's original
+    one (PyFlink declares it: the planner is given it)."""
+    result = py_proc(call, s, "Reduce", PKP, s.original_type, api)
+    return keeps_original_type(call, s, result)
+
+
 _KEYED_ONLY: dict[str, StreamMethod] = {
-    "reduce": lambda c, s: py_proc(c, s, "Reduce", PKP, s.original_type, "reduce"),
+    "reduce": lambda c, s: keyed_reduce(c, s, "reduce"),
     "window": lambda c, s: ks_window(c, s, "window"),
     "count_window": lambda c, s: ks_window(c, s, "count_window"),
 }
 for _agg in ("sum", "min", "max", "min_by", "max_by"):
-    _KEYED_ONLY[_agg] = (
-        lambda api: lambda c, s: py_proc(c, s, "Reduce", PKP, s.original_type, api)
-    )(_agg)
+    _KEYED_ONLY[_agg] = (lambda api: lambda c, s: keyed_reduce(c, s, api))(_agg)
 
 _NO_EFFECT_WINDOW = frozenset(
     {"trigger", "allowed_lateness", "side_output_late_data", "evictor"}

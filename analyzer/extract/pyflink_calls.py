@@ -129,6 +129,16 @@ def keep_type_spec(call: Call, source: int, target: int) -> None:
         call.program.type_specs[target] = spec
 
 
+def keeps_original_type(call: Call, keyed: Stream, result: Stream) -> Stream:
+    """Give ``result`` the declared type of the stream ``keyed`` (a
+    KeyedStream, or a window of one) was keyed from: what PyFlink declares for
+    an operation that gives back the records it was keyed by (a reduce, a
+    keyed filter, ``_values``)."""
+    if keyed.origin is not None:
+        keep_type_spec(call, keyed.origin.tid, result.tid)
+    return result
+
+
 def declared_type(call: Call) -> list[object] | None:
     """Return the output type ``call`` declares (``output_type=``,
     ``type_info=``, as the Table planner is given it), else None."""

@@ -16,6 +16,7 @@ from chainlens.analyzer.extract.pyflink_calls import (
     PP,
     Call,
     keep_type_spec,
+    keeps_original_type,
     new_transformation,
     partition,
     py_proc,
@@ -79,7 +80,8 @@ def ds_map(call: Call, s: Stream, api: str) -> Stream:
     names = {"map": "Map", "flat_map": "FlatMap", "filter": "Filter"}
     if keyed:
         name = names.get(api, "KEYED PROCESS")
-        return py_proc(call, s, name, PKP, out, api)
+        result = py_proc(call, s, name, PKP, out, api)
+        return keeps_original_type(call, s, result) if api == "filter" else result
     result = py_proc(call, s, names.get(api, "PROCESS"), PP, out, api)
     if api == "filter":
         keep_type_spec(call, s.tid, result.tid)
@@ -207,7 +209,8 @@ def values_of(call: Call, s: Stream) -> Stream:
     if s.kind != "KeyedStream":
         return s
     out = s.original_type
-    return py_proc(call, s, KEYED_VALUES, PKP, out, "_values", hidden=True)
+    result = py_proc(call, s, KEYED_VALUES, PKP, out, "_values", hidden=True)
+    return keeps_original_type(call, s, result)
 
 
 def ds_partition_custom(call: Call, s: Stream) -> Stream:

@@ -965,6 +965,7 @@ def _submit(
     if planned is not None and planned.roots:
         ids = splice(call, env, planned, api)
         job_env = EnvState(call.program, settings=env.settings)
+        job_env.aligned.extend(replay.aligned)
         job_env.transformations.extend(ids[r] for r in planned.roots)
         call.program.submit(job_env, trigger, planned.job_name, call.where)
 
@@ -996,6 +997,7 @@ def _from_data_stream(
     if schema is not None:
         statement["schema"] = schema.tree
     replay.streams.append(stream.tid)
+    replay.aligned.update(dict.fromkeys(stream.env.transformations))
     return replay.record(statement, call.where)
 
 

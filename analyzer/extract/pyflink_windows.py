@@ -6,6 +6,7 @@ from chainlens.analyzer.extract.pyflink_calls import (
     PKP,
     Call,
     function_identity,
+    keeps_original_type,
     new_transformation,
     partition,
     py_proc,
@@ -87,7 +88,12 @@ def window_op(call: Call, w: Stream, api: str) -> Stream:
     if api == "reduce":
         window_function = a.get(1, "window_function")
         default = w.original_type if window_function is None else OutputType.PICKLED
-        out = type_of(a.get(2, "output_type"), default)
+        declared = a.get(2, "output_type")
+        out = type_of(declared, default)
+        if window_function is None and declared is None:
+            # the input's type: PyFlink declares it (the planner is given it)
+            result = py_proc(call, w, w.assigner, PKP, out, "window.reduce")
+            return keeps_original_type(call, w, result)
     elif api == "aggregate":
         out = type_of(a.get(3, "output_type"), OutputType.PICKLED)
     else:

@@ -138,6 +138,9 @@ class JobSpec:
     transformations: dict[int, Transformation]
     env_order: tuple[int, ...]
     next_id: int  # the JVM id counter when the submission starts
+    #: transformations PyFlink aligned before the job (``configPythonOperator``
+    #: when a stream went into the Table API), besides those of ``env_order``
+    aligned: tuple[int, ...] = ()
     collect_input: int | None = None
     range: SourceRange | None = None
     unknowns: tuple[Unknown, ...] = field(default=())

@@ -1298,3 +1298,59 @@ def test_a_stream_known_by_the_planners_answer_is_asked_about_again(
         for u in result.unknowns
         if u.subject == "the Table API" and "both replays" in u.reason
     ]
+
+
+KEYED_INTO_TABLE = """from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.window import CountTumblingWindowAssigner
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+ds = env.from_collection([("a", 1)], type_info=Types.ROW([Types.STRING(), Types.INT()]))
+keyed = ds.key_by(lambda r: r[0])
+t_env.from_data_stream(STREAM)
+"""
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        "keyed.reduce(lambda a, b: a)",
+        "keyed.sum(1)",
+        "keyed.max_by(1)",
+        "keyed.filter(lambda r: r[1] > 0)",
+        "keyed.window(CountTumblingWindowAssigner.of(2)).reduce(lambda a, b: a)",
+    ],
+)
+def test_what_a_keyed_stream_gives_back_has_its_original_type(
+    asked: _Asked, stream: str
+) -> None:
+    """PyFlink declares the keyed stream's original type for a reduce, its
+    aggregations, a keyed filter and a window's plain reduce."""
+    for text in (KEYED_INTO_TABLE.replace("STREAM", s) for s in ("ds", stream)):
+        analyze_source("job.py", text, PLANNER)
+    source, given_back = (
+        [s for s in statements if s["op"] == "from_data_stream"]
+        for statements in asked.asked
+    )
+    assert [s["type"] for s in given_back] == [s["type"] for s in source]
+    assert source[0]["type"]
+
+
+@pytest.mark.parametrize(
+    "stream",
+    [
+        "keyed.map(lambda r: r)",  # PyFlink's pickled type: none declared
+        "keyed.window(CountTumblingWindowAssigner.of(2)).reduce(lambda a, b: a, "
+        "window_function=None, output_type=None).map(lambda r: r)",
+    ],
+)
+def test_what_a_keyed_stream_maps_has_no_declared_type(
+    asked: _Asked, stream: str
+) -> None:
+    text = KEYED_INTO_TABLE.replace("STREAM", stream)
+    result = analyze_source("job.py", text, PLANNER)
+    assert asked.asked == []
+    [table] = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert "type of the stream going into the Table API" in table.reason

@@ -301,3 +301,51 @@ def test_an_inline_functions_description_is_flinks_but_for_its_hash(
     assert len(re.findall(inline, theirs)) == 2  # the decorated one, the lambda
     unknown = "PythonScalarFunction$(a hash of the function's body: not known)"
     assert ours == re.sub(inline, unknown, theirs)
+
+
+#: a Table API job whose DataStream part PyFlink chains (two maps and the
+#: key_by map), then a DataStream job of the same operators
+REWIRED = """
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+t_env = StreamTableEnvironment.create(env)
+row = Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.INT()])
+ds = env.from_collection([("a", 1), ("b", 2), ("a", 3)], type_info=row)
+mapped = ds.map(lambda r: r, output_type=row).map(lambda r: r, output_type=row)
+totals = mapped.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+t_env.create_temporary_view("totals", t_env.from_data_stream(totals))
+t_env.execute_sql(
+    "CREATE TABLE sink (word STRING, n INT) WITH ('connector' = 'blackhole')"
+)
+t_env.from_path("totals").execute_insert("sink")
+totals.print()
+env.execute("after")
+"""
+
+
+def test_a_job_after_a_table_job_that_chained_its_operators_is_not_claimed(
+    tmp_path: Path, cache: Path
+) -> None:
+    """Flink chains the Python functions of a Table API job's DataStream part
+    in place: the DataStream job built afterwards from the same operators has
+    the fused operator twice.  The Table API job is exact; the one after it is
+    said not to be followed, at its submission."""
+    from tests.oracle.generate import generate
+
+    program = tmp_path / "rewired.py"
+    program.write_text(REWIRED, encoding="utf-8")
+    expected = generate(program)  # real Flink
+    config = _config(expected, cache)
+    found = differences(program, expected, config=config)
+    assert found, "Flink built the job after it as chainlens does: say nothing"
+    assert all(d.startswith("job 1") for d in found), found
+    table_job, after = analyse_like_flink(program, expected, config=config).jobs
+    rewired = "chained their Python functions for it in place"
+    assert not any(rewired in u.reason for u in table_job.unknowns)
+    [said] = [u for u in after.unknowns if rewired in u.reason]
+    assert said.range is not None
+    assert said.range.start.line == 18
+    assert "Table API job at line 16" in said.reason
