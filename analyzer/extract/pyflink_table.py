@@ -493,6 +493,16 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         table = call.args.get(1, "table_or_data_stream")
         if not isinstance(view, str):
             raise NotPlannedError("the view's name is not known statically")
+        if isinstance(table, Stream) and table.kind == "DataStream":
+            # a view of the stream: PyFlink's fromDataStream of it, named
+            if table.env is not env:
+                raise NotPlannedError(
+                    "the stream belongs to another environment than the table "
+                    "environment's"
+                )
+            # (Flink names its source by the view: not fromDataStream's)
+            _from_data_stream(call, replay, env, table, None, view=view)
+            return Opaque("pyflink.table.view")
         if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         replay.record(
@@ -976,7 +986,11 @@ def _from_data_stream(
     env: EnvState,
     stream: Stream,
     schema: TableBuilder | None,
+    *,
+    view: str | None = None,
 ) -> int:
+    """Hand over a stream going into the Table API: ``from_data_stream``, or
+    ``create_temporary_view`` of the stream itself (``view``)."""
     program = call.program
     spec = program.type_specs.get(stream.tid)
     if spec is None:
@@ -996,6 +1010,8 @@ def _from_data_stream(
     }
     if schema is not None:
         statement["schema"] = schema.tree
+    if view is not None:
+        statement["view"] = view
     replay.streams.append(stream.tid)
     replay.aligned.update(dict.fromkeys(stream.env.transformations))
     return replay.record(statement, call.where)

@@ -696,7 +696,9 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 if statement.get("max_parallelism"):
                     j_stream.setMaxParallelism(int(statement["max_parallelism"]))
                 inputs_of[int(j_stream.getId())] = int(statement["stream"])
-                if "schema" in statement:
+                if "view" in statement:  # a view of the stream itself
+                    t_env.create_temporary_view(statement["view"], DataStream(j_stream))
+                elif "schema" in statement:
                     tables[index] = t_env.from_data_stream(
                         DataStream(j_stream), _value(statement["schema"], tables)
                     )

@@ -1354,3 +1354,22 @@ def test_what_a_keyed_stream_maps_has_no_declared_type(
     assert asked.asked == []
     [table] = [u for u in result.unknowns if u.subject == "the Table API"]
     assert "type of the stream going into the Table API" in table.reason
+
+
+def test_a_view_of_a_stream_is_handed_over_as_the_stream_with_its_name(
+    asked: _Asked,
+) -> None:
+    """``create_temporary_view(name, stream)``: Flink names the stream's source
+    by the view (``fromDataStream`` names it anonymously)."""
+    text = KEYED_INTO_TABLE.replace(
+        "t_env.from_data_stream(STREAM)",
+        't_env.create_temporary_view("totals", keyed.sum(1))\n'
+        't_env.sql_query("SELECT * FROM totals").execute()',
+    )
+    analyze_source("job.py", text, PLANNER)
+    [statements] = asked.asked
+    into, query = statements[0], statements[1]
+    assert into["op"] == "from_data_stream"
+    assert into["view"] == "totals"
+    assert query["op"] == "sql_query"
+    assert not any(s["op"] == "create_temporary_view" for s in statements)
