@@ -61,6 +61,7 @@ from chainlens.analyzer.model.planner import (
     Statement,
 )
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.stream_graph import PartitionerDetail
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
 from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Parallelism
 
@@ -1060,6 +1061,35 @@ _TRANSFORMATION_KINDS = {kind.value: kind for kind in TransformationKind}
 _PARTITIONERS = {p.value: p for p in Partitioner}
 
 
+def _known_partitioner(name: str) -> Partitioner:
+    partitioner = _PARTITIONERS.get(name)
+    if partitioner is None:
+        raise NotPlannedError(
+            f"the planner built a {name}, which chainlens does not model"
+        )
+    return partitioner
+
+
+def _partitioner(
+    p: PlannedTransformation,
+) -> tuple[Partitioner | None, PartitionerDetail | None]:
+    """The partitioner of a planned partition, and what its class does not
+    say: how Flink prints it when the text says more (``HASH[word]``), the
+    hash partitioner a ForwardForConsecutiveHashPartitioner wraps."""
+    if p.partitioner is None:
+        return None, None
+    partitioner = _known_partitioner(p.partitioner)
+    text = p.partitioner_text
+    if text == partitioner.flink_name:
+        text = None
+    inner = None
+    if p.hash_partitioner is not None:
+        inner = _known_partitioner(p.hash_partitioner)
+    if text is None and inner is None:
+        return partitioner, None
+    return partitioner, PartitionerDetail(text, inner, p.hash_partitioner_text)
+
+
 def _transformation(
     p: PlannedTransformation,
     ids: dict[int, int],
@@ -1093,9 +1123,7 @@ def _transformation(
     strategy = ChainingStrategy.ALWAYS
     if p.chaining_strategy is not None:
         strategy = ChainingStrategy.__members__.get(p.chaining_strategy, strategy)
-    partitioner = None
-    if p.partitioner is not None:
-        partitioner = _PARTITIONERS.get(p.partitioner, Partitioner.CUSTOM)
+    partitioner, detail = _partitioner(p)
     exchange = ExchangeMode.UNDEFINED
     if p.exchange_mode is not None:
         exchange = ExchangeMode.__members__.get(p.exchange_mode, exchange)
@@ -1115,6 +1143,7 @@ def _transformation(
         description=p.description,
         chaining_strategy=strategy,
         partitioner=partitioner,
+        partitioner_detail=detail,
         exchange_mode=exchange,
         keyed=p.keyed,
         api=api,

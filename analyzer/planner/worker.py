@@ -122,10 +122,16 @@ def _describe(
         chaining = factory.getChainingStrategy()
     elif _simple(t) == "SourceTransformation":
         operator = "SourceOperator"
-    partitioner = None
+    partitioner = partitioner_text = None
+    hash_partitioner = hash_text = None
     exchange = None
     if _simple(t) == "PartitionTransformation":
-        partitioner = _simple(t.getPartitioner())
+        j_partitioner = t.getPartitioner()
+        partitioner = _simple(j_partitioner)
+        partitioner_text = str(j_partitioner.toString())
+        if partitioner == "ForwardForConsecutiveHashPartitioner":
+            inner = j_partitioner.getHashPartitioner()
+            hash_partitioner, hash_text = _simple(inner), str(inner.toString())
         exchange = str(t.getExchangeMode().name())
     group = _call(t, "getSlotSharingGroup")
     group_name = None
@@ -161,6 +167,9 @@ def _describe(
         "chaining_strategy": None if chaining is None else str(chaining.name()),
         "inputs": inputs,
         "partitioner": partitioner,
+        "partitioner_text": partitioner_text,
+        "hash_partitioner": hash_partitioner,
+        "hash_partitioner_text": hash_text,
         "exchange_mode": exchange,
         "uid": uid,
         "uid_own_id": uid_own_id,
