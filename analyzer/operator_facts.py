@@ -95,7 +95,7 @@ def _edge_fact(
     return EdgeFact(
         other_task=other.name,
         other_task_index=index,
-        partitioner=edge.partitioner.flink_name,
+        partitioner=edge.ship_strategy,
         distribution_pattern=edge.distribution_pattern.value,
         result_partition_type=edge.result_partition_type.value,
         reasons=tuple(r.value for r in why.reasons) if why else (),

@@ -317,7 +317,7 @@ def _edge_changes(a: JobGraph, b: JobGraph, old: str, new: str) -> list[Change]:
             target = ops.by_node.get(edge.stream_edge.target_id)
             if source is not None and target is not None:
                 found[(source, target)] = (
-                    edge.partitioner.flink_name,
+                    edge.ship_strategy,
                     edge.result_partition_type.value,
                 )
         return found

@@ -44,7 +44,12 @@ from chainlens.analyzer.model.job_graph import (
     JobGraphError,
     JobVertex,
 )
-from chainlens.analyzer.model.stream_graph import StreamEdge, StreamGraph, StreamNode
+from chainlens.analyzer.model.stream_graph import (
+    StreamEdge,
+    StreamGraph,
+    StreamNode,
+    hash_of_forward,
+)
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
 
 #: ``StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP``
@@ -110,6 +115,7 @@ class _Output:
     output_tag: str | None
     partitioner: Partitioner
     partition_type: ResultPartitionType
+    shown: str | None = None  # how Flink prints the partitioner, if not its name
 
 
 @dataclass(slots=True)
@@ -130,6 +136,7 @@ class _Edge:
     stream_edge: StreamEdge
     partitioner: Partitioner
     type_number: int
+    shown: str | None = None
 
 
 @dataclass(slots=True)
@@ -168,6 +175,8 @@ class _JobGraphBuilder:
         self.chained_edges: set[int] = set()
         self.chained_source_edges: set[int] = set()
         self.partitioners: dict[int, Partitioner] = {}  # after dynamic conversion
+        #: the text of a converted partitioner, when its class does not say it all
+        self.converted_texts: dict[int, str | None] = {}
         self.outputs: dict[int, _Output] = {}  # edge -> its NonChainedOutput
         self.data_sets: dict[int, _DataSet] = {}  # id(output) -> its data set
         self.has_hybrid_result_partition = False
@@ -186,6 +195,13 @@ class _JobGraphBuilder:
     def partitioner(self, edge: StreamEdge) -> Partitioner:
         """Return the edge's partitioner after dynamic-graph conversion."""
         return self.partitioners.get(id(edge), edge.partitioner)
+
+    def shown(self, edge: StreamEdge) -> str | None:
+        """Return how Flink prints the edge's partitioner after dynamic-graph
+        conversion when its class does not say it all (``HASH[word]``)."""
+        if id(edge) in self.partitioners:
+            return self.converted_texts.get(id(edge))
+        return edge.detail.text if edge.detail is not None else None
 
     # ------------------------------------------------------------------ chaining
 
@@ -339,7 +355,10 @@ class _JobGraphBuilder:
                 self.partitioners[id(edge)] = Partitioner.FORWARD
         for edge in non_chainable:
             if edge.partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
-                self.partitioners[id(edge)] = Partitioner.HASH
+                partitioner, detail = hash_of_forward(edge.detail)
+                self.partitioners[id(edge)] = partitioner
+                if detail is not None:
+                    self.converted_texts[id(edge)] = detail.text
             elif edge.partitioner is Partitioner.FORWARD_FOR_UNSPECIFIED:
                 self.partitioners[id(edge)] = Partitioner.RESCALE
 
@@ -478,6 +497,7 @@ class _JobGraphBuilder:
     ) -> _Output:
         partition_type = self.get_result_partition_type(edge)
         partitioner = self.partitioner(edge)
+        shown = self.shown(edge)
         if partition_type in _HYBRID_TYPES:
             self.has_hybrid_result_partition = True
             if (
@@ -501,6 +521,7 @@ class _JobGraphBuilder:
                     and consumer.max_parallelism == candidate.consumer_max_parallelism
                     and edge.output_tag == candidate.output_tag
                     and partitioner is candidate.partitioner
+                    and shown == candidate.shown
                     and partitioner not in _UNIQUE_PARTITIONERS
                 ):
                     if candidate.partition_type is ResultPartitionType.HYBRID_SELECTIVE:
@@ -513,6 +534,7 @@ class _JobGraphBuilder:
             output_tag=edge.output_tag,
             partitioner=partitioner,
             partition_type=partition_type,
+            shown=shown,
         )
         candidates.append(output)
         return output
@@ -546,6 +568,7 @@ class _JobGraphBuilder:
             stream_edge=edge,
             partitioner=output.partitioner,
             type_number=edge.type_number,
+            shown=output.shown,
         )
         consumer.inputs.append(job_edge)
         data_set.consumers.append(job_edge)
@@ -948,6 +971,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
                     type_number=edge.type_number,
                     stream_edge=edge.stream_edge,
                     input_index=input_index,
+                    shown=edge.shown,
                 )
             )
     breaks = _chain_breaks(builder, graph.edges)

@@ -24,10 +24,12 @@ from chainlens.analyzer.model.enums import (
 )
 from chainlens.analyzer.model.job_graph import JobGraphError
 from chainlens.analyzer.model.stream_graph import (
+    PartitionerDetail,
     StreamEdge,
     StreamGraph,
     StreamGraphSettings,
     StreamNode,
+    hash_of_forward,
 )
 from chainlens.analyzer.model.transformation import (
     EnvSettings,
@@ -59,6 +61,7 @@ class _Virtual:
     partitioner: Partitioner | None
     exchange_mode: ExchangeMode | None
     output_tag: str | None
+    detail: PartitionerDetail | None = None
 
 
 @dataclass(slots=True)
@@ -150,7 +153,9 @@ class _Builder:
         ids: list[int] = []
         for upstream in self.transform(t.inputs[0]):
             vid = self.new_id()
-            self.virtual[vid] = _Virtual(upstream, t.partitioner, mode, None)
+            self.virtual[vid] = _Virtual(
+                upstream, t.partitioner, mode, None, t.partitioner_detail
+            )
             ids.append(vid)
         return tuple(ids)
 
@@ -298,17 +303,24 @@ class _Builder:
         exchange_mode: ExchangeMode | None = None,
     ) -> None:
         """Mirror ``StreamGraph.addEdgeInternal``: resolve virtual nodes."""
+        detail: PartitionerDetail | None = None
         while upstream in self.virtual:
             v = self.virtual[upstream]
             if v.output_tag is not None and output_tag is None:
                 output_tag = v.output_tag
             if v.partitioner is not None or v.exchange_mode is not None:
                 if partitioner is None:
-                    partitioner = v.partitioner
+                    partitioner, detail = v.partitioner, v.detail
                 exchange_mode = v.exchange_mode
             upstream = v.input_id
         self.create_actual_edge(
-            upstream, downstream, type_number, partitioner, output_tag, exchange_mode
+            upstream,
+            downstream,
+            type_number,
+            partitioner,
+            output_tag,
+            exchange_mode,
+            detail,
         )
 
     def create_actual_edge(
@@ -319,6 +331,7 @@ class _Builder:
         partitioner: Partitioner | None,
         output_tag: str | None,
         exchange_mode: ExchangeMode | None,
+        detail: PartitionerDetail | None = None,
     ) -> None:
         """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
         up = self.nodes[upstream]
@@ -345,7 +358,7 @@ class _Builder:
                 partitioner = Partitioner.REBALANCE
         if partitioner.is_forward and same is not True:
             if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
-                partitioner = Partitioner.HASH
+                partitioner, detail = hash_of_forward(detail)
             elif same is False:
                 raise JobGraphError(
                     "Forward partitioning does not allow change of parallelism. "
@@ -374,6 +387,7 @@ class _Builder:
                 type_number=type_number,
                 output_tag=output_tag,
                 range=down.range,
+                detail=detail,
             )
         )
 

@@ -331,7 +331,7 @@ def _compare(
                 )
             )
         code_inputs = sorted(
-            (e.source_vertex_id, e.partitioner.flink_name)
+            (e.source_vertex_id, e.ship_strategy)
             for e in graph.edges
             if e.target_vertex_id == vid
         )

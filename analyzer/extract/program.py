@@ -103,6 +103,8 @@ class TableReplay:
     stopped: bool = False
     #: the table environments made so far (the planner is given one)
     table_envs: int = 0
+    #: the runtime mode of that table environment (``streaming``, ``batch``)
+    runtime_mode: str | None = None
     #: the statements the planner was asked about (the first replay's)
     expected: list[Statement] | None = None
     #: a statement differs from the one the planner was asked about

@@ -54,6 +54,7 @@ from chainlens.analyzer.model.enums import (
     OperatorKind,
     OutputType,
     Partitioner,
+    RuntimeMode,
 )
 from chainlens.analyzer.model.planner import (
     PlannedStatement,
@@ -61,8 +62,9 @@ from chainlens.analyzer.model.planner import (
     Statement,
 )
 from chainlens.analyzer.model.source import SourceRange
+from chainlens.analyzer.model.stream_graph import PartitionerDetail
 from chainlens.analyzer.model.transformation import Transformation, TransformationKind
-from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Parallelism
+from chainlens.analyzer.model.values import DEFAULT_PARALLELISM, Parallelism, Symbol
 
 #: The statements ``execute_sql`` hands to the planner: declarations and
 #: INSERTs (never a query it would run, a function, a jar or a module to load).
@@ -406,10 +408,17 @@ def create_table_env(call: Call) -> TableEnvRef | None:
     others = len(call.args.positional) + len(call.args.keywords)
     if not isinstance(env, EnvRef) or others != 1 or call.args.unseen:
         return None
-    if call.program.tables.table_envs:
+    replay = call.program.tables
+    if replay.table_envs:
         # the worker replays every statement in one table environment
         raise NotPlannedError("a second table environment is not planned")
-    call.program.tables.table_envs += 1
+    # the planner (streaming or batch) is chosen by the environment's runtime
+    # mode when the table environment is made
+    mode = _table_mode(env.state, "the runtime mode of the environment")
+    replay.table_envs += 1
+    replay.runtime_mode = mode
+    if mode == "batch":
+        replay.record({"op": "stream_table_environment", "mode": mode}, call.where)
     return TableEnvRef(env.state)
 
 
@@ -523,7 +532,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         statement = {
             "op": name,
             "table": table.statement,
-            "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+            "env_parallelism": _env_parallelism(call, env),
         }
         if count == 2:  # to_changelog_stream(table, target_schema)
             schema = call.args.get(1, "target_schema")
@@ -558,7 +567,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
             {
                 "op": "execute_sql",
                 "statement": text,
-                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+                "env_parallelism": _env_parallelism(call, env),
             },
             call.where,
         )
@@ -599,7 +608,7 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
                 "op": "execute_insert",
                 "table": receiver.statement,
                 "sink": sink,
-                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+                "env_parallelism": _env_parallelism(call, env),
             },
             call.where,
         )
@@ -612,7 +621,7 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
             {
                 "op": "execute",
                 "table": receiver.statement,
-                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+                "env_parallelism": _env_parallelism(call, env),
             },
             call.where,
         )
@@ -656,7 +665,7 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
             {
                 "op": "statement_set",
                 "statements": list(receiver.inserts),
-                "env_parallelism": _planned_parallelism(call.program, env.parallelism),
+                "env_parallelism": _env_parallelism(call, env),
             },
             call.where,
         )
@@ -879,16 +888,17 @@ def create_pure_table_env(call: Call, env: EnvState) -> TableEnvRef | None:
         return None
     if not isinstance(settings, TableSettings) or not settings.built:
         raise NotPlannedError("the EnvironmentSettings are not known statically")
-    if settings.mode == "batch":
-        raise NotPlannedError(
-            "a TableEnvironment in batch mode is not planned (Flink builds its "
-            "jobs for the adaptive batch scheduler: blocking exchanges and "
-            "parallelism decided when the job runs, which chainlens does not model)"
-        )
     if replay.table_envs:
         raise NotPlannedError("a second table environment is not planned")
     replay.table_envs += 1
+    replay.runtime_mode = settings.mode
     replay.record({"op": "table_environment", "mode": settings.mode}, call.where)
+    # the settings set execution.runtime-mode in the configuration the
+    # planner's executor builds its StreamGraph with (over any other): in
+    # batch mode a BATCH job (blocking exchanges, a dynamic graph for the
+    # adaptive batch scheduler), as a DataStream job in BATCH
+    batch = settings.mode == "batch"
+    env.set(runtime_mode=RuntimeMode.BATCH if batch else RuntimeMode.STREAMING)
     return TableEnvRef(env, pure=True)
 
 
@@ -998,6 +1008,19 @@ def _from_data_stream(
             "the type of the stream going into the Table API is not known "
             "statically (give it with output_type= or type_info=)"
         )
+    if replay.runtime_mode == "batch":
+        bounded = _bounded(program, stream.tid)
+        if bounded is None:
+            raise NotPlannedError(
+                "whether the stream going into the Table API is bounded is not "
+                "known statically (a table environment in batch mode refuses an "
+                "unbounded one)"
+            )
+        if not bounded:
+            raise NotPlannedError(
+                "the stream going into the Table API is unbounded: a table "
+                "environment in batch mode refuses to query it (not planned)"
+            )
     t = program.transformations[stream.tid]
     parallelism = t.parallelism if t.parallelism is not None else env.parallelism
     max_parallelism = t.max_parallelism if isinstance(t.max_parallelism, int) else 0
@@ -1015,6 +1038,59 @@ def _from_data_stream(
     replay.streams.append(stream.tid)
     replay.aligned.update(dict.fromkeys(stream.env.transformations))
     return replay.record(statement, call.where)
+
+
+def _env_parallelism(call: Call, env: EnvState) -> int:
+    """The parallelism of ``env`` the planner is given for a statement it
+    translates, once ``env``'s runtime mode is checked to be the table
+    environment's (Flink's planner refuses a mode changed after it was made)."""
+    replay = call.program.tables
+    assert replay is not None
+    if replay.runtime_mode is not None and (
+        _table_mode(env, "the environment's runtime mode") != replay.runtime_mode
+    ):
+        raise NotPlannedError(
+            "the environment's runtime mode is not the one the table environment "
+            f"was made in ({replay.runtime_mode}): Flink's planner refuses to "
+            "translate the statement (the mode can only be set before the table "
+            "environment is made), which is not planned"
+        )
+    return _planned_parallelism(call.program, env.parallelism)
+
+
+def _table_mode(env: EnvState, what: str) -> str:
+    """``streaming`` or ``batch``: the runtime mode of ``env`` as a table
+    environment takes it (Flink's Table API refuses AUTOMATIC)."""
+    mode = env.settings.runtime_mode
+    if isinstance(mode, Symbol):
+        raise NotPlannedError(f"{what} is not known statically ({mode.reason})")
+    if mode is RuntimeMode.AUTOMATIC:
+        raise NotPlannedError(
+            f"{what} is AUTOMATIC, which Flink's Table API refuses (only an "
+            "explicit BATCH or STREAMING mode): not planned"
+        )
+    return "batch" if mode is RuntimeMode.BATCH else "streaming"
+
+
+def _bounded(program: Program, tid: int) -> bool | None:
+    """Whether the stream of transformation ``tid`` is bounded: all the
+    sources it reads are (None: one of them is not known)."""
+    seen: set[int] = set()
+    stack = [tid]
+    bounded: bool | None = True
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        t = program.transformations[current]
+        if t.kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE):
+            if t.bounded is False:
+                return False
+            if t.bounded is None:
+                bounded = None
+        stack.extend(t.inputs)
+    return bounded
 
 
 def _planned_parallelism(program: Program, value: Parallelism) -> int:
@@ -1078,6 +1154,35 @@ _TRANSFORMATION_KINDS = {kind.value: kind for kind in TransformationKind}
 _PARTITIONERS = {p.value: p for p in Partitioner}
 
 
+def _known_partitioner(name: str) -> Partitioner:
+    partitioner = _PARTITIONERS.get(name)
+    if partitioner is None:
+        raise NotPlannedError(
+            f"the planner built a {name}, which chainlens does not model"
+        )
+    return partitioner
+
+
+def _partitioner(
+    p: PlannedTransformation,
+) -> tuple[Partitioner | None, PartitionerDetail | None]:
+    """The partitioner of a planned partition, and what its class does not
+    say: how Flink prints it when the text says more (``HASH[word]``), the
+    hash partitioner a ForwardForConsecutiveHashPartitioner wraps."""
+    if p.partitioner is None:
+        return None, None
+    partitioner = _known_partitioner(p.partitioner)
+    text = p.partitioner_text
+    if text == partitioner.flink_name:
+        text = None
+    inner = None
+    if p.hash_partitioner is not None:
+        inner = _known_partitioner(p.hash_partitioner)
+    if text is None and inner is None:
+        return partitioner, None
+    return partitioner, PartitionerDetail(text, inner, p.hash_partitioner_text)
+
+
 def _transformation(
     p: PlannedTransformation,
     ids: dict[int, int],
@@ -1111,9 +1216,7 @@ def _transformation(
     strategy = ChainingStrategy.ALWAYS
     if p.chaining_strategy is not None:
         strategy = ChainingStrategy.__members__.get(p.chaining_strategy, strategy)
-    partitioner = None
-    if p.partitioner is not None:
-        partitioner = _PARTITIONERS.get(p.partitioner, Partitioner.CUSTOM)
+    partitioner, detail = _partitioner(p)
     exchange = ExchangeMode.UNDEFINED
     if p.exchange_mode is not None:
         exchange = ExchangeMode.__members__.get(p.exchange_mode, exchange)
@@ -1133,6 +1236,7 @@ def _transformation(
         description=p.description,
         chaining_strategy=strategy,
         partitioner=partitioner,
+        partitioner_detail=detail,
         exchange_mode=exchange,
         keyed=p.keyed,
         api=api,

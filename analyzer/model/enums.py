@@ -31,6 +31,9 @@ class Partitioner(enum.Enum):
     SHUFFLE = "ShufflePartitioner"
     GLOBAL = "GlobalPartitioner"
     CUSTOM = "CustomPartitionerWrapper"
+    #: the Table planner's hash exchange (a BATCH job's): Flink prints it with
+    #: the fields it hashes (``HASH[word]``, see ``PartitionerDetail``)
+    BINARY_HASH = "BinaryHashPartitioner"
 
     @property
     def flink_name(self) -> str:
@@ -55,7 +58,7 @@ class Partitioner(enum.Enum):
                 if member.value == class_name:
                     return member
         for member in cls:
-            if _FLINK_NAMES[member] == printed:
+            if _FLINK_NAMES[member] == printed and member is not cls.BINARY_HASH:
                 return member
         raise ValueError(f"unknown partitioner {printed!r} ({class_name})")
 
@@ -80,6 +83,7 @@ _FLINK_NAMES = {
     Partitioner.SHUFFLE: "SHUFFLE",
     Partitioner.GLOBAL: "GLOBAL",
     Partitioner.CUSTOM: "CUSTOM",
+    Partitioner.BINARY_HASH: "HASH",
 }
 
 

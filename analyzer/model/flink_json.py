@@ -29,6 +29,7 @@ from chainlens.analyzer.model.enums import (
     Partitioner,
 )
 from chainlens.analyzer.model.stream_graph import (
+    PartitionerDetail,
     StreamEdge,
     StreamGraph,
     StreamGraphSettings,
@@ -130,18 +131,22 @@ def _node(raw: Mapping[str, object], configured: Mapping[int, bool]) -> StreamNo
 
 
 def _edge(raw: Mapping[str, object]) -> StreamEdge:
-    partitioner = raw.get("partitioner")
+    printed = str(raw.get("partitioner"))
     partitioner_class = raw.get("partitioner_class")
+    partitioner = Partitioner.from_flink(
+        printed, partitioner_class if isinstance(partitioner_class, str) else None
+    )
     return StreamEdge(
         source_id=_int(raw.get("source"), "edge source"),
         target_id=_int(raw.get("target"), "edge target"),
-        partitioner=Partitioner.from_flink(
-            str(partitioner),
-            partitioner_class if isinstance(partitioner_class, str) else None,
-        ),
+        partitioner=partitioner,
         exchange_mode=ExchangeMode(str(raw.get("exchange_mode") or "UNDEFINED")),
         type_number=_int(raw.get("type_number", 0), "type_number"),
         output_tag=_str_or_none(raw.get("output_tag")),
+        # the Table planner's BinaryHashPartitioner prints its fields
+        detail=(
+            PartitionerDetail(printed) if printed != partitioner.flink_name else None
+        ),
     )
 
 
@@ -203,7 +208,7 @@ def _in_edge_order(
                 for i in candidates
                 if i not in taken
                 and edges[i].source_id == source
-                and (strategy is None or edges[i].partitioner.flink_name == strategy)
+                and (strategy is None or edges[i].ship_strategy == strategy)
             ] or [
                 i for i in candidates if i not in taken and edges[i].source_id == source
             ]

@@ -119,6 +119,14 @@ class JobEdge:
     type_number: int
     stream_edge: StreamEdge
     input_index: int = 0
+    #: how Flink prints the partitioner when its class does not say it all
+    #: (``HASH[word]``), else None
+    shown: str | None = None
+
+    @property
+    def ship_strategy(self) -> str:
+        """Return how Flink prints the edge's partitioner (its ship strategy)."""
+        return self.shown if self.shown is not None else self.partitioner.flink_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,12 @@ class PlannedTransformation:
     chaining_strategy: str | None
     inputs: tuple[PlannedInput, ...]
     partitioner: str | None = None
+    #: how Flink prints the partitioner (``HASH[word]``)
+    partitioner_text: str | None = None
+    #: a ForwardForConsecutiveHashPartitioner: the hash partitioner it wraps
+    #: (its class's simple name) and how that one is printed
+    hash_partitioner: str | None = None
+    hash_partitioner_text: str | None = None
     exchange_mode: str | None = None
     uid: str | None = None
     uid_hash: str | None = None

@@ -23,6 +23,31 @@ from chainlens.analyzer.model.values import Parallelism, Symbol, Text
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionerDetail:
+    """What a partitioner's class does not say: how Flink prints it when the
+    text says more (the Table planner's ``BinaryHashPartitioner``:
+    ``HASH[word]``, the fields it hashes), and, of a
+    ``ForwardForConsecutiveHashPartitioner``, the hash partitioner it wraps
+    (what it becomes between tasks) and how that one is printed."""
+
+    text: str | None = None
+    hash_partitioner: Partitioner | None = None
+    hash_text: str | None = None
+
+
+def hash_of_forward(
+    detail: PartitionerDetail | None,
+) -> tuple[Partitioner, PartitionerDetail | None]:
+    """Return what a ``ForwardForConsecutiveHashPartitioner`` becomes between
+    tasks: the hash partitioner it wraps (``KeyGroupStreamPartitioner`` when
+    nothing else is said), with what that one's class does not say."""
+    if detail is None or detail.hash_partitioner is None:
+        return Partitioner.HASH, None
+    shown = None if detail.hash_text is None else PartitionerDetail(detail.hash_text)
+    return detail.hash_partitioner, shown
+
+
+@dataclass(frozen=True, slots=True)
 class FusedMember:
     """One user-visible Python operation inside a (possibly fused) node.
 
@@ -78,6 +103,14 @@ class StreamEdge:
     type_number: int = 0
     output_tag: str | None = None
     range: SourceRange | None = None
+    detail: PartitionerDetail | None = None
+
+    @property
+    def ship_strategy(self) -> str:
+        """Return how Flink prints the edge's partitioner."""
+        if self.detail is not None and self.detail.text is not None:
+            return self.detail.text
+        return self.partitioner.flink_name
 
     @property
     def edge_key(self) -> tuple[int, int, int]:

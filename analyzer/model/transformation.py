@@ -23,7 +23,7 @@ from chainlens.analyzer.model.enums import (
 )
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
-from chainlens.analyzer.model.stream_graph import FusedMember
+from chainlens.analyzer.model.stream_graph import FusedMember, PartitionerDetail
 from chainlens.analyzer.model.values import (
     DEFAULT_PARALLELISM,
     Parallelism,
@@ -80,6 +80,8 @@ class Transformation:
     description: Text | None = None
     chaining_strategy: ChainingStrategy = ChainingStrategy.ALWAYS
     partitioner: Partitioner | None = None
+    #: what the partitioner's class does not say (the Table planner's)
+    partitioner_detail: PartitionerDetail | None = None
     exchange_mode: ExchangeMode = ExchangeMode.UNDEFINED
     output_tag: str | None = None
     output_type: OutputType = OutputType.OTHER

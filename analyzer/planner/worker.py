@@ -122,10 +122,16 @@ def _describe(
         chaining = factory.getChainingStrategy()
     elif _simple(t) == "SourceTransformation":
         operator = "SourceOperator"
-    partitioner = None
+    partitioner = partitioner_text = None
+    hash_partitioner = hash_text = None
     exchange = None
     if _simple(t) == "PartitionTransformation":
-        partitioner = _simple(t.getPartitioner())
+        j_partitioner = t.getPartitioner()
+        partitioner = _simple(j_partitioner)
+        partitioner_text = str(j_partitioner.toString())
+        if partitioner == "ForwardForConsecutiveHashPartitioner":
+            inner = j_partitioner.getHashPartitioner()
+            hash_partitioner, hash_text = _simple(inner), str(inner.toString())
         exchange = str(t.getExchangeMode().name())
     group = _call(t, "getSlotSharingGroup")
     group_name = None
@@ -161,6 +167,9 @@ def _describe(
         "chaining_strategy": None if chaining is None else str(chaining.name()),
         "inputs": inputs,
         "partitioner": partitioner,
+        "partitioner_text": partitioner_text,
+        "hash_partitioner": hash_partitioner,
+        "hash_partitioner_text": hash_text,
         "exchange_mode": exchange,
         "uid": uid,
         "uid_own_id": uid_own_id,
@@ -545,14 +554,25 @@ def _environments(request: dict[str, Any], jvm: Any) -> tuple[Any, Any, Any]:
 
     statements = request["statements"]
     if statements and statements[0]["op"] == "table_environment":
-        if statements[0].get("mode") != "streaming":
-            raise ValueError("only a TableEnvironment in streaming mode is replayed")
-        t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+        mode = statements[0].get("mode")
+        if mode == "streaming":
+            settings = EnvironmentSettings.in_streaming_mode()
+        elif mode == "batch":
+            settings = EnvironmentSettings.in_batch_mode()
+        else:
+            raise ValueError(f"a TableEnvironment in {mode} mode is not replayed")
+        t_env = TableEnvironment.create(settings)
         j_env = t_env._j_tenv.getPlanner().getExecEnv()
         return StreamExecutionEnvironment(j_env), t_env, j_env
     config = Configuration()
     for key, value in request.get("config", {}).items():
         config.set_string(key, value)
+    if statements and statements[0]["op"] == "stream_table_environment":
+        # an environment in BATCH runtime mode: the table environment made
+        # over it plans in batch mode
+        if statements[0].get("mode") != "batch":
+            raise ValueError("only a StreamTableEnvironment in batch mode is said")
+        config.set_string("execution.runtime-mode", "BATCH")
     env = StreamExecutionEnvironment.get_execution_environment(config)
     if request.get("parallelism") is not None:
         env.set_parallelism(int(request["parallelism"]))
@@ -730,8 +750,10 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     t_env.create_temporary_system_function(statement["name"], function)
                 else:
                     t_env.create_temporary_function(statement["name"], function)
-            elif op == "table_environment":
-                pass  # made before the first statement
+            elif op in ("table_environment", "stream_table_environment"):
+                if index != 0:
+                    raise ValueError(f"{op} is not the first statement")
+                # made before the first statement
             elif op == "config":
                 if statement["key"] not in _CONFIG_KEYS:
                     raise ValueError(f"{statement['key']} is not set here")

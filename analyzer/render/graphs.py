@@ -228,7 +228,7 @@ def _job_text(path: str, job: CompiledJob) -> list[str]:
             why += "; undecided: " + ", ".join(r.value for r in reason.undecided)
         lines.append(
             f"    {_where(path, edge.stream_edge.range)}: task {src} -> task {dst} "
-            f"{edge.partitioner.flink_name} ({edge.distribution_pattern.value}, "
+            f"{edge.ship_strategy} ({edge.distribution_pattern.value}, "
             f"{edge.result_partition_type.value}){why}"
         )
     return lines
@@ -279,7 +279,7 @@ def render_dot(results: Sequence[AnalysisResult]) -> str:
                 out.append(
                     f"    {prefix}_{edge.source_vertex_id} -> "
                     f"{prefix}_{edge.target_vertex_id}"
-                    f' [label="{edge.partitioner.flink_name}"{style}];'
+                    f' [label="{edge.ship_strategy}"{style}];'
                 )
             out.append("  }")
     out.append("}")

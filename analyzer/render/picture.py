@@ -316,7 +316,7 @@ def _layout(
 
 
 def _edge_label(edge: JobEdge) -> str:
-    label = edge.partitioner.flink_name.replace("Partitioner", "").upper() or "?"
+    label = edge.ship_strategy.replace("Partitioner", "").upper() or "?"
     kind = edge.result_partition_type.value
     return label if kind == "PIPELINED_BOUNDED" else f"{label} · {kind}"
 
@@ -378,7 +378,7 @@ def _edge(
     why = breaks.get(edge.stream_edge)
     reasons = "; ".join(r.value for r in why.reasons) if why else ""
     title = (
-        f"task {s + 1} -> task {t + 1}: {edge.partitioner.flink_name} "
+        f"task {s + 1} -> task {t + 1}: {edge.ship_strategy} "
         f"({edge.distribution_pattern.value}, {edge.result_partition_type.value})"
         + (f"; chain broken: {reasons}" if reasons else "")
     )

@@ -106,7 +106,7 @@ def job_graph_to_json(job_graph: JobGraph) -> JsonObject:
                 "consumer_index": index_of.get(edge.target_vertex_id),
                 "input_index": edge.input_index,
                 "type_number": edge.type_number,
-                "ship_strategy": edge.partitioner.flink_name,
+                "ship_strategy": edge.ship_strategy,
                 "distribution_pattern": edge.distribution_pattern.value,
                 "result_partition_type": edge.result_partition_type.value,
                 "stream_edge": {
@@ -173,7 +173,7 @@ def _edge_to_json(
         "target": edge.target_id,
         "source_output_index": source_output_index,
         "target_input_index": target_input_index,
-        "partitioner": edge.partitioner.flink_name,
+        "partitioner": edge.ship_strategy,
         "partitioner_class": edge.partitioner.value,
         "exchange_mode": edge.exchange_mode.value,
         "type_number": edge.type_number,

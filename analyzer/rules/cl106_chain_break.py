@@ -43,7 +43,7 @@ _MORE = "\u2026"
 
 def _brief(reason: BreakReason, edge: StreamEdge) -> str:
     if reason is BreakReason.PARTITIONER_NOT_FORWARD:
-        return f"{edge.partitioner.flink_name} edge"
+        return f"{edge.ship_strategy} edge"
     return _BRIEF[reason]
 
 
@@ -71,7 +71,7 @@ def explain(
             groups = f"'{up.slot_sharing_group}' and '{down.slot_sharing_group}'"
             return f"{reason.value} ({groups})"
         case BreakReason.PARTITIONER_NOT_FORWARD:
-            name = edge.partitioner.flink_name
+            name = edge.ship_strategy
             return f"the edge redistributes records ({name}, not FORWARD)"
         case _:
             return str(reason.value)

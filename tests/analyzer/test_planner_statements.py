@@ -690,12 +690,108 @@ def test_rows_a_plain_lambda_maps_from_known_items_are_handed_over(
     assert rows["elements"] == [[0, "a", 0], [10, "c", -1]]
 
 
-def test_a_batch_table_environment_is_a_located_unknown(asked: _Asked) -> None:
-    text = PURE.replace("in_streaming_mode()", "in_batch_mode()")
+@pytest.mark.parametrize(
+    "settings",
+    [
+        "EnvironmentSettings.in_batch_mode()",
+        "EnvironmentSettings.new_instance().in_batch_mode().build()",
+    ],
+)
+def test_a_batch_table_environment_is_handed_over(asked: _Asked, settings: str) -> None:
+    text = PURE.replace("EnvironmentSettings.in_streaming_mode()", settings)
+    assert _table_unknowns(text) == []
+    statements = asked.asked[0]
+    assert statements[0] == {"op": "table_environment", "mode": "batch"}
+
+
+STREAM_ENV = """from pyflink.common import Types
+from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+from pyflink.table import StreamTableEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+t_env = StreamTableEnvironment.create(env)
+ds = env.from_collection([(1, "a")], type_info=Types.ROW([Types.INT(), Types.STRING()]))
+table = t_env.from_data_stream(ds)
+t_env.execute_sql("CREATE TABLE sink (n INT, s STRING) WITH ('connector'='blackhole')")
+table.execute_insert("sink").wait()
+"""
+
+
+def test_a_stream_table_environment_over_a_batch_environment_plans_in_batch(
+    asked: _Asked,
+) -> None:
+    assert _table_unknowns(STREAM_ENV) == []
+    statements = asked.asked[0]
+    assert statements[0] == {"op": "stream_table_environment", "mode": "batch"}
+    assert [s["op"] for s in statements[1:]] == [
+        "from_data_stream",
+        "execute_sql",
+        "execute_insert",
+    ]
+
+
+def test_a_stream_table_environment_in_streaming_mode_says_no_mode(
+    asked: _Asked,
+) -> None:
+    text = STREAM_ENV.replace(
+        "RuntimeExecutionMode.BATCH", "RuntimeExecutionMode.STREAMING"
+    )
+    assert _table_unknowns(text) == []
+    assert asked.asked[0][0]["op"] == "from_data_stream"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "reason"),
+    [
+        # Flink's Table API refuses AUTOMATIC when the table environment is made
+        (
+            "RuntimeExecutionMode.BATCH",
+            "RuntimeExecutionMode.AUTOMATIC",
+            7,
+            "is AUTOMATIC, which Flink's Table API refuses",
+        ),
+        # a mode not known statically
+        (
+            "RuntimeExecutionMode.BATCH",
+            "RuntimeExecutionMode.BATCH if len(sys.argv) > 1 else MODE",
+            7,
+            "the runtime mode of the environment is not known statically",
+        ),
+        # changed after the table environment was made: Flink's planner
+        # refuses to translate the INSERT
+        (
+            "table.execute_insert",
+            "env.set_runtime_mode(RuntimeExecutionMode.STREAMING)\ntable.execute_insert",
+            12,
+            "is not the one the table environment was made in (batch)",
+        ),
+        # an unbounded stream into a table environment in batch mode
+        (
+            'env.from_collection([(1, "a")], ',
+            "env.from_source(FileSource.for_record_stream_format(StreamFormat."
+            'text_line_format(), "in").monitor_continuously(Duration.of_seconds(1))'
+            '.build(), WatermarkStrategy.no_watermarks(), "files", ',
+            9,
+            "the stream going into the Table API is unbounded",
+        ),
+    ],
+    ids=["automatic", "not-static", "changed-after", "unbounded"],
+)
+def test_a_runtime_mode_the_planner_refuses_is_a_located_unknown(
+    asked: _Asked, old: str, new: str, line: int, reason: str
+) -> None:
+    header = (
+        "import sys\n"
+        "from pyflink.common import Duration, WatermarkStrategy\n"
+        "from pyflink.datastream.connectors.file_system import FileSource, "
+        "StreamFormat\n"
+        "MODE = sys.argv[1]\n"
+    )
+    text = header + STREAM_ENV.replace(old, new)
     said = _table_unknowns(text)
-    assert [line for line, _ in said] == [6]
-    assert "batch mode is not planned" in said[0][1]
-    assert asked.asked == []
+    assert [where for where, _ in said] == [line + 4]
+    assert reason in said[0][1]
 
 
 def test_a_table_configuration_key_not_handed_over_stops_the_planning(

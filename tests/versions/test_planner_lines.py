@@ -3,10 +3,11 @@ that line's PyFlink (the venvs of ``tests/tools/flink_venvs.py``), against that
 line's real graphs of the Table API fixtures (each line names the planner's
 operators its own way: Flink 1.18's ``TableToDataSteam``).
 
-Every fixture on 1.20; on the other lines, the three whose planner output
+Every fixture on 1.20; on the other lines, the four whose planner output
 differs most between lines (the keyed round trip, with its conversions, the
-statement set, with its sinks, and the TableEnvironment made from
-EnvironmentSettings, whose planner has an environment of its own): a JVM per
+statement set, with its sinks, the TableEnvironment made from
+EnvironmentSettings, whose planner has an environment of its own, and the
+batch joins, a HashJoin up to 1.20 and an AdaptiveJoin from 2.0): a JVM per
 program and line costs about 5 s.  ``CHAINLENS_ALL_LINES=1`` runs every
 fixture on every line.  These tests start a JVM: ``oracle``; ``slow``.
 """
@@ -38,6 +39,7 @@ ON_EVERY_LINE = {
     "table_roundtrip_keyed",
     "table_statement_set",
     "table_environment_settings",
+    "table_batch_sql_join_order",
 }
 
 
