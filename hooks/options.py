@@ -419,8 +419,18 @@ def cli_layer(args: argparse.Namespace) -> ConfigLayer:
         respect_gitignore=getattr(args, "respect_gitignore", None),
         unsafe_fixes=getattr(args, "unsafe_fixes", None),
         flink_version=getattr(args, "flink_version", None),
-        planner=getattr(args, "planner", None),
+        planner=planner_python(getattr(args, "planner", None)),
     )
+
+
+def planner_python(value: str | None) -> str | None:
+    """``--planner PYTHON`` as given, a path with a folder in it made absolute
+    (the planner runs in a folder of its own: ``.venv/bin/python`` is the one
+    beside the command, as a shell would take it); a bare name is looked up
+    on the PATH."""
+    if not value or value == PLANNER_HERE or os.sep not in value:
+        return value
+    return os.path.abspath(value)
 
 
 def resolver_of(args: argparse.Namespace) -> ConfigResolver:

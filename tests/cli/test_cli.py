@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,28 @@ def test_the_pre_commit_entry_analyses_every_file_after_planner(
         join_dash_led_values(["--planner", str(first), str(second)])
     )
     assert (args.planner, args.paths) == ("auto", [str(first), str(second)])
+
+
+def test_a_relative_planner_python_is_the_one_beside_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planner runs in a folder of its own: ``--planner .venv/bin/python``
+    is made absolute where the command runs, as a shell takes it; a bare name
+    is looked up on the PATH, and ``auto`` stays."""
+    from chainlens.hooks.cli import build_parser, parse
+    from chainlens.hooks.options import cli_layer
+
+    monkeypatch.chdir(tmp_path)
+    program = _write(tmp_path, "job.py", SMALL)
+
+    def planner(value: str) -> str | None:
+        args = parse(
+            build_parser("check"), ["check", f"--planner={value}", str(program)]
+        )
+        return cli_layer(args).settings.planner
+
+    beside = str(tmp_path / ".venv" / "bin" / "python")
+    assert planner(os.path.join(".venv", "bin", "python")) == beside
+    assert planner("python3.11") == "python3.11"
+    assert planner("/opt/flink/bin/python") == "/opt/flink/bin/python"
+    assert planner("auto") == "auto"
