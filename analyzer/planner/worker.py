@@ -114,6 +114,7 @@ def _describe(
         if operator == "SimpleUdfStreamOperatorFactory" or operator in (
             "SimpleOperatorFactory",
             "SimpleInputStreamOperatorFactory",
+            "SimpleInputFormatOperatorFactory",  # a legacy StreamSource
         ):
             operator = _simple(factory.getOperator())
         elif operator == "CodeGenOperatorFactory":
