@@ -1531,7 +1531,8 @@ def test_an_explanation_whose_details_are_not_static_stops_the_planning(
     text = SEVERAL.replace("ExplainDetail.PLAN_ADVICE", "DETAILS[0]")
     result = analyze_source("job.py", "DETAILS = []\n" + text, PLANNER)
     (said,) = [u for u in result.unknowns if "explain details" in u.reason]
-    assert said.range is not None and said.range.start.line == 9
+    assert said.range is not None
+    assert said.range.start.line == 9
     assert "the explain details are not known statically" in said.reason
     assert [s["op"] for s in asked.asked[0]][-1] == "execute"
 
