@@ -22,7 +22,12 @@ from chainlens.analyzer.extract.arguments import (
     switches,
 )
 from chainlens.analyzer.extract.flow import StopError
-from chainlens.analyzer.extract.interface import UNRESOLVED, Call, Record, Resolver
+from chainlens.analyzer.extract.interface import (
+    UNRESOLVED,
+    Call,
+    Record,
+    Resolver,
+)
 from chainlens.analyzer.extract.operations import (
     LITERAL_TYPES,
     MAX_VALUE_SIZE,
@@ -33,6 +38,7 @@ from chainlens.analyzer.extract.syntax import code_of
 from chainlens.analyzer.extract.values import (
     ArgParser,
     ClassDef,
+    Instance,
     LambdaValue,
     Namespace,
     Opaque,
@@ -74,6 +80,13 @@ class BuiltinCalls:
         def get_attribute(
             self, owner: object, name: str, node: cst.CSTNode
         ) -> object: ...
+
+        def with_asked(
+            self,
+            call: Call,
+            node: cst.CSTNode,
+            asked: tuple[tuple[Instance, str, str], ...],
+        ) -> Call: ...
 
         def eval(
             self, node: cst.BaseExpression, scope: dict[str, object]
@@ -123,6 +136,9 @@ class BuiltinCalls:
             return self.call_builtin(parts[-1], call, node)
         if qual in ("sys.exit", "os._exit"):
             raise StopError()
+        asked = self.resolver.asks_instance(qual, call)
+        if asked:
+            call = self.with_asked(call, node, asked)
         result = self.resolver.call_name(ref, call, guarded=bool(self.guarded))
         if result is UNRESOLVED:
             self.resolver.unseen(call, f"{qual}()")

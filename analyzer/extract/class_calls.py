@@ -271,6 +271,26 @@ class ClassCalls:
             return BoundMethod(Inherited(instance, delegate), name)
         return Opaque(f"attribute {name}") if found is UNRESOLVED else found
 
+    def with_asked(
+        self,
+        call: Call,
+        node: cst.CSTNode,
+        asked: tuple[tuple[Instance, str, str], ...],
+    ) -> Call:
+        """``call`` with a keyword more for each method of the program's
+        instance the library calls itself when given it (``asked``: the
+        instance, the method and the keyword its value stands for), run as
+        Python runs it; a method no class of the program defines adds none."""
+        keywords = dict(call.args.keywords)
+        for instance, method, keyword in asked:
+            empty = Call(Args([], {}), call.where)
+            value = self.call_bound(instance.cls, instance, method, empty, node)
+            if value is not NOT_FOUND:
+                keywords[keyword] = value
+        if keywords == call.args.keywords:
+            return call
+        return Call(Args(list(call.args.positional), keywords), call.where)
+
     def call_bound(
         self,
         cls: ClassDef,

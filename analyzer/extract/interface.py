@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from chainlens.analyzer.extract.values import Opaque, QualifiedRef
+from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import CommandLineOption
 
@@ -127,6 +127,14 @@ class Resolver(Protocol):
     def star_names(self, module: str) -> frozenset[str] | None:
         """The names ``from module import *`` binds, of a module of the
         library's (None: not known)."""
+
+    def asks_instance(
+        self, qualname: str, call: Call
+    ) -> tuple[tuple[Instance, str, str], ...]:
+        """What ``qualname(...)`` itself calls of the program's instance it is
+        given, when the evaluator is to follow it: the instance, the method,
+        and the keyword its value is then given as (PyFlink's ``udaf(...)``
+        asks its ``get_result_type()`` for the ``result_type`` not given)."""
 
     def follows_subclass(self, base: str) -> bool:
         """Tell whether a program's class based on ``base`` (a qualified name or

@@ -49,6 +49,10 @@ class EnvState:
     #: runs ``PythonConfigUtil.configPythonOperator`` on it): a table job's
     #: DataStream parts
     aligned: list[int] = field(default_factory=list)
+    #: the table environment over it (``--planner``): its number in the
+    #: program (the worker makes them in the same order), and its mode
+    table_env: int | None = None
+    table_mode: str | None = None
 
     def escape(self, what: str, where: SourceRange | None) -> None:
         """Note that the environment's streams reach code chainlens cannot see."""
@@ -101,10 +105,8 @@ class TableReplay:
     aligned: dict[int, None] = field(default_factory=dict)
     #: a statement was not static (or not modelled): no later one is planned
     stopped: bool = False
-    #: the table environments made so far (the planner is given one)
+    #: the table environments made so far (the worker makes each in turn)
     table_envs: int = 0
-    #: the runtime mode of that table environment (``streaming``, ``batch``)
-    runtime_mode: str | None = None
     #: the statements the planner was asked about (the first replay's)
     expected: list[Statement] | None = None
     #: a statement differs from the one the planner was asked about

@@ -76,6 +76,18 @@ _PLANNED_SQL = re.compile(
 
 _INSERT = re.compile(r"\s*INSERT\s+INTO\s", re.IGNORECASE)
 
+#: A query ``execute_sql`` collects (its own job, as ``Table.execute()``).
+_QUERY = re.compile(r"\s*(SELECT|WITH)\s", re.IGNORECASE)
+
+#: What ``explain_sql`` is handed over with: a query or an INSERT (Flink
+#: explains nothing else; an explanation runs nothing).
+_EXPLAINED = re.compile(r"\s*(SELECT|WITH|INSERT\s+INTO)\s", re.IGNORECASE)
+
+#: The members of PyFlink's ``ExplainDetail``.
+EXPLAIN_DETAILS: Final = frozenset(
+    {"ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"}
+)
+
 #: The subject of the unknown for a program that uses the Table API.
 TABLE_API = "the Table API"
 
@@ -400,6 +412,13 @@ def _plain(text: str | dict[str, object]) -> str:
     return "".join(p if isinstance(p, str) else "T" for p in parts)
 
 
+def on_env(env: EnvState) -> dict[str, object]:
+    """What names the table environment of a statement to the worker: nothing
+    for the program's first (what every statement had before there were
+    more), else its number."""
+    return {"env": env.table_env} if env.table_env else {}
+
+
 def create_table_env(call: Call) -> TableEnvRef | None:
     """``StreamTableEnvironment.create(env)``: a table environment over ``env``."""
     if call.program.tables is None or call.program.tables.stopped:
@@ -410,13 +429,21 @@ def create_table_env(call: Call) -> TableEnvRef | None:
         return None
     replay = call.program.tables
     if replay.table_envs:
-        # the worker replays every statement in one table environment
-        raise NotPlannedError("a second table environment is not planned")
+        # the worker makes its StreamTableEnvironment first, over its one
+        # DataStream environment
+        raise NotPlannedError(
+            "a StreamTableEnvironment made after another table environment is "
+            "not planned"
+        )
+    if env.state.table_env is not None:
+        raise NotPlannedError(
+            "a second table environment over one environment is not planned"
+        )
     # the planner (streaming or batch) is chosen by the environment's runtime
     # mode when the table environment is made
     mode = _table_mode(env.state, "the runtime mode of the environment")
     replay.table_envs += 1
-    replay.runtime_mode = mode
+    env.state.table_env, env.state.table_mode = 0, mode
     if mode == "batch":
         replay.record({"op": "stream_table_environment", "mode": mode}, call.where)
     return TableEnvRef(env.state)
@@ -458,6 +485,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
                 "op": "create_temporary_table",
                 "path": path,
                 "descriptor": descriptor.tree,
+                **on_env(env),
             },
             call.where,
         )
@@ -478,6 +506,7 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
                 "name": path,
                 "function": _function_tree(function),
                 "system": name == _REGISTRATIONS[1],
+                **on_env(env),
             },
             call.where,
         )
@@ -515,13 +544,18 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         if not isinstance(table, TableRef) or table.kind != "Table":
             return None
         replay.record(
-            {"op": "create_temporary_view", "name": view, "table": table.statement},
+            {
+                "op": "create_temporary_view",
+                "name": view,
+                "table": table.statement,
+                **on_env(env),
+            },
             call.where,
         )
         return Opaque("pyflink.table.view")
     if name == "sql_query" and count == 1:
         query = _sql_text(call.args.get(0, "query"), "the query's text")
-        statement: Statement = {"op": "sql_query", "query": query}
+        statement: Statement = {"op": "sql_query", "query": query, **on_env(env)}
         return TableRef(env, replay.record(statement, call.where))
     if (name == "to_data_stream" and count == 1) or (
         name == "to_changelog_stream" and count in (1, 2)
@@ -552,28 +586,68 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         path = call.args.get(0, "path")
         if not isinstance(path, str):
             raise NotPlannedError("the table's path is not known statically")
-        statement = {"op": "from_path", "path": path}
+        statement = {"op": "from_path", "path": path, **on_env(env)}
         return TableRef(env, replay.record(statement, call.where))
     if name == "create_statement_set" and count == 0:
         return StatementSetRef(env, [])
     if name == "execute_sql" and count == 1:
         text = _sql_text(call.args.get(0, "stmt"), "the statement's text")
-        if not _PLANNED_SQL.match(_plain(text)):
+        collects = _QUERY.match(_plain(text)) is not None
+        if not collects and not _PLANNED_SQL.match(_plain(text)):
             raise NotPlannedError(
-                "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO statements "
-                "are handed to the planner"
+                "only CREATE TABLE, CREATE VIEW, DROP, INSERT INTO and SELECT "
+                "statements are handed to the planner"
             )
         index = replay.record(
             {
                 "op": "execute_sql",
                 "statement": text,
                 "env_parallelism": _env_parallelism(call, env),
+                **on_env(env),
             },
             call.where,
         )
+        # a query collects: its own job, ending in Flink's collect sink
         _submit(call, replay, env, index, "execute_sql", "table_env.execute_sql")
         return Opaque("pyflink.table.TableResult")
+    if name == "explain_sql" and count >= 1 and not call.args.keywords:
+        text = _sql_text(call.args.get(0, "stmt"), "the statement's text")
+        if not _EXPLAINED.match(_plain(text)):
+            raise NotPlannedError(
+                "only a SELECT or an INSERT INTO explained is handed to the planner"
+            )
+        statement = {
+            "op": "explain_sql",
+            "statement": text,
+            "details": _explain_details(call.args.positional[1:]),
+            "env_parallelism": _env_parallelism(call, env),
+            **on_env(env),
+        }
+        _explained(call, replay, replay.record(statement, call.where))
+        return Opaque("the plan explain_sql() gives")
     return None
+
+
+def _explain_details(values: object) -> list[str]:
+    """The ``ExplainDetail`` members given to an explanation, by name."""
+    names: list[str] = []
+    for value in values if isinstance(values, list | tuple) else ():
+        qual = value.qualname if isinstance(value, QualifiedRef) else ""
+        owner, _, member = qual.rpartition(".")
+        if owner.rsplit(".", 1)[-1] != "ExplainDetail" or member not in (
+            EXPLAIN_DETAILS
+        ):
+            raise NotPlannedError("the explain details are not known statically")
+        names.append(member)
+    return names
+
+
+def _explained(call: Call, replay: TableReplay, index: int) -> None:
+    """An explanation: nothing to show, but the planner translated the query
+    to explain it, which moved the JVM's counters (transformation ids too)."""
+    planned = _answer(call, replay, index)
+    if planned is not None:
+        call.program.next_id += planned.consumed
 
 
 def table_method(call: Call, receiver: TableRef, name: str) -> object:
@@ -609,6 +683,7 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
                 "table": receiver.statement,
                 "sink": sink,
                 "env_parallelism": _env_parallelism(call, env),
+                **on_env(env),
             },
             call.where,
         )
@@ -622,11 +697,26 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
                 "op": "execute",
                 "table": receiver.statement,
                 "env_parallelism": _env_parallelism(call, env),
+                **on_env(env),
             },
             call.where,
         )
         _submit(call, replay, env, index, "execute", "table.execute")
         return Opaque("pyflink.table.TableResult")
+    if name == "explain" and not call.args.keywords:
+        statement = {
+            "op": "explain",
+            "table": receiver.statement,
+            "details": _explain_details(call.args.positional),
+            "env_parallelism": _env_parallelism(call, receiver.env),
+            **on_env(receiver.env),
+        }
+        _explained(call, replay, replay.record(statement, call.where))
+        return Opaque("the plan Table.explain() gives")
+    if name == "print_schema" and count == 0:
+        # Flink prints the schema the table resolved when it was made:
+        # nothing is planned, no counter moves
+        return Opaque("the None print_schema() gives")
     return None
 
 
@@ -666,6 +756,7 @@ def statement_set_method(call: Call, receiver: StatementSetRef, name: str) -> ob
                 "op": "statement_set",
                 "statements": list(receiver.inserts),
                 "env_parallelism": _env_parallelism(call, env),
+                **on_env(env),
             },
             call.where,
         )
@@ -888,11 +979,15 @@ def create_pure_table_env(call: Call, env: EnvState) -> TableEnvRef | None:
         return None
     if not isinstance(settings, TableSettings) or not settings.built:
         raise NotPlannedError("the EnvironmentSettings are not known statically")
-    if replay.table_envs:
-        raise NotPlannedError("a second table environment is not planned")
+    # each TableEnvironment has its own catalog and planner; the counters
+    # its names and ids show are the JVM's (the worker makes the same
+    # environments in turn, in one JVM)
+    env.table_env, env.table_mode = replay.table_envs, settings.mode
     replay.table_envs += 1
-    replay.runtime_mode = settings.mode
-    replay.record({"op": "table_environment", "mode": settings.mode}, call.where)
+    replay.record(
+        {"op": "table_environment", "mode": settings.mode, **on_env(env)},
+        call.where,
+    )
     # the settings set execution.runtime-mode in the configuration the
     # planner's executor builds its StreamGraph with (over any other): in
     # batch mode a BATCH job (blocking exchanges, a dynamic graph for the
@@ -926,7 +1021,10 @@ def table_config_set(call: Call, receiver: TableConfigRef) -> tuple[str, str]:
             f"only {', '.join(sorted(TABLE_CONFIG_KEYS))} of the table "
             "configuration are handed to the planner"
         )
-    replay.record({"op": "config", "key": key, "value": value}, call.where)
+    replay.record(
+        {"op": "config", "key": key, "value": value, **on_env(receiver.table_env.env)},
+        call.where,
+    )
     return key, value
 
 
@@ -968,6 +1066,7 @@ def _from_elements(call: Call, replay: TableReplay, env: EnvState) -> TableRef:
         "elements": rows,
         "schema": schema,
         "verify_schema": verify,
+        **on_env(env),
     }
     return TableRef(env, replay.record(statement, call.where))
 
@@ -985,7 +1084,8 @@ def _submit(
     if planned is not None and planned.roots:
         ids = splice(call, env, planned, api)
         job_env = EnvState(call.program, settings=env.settings)
-        job_env.aligned.extend(replay.aligned)
+        if env.table_env == 0:  # the StreamTableEnvironment's, if any
+            job_env.aligned.extend(replay.aligned)
         job_env.transformations.extend(ids[r] for r in planned.roots)
         call.program.submit(job_env, trigger, planned.job_name, call.where)
 
@@ -1008,7 +1108,7 @@ def _from_data_stream(
             "the type of the stream going into the Table API is not known "
             "statically (give it with output_type= or type_info=)"
         )
-    if replay.runtime_mode == "batch":
+    if env.table_mode == "batch":
         bounded = _bounded(program, stream.tid)
         if bounded is None:
             raise NotPlannedError(
@@ -1044,14 +1144,12 @@ def _env_parallelism(call: Call, env: EnvState) -> int:
     """The parallelism of ``env`` the planner is given for a statement it
     translates, once ``env``'s runtime mode is checked to be the table
     environment's (Flink's planner refuses a mode changed after it was made)."""
-    replay = call.program.tables
-    assert replay is not None
-    if replay.runtime_mode is not None and (
-        _table_mode(env, "the environment's runtime mode") != replay.runtime_mode
+    if env.table_mode is not None and (
+        _table_mode(env, "the environment's runtime mode") != env.table_mode
     ):
         raise NotPlannedError(
             "the environment's runtime mode is not the one the table environment "
-            f"was made in ({replay.runtime_mode}): Flink's planner refuses to "
+            f"was made in ({env.table_mode}): Flink's planner refuses to "
             "translate the statement (the mode can only be set before the table "
             "environment is made), which is not planned"
         )
@@ -1424,7 +1522,24 @@ def _function_tree(function: UserFunction) -> dict[str, object]:
         raise NotPlannedError(
             f"{function.kind}() is given no function: not handed to the planner"
         )
+    if function.aliases is not None:
+        # the worker calls alias() on its stand-in (one object per function)
+        return {**function.tree, "alias": list(function.aliases)}
     return function.tree
+
+
+def user_function_method(call: Call, function: UserFunction, name: str) -> object:
+    """A method of a user-defined function: ``alias(*names)`` (PyFlink keeps
+    the names on the function and gives it back); else None."""
+    if name != "alias" or call.args.keywords or call.args.unseen:
+        return None
+    names = call.args.positional
+    if not all(isinstance(n, str) for n in names):
+        raise NotPlannedError(
+            "the names given to the function's alias() are not known statically"
+        )
+    function.aliases = tuple(str(n) for n in names)
+    return function
 
 
 def function_call(call: Call, function: UserFunction) -> object:

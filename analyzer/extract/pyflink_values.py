@@ -121,6 +121,9 @@ class UserFunction:
     declaration: dict[str, object]
     tree: dict[str, object] | None = None
     reason: str | None = None
+    #: the names given by the function's own ``alias(...)`` (PyFlink keeps
+    #: them on the function: every later use has them), None: never called
+    aliases: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ from chainlens.analyzer.extract.pyflink_table import (
     table_method,
     table_text,
     user_function,
+    user_function_method,
 )
 from chainlens.analyzer.extract.pyflink_values import (
     ConfigValue,
@@ -143,6 +144,26 @@ class PyFlinkResolver:
         self.program = program
 
     # ----------------------------------------------------------------- names
+
+    def asks_instance(
+        self, qualname: str, call: Call
+    ) -> tuple[tuple[Instance, str, str], ...]:
+        """``udaf(instance)`` and ``udtaf(instance)`` of ``--planner``: PyFlink
+        asks the instance for the types it is not given, ``get_result_type()``
+        and, for a general one, ``get_accumulator_type()``
+        (``UserDefinedAggregateFunctionWrapper``)."""
+        if self.program.tables is None or qualname not in _AGGREGATE_MAKERS:
+            return ()
+        function = call.args.get(0, "f")
+        if not isinstance(function, Instance) or call.args.unseen:
+            return ()
+        asked = []  # in PyFlink's order
+        general = call.args.get(6, "func_type", "general") == "general"
+        if general and call.args.get(3, "accumulator_type") is None:
+            asked.append((function, "get_accumulator_type", "accumulator_type"))
+        if call.args.get(2, "result_type") is None:
+            asked.append((function, "get_result_type", "result_type"))
+        return tuple(asked)
 
     def owns_module(self, name: str) -> bool:
         """PyFlink's modules are never the program's own."""
@@ -320,6 +341,8 @@ class PyFlinkResolver:
             return BoundMethod(owner, name)
         if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
             return BoundMethod(owner, name)
+        if isinstance(owner, UserFunction):
+            return BoundMethod(owner, name)
         if isinstance(owner, TableExpression):
             made = expression_property(owner, name)
             if made is not None:
@@ -373,6 +396,15 @@ class PyFlinkResolver:
         another PyFlink object."""
         if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
             return self.table_method(receiver, name, call)
+        if isinstance(receiver, UserFunction):
+            qual = f"pyflink.table.udf.{receiver.kind}.{name}"
+            try:
+                made = user_function_method(self._api(call), receiver, name)
+            except NotPlannedError as exc:
+                return self.table_api_not_followed(call, qual, exc.reason)
+            if made is None:
+                return self.table_api_not_followed(call, qual)
+            return made
         if isinstance(
             receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
         ):
@@ -720,6 +752,11 @@ class PyFlinkResolver:
     def _api(self, call: Call) -> ApiCall:
         """``call`` as ``pyflink_api``'s functions take it."""
         return ApiCall(self.program, call.args, call.where)
+
+
+#: The makers of aggregate functions that ask the function's own methods for
+#: the types they are not given.
+_AGGREGATE_MAKERS = frozenset({"pyflink.table.udf.udaf", "pyflink.table.udf.udtaf"})
 
 
 def _from_table_api(value: object) -> bool:

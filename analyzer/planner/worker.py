@@ -114,6 +114,7 @@ def _describe(
         if operator == "SimpleUdfStreamOperatorFactory" or operator in (
             "SimpleOperatorFactory",
             "SimpleInputStreamOperatorFactory",
+            "SimpleInputFormatOperatorFactory",  # a legacy StreamSource
         ):
             operator = _simple(factory.getOperator())
         elif operator == "CodeGenOperatorFactory":
@@ -418,6 +419,12 @@ def _function(value: dict[str, Any], tables: dict[int, Any]) -> Any:
     is never the program's (nothing of the program is imported)."""
     from pyflink.table import udf as udfs  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
+    aliases = value.get("alias")
+    if aliases is not None:  # the function's own alias(...): kept on it
+        value = {k: v for k, v in value.items() if k != "alias"}
+        if not all(isinstance(a, str) for a in aliases):
+            raise ValueError("an alias is not a name")
+        return _function(value, tables).alias(*aliases)
     key = json.dumps(value, sort_keys=True)
     if key in _STAND_INS:
         return _STAND_INS[key]
@@ -547,23 +554,12 @@ def _environments(request: dict[str, Any], jvm: Any) -> tuple[Any, Any, Any]:
     from pyflink.common import Configuration  # type: ignore[import-untyped,import-not-found,unused-ignore]
     from pyflink.datastream import StreamExecutionEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
     from pyflink.table import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
-        EnvironmentSettings,
         StreamTableEnvironment,
-        TableEnvironment,
     )
 
     statements = request["statements"]
     if statements and statements[0]["op"] == "table_environment":
-        mode = statements[0].get("mode")
-        if mode == "streaming":
-            settings = EnvironmentSettings.in_streaming_mode()
-        elif mode == "batch":
-            settings = EnvironmentSettings.in_batch_mode()
-        else:
-            raise ValueError(f"a TableEnvironment in {mode} mode is not replayed")
-        t_env = TableEnvironment.create(settings)
-        j_env = t_env._j_tenv.getPlanner().getExecEnv()
-        return StreamExecutionEnvironment(j_env), t_env, j_env
+        return _table_environment(statements[0].get("mode"))
     config = Configuration()
     for key, value in request.get("config", {}).items():
         config.set_string(key, value)
@@ -578,6 +574,54 @@ def _environments(request: dict[str, Any], jvm: Any) -> tuple[Any, Any, Any]:
         env.set_parallelism(int(request["parallelism"]))
     t_env = StreamTableEnvironment.create(env)
     return env, t_env, env._j_stream_execution_environment
+
+
+def _table_environment(mode: Any) -> tuple[Any, Any, Any]:
+    """A ``TableEnvironment`` made from ``EnvironmentSettings`` in ``mode``
+    (its own catalog and planner), with the environment its planner submits
+    jobs with."""
+    from pyflink.datastream import StreamExecutionEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.table import EnvironmentSettings, TableEnvironment  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    if mode == "streaming":
+        settings = EnvironmentSettings.in_streaming_mode()
+    elif mode == "batch":
+        settings = EnvironmentSettings.in_batch_mode()
+    else:
+        raise ValueError(f"a TableEnvironment in {mode} mode is not replayed")
+    t_env = TableEnvironment.create(settings)
+    j_env = t_env._j_tenv.getPlanner().getExecEnv()
+    return StreamExecutionEnvironment(j_env), t_env, j_env
+
+
+def _details(statement: dict[str, Any]) -> list[Any]:
+    """The ``ExplainDetail`` members of an explanation, by their names."""
+    from pyflink.table import ExplainDetail  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    details = []
+    for name in statement.get("details", []):
+        if not str(name).isupper() or not hasattr(ExplainDetail, str(name)):
+            raise ValueError(f"ExplainDetail.{name} is not one of this PyFlink")
+        details.append(getattr(ExplainDetail, str(name)))
+    return details
+
+
+def _collect(
+    t_env: Any, query: Any, start: int, inputs_of: dict[int, int], jvm: Any
+) -> dict[str, Any]:
+    """Translate ``query`` with Flink's collect sink, as the table environment
+    does for a query it executes (``Table.execute``, ``execute_sql`` of a
+    SELECT): the job it would submit."""
+    collect = jvm.org.apache.flink.table.operations.CollectModifyOperation(query)
+    listed = jvm.java.util.ArrayList()
+    listed.add(collect)
+    roots = list(t_env._j_tenv.getPlanner().translate(listed))
+    return {
+        "transformations": _walk(roots, start, inputs_of, jvm),
+        "roots": [int(r.getId()) - start for r in roots],
+        "consumed": _counter(jvm) - start,
+        "job_name": _collect_job_name(t_env, query, roots, jvm),
+    }
 
 
 class RejectedError(Exception):
@@ -687,17 +731,23 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
 
     jvm = get_gateway().jvm
     try:
-        env, t_env, j_env = _environments(request, jvm)
+        envs = [_environments(request, jvm)]
     except Exception as exc:
         raise RejectedError(0, _message(exc)) from exc
     if reset:
-        reset_planner_counters(jvm, t_env._j_tenv)
+        reset_planner_counters(jvm, envs[0][1]._j_tenv)
     tables: dict[int, Any] = {}
     inputs_of: dict[int, int] = {}
     results: list[dict[str, Any]] = []
     for index, statement in enumerate(request["statements"]):
         try:
             op = statement["op"]
+            if op == "table_environment" and index > 0:
+                # another TableEnvironment of the program, made here
+                if int(statement.get("env", 0)) != len(envs):
+                    raise ValueError("the table environments are not in order")
+                envs.append(_table_environment(statement.get("mode")))
+            env, t_env, j_env = envs[int(statement.get("env", 0))]
             if statement.get("env_parallelism") is not None:
                 env.set_parallelism(int(statement["env_parallelism"]))
             start = _counter(jvm)
@@ -750,6 +800,8 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     t_env.create_temporary_system_function(statement["name"], function)
                 else:
                     t_env.create_temporary_function(statement["name"], function)
+            elif op == "table_environment" and index > 0:
+                pass  # made above
             elif op in ("table_environment", "stream_table_environment"):
                 if index != 0:
                     raise ValueError(f"{op} is not the first statement")
@@ -792,17 +844,13 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 entry["consumed"] = _counter(jvm) - start
                 _measure_writers(j_env, jvm, roots, entry)
             elif op == "execute":
-                query = tables[statement["table"]]._j_table.getQueryOperation()
-                collect = jvm.org.apache.flink.table.operations.CollectModifyOperation(
-                    query
-                )
-                listed = jvm.java.util.ArrayList()
-                listed.add(collect)
-                roots = list(t_env._j_tenv.getPlanner().translate(listed))
-                entry["transformations"] = _walk(roots, start, inputs_of, jvm)
-                entry["roots"] = [int(r.getId()) - start for r in roots]
-                entry["consumed"] = _counter(jvm) - start
-                entry["job_name"] = _collect_job_name(t_env, query, roots, jvm)
+                query = _table(tables, statement["table"])._j_table.getQueryOperation()
+                entry.update(_collect(t_env, query, start, inputs_of, jvm))
+            elif op == "explain":  # the planner translates it: counters move
+                _table(tables, statement["table"]).explain(*_details(statement))
+            elif op == "explain_sql":
+                text = _text(statement["statement"], tables)
+                t_env.explain_sql(text, *_details(statement))
             elif op == "statement_set":
                 j_tenv = t_env._j_tenv
                 listed = jvm.java.util.ArrayList()
@@ -845,6 +893,9 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     _measure_writers(j_env, jvm, roots, entry)
                 elif _simple(operation) in _DECLARATIONS:
                     t_env.execute_sql(text)
+                elif _simple(operation) == "PlannerQueryOperation":
+                    # a query: collected, as Table.execute() (never run here)
+                    entry.update(_collect(t_env, operation, start, inputs_of, jvm))
                 else:  # never run a query, load a function or a jar, ...
                     raise ValueError(f"{_simple(operation)} is not planned")
             else:

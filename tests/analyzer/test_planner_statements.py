@@ -210,13 +210,13 @@ def test_a_rejection_keeps_the_answers_of_the_statements_before_it() -> None:
 @pytest.mark.parametrize(
     "statement",
     [
-        "SELECT * FROM numbers",
+        "SHOW TABLES",
         "CREATE FUNCTION f AS 'my_module.f' LANGUAGE PYTHON",
         "ADD JAR '/tmp/x.jar'",
         "LOAD MODULE hive",
     ],
 )
-def test_only_declarations_and_inserts_are_handed_over(
+def test_only_declarations_inserts_and_queries_are_handed_over(
     asked: _Asked, statement: str
 ) -> None:
     text = NOT_STATIC.replace(
@@ -226,7 +226,9 @@ def test_only_declarations_and_inserts_are_handed_over(
     result = analyze_source("job.py", text, PLANNER)
     table = [u for u in result.unknowns if u.subject == "the Table API"]
     assert [(u.range.start.line if u.range else None) for u in table] == [10]
-    assert "only CREATE TABLE, CREATE VIEW, DROP and INSERT INTO" in table[0].reason
+    assert "only CREATE TABLE, CREATE VIEW, DROP, INSERT INTO and SELECT" in (
+        table[0].reason
+    )
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view"]
     ]
@@ -263,7 +265,9 @@ def test_a_fleet_scan_never_runs_the_planner(tmp_path: Path) -> None:
     assert history_rows.gate_config(str(tmp_path), "job.py").planner is None
 
 
-def test_a_second_table_environment_stops_the_planning(asked: _Asked) -> None:
+def test_a_second_stream_table_environment_stops_the_planning(
+    asked: _Asked,
+) -> None:
     text = NOT_STATIC.replace(
         'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
         "other = StreamTableEnvironment.create(env)\n"
@@ -273,7 +277,10 @@ def test_a_second_table_environment_stops_the_planning(asked: _Asked) -> None:
     table = [u for u in result.unknowns if u.subject == "the Table API"]
     assert table[0].range is not None
     assert table[0].range.start.line == 10
-    assert "a second table environment is not planned" in table[0].reason
+    assert (
+        "a StreamTableEnvironment made after another table environment is not "
+        "planned" in table[0].reason
+    )
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view"]
     ]
@@ -1145,7 +1152,7 @@ def contains_flink(data):
 
 found = table.where(contains_flink(table.data)).select(table.id, table.data)
 found.execute().print()
-found.print_schema()
+found.to_pandas()
 """
 
 
@@ -1169,7 +1176,7 @@ def test_a_column_read_as_an_attribute_of_a_table_is_handed_over(
     assert any(
         u.range is not None
         and u.range.start.line == 15
-        and "Table.print_schema() is not planned" in u.reason
+        and "Table.to_pandas() is not planned" in u.reason
         for u in said
     )
 
@@ -1469,3 +1476,119 @@ def test_a_view_of_a_stream_is_handed_over_as_the_stream_with_its_name(
     assert into["view"] == "totals"
     assert query["op"] == "sql_query"
     assert not any(s["op"] == "create_temporary_view" for s in statements)
+
+
+SEVERAL = """\
+from pyflink.table import EnvironmentSettings, ExplainDetail, TableEnvironment
+from pyflink.table.expressions import col
+
+first = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+rows = first.from_elements([(1, "a")], ["id", "k"])
+rows.execute().print()
+rows.print_schema()
+print(rows.explain(ExplainDetail.PLAN_ADVICE))
+second = TableEnvironment.create(EnvironmentSettings.in_batch_mode())
+others = second.from_elements([(2, "b")], ["id", "k"])
+second.create_temporary_view("o", others)
+print(second.explain_sql("SELECT k FROM o", ExplainDetail.CHANGELOG_MODE))
+second.execute_sql("SELECT id FROM o").print()
+first.sql_query(f"SELECT k FROM {rows}").execute().print()
+"""
+
+
+def test_each_table_environment_is_made_in_turn_and_named_by_its_statements(
+    asked: _Asked,
+) -> None:
+    result = analyze_source("job.py", SEVERAL, PLANNER)
+    (statements,) = asked.asked
+    assert [(s["op"], s.get("env")) for s in statements] == [
+        ("table_environment", None),
+        ("from_elements", None),
+        ("execute", None),
+        # print_schema() prints the schema resolved already: no statement
+        ("explain", None),
+        ("table_environment", 1),
+        ("from_elements", 1),
+        ("create_temporary_view", 1),
+        ("explain_sql", 1),
+        ("execute_sql", 1),
+        ("table_name", None),
+        ("sql_query", None),
+        ("execute", None),
+    ]
+    assert statements[4]["mode"] == "batch"
+    assert statements[3]["details"] == ["PLAN_ADVICE"]
+    assert statements[7]["statement"] == "SELECT k FROM o"
+    assert statements[7]["details"] == ["CHANGELOG_MODE"]
+    assert statements[8]["statement"] == "SELECT id FROM o"
+    said = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert not any("not planned" in u.reason for u in said)
+
+
+def test_an_explanation_whose_details_are_not_static_stops_the_planning(
+    asked: _Asked,
+) -> None:
+    text = SEVERAL.replace("ExplainDetail.PLAN_ADVICE", "DETAILS[0]")
+    result = analyze_source("job.py", "DETAILS = []\n" + text, PLANNER)
+    (said,) = [u for u in result.unknowns if "explain details" in u.reason]
+    assert said.range is not None
+    assert said.range.start.line == 9
+    assert "the explain details are not known statically" in said.reason
+    assert [s["op"] for s in asked.asked[0]][-1] == "execute"
+
+
+ALIASED = """\
+from pyflink.common import Row
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.udf import AggregateFunction, udaf, udtf
+
+
+@udtf(result_types=[DataTypes.STRING()])
+def split(r: Row):
+    yield r.k
+
+
+class Counted(AggregateFunction):
+    def get_accumulator_type(self):
+        return DataTypes.ROW([DataTypes.FIELD("c", DataTypes.BIGINT())])
+
+    def get_result_type(self):
+        return DataTypes.BIGINT()
+
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+rows = t_env.from_elements([(1, "a")], ["id", "k"])
+rows.join_lateral(split).execute().print()
+rows.join_lateral(split.alias("part")).execute().print()
+rows.join_lateral(split).execute().print()
+rows.group_by(rows.k).aggregate(udaf(Counted()).alias("n")).select(rows.k).execute()
+"""
+
+
+def test_a_functions_own_alias_is_handed_over_with_it_from_then_on(
+    asked: _Asked,
+) -> None:
+    analyze_source("job.py", ALIASED, PLANNER)
+    (statements,) = asked.asked
+    joins = [s for s in statements if s.get("method") == "join_lateral"]
+    functions = [j["args"][0] for j in joins]  # type: ignore[index]
+    assert "alias" not in functions[0]
+    # PyFlink keeps the names on the function: its later uses have them
+    assert functions[1]["alias"] == ["part"]  # type: ignore[index]
+    assert functions[2]["alias"] == ["part"]  # type: ignore[index]
+    assert functions[1]["serial"] == functions[0]["serial"]  # type: ignore[index]
+
+
+def test_an_aggregates_types_are_asked_of_its_class_as_pyflink_does(
+    asked: _Asked,
+) -> None:
+    result = analyze_source("job.py", ALIASED, PLANNER)
+    (statements,) = asked.asked
+    (aggregate,) = [s for s in statements if s.get("method") == "aggregate"]
+    function = aggregate["args"][0]  # type: ignore[index]
+    assert function["function"] == "udaf"  # type: ignore[index]
+    assert function["result_type"] == {"datatype": "BIGINT", "args": []}  # type: ignore[index]
+    assert function["accumulator_type"]["datatype"] == "ROW"  # type: ignore[index]
+    assert function["alias"] == ["n"]  # type: ignore[index]
+    said = [u for u in result.unknowns if u.subject == "the Table API"]
+    assert not any("not planned" in u.reason or "not given" in u.reason for u in said)
