@@ -236,6 +236,9 @@ class BuiltinCalls:
             # an attribute named at run time (a Java class by an environment
             # variable, ...): what it is, and whether it exists, is not known
             attribute = args[1]
+            known = self.resolver.attribute_named_at_run_time(first)
+            if known is not None:
+                return known
             self.note_unknown(
                 f"`{code_of(node)}`",
                 f"the attribute's name {attribute} {attribute.reason or 'is not known'}"

@@ -149,6 +149,10 @@ class Resolver(Protocol):
     def attribute(self, owner: object, name: str) -> object:
         """``owner.name`` for a value the evaluator does not model."""
 
+    def attribute_named_at_run_time(self, owner: object) -> object | None:
+        """``getattr(owner, name)`` of a name not known statically, when what
+        it gives is known whatever the name; else None."""
+
     def call_name(
         self, ref: QualifiedRef, call: Call, *, guarded: bool = False
     ) -> object:

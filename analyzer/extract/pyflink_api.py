@@ -365,6 +365,23 @@ def check_java_class(call: Call, qualname: str) -> None:
             f"here, Flink {version} has it as '{absent[name]}'",
             call.where,
         )
+    package = name.rsplit(".", 1)[0]
+    if package in absent_java_packages(version):
+        raise ProgramStopError(
+            f"Could not found the Java class '{name}': PyFlink raises TypeError "
+            f"here, Flink {version} has no package {package}",
+            call.where,
+        )
+
+
+#: What a class of the gateway's JVM view named at run time is called.
+RUN_TIME_CLASS = "<a class named at run time>"
+
+
+def absent_java_packages(version: str) -> tuple[str, ...]:
+    """The Java packages Flink ``version`` does not have at all."""
+    packages = profile(version).value("java.absent-packages")
+    return tuple(packages) if isinstance(packages, tuple) else ()
 
 
 def new_environment(call: Call, program: Program) -> EnvRef:

@@ -328,6 +328,19 @@ class PyFlinkResolver:
 
     # --------------------------------------------------------------- objects
 
+    def attribute_named_at_run_time(self, owner: object) -> object | None:
+        """A class of a Java package the chosen line does not have, by a name
+        chosen at run time (``getattr(jvm.org...legacy, name)``): whichever
+        class it is, calling it fails as an absent class does."""
+        if not isinstance(owner, QualifiedRef) or not owner.qualname.startswith(
+            "java."
+        ):
+            return None
+        package = owner.qualname.removeprefix("java.").removeprefix("jvm.")
+        if package not in api.absent_java_packages(self.program.flink_version):
+            return None
+        return QualifiedRef(f"{owner.qualname}.{api.RUN_TIME_CLASS}")
+
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
         if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":

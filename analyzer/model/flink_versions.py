@@ -155,6 +155,18 @@ _MOVED_TO_LEGACY: Final = (
     ),
 )
 
+#: The packages Flink 2.0 made for them, which 1.x does not have at all.
+_LEGACY_PACKAGES: Final = tuple(
+    sorted({new.rsplit(".", 1)[0] for _, new in _MOVED_TO_LEGACY})
+)
+
+_ABSENT_PACKAGES = (
+    "Java packages this line does not have at all: any class of them, named "
+    "literally or chosen at run time (getattr of the gateway's JVM view), fails "
+    "as an absent class does. The .legacy packages of sources and sinks are "
+    "2.0's (no jar of 1.18.1, 1.19.3 or 1.20.5 has a class in them)"
+)
+
 _COLLECT_UID = (
     "the uid DataStream.collectAsync gives the collect sink of execute_and_collect "
     "({id}: the sink transformation's id); None: no uid, so its operator ID is the "
@@ -212,6 +224,13 @@ FACTS: Final[tuple[Fact, ...]] = (
         dict(_MOVED_TO_LEGACY),
         _ABSENT_CLASSES + " (value: the absent name -> the name this line has)",
     ),
+    Fact(
+        "java.absent-packages",
+        VersionRange("1.18", "1.20"),
+        _LEGACY_PACKAGES,
+        _ABSENT_PACKAGES,
+    ),
+    Fact("java.absent-packages", VersionRange("2.0", "2.3"), (), _ABSENT_PACKAGES),
     Fact(
         "sink-v2.parallelism-configured",
         VersionRange("1.18", "1.18"),

@@ -597,3 +597,40 @@ def test_an_upgrade_with_a_git_base(tmp_path: Path) -> None:
     assert "on Flink 1.20, the work tree on 2.2" in done.stdout
     assert "CL201" in done.stdout
     assert "Analysed for Flink 2.2 (--flink-version)." in done.stdout
+
+
+#: a class of the JVM view's .legacy package, its name literal or not known
+PROGRAM_LEGACY_PACKAGE = """import os
+from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.datastream.functions import SourceFunction
+from pyflink.java_gateway import get_gateway
+
+env = StreamExecutionEnvironment.get_execution_environment()
+legacy = get_gateway().jvm.org.apache.flink.streaming.api.functions.source.legacy
+source_class = CLASS
+env.add_source(SourceFunction(source_class(1, 10)), "n", Types.LONG()).print()
+env.execute()
+"""
+
+
+@pytest.mark.parametrize(
+    "chosen",
+    ['getattr(legacy, os.environ["SOURCE_CLASS"])', "legacy.SocketTextStreamFunction"],
+)
+def test_a_class_of_a_package_1x_lacks_fails_whichever_it_is(chosen: str) -> None:
+    """1.x has no .legacy package at all: any class of it fails, also one
+    named at run time; 2.x has the package (a name it is not known to have
+    stays an unknown)."""
+    program = PROGRAM_LEGACY_PACKAGE.replace("CLASS", chosen)
+    (problem,) = _analyse(program, "1.20").problems
+    assert problem.message.startswith(
+        "Could not found the Java class "
+        "'org.apache.flink.streaming.api.functions.source.legacy."
+    )
+    assert "Flink 1.20 has no package" in problem.message
+    assert problem.range is not None
+    assert problem.range.start.line == 10
+    newer = _analyse(program, "2.0")
+    assert newer.problems == ()
+    assert len(newer.jobs) == 1

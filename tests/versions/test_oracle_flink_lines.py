@@ -42,15 +42,6 @@ NOT_YET_EXACT: dict[str, str] = {}
 #: Programs of a compared line whose difference is known and said, with why and
 #: the differences it gives (any other difference, or none, fails the test).
 KNOWN_DIFFERENCES: dict[tuple[str, str], tuple[str, list[str]]] = {
-    (line, "pipelines/real_add_source_parallelism_one"): (
-        "the Java source class is getattr(jvm package, os.environ.get('SOURCE_CLASS', "
-        "'StatefulSequenceSource')): chainlens does not follow getattr on the JVM "
-        "view, so it cannot see that the default names a class of the .legacy "
-        "package, which Flink 1.x does not have (Flink built no job)",
-        ["chainlens found 1 job(s), Flink built 0"],
-    )
-    for line in ("1.18", "1.19", "1.20")
-} | {
     (line, "pipelines/branch_fails_on_unknown"): (
         "the source's condition is not known statically: chainlens analyses its "
         "first branch, read_text_file, which 1.x has (it fails only on 2.x, where "
