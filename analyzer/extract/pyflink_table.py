@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
+from chainlens.analyzer.extract.pandas_frames import DataFrame
 from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
 from chainlens.analyzer.extract.pyflink_calls import Call
 from chainlens.analyzer.extract.pyflink_values import (
@@ -470,6 +471,8 @@ def table_env_method(call: Call, receiver: TableEnvRef, name: str) -> object:
         return TableConfigRef(receiver)
     if name == "from_elements" and 1 <= count <= 3:
         return _from_elements(call, replay, env)
+    if name == "from_pandas" and 1 <= count <= 3:
+        return _from_pandas(call, replay, env)
     if name == "create_temporary_table" and count == 2:
         path = call.args.get(0, "path")
         descriptor = call.args.get(1, "descriptor")
@@ -689,19 +692,23 @@ def table_method(call: Call, receiver: TableRef, name: str) -> object:
         )
         _submit(call, replay, env, index, "execute_insert", "table.execute_insert")
         return Opaque("pyflink.table.TableResult")
-    if name == "execute" and count == 0:
+    if name in ("execute", "to_pandas") and count == 0:
         # a query that collects: its own job, ending in Flink's collect sink
+        # (to_pandas runs Table.execute() in Java, then asks whether the
+        # table only appends: the planner translates the query again)
         env = receiver.env
         index = replay.record(
             {
-                "op": "execute",
+                "op": name,
                 "table": receiver.statement,
                 "env_parallelism": _env_parallelism(call, env),
                 **on_env(env),
             },
             call.where,
         )
-        _submit(call, replay, env, index, "execute", "table.execute")
+        _submit(call, replay, env, index, name, f"table.{name}")
+        if name == "to_pandas":
+            return Opaque("the pandas DataFrame to_pandas() gives")
         return Opaque("pyflink.table.TableResult")
     if name == "explain" and not call.args.keywords:
         statement = {
@@ -1066,6 +1073,34 @@ def _from_elements(call: Call, replay: TableReplay, env: EnvState) -> TableRef:
         "elements": rows,
         "schema": schema,
         "verify_schema": verify,
+        **on_env(env),
+    }
+    return TableRef(env, replay.record(statement, call.where))
+
+
+def _from_pandas(call: Call, replay: TableReplay, env: EnvState) -> TableRef:
+    """``from_pandas(pdf, schema=None, splits_num=1)``: the frame handed over
+    as its columns' labels and dtypes only (what Flink's job depends on, with
+    the schema; its rows, their number and the splits do not change it)."""
+    frame = call.args.get(0, "pdf")
+    if not isinstance(frame, DataFrame):
+        raise NotPlannedError(
+            "the DataFrame's columns and their dtypes are not known statically "
+            "(chainlens follows pd.DataFrame of np.random.rand(rows, columns), of "
+            "literal rows or of a dict of literal columns)"
+        )
+    if frame.rows == 0:
+        raise NotPlannedError(
+            "the DataFrame has no rows: PyFlink's from_pandas raises for it"
+        )
+    schema, _ = static_value(call.args.get(1, "schema"), "the schema of from_pandas")
+    splits = call.args.get(2, "splits_num", 1)
+    if not isinstance(splits, int) or isinstance(splits, bool) or splits < 1:
+        raise NotPlannedError("splits_num is not a positive int known statically")
+    statement: Statement = {
+        "op": "from_pandas",
+        "columns": [[label, dtype] for label, dtype in frame.columns],
+        "schema": schema,
         **on_env(env),
     }
     return TableRef(env, replay.record(statement, call.where))

@@ -23,6 +23,7 @@ from chainlens.analyzer.extract.interface import (
     Call,
     ProgramStopError,
 )
+from chainlens.analyzer.extract.pandas_frames import numpy_pandas_call
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import Call as ApiCall
 from chainlens.analyzer.extract.pyflink_datastream import ASYNC_WAITS, async_wait
@@ -229,6 +230,10 @@ class PyFlinkResolver:
             if not guarded:
                 api.check_java_class(self._api(call), qual)
             return PyObject(qual, tuple(call.args.positional), dict(call.args.keywords))
+        if parts[0] in ("numpy", "pandas") and self.program.tables is not None:
+            # a DataFrame for from_pandas: its columns' labels and dtypes
+            made = numpy_pandas_call(qual, call.args)
+            return UNRESOLVED if made is None else made
         if parts[0] != "pyflink":
             return UNRESOLVED
         if len(parts) > 1 and parts[1] == "table":

@@ -37,6 +37,30 @@ def _argument(value: Any) -> Any:
     return value
 
 
+#: A value of each dtype a stand-in frame's column may have.
+_STAND_IN_VALUES = {"int64": 0, "float64": 0.0, "bool": False, "str": ""}
+
+
+def _stand_in_frame(columns: Any) -> Any:
+    """A pandas DataFrame of one row with the given column labels and dtypes:
+    what ``from_pandas`` makes a table of (its values and its number of rows
+    do not change what Flink builds)."""
+    import numpy as np  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    import pandas as pd  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    labels = []
+    data = {}
+    for label, dtype in columns:
+        if not isinstance(label, str | int) or isinstance(label, bool):
+            raise ValueError("a column label is neither a str nor an int")
+        if dtype not in _STAND_IN_VALUES or label in data:
+            raise ValueError(f"the column {label!r} is not replayed")
+        kind = object if dtype == "str" else dtype
+        data[label] = np.array([_STAND_IN_VALUES[dtype]], dtype=kind)
+        labels.append(label)
+    return pd.DataFrame(data, columns=labels)
+
+
 def _counter(jvm: Any) -> int:
     cls = jvm.java.lang.Class.forName("org.apache.flink.api.dag.Transformation")
     field = cls.getDeclaredField("ID_COUNTER")
@@ -624,6 +648,26 @@ def _collect(
     }
 
 
+def _asks_append_only(j_table: Any, jvm: Any) -> None:
+    """What ``Table.to_pandas`` does once its job is submitted: it asks
+    whether the table only appends (``ArrowUtils.isAppendOnlyTable``, not
+    public), for which, in streaming mode, the planner translates the query
+    once more; the JVM's counters move (transformation and node ids)."""
+    from pyflink.java_gateway import get_gateway  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    from pyflink.util.java_utils import load_java_class  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    gateway = get_gateway()
+    utils = load_java_class("org.apache.flink.table.runtime.arrow.ArrowUtils")
+    for method in utils.getDeclaredMethods():
+        if method.getName() == "isAppendOnlyTable" and method.getParameterCount() == 1:
+            method.setAccessible(True)
+            given = gateway.new_array(jvm.Object, 1)
+            given[0] = j_table
+            method.invoke(None, given)
+            return
+    raise ValueError("ArrowUtils.isAppendOnlyTable() not found")
+
+
 class RejectedError(Exception):
     """The planner rejected statement ``index`` (its message's first line);
     ``done``: what it translated of the statements before it."""
@@ -820,6 +864,11 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     _value(statement["schema"], tables),
                     bool(statement.get("verify_schema", True)),
                 )
+            elif op == "from_pandas":  # a stand-in frame: the same columns
+                tables[index] = t_env.from_pandas(
+                    _stand_in_frame(statement["columns"]),
+                    _value(statement["schema"], tables),
+                )
             elif op == "create_temporary_table":
                 descriptor = _value(statement["descriptor"], tables)
                 if type(descriptor).__name__ != "TableDescriptor":
@@ -843,9 +892,16 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                 entry["job_name"] = "insert-into_" + str(sink)
                 entry["consumed"] = _counter(jvm) - start
                 _measure_writers(j_env, jvm, roots, entry)
-            elif op == "execute":
-                query = _table(tables, statement["table"])._j_table.getQueryOperation()
+            elif op in ("execute", "to_pandas"):
+                j_table = _table(tables, statement["table"])._j_table
+                query = j_table.getQueryOperation()
                 entry.update(_collect(t_env, query, start, inputs_of, jvm))
+                if op == "to_pandas":  # after its job, the query again
+                    before = _counter(jvm)
+                    _asks_append_only(j_table, jvm)
+                    # (naming the job may have moved the counter: not Flink's
+                    # planner, its StreamGraph, which chainlens builds itself)
+                    entry["consumed"] += _counter(jvm) - before
             elif op == "explain":  # the planner translates it: counters move
                 _table(tables, statement["table"]).explain(*_details(statement))
             elif op == "explain_sql":

@@ -239,12 +239,12 @@ def test_a_table_method_that_is_not_modelled_stops_the_planning(
 ) -> None:
     text = NOT_STATIC.replace(
         'table = t_env.sql_query("SELECT * FROM numbers WHERE f0 > " + sys.argv[1])',
-        'table = t_env.sql_query("SELECT * FROM numbers").to_pandas()',
+        'table = t_env.sql_query("SELECT * FROM numbers").get_schema()',
     )
     result = analyze_source("job.py", text, PLANNER)
     table = [u for u in result.unknowns if u.subject == "the Table API"]
     assert [(u.range.start.line if u.range else None) for u in table] == [10]
-    assert "pyflink.table.Table.to_pandas() is not planned" in table[0].reason
+    assert "pyflink.table.Table.get_schema() is not planned" in table[0].reason
     # the statements up to it are asked about; the conversion after it is not
     assert [[s["op"] for s in once] for once in asked.asked] == [
         ["from_data_stream", "create_temporary_view", "sql_query"]
@@ -1152,7 +1152,7 @@ def contains_flink(data):
 
 found = table.where(contains_flink(table.data)).select(table.id, table.data)
 found.execute().print()
-found.to_pandas()
+found.get_schema()
 """
 
 
@@ -1176,7 +1176,7 @@ def test_a_column_read_as_an_attribute_of_a_table_is_handed_over(
     assert any(
         u.range is not None
         and u.range.start.line == 15
-        and "Table.to_pandas() is not planned" in u.reason
+        and "Table.get_schema() is not planned" in u.reason
         for u in said
     )
 
@@ -1592,3 +1592,147 @@ def test_an_aggregates_types_are_asked_of_its_class_as_pyflink_does(
     assert function["alias"] == ["n"]  # type: ignore[index]
     said = [u for u in result.unknowns if u.subject == "the Table API"]
     assert not any("not planned" in u.reason or "not given" in u.reason for u in said)
+
+
+FRAMES = """\
+import numpy as np
+import pandas as pd
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.expressions import col
+
+t_env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+shaped = t_env.from_pandas(
+    pd.DataFrame(np.random.rand(1000, 2)),
+    DataTypes.ROW([DataTypes.FIELD("a", DataTypes.DOUBLE()),
+                   DataTypes.FIELD("b", DataTypes.DOUBLE())]))
+shaped.select(col("a")).to_pandas()
+listed = pd.DataFrame({"id": [1, 2], "item": ["pen", "ink"], "paid": [True, False]})
+t_env.from_pandas(listed, ["n", "name", "ok"], splits_num=2).execute().print()
+rows = pd.DataFrame([[1, 2.5], [2, 3]], columns=["n", "price"])
+t_env.from_pandas(rows, [DataTypes.INT(), DataTypes.FLOAT()]).to_pandas()
+"""
+
+
+def test_a_dataframe_is_handed_over_as_its_columns_labels_and_dtypes(
+    asked: _Asked,
+) -> None:
+    assert _table_unknowns(FRAMES) == []
+    (statements,) = asked.asked
+    frames = [s for s in statements if s["op"] == "from_pandas"]
+    assert [f["columns"] for f in frames] == [
+        [[0, "float64"], [1, "float64"]],
+        [["id", "int64"], ["item", "str"], ["paid", "bool"]],
+        [["n", "int64"], ["price", "float64"]],
+    ]
+    assert frames[0]["schema"]["datatype"] == "ROW"  # type: ignore[index]
+    assert frames[1]["schema"] == {"list": ["n", "name", "ok"]}
+    assert frames[2]["schema"] == {
+        "list": [
+            {"datatype": "INT", "args": []},
+            {"datatype": "FLOAT", "args": []},
+        ]
+    }
+    # never the values, their number or the splits: Flink's job does not
+    # depend on them
+    handed = json.dumps(statements)
+    assert "pen" not in handed
+    assert "1000" not in handed
+    assert "splits" not in handed
+    # to_pandas collects as execute(), and then asks the planner again
+    assert [s["op"] for s in statements if "table" in s and "method" not in s] == [
+        "to_pandas",
+        "execute",
+        "to_pandas",
+    ]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "pd.DataFrame(np.random.rand(3, 2))",
+        "pd.DataFrame(np.random.rand(4))",
+        'pd.DataFrame(np.random.rand(3, 2), columns=["x", "y"])',
+        'pd.DataFrame({"a": [1, 2], "b": [1.0, 2], "d": [True, True]})',
+        'pd.DataFrame({"c": ["x", "y"], "e": (0, 1)})',
+        'pd.DataFrame({"a": np.random.rand(2), 7: [1, -3]})',
+        'pd.DataFrame([[1, "x", 2.0], [2, "y", 3]])',
+        'pd.DataFrame([(1, True), (2, False)], columns=["n", 5])',
+        "pd.DataFrame([1, 2, 3])",
+        "pd.DataFrame([1.5, 2])",
+        'pd.DataFrame(["a", "b"], columns=["s"])',
+    ],
+)
+def test_the_dtypes_handed_over_are_those_pandas_infers(
+    asked: _Asked, frame: str
+) -> None:
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    text = FRAMES.split("shaped = ")[0] + f"t_env.from_pandas({frame}).execute()\n"
+    assert _table_unknowns(text) == []
+    (statements,) = asked.asked
+    (handed,) = [s["columns"] for s in statements if s["op"] == "from_pandas"]
+    made = eval(frame, {"pd": pd, "np": np})  # the same frame, by pandas itself
+    dtypes = {"object": "str"}
+    assert handed == [
+        [label, dtypes.get(str(dtype), str(dtype))]
+        for label, dtype in made.dtypes.items()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("frame", "reason"),
+    [
+        ('pd.read_csv("orders.csv")', "columns and their dtypes are not known"),
+        ("pd.DataFrame(np.random.rand(int(sys.argv[1]), 2))", "not known"),
+        ('pd.DataFrame({"a": [1, None]})', "not known"),
+        ('pd.DataFrame({"a": [1, 2], "b": [1]})', "not known"),
+        ('pd.DataFrame({"a": [1, True]})', "not known"),
+        ("pd.DataFrame(np.random.rand(3, 2), index=[1, 2, 3])", "not known"),
+        ("pd.DataFrame(np.random.rand(0, 2))", "has no rows"),
+        ("pd.DataFrame(np.random.rand(3, 2)), splits_num=0", "splits_num"),
+    ],
+)
+def test_a_dataframe_not_known_stays_a_located_unknown(
+    asked: _Asked, frame: str, reason: str
+) -> None:
+    text = (
+        "import sys\n"
+        + FRAMES.split("shaped = ")[0]
+        + 't_env.execute_sql("CREATE TABLE sink (n BIGINT) WITH '
+        + "('connector' = 'blackhole')\")\n"
+        + f"table = t_env.from_pandas({frame})\n"
+        + "table.execute().print()\n"
+    )
+    said = _table_unknowns(text)
+    assert len(said) == 1
+    line, why = said[0]
+    assert line == 9  # the from_pandas
+    assert reason in why
+    # the statements before it are asked about; none from it on
+    assert [[s["op"] for s in once] for once in asked.asked] == [
+        ["table_environment", "execute_sql"]
+    ]
+
+
+def test_the_workers_stand_in_frame_reads_as_the_programs_frame() -> None:
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    from chainlens.analyzer.planner.worker import _stand_in_frame
+
+    made = pd.DataFrame(
+        {
+            "id": [1, 2],
+            "item": ["pen", "ink"],
+            "ok": [True, False],
+            3: np.random.rand(2),
+        }
+    )
+    stand_in = _stand_in_frame(
+        [["id", "int64"], ["item", "str"], ["ok", "bool"], [3, "float64"]]
+    )
+    # what from_pandas reads of a frame: its arrow schema (names and types)
+    assert pa.Schema.from_pandas(stand_in, preserve_index=False).remove_metadata() == (
+        pa.Schema.from_pandas(made, preserve_index=False).remove_metadata()
+    )
+    assert len(stand_in) == 1  # the rows never reach the planner

@@ -1355,6 +1355,38 @@ class _Interceptor:
         patch(TableResult, "collect", rowless(_EmptyCollectIterator))
         patch(TableResult, "print", rowless(lambda: None))
 
+        # ``Table.to_pandas`` collects in Java (``ArrowUtils.collectAsPandasDataFrame``
+        # runs ``Table.execute()``), then reads the rows: an intercepted job has
+        # none, and asking it for them fails ("Failed to fetch next result").
+        # The program gets a frame without rows, with the table's columns, as
+        # for a query that gives none; a failure before any job was recorded
+        # is Flink's own and raised as it is.
+        def pandas_rowless(original: Any) -> Any:
+            def to_pandas(table: Any, *args: Any, **kwargs: Any) -> Any:
+                from py4j.protocol import Py4JJavaError
+
+                jobs_before = len(self.recorder.jobs)
+                try:
+                    return self.submit(
+                        "table.to_pandas",
+                        None,
+                        None,
+                        lambda: original(table, *args, **kwargs),
+                    )
+                except Py4JJavaError:
+                    # a job was recorded: what failed after it is reading rows
+                    if len(self.recorder.jobs) == jobs_before:
+                        raise
+                    import pandas as pd
+
+                    names = list(table.get_schema().get_field_names())
+                    return pd.DataFrame({name: [] for name in names}, columns=names)
+
+            return to_pandas
+
+        if hasattr(Table, "to_pandas"):
+            patch(Table, "to_pandas", pandas_rowless)
+
     # ---- submissions ---------------------------------------------------------
 
     def submit(self, trigger: str, j_env: Any, job_name: str | None, call: Any) -> Any:
