@@ -215,12 +215,10 @@ def compile_jobs(
         shifted = _shift_job(job, shift)
         compiled, consumed, fused = compile_job(shifted, default_parallelism, version)
         shift.add(original_next, consumed)
-        reused = [rewired[t] for t in job.transformations if t in rewired]
-        if reused:
-            compiled = replace(
-                compiled,
-                unknowns=_dedupe((*compiled.unknowns, _rewired(reused[0], job.range))),
-            )
+        reused = next((t for t in job.transformations if t in rewired), None)
+        if reused is not None:
+            said = _rewired(rewired[reused], job.range)
+            compiled = replace(compiled, unknowns=_dedupe((*compiled.unknowns, said)))
         if fused:
             original = dict(
                 zip(shifted.transformations, job.transformations, strict=True)

@@ -212,7 +212,9 @@ class Program:
             name = job_name
         else:
             name = Symbol("job name", "not a string", where)
-        reachable = _reachable(self.transformations, env.transformations, collect_input)
+        reachable = reachable_from(
+            self.transformations, env.transformations, collect_input
+        )
         size = len(reachable)
         cost = JOB_COST + (size if size <= MAX_JOB_TRANSFORMATIONS else 0)
         if self.submitted + cost > MAX_SUBMITTED:
@@ -247,11 +249,12 @@ class Program:
         return job
 
 
-def _reachable(
+def reachable_from(
     everything: dict[int, Transformation],
     roots: list[int],
-    extra: int | None,
+    extra: int | None = None,
 ) -> set[int]:
+    """The transformations ``roots`` (and ``extra``) read, themselves included."""
     seen: set[int] = set()
     stack = list(roots)
     if extra is not None:

@@ -346,7 +346,7 @@ def check_java_class(call: Call, qualname: str) -> None:
     not have: ``SinkFunction("org...DiscardingSink")`` (``load_java_class``) or
     ``get_gateway().jvm.org...StatefulSequenceSource(...)``."""
     if qualname.startswith("java."):
-        name: object = qualname.removeprefix("java.").removeprefix("jvm.")
+        name: object = java_name(qualname)
     elif qualname.rsplit(".", 1)[-1] in _JAVA_WRAPPERS:
         name = call.args.get(0, "java_function_or_class_name")
         if not isinstance(name, str):
@@ -372,6 +372,12 @@ def check_java_class(call: Call, qualname: str) -> None:
             f"here, Flink {version} has no package {package}",
             call.where,
         )
+
+
+def java_name(qualname: str) -> str:
+    """The Java name a reference through the gateway's JVM view stands for
+    (``java.jvm.org.apache...`` -> ``org.apache...``)."""
+    return qualname.removeprefix("java.").removeprefix("jvm.")
 
 
 #: What a class of the gateway's JVM view named at run time is called.

@@ -25,7 +25,12 @@ from collections.abc import Callable
 from typing import Final
 
 from chainlens.analyzer.extract.pandas_frames import DataFrame
-from chainlens.analyzer.extract.program import EnvState, Program, TableReplay
+from chainlens.analyzer.extract.program import (
+    EnvState,
+    Program,
+    TableReplay,
+    reachable_from,
+)
 from chainlens.analyzer.extract.pyflink_calls import Call
 from chainlens.analyzer.extract.pyflink_values import (
     EnvRef,
@@ -1208,22 +1213,13 @@ def _table_mode(env: EnvState, what: str) -> str:
 def _bounded(program: Program, tid: int) -> bool | None:
     """Whether the stream of transformation ``tid`` is bounded: all the
     sources it reads are (None: one of them is not known)."""
-    seen: set[int] = set()
-    stack = [tid]
-    bounded: bool | None = True
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        t = program.transformations[current]
-        if t.kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE):
-            if t.bounded is False:
-                return False
-            if t.bounded is None:
-                bounded = None
-        stack.extend(t.inputs)
-    return bounded
+    everything = program.transformations
+    read = (everything[i] for i in reachable_from(everything, [tid]))
+    kinds = (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+    sources = [t for t in read if t.kind in kinds]
+    if any(t.bounded is False for t in sources):
+        return False
+    return None if any(t.bounded is None for t in sources) else True
 
 
 def _planned_parallelism(program: Program, value: Parallelism) -> int:

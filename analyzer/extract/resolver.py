@@ -341,7 +341,7 @@ class PyFlinkResolver:
             "java."
         ):
             return None
-        package = owner.qualname.removeprefix("java.").removeprefix("jvm.")
+        package = api.java_name(owner.qualname)
         if package not in api.absent_java_packages(self.program.flink_version):
             return None
         return QualifiedRef(f"{owner.qualname}.{api.RUN_TIME_CLASS}")
