@@ -157,7 +157,7 @@ def create(version: str, *, quiet: bool = True) -> Path:
         try:
             subprocess.run([sys.executable, "-m", "venv", str(temp)], check=True)
             pip = [str(temp / "bin" / "python"), "-m", "pip"]
-            flags = ["--disable-pip-version-check", "--no-input"]
+            flags = ["--disable-pip-version-check", "--no-input", "--no-cache-dir"]
             if quiet:
                 flags.append("-q")
             env = dict(os.environ)
