@@ -7,6 +7,7 @@ PyFlink gives its function keyed state and timers, whatever the function does.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -87,8 +88,13 @@ def is_sink_committer(node: StreamNode) -> bool:
 
 def state_info(node: StreamNode) -> StateInfo | None:
     """Return why ``node`` keeps state in checkpoints and savepoints, or None."""
-    api = node.api
-    op = node.operator
+    return _state_info(node.operator, node.api, node.keyed)
+
+
+@functools.cache
+def _state_info(op: OperatorKind, api: str, keyed: bool) -> StateInfo | None:
+    """:func:`state_info` by all it reads of the node: the rules ask it of
+    every operator several times an edit, and there are few (kind, API) pairs."""
     if op is OperatorKind.SOURCE_OPERATOR:
         return StateInfo("FLIP-27 source", "its splits and reader positions")
     if op is OperatorKind.LEGACY_SOURCE and api == "add_source":
@@ -102,12 +108,12 @@ def state_info(node: StreamNode) -> StateInfo | None:
     if api.startswith("window.") or op is OperatorKind.PYTHON_WINDOW:
         return StateInfo("window operator", "window contents and timers")
     if api == "broadcast.process":
-        if node.keyed:
+        if keyed:
             return StateInfo(
                 "keyed broadcast process function", "broadcast state and keyed state"
             )
         return StateInfo("broadcast process function", "broadcast state")
-    if not (node.keyed or op.name.startswith("PYTHON_KEYED")):
+    if not (keyed or op.name.startswith("PYTHON_KEYED")):
         return None
     if api in _AGGREGATIONS:
         return StateInfo(f"keyed {api}()", "the running aggregate of each key")
