@@ -8,6 +8,7 @@ code that caused it, and the jobs the program builds around it are kept.
 from __future__ import annotations
 
 import json
+import random
 import resource
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from chainlens.analyzer import api
 from chainlens.analyzer.api import analyze_source
 
 HEADER = (
@@ -301,6 +303,29 @@ def test_too_many_tokens_are_refused_before_parsing(tmp_path: Path) -> None:
     ((message, _),) = measured["problems"]  # type: ignore[misc]
     assert message.startswith("the file has about 200,0")
     assert "tokens, more than the 100,000 chainlens parses" in message
+
+
+def test_the_bound_of_tokens_is_never_under_their_count() -> None:
+    """The bound that spares a long text the count of its tokens on every edit
+    is at least that count, so a text is refused exactly when it was before:
+    every fixture and own source, and random texts of quotes, prefixes,
+    comments, escapes, non-ASCII letters and spaces, lone surrogates."""
+    root = Path(__file__).resolve().parents[2]
+    texts = [
+        path.read_text(encoding="utf-8")
+        for folder in ("tests/fixtures", "analyzer")
+        for path in sorted((root / folder).rglob("*.py"))
+    ]
+    pieces = [
+        "a", "_", "9", "x1", " ", "\n", "\t", "\r", "\f", "#", "'", '"', '"""',
+        "'''", "r", "b", "rb", "f", "u", "\\", "é", "→", "\xa0", "\x1c",
+        "\u2028", "(", ")", "=", "\ud800",
+    ]  # fmt: skip
+    rng = random.Random(11)
+    for _ in range(4000):
+        texts.append("".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))))
+    for text in texts:
+        assert api._at_most_tokens(text) >= api._TOKEN.subn("", text)[1], repr(text)
 
 
 @pytest.mark.parametrize("maps", [20_000, 8_000])
