@@ -8,7 +8,7 @@ Savepoints of two fixture programs are taken on Flink's local MiniCluster
   default (heap) backend, with RocksDB writing its state to files (the
   canonical savepoint format of both, and ``RelativeFileStateHandle``\\ s),
   with snapshot compression (snappy), and with the default backend on Flink
-  1.20 (its venv, when made: ``python tests/tools/flink_venvs.py 1.20``);
+  1.20 (its venv is made when missing);
 * ``broadcast_state.py``: PyFlink broadcast state.
 
 For each, ``read_metadata(..., states=True)`` must give, per operator, what
@@ -199,9 +199,8 @@ def broadcast(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def heap_120(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    python = VENVS.find_python("1.20")
-    if python is None:
-        pytest.skip("no venv of Flink 1.20: python tests/tools/flink_venvs.py 1.20")
+    # made from the package index when missing, as the live check of 1.20 does
+    python = VENVS.python_for("1.20")
     folder = tmp_path_factory.mktemp("heap120")
     return str(python), take(str(python), folder, "typed_states.py")
 
@@ -444,11 +443,7 @@ def test_formats_not_read_are_skipped_to_what_follows(
     """Flink writes the meta info of states with Enum, Kryo and POJO
     serializers between states chainlens reads: every state is still found,
     as Flink reads them back, and the unread formats say so."""
-    python = sys.executable if line == "2.3" else VENVS.find_python(line)
-    if python is None:
-        pytest.skip(
-            f"no venv of Flink {line}: python tests/tools/flink_venvs.py {line}"
-        )
+    python = sys.executable if line == "2.3" else VENVS.python_for(line)
     out = tmp_path / "meta"
     theirs = _json(str(python), str(WRITE_META), str(out), cwd=tmp_path)["states"]
     found = read_state_stream(out.read_bytes())
