@@ -74,6 +74,11 @@ class ChainlensProtocol(LanguageServerProtocol):
         if handler is not None:
             yield handler, (params,), None
 
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification whose parameters are JSON already (pygls'
+        ``notify`` wants the protocol's objects, and turns them into it)."""
+        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls' reading of a message, answering a request it cannot read.
 
@@ -108,6 +113,12 @@ class ChainlensServer(LanguageServer):
         #: with str.splitlines, which also breaks at form feeds and other
         #: separators, so its copy drifts from the editor's after such a line
         self.documents: dict[str, Snapshot] = {}
+
+    def notify_json(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification whose parameters are JSON already."""
+        protocol = self.protocol
+        assert isinstance(protocol, ChainlensProtocol)
+        protocol.notify_json(method, params)
 
     def snapshot(self, uri: str) -> Snapshot | None:
         """Return the current text and version of an open document."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from lsprotocol import types
 
@@ -70,20 +70,32 @@ class TextLines:
         """Return line ``index`` (0-based) without its line break, or ``""``."""
         return self._lines[index] if 0 <= index < len(self._lines) else ""
 
-    def to_lsp_position(self, position: SourcePosition) -> types.Position:
-        """Convert a chainlens position to an LSP position (clamped to the text)."""
+    def _point(self, position: SourcePosition) -> tuple[int, int]:
+        """The LSP line and character of a chainlens position (clamped)."""
         index = min(max(position.line - 1, 0), len(self._lines) - 1)
         line = self._lines[index]
         column = min(max(position.column, 0), len(line))
-        return types.Position(
-            line=index, character=_units(line[:column], self._encoding)
-        )
+        return index, _units(line[:column], self._encoding)
+
+    def to_lsp_position(self, position: SourcePosition) -> types.Position:
+        """Convert a chainlens position to an LSP position (clamped to the text)."""
+        line, character = self._point(position)
+        return types.Position(line=line, character=character)
 
     def to_lsp_range(self, where: SourceRange) -> types.Range:
         """Convert a chainlens range to an LSP range."""
         return types.Range(
             start=self.to_lsp_position(where.start), end=self.to_lsp_position(where.end)
         )
+
+    def range_json(self, where: SourceRange) -> dict[str, Any]:
+        """:meth:`to_lsp_range` as the JSON the protocol sends."""
+        start_line, start = self._point(where.start)
+        end_line, end = self._point(where.end)
+        return {
+            "start": {"line": start_line, "character": start},
+            "end": {"line": end_line, "character": end},
+        }
 
     def from_lsp_position(self, position: types.Position) -> SourcePosition:
         """Convert an LSP position to a chainlens position (clamped to the text)."""
@@ -181,6 +193,53 @@ def to_lsp_diagnostic(
         related_information=related or None,
         data={"rule": code.name, "fixable": bool(diagnostic.fixes)},
     )
+
+
+def lsp_diagnostic_json(
+    diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
+) -> dict[str, Any]:
+    """:func:`to_lsp_diagnostic` as the JSON the protocol sends, built at once:
+    a publication of a thousand findings spent two thirds of its time making
+    the protocol's objects and turning them into this."""
+    code = diagnostic.code
+    here = lines.range_json(diagnostic.range)
+    related: list[dict[str, Any]] = []
+    for r in diagnostic.related:
+        if r.range.path is None:
+            location = {"uri": uri, "range": lines.range_json(r.range)}
+        else:
+            other = _location(r.range, lines, uri)
+            location = {"uri": other.uri, "range": _range_json(other.range)}
+        related.append({"location": location, "message": r.message})
+    if diagnostic.explanation:
+        related.append(
+            {
+                "location": {"uri": uri, "range": here},
+                "message": diagnostic.explanation,
+            }
+        )
+    out: dict[str, Any] = {
+        "range": here,
+        "message": diagnostic.message,
+        "severity": int(_SEVERITY[diagnostic.severity]),
+        "code": code.code,
+    }
+    if docs_url:
+        out["codeDescription"] = {
+            "href": rule_docs_href(docs_url, code.code, code.name)
+        }
+    out["source"] = SOURCE
+    if related:
+        out["relatedInformation"] = related
+    out["data"] = {"rule": code.name, "fixable": bool(diagnostic.fixes)}
+    return out
+
+
+def _range_json(where: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": where.start.line, "character": where.start.character},
+        "end": {"line": where.end.line, "character": where.end.character},
+    }
 
 
 def rule_docs_href(docs_url: str, code: str, name: str) -> str:

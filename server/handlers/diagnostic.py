@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from lsprotocol import types
 
-from chainlens.server.convert import to_lsp_diagnostic
+from chainlens.server.convert import lsp_diagnostic_json, to_lsp_diagnostic
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
@@ -60,13 +60,16 @@ def lsp_diagnostics(analysis: Analysis) -> list[types.Diagnostic]:
 
 def publish(ls: ChainlensServer, analysis: Analysis) -> None:
     """Push an analysis' diagnostics with the document version they belong to."""
-    ls.text_document_publish_diagnostics(
-        types.PublishDiagnosticsParams(
-            uri=analysis.uri,
-            version=analysis.version,
-            diagnostics=lsp_diagnostics(analysis),
-        )
-    )
+    docs = analysis.settings.docs_url or default_docs_url()
+    items = [
+        lsp_diagnostic_json(d, analysis.lines, analysis.uri, docs)
+        for d in analysis.diagnostics
+    ]
+    params: dict[str, Any] = {"uri": analysis.uri}
+    if analysis.version is not None:
+        params["version"] = analysis.version
+    params["diagnostics"] = items
+    ls.notify_json(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, params)
 
 
 OPTIONS: Final = types.DiagnosticOptions(

@@ -1,0 +1,81 @@
+"""The findings the server pushes are the JSON the protocol's objects give.
+
+The push of diagnostics builds its JSON at once (``lsp_diagnostic_json``); the
+pull of them, code actions and hovers use the protocol's objects
+(``to_lsp_diagnostic``).  Both must say the same, key for key, in every
+position encoding a client may choose."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lsprotocol import types
+from pygls.protocol import default_converter
+
+from chainlens.analyzer import Config
+from chainlens.analyzer.api import analyze_source
+from chainlens.server.convert import TextLines, lsp_diagnostic_json, to_lsp_diagnostic
+from tests.support import ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures"
+PROGRAMS = sorted(
+    [
+        *(FIXTURES / "rules").rglob("*.py"),
+        *(FIXTURES / "pipelines").glob("*.py"),
+        *(FIXTURES / "projects").glob("*/main.py"),
+    ]
+)
+ENCODINGS = [
+    types.PositionEncodingKind.Utf16,
+    types.PositionEncodingKind.Utf8,
+    types.PositionEncodingKind.Utf32,
+]
+
+
+def _both(text: str, path: str, encoding: str, docs: str | None) -> tuple[str, str]:
+    result = analyze_source(path, text, Config())
+    lines = TextLines(text, encoding)
+    uri = f"file://{path}"
+    converter = default_converter()
+    objects = [
+        converter.unstructure(to_lsp_diagnostic(d, lines, uri, docs))
+        for d in result.diagnostics
+    ]
+    built = [lsp_diagnostic_json(d, lines, uri, docs) for d in result.diagnostics]
+    return json.dumps(objects), json.dumps(built)
+
+
+def test_every_fixture_pushes_what_its_objects_say() -> None:
+    findings = related = elsewhere = 0
+    for program in PROGRAMS:
+        text = program.read_text(encoding="utf-8")
+        objects, built = _both(text, str(program), ENCODINGS[0], "file:///d/rules.md")
+        assert built == objects, program
+        for item in json.loads(built):
+            findings += 1
+            related += len(item.get("relatedInformation", ()))
+            elsewhere += any(
+                r["location"]["uri"] != f"file://{program}"
+                for r in item.get("relatedInformation", ())
+            )
+    # the corpus has what the conversion must get right
+    assert findings > 300
+    assert related > findings
+    assert elsewhere > 0
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("docs", [None, "file:///d/rules.md"])
+def test_non_ascii_lines_in_each_encoding(encoding: str, docs: str | None) -> None:
+    text = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "s = env.from_collection(['é𝄞', 'ü']).key_by(lambda x: x)"
+        ".reduce(lambda a, b: a + '𝄞é')  # 𝄞\n"
+        "s.name('naïve 𝄞').print()\n"
+        "env.execute('𝄞 job')\n"
+    )
+    objects, built = _both(text, "/w/p.py", encoding, docs)
+    assert built == objects
+    assert json.loads(built), "the program has findings to convert"
