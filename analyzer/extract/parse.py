@@ -157,23 +157,30 @@ class _Piece:
         self.indent = indent
         self.shifts = (0, *(c - 1 for c in cuts[:-1])) if parts else ()
         self.calls: list[CallRanges] | bool | None = False  # False: not computed
-        #: per statement: its calls shifted last, and by how many lines (a
-        #: chunk's in the function it is part of, a top-level piece's to
-        #: where it is in the module: an edit moves only what follows it)
+        #: per statement: its calls shifted last, and by how many lines (to
+        #: where it is in the module, a chunk's as a top-level piece's: an
+        #: edit moves only what follows it)
         self.placed: dict[int, tuple[int, CallRanges]] = {}
 
     def statement_calls(self) -> list[CallRanges] | None:
         if self.calls is False:
-            self.calls = (
-                self._joined_calls()
-                if self.parts
-                else statement_calls(self.module, self.text)
-            )
+            self.calls = statement_calls(self.module, self.text)
         return self.calls  # type: ignore[return-value]
 
     def shifted_calls(self, index: int, lines: int) -> CallRanges | None:
         """The calls of statement ``index``, ``lines`` further down (shifted
         once per distance)."""
+        if self.parts:
+            # the one statement the parts make: each part's calls are shifted
+            # by the part itself (once per distance), so an edit of one chunk
+            # moves no other chunk's ranges again
+            kept = self.placed.get(index)
+            if kept is None or kept[0] != lines:
+                joined = self._joined_calls(lines)
+                if joined is None:
+                    return None
+                kept = self.placed[index] = (lines, joined)
+            return kept[1]
         pairs = self.statement_calls()
         if pairs is None:
             return None
@@ -185,15 +192,16 @@ class _Piece:
             kept = self.placed[index] = (lines, moved)
         return kept[1]
 
-    def _joined_calls(self) -> list[CallRanges] | None:
-        """The calls of the one statement the parts make, from theirs."""
+    def _joined_calls(self, lines: int) -> CallRanges | None:
+        """The calls of the one statement the parts make, ``lines`` further
+        down, from theirs."""
         joined: CallRanges = []
         for part, shift in zip(self.parts, self.shifts, strict=True):
             found = part.statement_calls()
             if found is None or len(found) != 1:
                 return None
-            joined.extend(part.shifted_calls(0, shift) or ())
-        return [joined]
+            joined.extend(part.shifted_calls(0, shift + lines) or ())
+        return joined
 
 
 class ModuleCache:

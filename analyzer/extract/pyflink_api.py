@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chainlens.analyzer.extract.interface import ProgramStopError
+from chainlens.analyzer.extract.interface import Args, ProgramStopError
 from chainlens.analyzer.extract.program import EnvState, Program
 from chainlens.analyzer.extract.pyflink_calls import (
     PKP,
@@ -71,6 +71,7 @@ from chainlens.analyzer.model.enums import (
     RuntimeMode,
 )
 from chainlens.analyzer.model.flink_versions import profile
+from chainlens.analyzer.model.source import SourceRange
 
 # ---------------------------------------------------------------------------
 # dispatch
@@ -324,20 +325,22 @@ def env_method(call: Call, env_ref: EnvRef, name: str) -> object | None:
 _JAVA_WRAPPERS = frozenset({"SinkFunction", "SourceFunction"})
 
 
-def check_arguments(kind: str, name: str, call: Call) -> None:
+def check_arguments(
+    kind: str, name: str, args: Args, where: SourceRange | None
+) -> None:
     """Raise where a method the chosen line has fails on its arguments."""
     if (
-        kind == "StreamExecutionEnvironment"
-        and name == "set_restart_strategy"
-        and call.args.positional
-        and call.args.positional[0] is None
+        name == "set_restart_strategy"
+        and kind == "StreamExecutionEnvironment"
+        and args.positional
+        and args.positional[0] is None
     ):
         # PyFlink 1.x reads the argument's Java object first
         raise ProgramStopError(
             "StreamExecutionEnvironment.set_restart_strategy(None) fails: "
             "AttributeError: 'NoneType' object has no attribute "
             "'_j_restart_strategy_configuration'",
-            call.where,
+            where,
         )
 
 

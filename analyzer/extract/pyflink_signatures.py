@@ -34,6 +34,7 @@ class Signature:
     """The parameters of one method or function."""
 
     __slots__ = (
+        "_errors",
         "keyword_only",
         "optional",
         "positional",
@@ -57,6 +58,8 @@ class Signature:
         self.optional: set[str] = set()
         self.var_positional = False
         self.var_keyword = False
+        #: what :meth:`bind_error` said, by the calls' shapes
+        self._errors: dict[tuple[int, tuple[str, ...]], str | None] = {}
         keyword_only = False
         for token in text.split(", ") if text else ():
             if token == "/":
@@ -79,6 +82,15 @@ class Signature:
     def bind_error(self, positional: int, keywords: Iterable[str]) -> str | None:
         """Why a call with ``positional`` positional arguments and ``keywords``
         cannot bind (CPython's words), or None when it binds."""
+        shape = (positional, tuple(keywords))
+        if shape in self._errors:
+            return self._errors[shape]
+        error = self._bind_error(*shape)
+        if len(self._errors) < _MAX_SHAPES:
+            self._errors[shape] = error
+        return error
+
+    def _bind_error(self, positional: int, keywords: tuple[str, ...]) -> str | None:
         given = set(self.positional[: min(positional, len(self.positional))])
         wrongly_positional: list[str] = []
         for name in keywords:
@@ -119,6 +131,11 @@ class Signature:
                 f"{'' if len(missing) == 1 else 's'}: {_listed(missing)}"
             )
         return None
+
+
+#: The most call shapes one signature keeps the answer of (a program's calls
+#: have a few each)
+_MAX_SHAPES = 64
 
 
 def _at_most(signature: Signature) -> str:

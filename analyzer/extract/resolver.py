@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from typing import NoReturn
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.interface import (
@@ -592,18 +593,26 @@ class PyFlinkResolver:
             kind = receiver.simple_name
         else:
             kind = receiver.kind
+        key = (self.program.flink_version, kind, name)
+        if key in _EXISTING_METHODS:
+            signature = _EXISTING_METHODS[key]
+        else:
+            names = pyflink_names(self.program.flink_version).classes.get(kind)
+            if names is None:
+                return
+            if name not in names:
+                self.method_missing(kind, name, call)
+            signature = _EXISTING_METHODS[key] = pyflink_signatures(
+                self.program.flink_version
+            ).method(kind, name)
+        self.check_binds(f"{kind}.{name}", signature, call)
+        api.check_arguments(kind, name, call.args, call.where)
+
+    def method_missing(self, kind: str, name: str, call: Call) -> NoReturn:
+        """Raise where the program calls ``kind.name``, which the chosen
+        line's class does not have."""
         table = pyflink_names(self.program.flink_version)
-        names = table.classes.get(kind)
-        if names is None:
-            return
-        if name in names:
-            self.check_binds(
-                f"{kind}.{name}",
-                pyflink_signatures(self.program.flink_version).method(kind, name),
-                call,
-            )
-            api.check_arguments(kind, name, self._api(call))
-            return
+        names = table.classes[kind]
         close = difflib.get_close_matches(name, sorted(names), n=1)
         advice = _REMOVED_METHODS.get(name, "") + table.elsewhere(kind, name) or (
             f" (did you mean {close[0]}()?)" if close else ""
@@ -771,6 +780,10 @@ class PyFlinkResolver:
         """``call`` as ``pyflink_api``'s functions take it."""
         return ApiCall(self.program, call.args, call.where)
 
+
+#: The methods the chosen line's classes have, by (Flink line, class, method):
+#: their signatures (None: not known), looked up once per process.
+_EXISTING_METHODS: dict[tuple[str, str, str], Signature | None] = {}
 
 #: The makers of aggregate functions that ask the function's own methods for
 #: the types they are not given.

@@ -91,6 +91,11 @@ class _Method(cst.CSTVisitor):
     def __init__(self) -> None:
         self.calls: list[cst.Call] = []
         self.assigned: dict[str, cst.BaseExpression] = {}
+        #: the calls that build a descriptor or take one, in order, with what
+        #: their nodes alone say (:func:`_state_calls`)
+        self.states: list[_StateCall] = []
+        #: the calls ``x.enable_time_to_live(...)``, in order
+        self.ttl_calls: list[cst.Call] = []
 
     def visit_Call(self, node: cst.Call) -> None:  # noqa: N802 (LibCST's names)
         self.calls.append(node)
@@ -130,21 +135,6 @@ def _lookup(fn: FunctionDef, name: str) -> object:
         return fn.closure[name]
     except KeyError:
         return None
-
-
-def _text(
-    node: cst.BaseExpression | None, fn: FunctionDef, cls: ClassDef
-) -> str | None:
-    """A string argument: a literal, or a name the module or class binds to one."""
-    if isinstance(node, cst.SimpleString):
-        literal = node.evaluated_value
-        return literal if isinstance(literal, str) else None
-    if isinstance(node, cst.Name):
-        value = cls.lookup(node.value)
-        if value is None:
-            value = _lookup(fn, node.value)
-        return value if isinstance(value, str) else None
-    return None
 
 
 #: the builder's shortcuts for an update type (``StateTtlConfig.Builder``)
@@ -201,27 +191,60 @@ def _where(fn: FunctionDef, node: cst.CSTNode) -> SourceRange | None:
     return replace(found, path=path)
 
 
-def _declared(
-    call: cst.Call, kind: str, fn: FunctionDef, cls: ClassDef
-) -> StateDescriptor:
-    index, keywords = _KINDS[kind]
-    types: list[str] = []
-    for offset, keyword in enumerate(keywords):
-        arg = _argument(call, index + offset, keyword)
-        if arg is None:
-            return StateDescriptor(
-                _text(_argument(call, 0, "name"), fn, cls),
-                kind,
-                None,
-                range=_where(fn, call),
-            )
-        types.append(_code(arg))
-    return StateDescriptor(
-        _text(_argument(call, 0, "name"), fn, cls),
-        kind,
-        ", ".join(types),
-        range=_where(fn, call),
-    )
+class _StateCall:
+    """A call of a method that builds a state descriptor (``kind`` is its
+    class) or that takes one (``kind`` is the getter), with what its node
+    alone says: read once per node, kept with the method's scan."""
+
+    __slots__ = ("call", "getter", "kind", "literal", "name", "types")
+
+    def __init__(self, call: cst.Call, callee: str) -> None:
+        self.call = call
+        self.getter = callee in _GETTER_KINDS
+        self.kind = callee
+        #: a descriptor's name argument: a string literal, or a name
+        self.literal: str | None = None
+        self.name: str | None = None
+        #: the code of a descriptor's type arguments (None: one is not given)
+        self.types: str | None = None
+        if self.getter:
+            return
+        argument = _argument(call, 0, "name")
+        if isinstance(argument, cst.SimpleString):
+            literal = argument.evaluated_value
+            self.literal = literal if isinstance(literal, str) else None
+        elif isinstance(argument, cst.Name):
+            self.name = argument.value
+        index, keywords = _KINDS[callee]
+        types: list[str] = []
+        for offset, keyword in enumerate(keywords):
+            arg = _argument(call, index + offset, keyword)
+            if arg is None:
+                return
+            types.append(_code(arg))
+        self.types = ", ".join(types)
+
+
+def _state_calls(calls: list[cst.Call]) -> list[_StateCall]:
+    """The calls among ``calls`` that build a descriptor or take one."""
+    found: list[_StateCall] = []
+    for call in calls:
+        callee = _callee(call)
+        if callee is not None and (callee in _KINDS or callee in _GETTER_KINDS):
+            found.append(_StateCall(call, callee))
+    return found
+
+
+def _declared(state: _StateCall, fn: FunctionDef, cls: ClassDef) -> StateDescriptor:
+    """The descriptor ``state`` builds (the text a name refers to is looked
+    up where the method is defined, as :func:`_text` does)."""
+    name = state.literal
+    if state.name is not None:
+        value = cls.lookup(state.name)
+        if value is None:
+            value = _lookup(fn, state.name)
+        name = value if isinstance(value, str) else None
+    return StateDescriptor(name, state.kind, state.types, range=_where(fn, state.call))
 
 
 def from_object(
@@ -296,6 +319,13 @@ def _scan(
         return known[1]
     method = _Method()
     fn.node.visit(method)
+    method.states = _state_calls(method.calls)
+    method.ttl_calls = [
+        call
+        for call in method.calls
+        if _callee(call) == "enable_time_to_live"
+        and isinstance(call.func, cst.Attribute)
+    ]
     scans[id(fn.node)] = (fn.node, method)
     return method
 
@@ -324,12 +354,9 @@ def inventory(
                 fields.setdefault(key, value)
     ttl_of: dict[int, StateTtl] = {}
     for _, method in methods:
-        for call in method.calls:
+        for call in method.ttl_calls:
             func_node = call.func
-            if _callee(call) != "enable_time_to_live" or not isinstance(
-                func_node, cst.Attribute
-            ):
-                continue
+            assert isinstance(func_node, cst.Attribute)
             owner = _resolve(func_node.value, method.assigned, fields)
             if isinstance(owner, cst.Call):
                 ttl_of[id(owner)] = _ttl(
@@ -337,20 +364,17 @@ def inventory(
                 )
     found: list[StateDescriptor] = []
     for fn, method in methods:
-        for call in method.calls:
-            name = _callee(call)
-            if name in _KINDS:
-                assert name is not None
-                declared = _declared(call, name, fn, cls)
+        for state in method.states:
+            call = state.call
+            if not state.getter:
+                declared = _declared(state, fn, cls)
                 ttl = ttl_of.get(id(call))
                 found.append(
                     replace(declared, ttl=ttl) if ttl is not None else declared
                 )
                 continue
-            kind = _GETTER_KINDS.get(name or "")
-            if kind is None:
-                continue
-            broadcast = name == "get_broadcast_state"
+            kind = _GETTER_KINDS[state.kind]
+            broadcast = state.kind == "get_broadcast_state"
             arg = _resolve(
                 _argument(call, 0, "state_descriptor"), method.assigned, fields
             )
