@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 from chainlens.analyzer.compile.chaining import (
     ChainingVerdict,
-    chaining_verdict,
+    chaining_verdicts,
     is_chainable_source,
 )
 from chainlens.analyzer.compile.hashing import (
+    chained_outputs,
     hash_dependents,
     traverse_stream_graph_and_generate_hashes,
 )
@@ -57,22 +58,18 @@ DEFAULT_SLOT_SHARING_GROUP = "default"
 #: ``ExecutionConfig.PARALLELISM_DEFAULT`` (decided at runtime)
 PARALLELISM_DEFAULT = -1
 
-_PIPELINED_TYPES = frozenset(
-    {
-        ResultPartitionType.PIPELINED,
-        ResultPartitionType.PIPELINED_BOUNDED,
-        ResultPartitionType.PIPELINED_APPROXIMATE,
-    }
+# Sets of enum members as tuples: a tuple is searched by identity, a set would
+# hash (an enum member's hash is Python code).
+_PIPELINED_TYPES = (
+    ResultPartitionType.PIPELINED,
+    ResultPartitionType.PIPELINED_BOUNDED,
+    ResultPartitionType.PIPELINED_APPROXIMATE,
 )
-_HYBRID_TYPES = frozenset(
-    {ResultPartitionType.HYBRID_FULL, ResultPartitionType.HYBRID_SELECTIVE}
-)
-_RECONSUMABLE_TYPES = frozenset(
-    {ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_FULL}
-)
+_HYBRID_TYPES = (ResultPartitionType.HYBRID_FULL, ResultPartitionType.HYBRID_SELECTIVE)
+_RECONSUMABLE_TYPES = (ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_FULL)
 #: Partitioners whose instances never compare equal (their key selector or user
 #: partitioner is part of them), so outputs using them are never reused.
-_UNIQUE_PARTITIONERS = frozenset({Partitioner.HASH, Partitioner.CUSTOM})
+_UNIQUE_PARTITIONERS = (Partitioner.HASH, Partitioner.CUSTOM)
 
 
 def _text(value: Text) -> str:
@@ -161,10 +158,16 @@ class _Vertex:
 class _JobGraphBuilder:
     """The mutable state of one ``StreamingJobGraphGenerator`` run."""
 
-    def __init__(self, graph: StreamGraph, hashes: dict[int, bytes]) -> None:
+    def __init__(
+        self,
+        graph: StreamGraph,
+        hashes: dict[int, bytes],
+        verdicts: dict[int, ChainingVerdict],
+    ) -> None:
         self.graph = graph
         self.hashes = hashes
-        self.verdicts: dict[int, ChainingVerdict] = {}
+        #: ``isChainable`` with all reasons, by edge (:func:`chaining_verdicts`)
+        self.verdicts = verdicts
         # LinkedHashMap<Integer, JobVertex> jobVerticesInOrder (creation order)
         self.vertices: dict[int, _Vertex] = {}
         self.chain_entry_points: dict[int, _ChainInfo] = {}
@@ -184,13 +187,8 @@ class _JobGraphBuilder:
     # ---------------------------------------------------------------- predicates
 
     def verdict(self, edge: StreamEdge) -> ChainingVerdict:
-        """Return (and cache) ``isChainable`` with all reasons for ``edge``."""
-        key = id(edge)
-        cached = self.verdicts.get(key)
-        if cached is None:
-            cached = chaining_verdict(edge, self.graph)
-            self.verdicts[key] = cached
-        return cached
+        """Return ``isChainable`` with all reasons for ``edge``."""
+        return self.verdicts[id(edge)]
 
     def partitioner(self, edge: StreamEdge) -> Partitioner:
         """Return the edge's partitioner after dynamic-graph conversion."""
@@ -934,8 +932,12 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
     message where Flink refuses the graph (e.g. a uid used twice).
     """
     symbolic: dict[int, Symbol] = {}
-    hashes = traverse_stream_graph_and_generate_hashes(graph, symbolic)
-    builder = _JobGraphBuilder(graph, hashes)
+    # every edge's verdict once: the hashes count the chainable out-edges
+    verdicts = chaining_verdicts(graph)
+    hashes = traverse_stream_graph_and_generate_hashes(
+        graph, symbolic, chained=chained_outputs(graph, verdicts)
+    )
+    builder = _JobGraphBuilder(graph, hashes, verdicts)
     builder.set_chaining()
     if graph.settings.dynamic:
         builder.set_vertex_parallelisms_for_dynamic_graph_if_necessary()

@@ -25,17 +25,18 @@ KEY_BY_MAP = "_stream_key_by_map_operator"
 PARTITION_CUSTOM_MAP = "_partition_custom_map_operator"
 KEYED_VALUES = "_keyed_stream_values_operator"
 
-_FUSABLE_UP = frozenset(
-    {
-        OperatorKind.PYTHON_PROCESS,
-        OperatorKind.PYTHON_KEYED_PROCESS,
-        OperatorKind.PYTHON_CO_PROCESS,
-        OperatorKind.PYTHON_KEYED_CO_PROCESS,
-        OperatorKind.PYTHON_WINDOW,
-    }
+# Sets of enum members as tuples: a tuple is searched by identity, a set would
+# hash (an enum member's hash is Python code).
+_FUSABLE_UP = (
+    OperatorKind.PYTHON_PROCESS,
+    OperatorKind.PYTHON_KEYED_PROCESS,
+    OperatorKind.PYTHON_CO_PROCESS,
+    OperatorKind.PYTHON_KEYED_CO_PROCESS,
+    OperatorKind.PYTHON_WINDOW,
 )
-_BROADCAST_KINDS = frozenset(
-    {TransformationKind.BROADCAST_STATE, TransformationKind.KEYED_BROADCAST_STATE}
+_BROADCAST_KINDS = (
+    TransformationKind.BROADCAST_STATE,
+    TransformationKind.KEYED_BROADCAST_STATE,
 )
 
 
