@@ -166,6 +166,8 @@ class _JobGraphBuilder:
     ) -> None:
         self.graph = graph
         self.hashes = hashes
+        #: the hashes as Flink prints them (operator and vertex IDs)
+        self.hexes = {node_id: digest.hex() for node_id, digest in hashes.items()}
         #: ``isChainable`` with all reasons, by edge (:func:`chaining_verdicts`)
         self.verdicts = verdicts
         # LinkedHashMap<Integer, JobVertex> jobVerticesInOrder (creation order)
@@ -257,8 +259,12 @@ class _JobGraphBuilder:
         transitive: list[StreamEdge] = []
         chainable: list[StreamEdge] = []
         non_chainable: list[StreamEdge] = []
+        verdicts = self.verdicts
         for edge in self.graph.out_edges(current):
-            (chainable if self.verdict(edge).chainable else non_chainable).append(edge)
+            if verdicts[id(edge)].reasons:
+                non_chainable.append(edge)
+            else:
+                chainable.append(edge)
         for edge in chainable:
             transitive.extend(self.create_chain(edge.target_id, chain_index + 1, info))
         for edge in non_chainable:
@@ -274,10 +280,12 @@ class _JobGraphBuilder:
         info.nodes.append(current)  # addNodeToChain
         if current == start and start not in self.vertices:
             self.create_job_vertex(info)
-        self.try_convert_partitioner_for_dynamic_graph(chainable, non_chainable)
+        if chainable or non_chainable:
+            self.try_convert_partitioner_for_dynamic_graph(chainable, non_chainable)
         self.chain_index[current] = chain_index
         self.chained_outputs[current] = [e.target_id for e in chainable]
-        self.chained_edges.update(id(e) for e in chainable)
+        if chainable:
+            self.chained_edges.update(id(e) for e in chainable)
         self.non_chainable_outputs[current] = non_chainable
         if current == start:
             info.transitive_out_edges.extend(transitive)
@@ -296,7 +304,7 @@ class _JobGraphBuilder:
         with chained sources is named ``"A [Source: s]"``.
         """
         operator_name = _text(self.graph.node(node_id).name)
-        if info is not None:
+        if info is not None and info.chained_sources:
             sources = [
                 _text(self.graph.node(e.source_id).name)
                 for e in self.graph.in_edges(node_id)
@@ -325,7 +333,7 @@ class _JobGraphBuilder:
         chained = [self.graph.node(n) for n in (*info.chained_sources, *info.nodes)]
         self.vertices[start] = _Vertex(
             start_node_id=start,
-            id=self.hashes[start].hex(),
+            id=self.hexes[start],
             chain=info,
             name=info.chained_names[start],
             parallelism=parallelism,
@@ -694,8 +702,8 @@ class _JobGraphBuilder:
     def _description(self, node_id: int, head: int) -> str:
         node = self.graph.node(node_id)
         text = _text(node.description if node.description is not None else node.name)
-        if node_id == head:
-            chained_sources = self.vertices[head].chain.chained_sources
+        chained_sources = self.vertices[head].chain.chained_sources
+        if node_id == head and chained_sources:
             sources = [
                 self.graph.node(e.source_id)
                 for e in self.graph.in_edges(node_id)
@@ -750,9 +758,11 @@ class _JobGraphBuilder:
         return ChainedOperator(
             node_id=node_id,
             name=node.name,
-            operator_id=self.hashes[node_id].hex(),
+            operator_id=self.hexes[node_id],
             uid=node.uid,
-            user_defined_operator_id=_user_defined_operator_id(node.user_hash),
+            user_defined_operator_id=None
+            if node.user_hash is None
+            else _user_defined_operator_id(node.user_hash),
             chain_index=self.chain_index[node_id],
             chained_outputs_to=tuple(self.chained_outputs.get(node_id, [])),
             range=node.range,
@@ -760,20 +770,27 @@ class _JobGraphBuilder:
         )
 
     def job_vertex(self, vertex: _Vertex, ssg_index: int) -> JobVertex:
-        head = self.graph.node(vertex.start_node_id)
+        start = vertex.start_node_id
+        head = self.graph.node(start)
+        chain = vertex.chain
+        if len(chain.nodes) == 1 and not chain.chained_sources:
+            # a task of one operator (most): no tree to walk
+            order = chain.nodes
+            description = self._description(start, start) + "\n"
+        else:
+            order = self.chain_order(vertex)
+            description = self.build_tree_description(start)
         return JobVertex(
             id=vertex.id,
             name=vertex.name,
-            head_node_id=vertex.start_node_id,
-            operators=tuple(self.chained_operator(n) for n in self.chain_order(vertex)),
-            operator_ids_flink_order=tuple(
-                self.hashes[n].hex() for n in vertex.chain.nodes
-            ),
+            head_node_id=start,
+            operators=tuple(self.chained_operator(n) for n in order),
+            operator_ids_flink_order=tuple(self.hexes[n] for n in chain.nodes),
             parallelism=vertex.parallelism,
             max_parallelism=vertex.max_parallelism,
             slot_sharing_group=head.slot_sharing_group,
             slot_sharing_group_index=ssg_index,
-            description=self.build_tree_description(vertex.start_node_id),
+            description=description,
         )
 
 
@@ -986,7 +1003,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
         vertices=tuple(vertices),
         edges=tuple(edges),
         chain_breaks=breaks,
-        operator_ids={n: h.hex() for n, h in sorted(hashes.items())},
+        operator_ids={n: builder.hexes[n] for n in sorted(builder.hexes)},
         unknowns=unknowns,
         uncertain_nodes=uncertain,
         node_to_vertex=dict(sorted(node_to_vertex.items())),

@@ -52,23 +52,29 @@ class Workspace:
     refs: Counter[int] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        for t in self.transformations.values():
-            self.refs.update(t.inputs)
+        self.refs.update(i for t in self.transformations.values() for i in t.inputs)
 
     def get(self, tid: int) -> Transformation:
         return self.transformations[tid]
 
     def put(self, t: Transformation) -> Transformation:
+        # counted one by one: Counter.update and subtract first ask whether
+        # their argument is a Mapping (an ABC check), which costs more
+        refs = self.refs
         old = self.transformations.get(t.id)
         if old is not None:
-            self.refs.subtract(old.inputs)
-        self.refs.update(t.inputs)
+            for input_id in old.inputs:
+                refs[input_id] -= 1
+        for input_id in t.inputs:
+            refs[input_id] += 1
         self.transformations[t.id] = t
         return t
 
     def drop(self, tid: int) -> None:
         """Forget a transformation no input names any more."""
-        self.refs.subtract(self.transformations.pop(tid).inputs)
+        refs = self.refs
+        for input_id in self.transformations.pop(tid).inputs:
+            refs[input_id] -= 1
 
     def forward_partition(self, input_id: int) -> Transformation:
         """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
@@ -137,12 +143,13 @@ def _consumers(ws: Workspace, roots: list[int]) -> Consumers:
     consumers: Consumers = {}
     seen: set[int] = set()
     queue = deque(roots)
+    transformations = ws.transformations
     while queue:
         tid = queue.popleft()
         if tid in seen:
             continue
         seen.add(tid)
-        for input_id in ws.get(tid).inputs:
+        for input_id in transformations[tid].inputs:
             consumers.setdefault(input_id, {})[tid] = None
             queue.append(input_id)
     return consumers

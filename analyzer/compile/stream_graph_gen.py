@@ -46,6 +46,9 @@ from chainlens.analyzer.model.values import (
 )
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
+#: the forward partitioners, as a tuple: searched by identity (an enum
+#: member's hash and its ``is_forward`` are Python code)
+_FORWARD = tuple(p for p in Partitioner if p.is_forward)
 
 _SHUFFLE_MODES = {
     "ALL_EXCHANGES_BLOCKING": GlobalExchangeMode.ALL_EDGES_BLOCKING,
@@ -122,8 +125,9 @@ class _Builder:
 
     def transform(self, tid: int) -> tuple[int, ...]:
         """Mirror ``StreamGraphGenerator.transform``: translate once, inputs first."""
-        if tid in self.done:
-            return self.done[tid]
+        done = self.done.get(tid)
+        if done is not None:
+            return done
         t = self.transformations[tid]
         kind = t.kind
         if kind is TransformationKind.UNION:
@@ -336,7 +340,11 @@ class _Builder:
         """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
         up = self.nodes[upstream]
         down = self.nodes[downstream]
-        same = same_value(up.parallelism, down.parallelism)
+        same = (
+            True
+            if up.parallelism == down.parallelism
+            else same_value(up.parallelism, down.parallelism)
+        )
         if partitioner is None:
             if same is None:
                 self.unknowns.append(
@@ -356,7 +364,7 @@ class _Builder:
                 )
             else:
                 partitioner = Partitioner.REBALANCE
-        if partitioner.is_forward and same is not True:
+        if same is not True and partitioner in _FORWARD:
             if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
                 partitioner, detail = hash_of_forward(detail)
             elif same is False:
