@@ -38,6 +38,14 @@ _Clause = tuple[BreakReason, bool | None]
 _WITHOUT_FACTORY = tuple(k for k in OperatorKind if not k.has_operator_factory)
 _YIELDING = tuple(k for k in OperatorKind if k.is_yielding)
 _FORWARD = tuple(p for p in Partitioner if p.is_forward)
+# Members compared on every edge, bound once: on CPython 3.11 reading a member
+# off its enum class costs several times a global (EnumType has __getattr__).
+_NEVER = ChainingStrategy.NEVER
+_ALWAYS = ChainingStrategy.ALWAYS
+_HEAD_WITH_SOURCES = ChainingStrategy.HEAD_WITH_SOURCES
+_SOURCE_OPERATOR = OperatorKind.SOURCE_OPERATOR
+_FORWARD_FOR_CONSECUTIVE_HASH = Partitioner.FORWARD_FOR_CONSECUTIVE_HASH
+_BATCH_EXCHANGE = ExchangeMode.BATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +98,9 @@ def are_partitioner_and_exchange_mode_chainable(
     is ``BATCH`` (blocking).
     """
     del is_dynamic  # only asserted by Flink
-    if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+    if partitioner is _FORWARD_FOR_CONSECUTIVE_HASH:
         return True
-    return partitioner in _FORWARD and exchange_mode is not ExchangeMode.BATCH
+    return partitioner in _FORWARD and exchange_mode is not _BATCH_EXCHANGE
 
 
 def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
@@ -207,13 +215,10 @@ def _input_holds(
         and up.operator not in _WITHOUT_FACTORY
         and down.operator not in _WITHOUT_FACTORY
         and down.operator not in _YIELDING
-        and up.chaining_strategy is not ChainingStrategy.NEVER
+        and up.chaining_strategy is not _NEVER
         and (
-            strategy is ChainingStrategy.ALWAYS
-            or (
-                strategy is ChainingStrategy.HEAD_WITH_SOURCES
-                and up.operator is OperatorKind.SOURCE_OPERATOR
-            )
+            strategy is _ALWAYS
+            or (strategy is _HEAD_WITH_SOURCES and up.operator is _SOURCE_OPERATOR)
         )
         and up.parallelism == down.parallelism
         and (

@@ -70,6 +70,36 @@ _RECONSUMABLE_TYPES = (ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_
 #: Partitioners whose instances never compare equal (their key selector or user
 #: partitioner is part of them), so outputs using them are never reused.
 _UNIQUE_PARTITIONERS = (Partitioner.HASH, Partitioner.CUSTOM)
+_FORWARD = tuple(p for p in Partitioner if p.is_forward)
+_POINTWISE = tuple(p for p in Partitioner if p.is_pointwise)
+# Members compared for every node and edge, bound once: on CPython 3.11
+# reading a member off its enum class costs several times a global (EnumType
+# has __getattr__).
+_CACHE_WRITE = OperatorKind.CACHE_WRITE
+_FORWARD_FOR_UNSPECIFIED = Partitioner.FORWARD_FOR_UNSPECIFIED
+_FORWARD_FOR_CONSECUTIVE_HASH = Partitioner.FORWARD_FOR_CONSECUTIVE_HASH
+_POINTWISE_PATTERN = DistributionPattern.POINTWISE
+_ALL_TO_ALL_PATTERN = DistributionPattern.ALL_TO_ALL
+
+#: the result partition type of an edge whose own exchange mode decides it
+#: (not UNDEFINED)
+_PARTITION_TYPE_OF_EXCHANGE = {
+    ExchangeMode.PIPELINED: ResultPartitionType.PIPELINED_BOUNDED,
+    ExchangeMode.BATCH: ResultPartitionType.BLOCKING,
+    ExchangeMode.HYBRID_FULL: ResultPartitionType.HYBRID_FULL,
+    ExchangeMode.HYBRID_SELECTIVE: ResultPartitionType.HYBRID_SELECTIVE,
+}
+#: the result partition type a global exchange mode gives every UNDEFINED
+#: edge, whatever its partitioner
+_PARTITION_TYPE_OF_GLOBAL_MODE = {
+    GlobalExchangeMode.ALL_EDGES_BLOCKING: ResultPartitionType.BLOCKING,
+    GlobalExchangeMode.ALL_EDGES_PIPELINED: ResultPartitionType.PIPELINED_BOUNDED,
+    GlobalExchangeMode.ALL_EDGES_PIPELINED_APPROXIMATE: (
+        ResultPartitionType.PIPELINED_APPROXIMATE
+    ),
+    GlobalExchangeMode.ALL_EDGES_HYBRID_FULL: ResultPartitionType.HYBRID_FULL,
+    GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE: ResultPartitionType.HYBRID_SELECTIVE,
+}
 
 
 def _text(value: Text) -> str:
@@ -354,18 +384,18 @@ class _JobGraphBuilder:
         Hash becomes its hash partitioner.
         """
         for edge in chainable:
-            if edge.partitioner in (
-                Partitioner.FORWARD_FOR_UNSPECIFIED,
-                Partitioner.FORWARD_FOR_CONSECUTIVE_HASH,
+            if (
+                edge.partitioner is _FORWARD_FOR_UNSPECIFIED
+                or edge.partitioner is _FORWARD_FOR_CONSECUTIVE_HASH
             ):
                 self.partitioners[id(edge)] = Partitioner.FORWARD
         for edge in non_chainable:
-            if edge.partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+            if edge.partitioner is _FORWARD_FOR_CONSECUTIVE_HASH:
                 partitioner, detail = hash_of_forward(edge.detail)
                 self.partitioners[id(edge)] = partitioner
                 if detail is not None:
                     self.converted_texts[id(edge)] = detail.text
-            elif edge.partitioner is Partitioner.FORWARD_FOR_UNSPECIFIED:
+            elif edge.partitioner is _FORWARD_FOR_UNSPECIFIED:
                 self.partitioners[id(edge)] = Partitioner.RESCALE
 
     # -------------------------------------------------------- dynamic parallelism
@@ -388,7 +418,7 @@ class _JobGraphBuilder:
         producers: dict[int, list[int]] = {}
         for start, vertex in self.vertices.items():
             for edge in vertex.chain.transitive_out_edges:
-                if self.partitioner(edge).is_forward:
+                if self.partitioner(edge) in _FORWARD:
                     consumers = producers.setdefault(edge.target_id, [])
                     if start not in consumers:
                         consumers.append(start)
@@ -443,40 +473,26 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.getResultPartitionType and
         determineUndefinedResultPartitionType (Flink 2.3).
         """
-        if self.graph.node(edge.target_id).operator is OperatorKind.CACHE_WRITE:
+        if self.graph.node(edge.target_id).operator is _CACHE_WRITE:
             # the edge produces the cached intermediate data set (DataStream.cache())
             return ResultPartitionType.BLOCKING_PERSISTENT
-        match edge.exchange_mode:
-            case ExchangeMode.PIPELINED:
-                return ResultPartitionType.PIPELINED_BOUNDED
-            case ExchangeMode.BATCH:
-                return ResultPartitionType.BLOCKING
-            case ExchangeMode.HYBRID_FULL:
-                return ResultPartitionType.HYBRID_FULL
-            case ExchangeMode.HYBRID_SELECTIVE:
-                return ResultPartitionType.HYBRID_SELECTIVE
-            case ExchangeMode.UNDEFINED:
-                pass
+        by_exchange = _PARTITION_TYPE_OF_EXCHANGE.get(edge.exchange_mode)
+        if by_exchange is not None:
+            return by_exchange
+        # UNDEFINED: the job's global exchange mode decides
+        global_mode = self.graph.settings.global_exchange_mode
+        by_global = _PARTITION_TYPE_OF_GLOBAL_MODE.get(global_mode)
+        if by_global is not None:
+            return by_global
+        # FORWARD_EDGES_PIPELINED or POINTWISE_EDGES_PIPELINED
         partitioner = self.partitioner(edge)
-        match self.graph.settings.global_exchange_mode:
-            case GlobalExchangeMode.ALL_EDGES_BLOCKING:
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
-                if partitioner.is_forward:
-                    return ResultPartitionType.PIPELINED_BOUNDED
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.POINTWISE_EDGES_PIPELINED:
-                if partitioner.is_pointwise:
-                    return ResultPartitionType.PIPELINED_BOUNDED
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.ALL_EDGES_PIPELINED:
-                return ResultPartitionType.PIPELINED_BOUNDED
-            case GlobalExchangeMode.ALL_EDGES_PIPELINED_APPROXIMATE:
-                return ResultPartitionType.PIPELINED_APPROXIMATE
-            case GlobalExchangeMode.ALL_EDGES_HYBRID_FULL:
-                return ResultPartitionType.HYBRID_FULL
-            case GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE:
-                return ResultPartitionType.HYBRID_SELECTIVE
+        if global_mode is GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
+            pipelined = partitioner in _FORWARD
+        else:
+            pipelined = partitioner in _POINTWISE
+        if pipelined:
+            return ResultPartitionType.PIPELINED_BOUNDED
+        return ResultPartitionType.BLOCKING
 
     def set_all_operator_non_chained_outputs_configs(self) -> None:
         """Give every non-chained edge its output (result partition).
@@ -982,9 +998,9 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
                     target_vertex_id=vertex.id,
                     partitioner=partitioner,
                     distribution_pattern=(
-                        DistributionPattern.POINTWISE
-                        if partitioner.is_pointwise
-                        else DistributionPattern.ALL_TO_ALL
+                        _POINTWISE_PATTERN
+                        if partitioner in _POINTWISE
+                        else _ALL_TO_ALL_PATTERN
                     ),
                     result_partition_type=edge.data_set.output.partition_type,
                     type_number=edge.type_number,

@@ -38,6 +38,16 @@ _BROADCAST_KINDS = (
     TransformationKind.BROADCAST_STATE,
     TransformationKind.KEYED_BROADCAST_STATE,
 )
+# Members compared for every transformation, bound once: on CPython 3.11
+# reading a member off its enum class costs several times a global (EnumType
+# has __getattr__).
+_ONE_INPUT = TransformationKind.ONE_INPUT
+_PARTITION = TransformationKind.PARTITION
+_UNION = TransformationKind.UNION
+_PYTHON_PROCESS = OperatorKind.PYTHON_PROCESS
+_FORWARD_PARTITIONER = Partitioner.FORWARD
+_NEVER = ChainingStrategy.NEVER
+_ALWAYS = ChainingStrategy.ALWAYS
 
 
 @dataclass(slots=True)
@@ -123,7 +133,7 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
         if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
             source = ws.get(t.inputs[0])
             parallelism = source.parallelism
-            if source.kind is TransformationKind.PARTITION and source.inputs:
+            if source.kind is _PARTITION and source.inputs:
                 parallelism = ws.get(source.inputs[0]).parallelism
             changes = {"parallelism": parallelism}
             if source.slot_sharing_group is not None:
@@ -189,23 +199,20 @@ def _chain_with_input_if_possible(
     ws: Workspace, t: Transformation, consumers: Consumers
 ) -> Transformation | None:
     """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
-    if (
-        t.kind is not TransformationKind.ONE_INPUT
-        or t.operator is not OperatorKind.PYTHON_PROCESS
-    ):
+    if t.kind is not _ONE_INPUT or t.operator is not _PYTHON_PROCESS:
         return None
     up = ws.get(t.inputs[0])
     path: list[Transformation] = []
-    while up.kind is TransformationKind.PARTITION:
-        if up.partitioner is not Partitioner.FORWARD:
+    while up.kind is _PARTITION:
+        if up.partitioner is not _FORWARD_PARTITIONER:
             return None
         path.append(up)
         up = ws.get(up.inputs[0])
     if up.kind in _BROADCAST_KINDS or up.operator not in _FUSABLE_UP:
         return None
-    if up.chaining_strategy is ChainingStrategy.NEVER:
+    if up.chaining_strategy is _NEVER:
         return None
-    if t.chaining_strategy is not ChainingStrategy.ALWAYS:
+    if t.chaining_strategy is not _ALWAYS:
         return None
     for hop in (up, *path):
         if len(consumers.get(hop.id, ())) != 1:
@@ -346,7 +353,7 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
 
 def _fused_up_id(ws: Workspace, t: Transformation) -> int:
     up = ws.get(t.inputs[0])
-    while up.kind is TransformationKind.PARTITION:
+    while up.kind is _PARTITION:
         up = ws.get(up.inputs[0])
     return up.id
 
@@ -362,7 +369,7 @@ def _rewire(
     users = consumers.pop(t_id, {})
     for user_id in users:
         user = ws.get(user_id)
-        if user.kind is TransformationKind.UNION:
+        if user.kind is _UNION:
             # Flink's replaceInput for a union: the first occurrence of the old
             # input is removed and the new one appended (the order of the
             # union's in-edges, which the operator IDs after it hash in)

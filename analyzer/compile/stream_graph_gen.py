@@ -49,6 +49,18 @@ DEFAULT_SLOT_SHARING_GROUP = "default"
 #: the forward partitioners, as a tuple: searched by identity (an enum
 #: member's hash and its ``is_forward`` are Python code)
 _FORWARD = tuple(p for p in Partitioner if p.is_forward)
+# Members compared for every transformation and edge, bound once: on CPython
+# 3.11 reading a member off its enum class costs several times a global
+# (EnumType has __getattr__).
+_UNION = TransformationKind.UNION
+_PARTITION = TransformationKind.PARTITION
+_SIDE_OUTPUT = TransformationKind.SIDE_OUTPUT
+_SINK = TransformationKind.SINK
+_SOURCES = (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+_LEGACY_SINK = TransformationKind.LEGACY_SINK
+_FORWARD_PARTITIONER = Partitioner.FORWARD
+_UNDEFINED_EXCHANGE = ExchangeMode.UNDEFINED
+_BATCH_EXCHANGE = ExchangeMode.BATCH
 
 _SHUFFLE_MODES = {
     "ALL_EXCHANGES_BLOCKING": GlobalExchangeMode.ALL_EDGES_BLOCKING,
@@ -82,9 +94,11 @@ class _Builder:
     #: (Flink 1.18's SinkTransformationTranslator); else as the sink says
     sink_parallelism_configured: bool = False
 
-    @property
-    def dynamic(self) -> bool:
-        return self.job_type is JobType.BATCH
+    #: a dynamic graph (BATCH), from ``job_type``
+    dynamic: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dynamic = self.job_type is JobType.BATCH
 
     # ---------------------------------------------------------------- helpers
 
@@ -130,20 +144,20 @@ class _Builder:
             return done
         t = self.transformations[tid]
         kind = t.kind
-        if kind is TransformationKind.UNION:
+        if kind is _UNION:
             result: tuple[int, ...] = ()
             for input_id in t.inputs:
                 result += self.transform(input_id)
-        elif kind is TransformationKind.PARTITION:
+        elif kind is _PARTITION:
             result = self.translate_partition(t)
-        elif kind is TransformationKind.SIDE_OUTPUT:
+        elif kind is _SIDE_OUTPUT:
             ids: list[int] = []
             for upstream in self.transform(t.inputs[0]):
                 vid = self.new_id()
                 self.virtual[vid] = _Virtual(upstream, None, None, t.output_tag)
                 ids.append(vid)
             result = tuple(ids)
-        elif kind is TransformationKind.SINK:
+        elif kind is _SINK:
             result = self.expand_sink(t)
         else:
             result = self.translate_operator(t)
@@ -152,7 +166,7 @@ class _Builder:
 
     def translate_partition(self, t: Transformation) -> tuple[int, ...]:
         mode = t.exchange_mode
-        if mode is ExchangeMode.BATCH and self.job_type is JobType.STREAMING:
+        if mode is _BATCH_EXCHANGE and not self.dynamic:
             mode = ExchangeMode.UNDEFINED
         ids: list[int] = []
         for upstream in self.transform(t.inputs[0]):
@@ -167,11 +181,8 @@ class _Builder:
         inputs = [self.transform(i) for i in t.inputs]
         flat = tuple(i for group in inputs for i in group)
         kind = t.kind
-        is_source = kind in (
-            TransformationKind.SOURCE,
-            TransformationKind.LEGACY_SOURCE,
-        )
-        is_sink = kind is TransformationKind.LEGACY_SINK
+        is_source = kind in _SOURCES
+        is_sink = kind is _LEGACY_SINK
         name: Text = t.name
         if is_source:
             name = _prefixed("Source: ", t.name)
@@ -360,7 +371,7 @@ class _Builder:
                 partitioner = (
                     Partitioner.FORWARD_FOR_UNSPECIFIED
                     if self.dynamic
-                    else Partitioner.FORWARD
+                    else _FORWARD_PARTITIONER
                 )
             else:
                 partitioner = Partitioner.REBALANCE
@@ -391,7 +402,7 @@ class _Builder:
                 source_id=upstream,
                 target_id=downstream,
                 partitioner=partitioner,
-                exchange_mode=exchange_mode or ExchangeMode.UNDEFINED,
+                exchange_mode=exchange_mode or _UNDEFINED_EXCHANGE,
                 type_number=type_number,
                 output_tag=output_tag,
                 range=down.range,
@@ -411,11 +422,7 @@ def resolve_job_type(
 ) -> tuple[JobType, Unknown | None]:
     """Decide STREAMING or BATCH as ``StreamGraphGenerator`` does (§5.4)."""
     mode = env.runtime_mode
-    sources = [
-        t
-        for t in transformations.values()
-        if t.kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
-    ]
+    sources = [t for t in transformations.values() if t.kind in _SOURCES]
     if isinstance(mode, Symbol):
         return JobType.STREAMING, Unknown(
             "runtime mode", f"{mode.reason}; assumed STREAMING", mode.range
