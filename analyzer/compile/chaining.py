@@ -45,7 +45,21 @@ _ALWAYS = ChainingStrategy.ALWAYS
 _HEAD_WITH_SOURCES = ChainingStrategy.HEAD_WITH_SOURCES
 _SOURCE_OPERATOR = OperatorKind.SOURCE_OPERATOR
 _FORWARD_FOR_CONSECUTIVE_HASH = Partitioner.FORWARD_FOR_CONSECUTIVE_HASH
+_HEAD = ChainingStrategy.HEAD
 _BATCH_EXCHANGE = ExchangeMode.BATCH
+# The clauses that fail whenever they apply (no values compared), made once.
+_MULTIPLE_INPUTS: _Clause = (BreakReason.MULTIPLE_INPUTS, False)
+_NO_OPERATOR_FACTORY: _Clause = (BreakReason.NO_OPERATOR_FACTORY, False)
+_UPSTREAM_NEVER: _Clause = (BreakReason.UPSTREAM_NEVER, False)
+_DOWNSTREAM_NEVER: _Clause = (BreakReason.DOWNSTREAM_NEVER, False)
+_DOWNSTREAM_HEAD: _Clause = (BreakReason.DOWNSTREAM_HEAD, False)
+_DOWNSTREAM_HEAD_WITH_SOURCES: _Clause = (
+    BreakReason.DOWNSTREAM_HEAD_WITH_SOURCES,
+    False,
+)
+_PARTITIONER_NOT_FORWARD: _Clause = (BreakReason.PARTITIONER_NOT_FORWARD, False)
+_EXCHANGE_MODE_BATCH: _Clause = (BreakReason.EXCHANGE_MODE_BATCH, False)
+_UNION_ON_SAME_INPUT: _Clause = (BreakReason.UNION_ON_SAME_INPUT, False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +125,9 @@ def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
         return []
     clauses: list[_Clause] = []
     if edge.partitioner not in _FORWARD:
-        clauses.append((BreakReason.PARTITIONER_NOT_FORWARD, False))
-    if edge.exchange_mode is ExchangeMode.BATCH:
-        clauses.append((BreakReason.EXCHANGE_MODE_BATCH, False))
+        clauses.append(_PARTITIONER_NOT_FORWARD)
+    if edge.exchange_mode is _BATCH_EXCHANGE:
+        clauses.append(_EXCHANGE_MODE_BATCH)
     return clauses
 
 
@@ -140,7 +154,7 @@ def _operator_clauses(
     only asked (decided or not?) about values that differ.
     """
     if up.operator in _WITHOUT_FACTORY or down.operator in _WITHOUT_FACTORY:
-        return [(BreakReason.NO_OPERATOR_FACTORY, False)]
+        return [_NO_OPERATOR_FACTORY]
     clauses: list[_Clause] = []
     # Yielding operators (async I/O) cannot be chained to legacy sources, which
     # hold the checkpoint lock while emitting.
@@ -149,18 +163,15 @@ def _operator_clauses(
         and _head_operator(up, graph).operator.is_legacy_source
     ):
         clauses.append((BreakReason.YIELDING_AFTER_LEGACY_SOURCE, False))
-    if up.chaining_strategy is ChainingStrategy.NEVER:
-        clauses.append((BreakReason.UPSTREAM_NEVER, False))
-    match down.chaining_strategy:
-        case ChainingStrategy.NEVER:
-            clauses.append((BreakReason.DOWNSTREAM_NEVER, False))
-        case ChainingStrategy.HEAD:
-            clauses.append((BreakReason.DOWNSTREAM_HEAD, False))
-        case ChainingStrategy.HEAD_WITH_SOURCES:
-            if not up.operator.is_source_operator_factory:
-                clauses.append((BreakReason.DOWNSTREAM_HEAD_WITH_SOURCES, False))
-        case ChainingStrategy.ALWAYS:
-            pass
+    if up.chaining_strategy is _NEVER:
+        clauses.append(_UPSTREAM_NEVER)
+    strategy = down.chaining_strategy
+    if strategy is _NEVER:
+        clauses.append(_DOWNSTREAM_NEVER)
+    elif strategy is _HEAD:
+        clauses.append(_DOWNSTREAM_HEAD)
+    elif strategy is _HEAD_WITH_SOURCES and up.operator is not _SOURCE_OPERATOR:
+        clauses.append(_DOWNSTREAM_HEAD_WITH_SOURCES)
     if up.parallelism != down.parallelism:
         clauses.append(
             (
@@ -254,7 +265,7 @@ def _input_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
     # Unions only work through the network stack: every input position (type
     # number) of the downstream operator may be fed by one edge only.
     if graph.inputs_of_type(down.id, edge.type_number) > 1:
-        clauses.append((BreakReason.UNION_ON_SAME_INPUT, False))
+        clauses.append(_UNION_ON_SAME_INPUT)
     return clauses
 
 
@@ -290,7 +301,7 @@ def chaining_verdict(edge: StreamEdge, graph: StreamGraph) -> ChainingVerdict:
         return CHAINS
     clauses: list[_Clause] = []
     if not single:
-        clauses.append((BreakReason.MULTIPLE_INPUTS, False))
+        clauses.append(_MULTIPLE_INPUTS)
     clauses.extend(_input_clauses(edge, graph))
     return _verdict(clauses)
 

@@ -92,11 +92,11 @@ class Workspace:
         return self.put(
             Transformation(
                 id=self.new_id(),
-                kind=TransformationKind.PARTITION,
+                kind=_PARTITION,
                 name="Partition",
                 inputs=(input_id,),
                 parallelism=source.parallelism,
-                partitioner=Partitioner.FORWARD,
+                partitioner=_FORWARD_PARTITIONER,
                 api="alignment",
                 hidden=True,
                 range=source.range,
@@ -242,6 +242,20 @@ def _join(a: object, b: object) -> str:
     return f"{a}, {b}"
 
 
+def _dropped(member: FusedMember) -> FusedMember:
+    """Mark the uid and uid hash of a member fused into an operator ahead of it
+    as dropped (a member without them is kept as it is)."""
+    if (member.uid is None or member.dropped_uid) and (
+        member.uid_hash is None or member.dropped_uid_hash
+    ):
+        return member
+    return evolve(
+        member,
+        dropped_uid=member.dropped_uid or member.uid is not None,
+        dropped_uid_hash=member.dropped_uid_hash or member.uid_hash is not None,
+    )
+
+
 def _create_chained_transformation(
     ws: Workspace, up: Transformation, t: Transformation
 ) -> Transformation:
@@ -249,14 +263,7 @@ def _create_chained_transformation(
 
     The chained transformation has up's settings, t's output and their names joined.
     """
-    dropped = tuple(
-        evolve(
-            m,
-            dropped_uid=m.dropped_uid or m.uid is not None,
-            dropped_uid_hash=m.dropped_uid_hash or m.uid_hash is not None,
-        )
-        for m in members_of(t)
-    )
+    dropped = tuple(_dropped(m) for m in members_of(t))
     description: object
     if up.description is not None and t.description is not None:
         description = _join(up.description, t.description)
