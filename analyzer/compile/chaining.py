@@ -243,10 +243,10 @@ def _input_holds(
     )
 
 
-def _input_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
+def _input_clauses(
+    edge: StreamEdge, up: StreamNode, down: StreamNode, graph: StreamGraph
+) -> list[_Clause]:
     """Evaluate every clause of ``isChainableInput``; return those that fail."""
-    up = graph.node(edge.source_id)
-    down = graph.node(edge.target_id)
     clauses: list[_Clause] = []
     enabled = graph.settings.chaining_enabled
     if enabled is not True:
@@ -279,7 +279,9 @@ def is_chainable_input(edge: StreamEdge, graph: StreamGraph) -> bool:
     """
     up = graph.node(edge.source_id)
     down = graph.node(edge.target_id)
-    return _input_holds(edge, up, down, graph) or not _input_clauses(edge, graph)
+    return _input_holds(edge, up, down, graph) or not _input_clauses(
+        edge, up, down, graph
+    )
 
 
 def is_chainable(edge: StreamEdge, graph: StreamGraph) -> bool:
@@ -294,22 +296,35 @@ def is_chainable(edge: StreamEdge, graph: StreamGraph) -> bool:
 
 def chaining_verdict(edge: StreamEdge, graph: StreamGraph) -> ChainingVerdict:
     """Evaluate every clause of ``isChainable`` for ``edge``, decided or not."""
-    single = len(graph.in_edges(edge.target_id)) == 1
-    if single and _input_holds(
+    return _edge_verdict(
         edge, graph.node(edge.source_id), graph.node(edge.target_id), graph
-    ):
+    )
+
+
+def _edge_verdict(
+    edge: StreamEdge, up: StreamNode, down: StreamNode, graph: StreamGraph
+) -> ChainingVerdict:
+    """:func:`chaining_verdict`, the edge's two nodes at hand."""
+    single = len(graph.in_edges(edge.target_id)) == 1
+    if single and _input_holds(edge, up, down, graph):
         return CHAINS
     clauses: list[_Clause] = []
     if not single:
         clauses.append(_MULTIPLE_INPUTS)
-    clauses.extend(_input_clauses(edge, graph))
+    clauses.extend(_input_clauses(edge, up, down, graph))
     return _verdict(clauses)
 
 
 def chaining_verdicts(graph: StreamGraph) -> dict[int, ChainingVerdict]:
     """Return :func:`chaining_verdict` of every edge, by the edge's ``id()``
     (parallel edges may be equal as values)."""
-    return {id(edge): chaining_verdict(edge, graph) for edge in graph.edges}
+    nodes = {node.id: node for node in graph.nodes}
+    return {
+        id(edge): _edge_verdict(
+            edge, nodes[edge.source_id], nodes[edge.target_id], graph
+        )
+        for edge in graph.edges
+    }
 
 
 def chain_break_reasons(

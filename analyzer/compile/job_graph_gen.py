@@ -195,6 +195,8 @@ class _JobGraphBuilder:
         verdicts: dict[int, ChainingVerdict],
     ) -> None:
         self.graph = graph
+        #: the graph's nodes by id (read for every node and edge)
+        self.nodes = {node.id: node for node in graph.nodes}
         self.hashes = hashes
         #: the hashes as Flink prints them (operator and vertex IDs)
         self.hexes = {node_id: digest.hex() for node_id, digest in hashes.items()}
@@ -242,7 +244,7 @@ class _JobGraphBuilder:
         (Flink 2.3).
         """
         for source_id in self.graph.source_ids:
-            source = self.graph.node(source_id)
+            source = self.nodes[source_id]
             if is_chainable_source(source, self.graph):
                 edge = self.graph.out_edges(source_id)[0]
                 self.create_source_chain_info(source, edge)
@@ -333,10 +335,10 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.createChainedName (Flink 2.3); a head
         with chained sources is named ``"A [Source: s]"``.
         """
-        operator_name = _text(self.graph.node(node_id).name)
+        operator_name = _text(self.nodes[node_id].name)
         if info is not None and info.chained_sources:
             sources = [
-                _text(self.graph.node(e.source_id).name)
+                _text(self.nodes[e.source_id].name)
                 for e in self.graph.in_edges(node_id)
                 if e.source_id in info.chained_sources
             ]
@@ -355,12 +357,12 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.createJobVertex (Flink 2.3).
         """
         start = info.start_node_id
-        head = self.graph.node(start)
+        head = self.nodes[start]
         parallelism: Parallelism = head.parallelism
         if not _is_positive(parallelism):
             parallelism = PARALLELISM_DEFAULT
         # getAllChainedNodes: the chained sources, then the chain (post-order)
-        chained = [self.graph.node(n) for n in (*info.chained_sources, *info.nodes)]
+        chained = [self.nodes[n] for n in (*info.chained_sources, *info.nodes)]
         self.vertices[start] = _Vertex(
             start_node_id=start,
             id=self.hexes[start],
@@ -473,7 +475,7 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.getResultPartitionType and
         determineUndefinedResultPartitionType (Flink 2.3).
         """
-        if self.graph.node(edge.target_id).operator is _CACHE_WRITE:
+        if self.nodes[edge.target_id].operator is _CACHE_WRITE:
             # the edge produces the cached intermediate data set (DataStream.cache())
             return ResultPartitionType.BLOCKING_PERSISTENT
         by_exchange = _PARTITION_TYPE_OF_EXCHANGE.get(edge.exchange_mode)
@@ -527,7 +529,7 @@ class _JobGraphBuilder:
                 and partition_type is ResultPartitionType.HYBRID_SELECTIVE
             ):
                 partition_type = ResultPartitionType.HYBRID_FULL
-        consumer = self.graph.node(edge.target_id)
+        consumer = self.nodes[edge.target_id]
         if partition_type in _RECONSUMABLE_TYPES or partition_type in _HYBRID_TYPES:
             for candidate in candidates:
                 same_kind = (
@@ -685,7 +687,7 @@ class _JobGraphBuilder:
         named: dict[str, int] = {}
         next_group = 1 + max(region_groups.values(), default=0)
         for start, vertex in self.vertices.items():
-            key = self.graph.node(start).slot_sharing_group
+            key = self.nodes[start].slot_sharing_group
             if key == DEFAULT_SLOT_SHARING_GROUP:
                 vertex.slot_sharing_group = region_groups[start]
                 continue
@@ -716,12 +718,12 @@ class _JobGraphBuilder:
     # ------------------------------------------------------------ descriptions
 
     def _description(self, node_id: int, head: int) -> str:
-        node = self.graph.node(node_id)
+        node = self.nodes[node_id]
         text = _text(node.description if node.description is not None else node.name)
         chained_sources = self.vertices[head].chain.chained_sources
         if node_id == head and chained_sources:
             sources = [
-                self.graph.node(e.source_id)
+                self.nodes[e.source_id]
                 for e in self.graph.in_edges(node_id)
                 if e.source_id in chained_sources
             ]
@@ -770,7 +772,7 @@ class _JobGraphBuilder:
         return order + sorted(vertex.chain.chained_sources)
 
     def chained_operator(self, node_id: int) -> ChainedOperator:
-        node = self.graph.node(node_id)
+        node = self.nodes[node_id]
         return ChainedOperator(
             node_id=node_id,
             name=node.name,
@@ -787,7 +789,7 @@ class _JobGraphBuilder:
 
     def job_vertex(self, vertex: _Vertex, ssg_index: int) -> JobVertex:
         start = vertex.start_node_id
-        head = self.graph.node(start)
+        head = self.nodes[start]
         chain = vertex.chain
         if len(chain.nodes) == 1 and not chain.chained_sources:
             # a task of one operator (most): no tree to walk
