@@ -96,9 +96,16 @@ class _Builder:
 
     #: a dynamic graph (BATCH), from ``job_type``
     dynamic: bool = field(init=False)
+    #: the max parallelism of a transformation that sets none, from ``env``
+    default_max_parallelism: int | Symbol = field(init=False)
 
     def __post_init__(self) -> None:
         self.dynamic = self.job_type is JobType.BATCH
+        env_max = self.env.max_parallelism
+        if isinstance(env_max, Symbol) or (isinstance(env_max, int) and env_max > 0):
+            self.default_max_parallelism = env_max
+        else:
+            self.default_max_parallelism = -1
 
     # ---------------------------------------------------------------- helpers
 
@@ -106,14 +113,10 @@ class _Builder:
         return t.parallelism if t.parallelism is not None else self.env.parallelism
 
     def max_parallelism_of(self, t: Transformation) -> int | Symbol:
-        if t.max_parallelism is not None and not (
-            isinstance(t.max_parallelism, int) and t.max_parallelism <= 0
-        ):
-            return t.max_parallelism
-        env_max = self.env.max_parallelism
-        if isinstance(env_max, Symbol) or (isinstance(env_max, int) and env_max > 0):
-            return env_max
-        return -1
+        value = t.max_parallelism
+        if value is not None and not (isinstance(value, int) and value <= 0):
+            return value
+        return self.default_max_parallelism
 
     def group_of(self, node_or_virtual: int) -> Text:
         while node_or_virtual in self.virtual:
@@ -179,7 +182,7 @@ class _Builder:
 
     def translate_operator(self, t: Transformation) -> tuple[int, ...]:
         inputs = [self.transform(i) for i in t.inputs]
-        flat = tuple(i for group in inputs for i in group)
+        flat = inputs[0] if len(inputs) == 1 else tuple(i for g in inputs for i in g)
         kind = t.kind
         is_source = kind in _SOURCES
         is_sink = kind is _LEGACY_SINK
