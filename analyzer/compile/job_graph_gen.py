@@ -669,9 +669,10 @@ class _JobGraphBuilder:
         where blocking edges between them form a cycle.  When all vertices share one
         group by default (STREAMING) every region maps to group 0.
         """
-        regions = _pipelined_regions(topological)
         if self.graph.settings.all_vertices_in_same_slot_sharing_group:
+            # the regions are not needed (Flink computes them all the same)
             return dict.fromkeys(self.vertices, 0)
+        regions = _pipelined_regions(topological)
         result: dict[int, int] = {}
         for number, region in enumerate(regions, start=1):
             for start in region:
