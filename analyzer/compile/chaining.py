@@ -19,13 +19,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from chainlens.analyzer.model.enums import ChainingStrategy, ExchangeMode, Partitioner
+from chainlens.analyzer.model.enums import (
+    ChainingStrategy,
+    ExchangeMode,
+    OperatorKind,
+    Partitioner,
+)
 from chainlens.analyzer.model.job_graph import BreakReason
 from chainlens.analyzer.model.stream_graph import StreamEdge, StreamGraph, StreamNode
 from chainlens.analyzer.model.values import same_value
 
 #: One evaluated clause that did not hold: False = fails, None = undecided.
 _Clause = tuple[BreakReason, bool | None]
+
+# The enums' properties as tuples, for the predicates run on every edge of a
+# graph: a tuple is searched by identity, a set would hash (an enum member's
+# hash is Python code).
+_WITHOUT_FACTORY = tuple(k for k in OperatorKind if not k.has_operator_factory)
+_YIELDING = tuple(k for k in OperatorKind if k.is_yielding)
+_FORWARD = tuple(p for p in Partitioner if p.is_forward)
+# Members compared on every edge, bound once: on CPython 3.11 reading a member
+# off its enum class costs several times a global (EnumType has __getattr__).
+_NEVER = ChainingStrategy.NEVER
+_ALWAYS = ChainingStrategy.ALWAYS
+_HEAD_WITH_SOURCES = ChainingStrategy.HEAD_WITH_SOURCES
+_SOURCE_OPERATOR = OperatorKind.SOURCE_OPERATOR
+_FORWARD_FOR_CONSECUTIVE_HASH = Partitioner.FORWARD_FOR_CONSECUTIVE_HASH
+_HEAD = ChainingStrategy.HEAD
+_BATCH_EXCHANGE = ExchangeMode.BATCH
+# The clauses that fail whenever they apply (no values compared), made once.
+_MULTIPLE_INPUTS: _Clause = (BreakReason.MULTIPLE_INPUTS, False)
+_NO_OPERATOR_FACTORY: _Clause = (BreakReason.NO_OPERATOR_FACTORY, False)
+_UPSTREAM_NEVER: _Clause = (BreakReason.UPSTREAM_NEVER, False)
+_DOWNSTREAM_NEVER: _Clause = (BreakReason.DOWNSTREAM_NEVER, False)
+_DOWNSTREAM_HEAD: _Clause = (BreakReason.DOWNSTREAM_HEAD, False)
+_DOWNSTREAM_HEAD_WITH_SOURCES: _Clause = (
+    BreakReason.DOWNSTREAM_HEAD_WITH_SOURCES,
+    False,
+)
+_PARTITIONER_NOT_FORWARD: _Clause = (BreakReason.PARTITIONER_NOT_FORWARD, False)
+_EXCHANGE_MODE_BATCH: _Clause = (BreakReason.EXCHANGE_MODE_BATCH, False)
+_UNION_ON_SAME_INPUT: _Clause = (BreakReason.UNION_ON_SAME_INPUT, False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +85,10 @@ class ChainingVerdict:
         return not self.undecided
 
 
+#: The verdict of every edge that chains.
+CHAINS = ChainingVerdict()
+
+
 def _verdict(clauses: list[_Clause]) -> ChainingVerdict:
     reasons: list[BreakReason] = []
     undecided: list[BreakReason] = []
@@ -74,9 +112,9 @@ def are_partitioner_and_exchange_mode_chainable(
     is ``BATCH`` (blocking).
     """
     del is_dynamic  # only asserted by Flink
-    if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+    if partitioner is _FORWARD_FOR_CONSECUTIVE_HASH:
         return True
-    return partitioner.is_forward and exchange_mode is not ExchangeMode.BATCH
+    return partitioner in _FORWARD and exchange_mode is not _BATCH_EXCHANGE
 
 
 def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
@@ -86,10 +124,10 @@ def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
     ):
         return []
     clauses: list[_Clause] = []
-    if not edge.partitioner.is_forward:
-        clauses.append((BreakReason.PARTITIONER_NOT_FORWARD, False))
-    if edge.exchange_mode is ExchangeMode.BATCH:
-        clauses.append((BreakReason.EXCHANGE_MODE_BATCH, False))
+    if edge.partitioner not in _FORWARD:
+        clauses.append(_PARTITIONER_NOT_FORWARD)
+    if edge.exchange_mode is _BATCH_EXCHANGE:
+        clauses.append(_EXCHANGE_MODE_BATCH)
     return clauses
 
 
@@ -110,36 +148,47 @@ def _head_operator(node: StreamNode, graph: StreamGraph) -> StreamNode:
 def _operator_clauses(
     up: StreamNode, down: StreamNode, graph: StreamGraph
 ) -> list[_Clause]:
-    """Evaluate every clause of ``areOperatorsChainable``; return those that fail."""
-    if not up.operator.has_operator_factory or not down.operator.has_operator_factory:
-        return [(BreakReason.NO_OPERATOR_FACTORY, False)]
+    """Evaluate every clause of ``areOperatorsChainable``; return those that fail.
+
+    Two values are equal exactly when :func:`same_value` says True, so it is
+    only asked (decided or not?) about values that differ.
+    """
+    if up.operator in _WITHOUT_FACTORY or down.operator in _WITHOUT_FACTORY:
+        return [_NO_OPERATOR_FACTORY]
     clauses: list[_Clause] = []
     # Yielding operators (async I/O) cannot be chained to legacy sources, which
     # hold the checkpoint lock while emitting.
     if (
-        down.operator.is_yielding
+        down.operator in _YIELDING
         and _head_operator(up, graph).operator.is_legacy_source
     ):
         clauses.append((BreakReason.YIELDING_AFTER_LEGACY_SOURCE, False))
-    if up.chaining_strategy is ChainingStrategy.NEVER:
-        clauses.append((BreakReason.UPSTREAM_NEVER, False))
-    match down.chaining_strategy:
-        case ChainingStrategy.NEVER:
-            clauses.append((BreakReason.DOWNSTREAM_NEVER, False))
-        case ChainingStrategy.HEAD:
-            clauses.append((BreakReason.DOWNSTREAM_HEAD, False))
-        case ChainingStrategy.HEAD_WITH_SOURCES:
-            if not up.operator.is_source_operator_factory:
-                clauses.append((BreakReason.DOWNSTREAM_HEAD_WITH_SOURCES, False))
-        case ChainingStrategy.ALWAYS:
-            pass
-    same_parallelism = same_value(up.parallelism, down.parallelism)
-    if same_parallelism is not True:
-        clauses.append((BreakReason.PARALLELISM_DIFFERS, same_parallelism))
-    if not graph.settings.chain_different_max_parallelism:
-        same_max = same_value(up.max_parallelism, down.max_parallelism)
-        if same_max is not True:
-            clauses.append((BreakReason.MAX_PARALLELISM_DIFFERS, same_max))
+    if up.chaining_strategy is _NEVER:
+        clauses.append(_UPSTREAM_NEVER)
+    strategy = down.chaining_strategy
+    if strategy is _NEVER:
+        clauses.append(_DOWNSTREAM_NEVER)
+    elif strategy is _HEAD:
+        clauses.append(_DOWNSTREAM_HEAD)
+    elif strategy is _HEAD_WITH_SOURCES and up.operator is not _SOURCE_OPERATOR:
+        clauses.append(_DOWNSTREAM_HEAD_WITH_SOURCES)
+    if up.parallelism != down.parallelism:
+        clauses.append(
+            (
+                BreakReason.PARALLELISM_DIFFERS,
+                same_value(up.parallelism, down.parallelism),
+            )
+        )
+    if (
+        not graph.settings.chain_different_max_parallelism
+        and up.max_parallelism != down.max_parallelism
+    ):
+        clauses.append(
+            (
+                BreakReason.MAX_PARALLELISM_DIFFERS,
+                same_value(up.max_parallelism, down.max_parallelism),
+            )
+        )
     return clauses
 
 
@@ -160,25 +209,63 @@ def are_operators_chainable(
     return not _operator_clauses(up, down, graph)
 
 
-def _input_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
+def _input_holds(
+    edge: StreamEdge, up: StreamNode, down: StreamNode, graph: StreamGraph
+) -> bool:
+    """Tell whether every clause of ``isChainableInput`` surely holds.
+
+    A shortcut of :func:`_input_clauses` for the edges that chain, most of a
+    graph's: False also for the few that chain although a clause needs more
+    than the two nodes (a yielding downstream, whose chain head is looked for).
+    """
+    settings = graph.settings
+    strategy = down.chaining_strategy
+    return (
+        settings.chaining_enabled is True
+        and up.slot_sharing_group == down.slot_sharing_group
+        and up.operator not in _WITHOUT_FACTORY
+        and down.operator not in _WITHOUT_FACTORY
+        and down.operator not in _YIELDING
+        and up.chaining_strategy is not _NEVER
+        and (
+            strategy is _ALWAYS
+            or (strategy is _HEAD_WITH_SOURCES and up.operator is _SOURCE_OPERATOR)
+        )
+        and up.parallelism == down.parallelism
+        and (
+            settings.chain_different_max_parallelism
+            or up.max_parallelism == down.max_parallelism
+        )
+        and are_partitioner_and_exchange_mode_chainable(
+            edge.partitioner, edge.exchange_mode, settings.dynamic
+        )
+        and graph.inputs_of_type(down.id, edge.type_number) <= 1
+    )
+
+
+def _input_clauses(
+    edge: StreamEdge, up: StreamNode, down: StreamNode, graph: StreamGraph
+) -> list[_Clause]:
     """Evaluate every clause of ``isChainableInput``; return those that fail."""
-    up = graph.node(edge.source_id)
-    down = graph.node(edge.target_id)
     clauses: list[_Clause] = []
     enabled = graph.settings.chaining_enabled
     if enabled is not True:
         clauses.append(
             (BreakReason.CHAINING_DISABLED, None if enabled is not False else False)
         )
-    same_group = same_value(up.slot_sharing_group, down.slot_sharing_group)
-    if same_group is not True:
-        clauses.append((BreakReason.SLOT_SHARING_GROUP_DIFFERS, same_group))
+    if up.slot_sharing_group != down.slot_sharing_group:
+        clauses.append(
+            (
+                BreakReason.SLOT_SHARING_GROUP_DIFFERS,
+                same_value(up.slot_sharing_group, down.slot_sharing_group),
+            )
+        )
     clauses.extend(_operator_clauses(up, down, graph))
     clauses.extend(_partitioner_clauses(edge, graph))
     # Unions only work through the network stack: every input position (type
     # number) of the downstream operator may be fed by one edge only.
     if graph.inputs_of_type(down.id, edge.type_number) > 1:
-        clauses.append((BreakReason.UNION_ON_SAME_INPUT, False))
+        clauses.append(_UNION_ON_SAME_INPUT)
     return clauses
 
 
@@ -190,7 +277,11 @@ def is_chainable_input(edge: StreamEdge, graph: StreamGraph) -> bool:
     :func:`are_partitioner_and_exchange_mode_chainable`, and no other input of the
     target with the same type number (a union).
     """
-    return not _input_clauses(edge, graph)
+    up = graph.node(edge.source_id)
+    down = graph.node(edge.target_id)
+    return _input_holds(edge, up, down, graph) or not _input_clauses(
+        edge, up, down, graph
+    )
 
 
 def is_chainable(edge: StreamEdge, graph: StreamGraph) -> bool:
@@ -205,11 +296,35 @@ def is_chainable(edge: StreamEdge, graph: StreamGraph) -> bool:
 
 def chaining_verdict(edge: StreamEdge, graph: StreamGraph) -> ChainingVerdict:
     """Evaluate every clause of ``isChainable`` for ``edge``, decided or not."""
+    return _edge_verdict(
+        edge, graph.node(edge.source_id), graph.node(edge.target_id), graph
+    )
+
+
+def _edge_verdict(
+    edge: StreamEdge, up: StreamNode, down: StreamNode, graph: StreamGraph
+) -> ChainingVerdict:
+    """:func:`chaining_verdict`, the edge's two nodes at hand."""
+    single = len(graph.in_edges(edge.target_id)) == 1
+    if single and _input_holds(edge, up, down, graph):
+        return CHAINS
     clauses: list[_Clause] = []
-    if len(graph.in_edges(edge.target_id)) != 1:
-        clauses.append((BreakReason.MULTIPLE_INPUTS, False))
-    clauses.extend(_input_clauses(edge, graph))
+    if not single:
+        clauses.append(_MULTIPLE_INPUTS)
+    clauses.extend(_input_clauses(edge, up, down, graph))
     return _verdict(clauses)
+
+
+def chaining_verdicts(graph: StreamGraph) -> dict[int, ChainingVerdict]:
+    """Return :func:`chaining_verdict` of every edge, by the edge's ``id()``
+    (parallel edges may be equal as values)."""
+    nodes = {node.id: node for node in graph.nodes}
+    return {
+        id(edge): _edge_verdict(
+            edge, nodes[edge.source_id], nodes[edge.target_id], graph
+        )
+        for edge in graph.edges
+    }
 
 
 def chain_break_reasons(

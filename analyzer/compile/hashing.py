@@ -19,7 +19,11 @@ from collections.abc import Iterable, Mapping
 
 import mmh3
 
-from chainlens.analyzer.compile.chaining import is_chainable
+from chainlens.analyzer.compile.chaining import (
+    ChainingVerdict,
+    chaining_verdicts,
+    is_chainable,
+)
 from chainlens.analyzer.model.job_graph import JobGraphError
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.model.values import Symbol
@@ -51,16 +55,22 @@ def hash_collision_message(uid: object) -> str:
 _TIMES_37 = bytes((b * 37) & 0xFF for b in range(256))
 
 
-def chained_outputs(graph: StreamGraph) -> dict[int, int]:
+def chained_outputs(
+    graph: StreamGraph, verdicts: Mapping[int, ChainingVerdict] | None = None
+) -> dict[int, int]:
     """Return, per node, how many of its out-edges are chainable.
 
     What the hash of a node without uid counts; it depends on the graph's
     shape and settings, never on uids, so a graph hashed again with other
-    uids (``claimants``) counts it once."""
-    return {
-        node.id: sum(1 for e in graph.out_edges(node.id) if is_chainable(e, graph))
-        for node in graph.nodes
-    }
+    uids (``claimants``) counts it once.  ``verdicts``: the graph's
+    :func:`chaining_verdicts`, when known."""
+    if verdicts is None:
+        verdicts = chaining_verdicts(graph)
+    counts = dict.fromkeys((node.id for node in graph.nodes), 0)
+    for edge in graph.edges:
+        if not verdicts[id(edge)].reasons:
+            counts[edge.source_id] += 1
+    return counts
 
 
 def generate_deterministic_hash(

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 
 from chainlens.analyzer.compile.chaining import (
     ChainingVerdict,
-    chaining_verdict,
+    chaining_verdicts,
     is_chainable_source,
 )
 from chainlens.analyzer.compile.hashing import (
+    chained_outputs,
     hash_dependents,
     traverse_stream_graph_and_generate_hashes,
 )
@@ -57,22 +58,48 @@ DEFAULT_SLOT_SHARING_GROUP = "default"
 #: ``ExecutionConfig.PARALLELISM_DEFAULT`` (decided at runtime)
 PARALLELISM_DEFAULT = -1
 
-_PIPELINED_TYPES = frozenset(
-    {
-        ResultPartitionType.PIPELINED,
-        ResultPartitionType.PIPELINED_BOUNDED,
-        ResultPartitionType.PIPELINED_APPROXIMATE,
-    }
+# Sets of enum members as tuples: a tuple is searched by identity, a set would
+# hash (an enum member's hash is Python code).
+_PIPELINED_TYPES = (
+    ResultPartitionType.PIPELINED,
+    ResultPartitionType.PIPELINED_BOUNDED,
+    ResultPartitionType.PIPELINED_APPROXIMATE,
 )
-_HYBRID_TYPES = frozenset(
-    {ResultPartitionType.HYBRID_FULL, ResultPartitionType.HYBRID_SELECTIVE}
-)
-_RECONSUMABLE_TYPES = frozenset(
-    {ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_FULL}
-)
+_HYBRID_TYPES = (ResultPartitionType.HYBRID_FULL, ResultPartitionType.HYBRID_SELECTIVE)
+_RECONSUMABLE_TYPES = (ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_FULL)
 #: Partitioners whose instances never compare equal (their key selector or user
 #: partitioner is part of them), so outputs using them are never reused.
-_UNIQUE_PARTITIONERS = frozenset({Partitioner.HASH, Partitioner.CUSTOM})
+_UNIQUE_PARTITIONERS = (Partitioner.HASH, Partitioner.CUSTOM)
+_FORWARD = tuple(p for p in Partitioner if p.is_forward)
+_POINTWISE = tuple(p for p in Partitioner if p.is_pointwise)
+# Members compared for every node and edge, bound once: on CPython 3.11
+# reading a member off its enum class costs several times a global (EnumType
+# has __getattr__).
+_CACHE_WRITE = OperatorKind.CACHE_WRITE
+_FORWARD_FOR_UNSPECIFIED = Partitioner.FORWARD_FOR_UNSPECIFIED
+_FORWARD_FOR_CONSECUTIVE_HASH = Partitioner.FORWARD_FOR_CONSECUTIVE_HASH
+_POINTWISE_PATTERN = DistributionPattern.POINTWISE
+_ALL_TO_ALL_PATTERN = DistributionPattern.ALL_TO_ALL
+
+#: the result partition type of an edge whose own exchange mode decides it
+#: (not UNDEFINED)
+_PARTITION_TYPE_OF_EXCHANGE = {
+    ExchangeMode.PIPELINED: ResultPartitionType.PIPELINED_BOUNDED,
+    ExchangeMode.BATCH: ResultPartitionType.BLOCKING,
+    ExchangeMode.HYBRID_FULL: ResultPartitionType.HYBRID_FULL,
+    ExchangeMode.HYBRID_SELECTIVE: ResultPartitionType.HYBRID_SELECTIVE,
+}
+#: the result partition type a global exchange mode gives every UNDEFINED
+#: edge, whatever its partitioner
+_PARTITION_TYPE_OF_GLOBAL_MODE = {
+    GlobalExchangeMode.ALL_EDGES_BLOCKING: ResultPartitionType.BLOCKING,
+    GlobalExchangeMode.ALL_EDGES_PIPELINED: ResultPartitionType.PIPELINED_BOUNDED,
+    GlobalExchangeMode.ALL_EDGES_PIPELINED_APPROXIMATE: (
+        ResultPartitionType.PIPELINED_APPROXIMATE
+    ),
+    GlobalExchangeMode.ALL_EDGES_HYBRID_FULL: ResultPartitionType.HYBRID_FULL,
+    GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE: ResultPartitionType.HYBRID_SELECTIVE,
+}
 
 
 def _text(value: Text) -> str:
@@ -161,10 +188,20 @@ class _Vertex:
 class _JobGraphBuilder:
     """The mutable state of one ``StreamingJobGraphGenerator`` run."""
 
-    def __init__(self, graph: StreamGraph, hashes: dict[int, bytes]) -> None:
+    def __init__(
+        self,
+        graph: StreamGraph,
+        hashes: dict[int, bytes],
+        verdicts: dict[int, ChainingVerdict],
+    ) -> None:
         self.graph = graph
+        #: the graph's nodes by id (read for every node and edge)
+        self.nodes = {node.id: node for node in graph.nodes}
         self.hashes = hashes
-        self.verdicts: dict[int, ChainingVerdict] = {}
+        #: the hashes as Flink prints them (operator and vertex IDs)
+        self.hexes = {node_id: digest.hex() for node_id, digest in hashes.items()}
+        #: ``isChainable`` with all reasons, by edge (:func:`chaining_verdicts`)
+        self.verdicts = verdicts
         # LinkedHashMap<Integer, JobVertex> jobVerticesInOrder (creation order)
         self.vertices: dict[int, _Vertex] = {}
         self.chain_entry_points: dict[int, _ChainInfo] = {}
@@ -184,13 +221,8 @@ class _JobGraphBuilder:
     # ---------------------------------------------------------------- predicates
 
     def verdict(self, edge: StreamEdge) -> ChainingVerdict:
-        """Return (and cache) ``isChainable`` with all reasons for ``edge``."""
-        key = id(edge)
-        cached = self.verdicts.get(key)
-        if cached is None:
-            cached = chaining_verdict(edge, self.graph)
-            self.verdicts[key] = cached
-        return cached
+        """Return ``isChainable`` with all reasons for ``edge``."""
+        return self.verdicts[id(edge)]
 
     def partitioner(self, edge: StreamEdge) -> Partitioner:
         """Return the edge's partitioner after dynamic-graph conversion."""
@@ -212,7 +244,7 @@ class _JobGraphBuilder:
         (Flink 2.3).
         """
         for source_id in self.graph.source_ids:
-            source = self.graph.node(source_id)
+            source = self.nodes[source_id]
             if is_chainable_source(source, self.graph):
                 edge = self.graph.out_edges(source_id)[0]
                 self.create_source_chain_info(source, edge)
@@ -259,8 +291,12 @@ class _JobGraphBuilder:
         transitive: list[StreamEdge] = []
         chainable: list[StreamEdge] = []
         non_chainable: list[StreamEdge] = []
+        verdicts = self.verdicts
         for edge in self.graph.out_edges(current):
-            (chainable if self.verdict(edge).chainable else non_chainable).append(edge)
+            if verdicts[id(edge)].reasons:
+                non_chainable.append(edge)
+            else:
+                chainable.append(edge)
         for edge in chainable:
             transitive.extend(self.create_chain(edge.target_id, chain_index + 1, info))
         for edge in non_chainable:
@@ -276,10 +312,12 @@ class _JobGraphBuilder:
         info.nodes.append(current)  # addNodeToChain
         if current == start and start not in self.vertices:
             self.create_job_vertex(info)
-        self.try_convert_partitioner_for_dynamic_graph(chainable, non_chainable)
+        if chainable or non_chainable:
+            self.try_convert_partitioner_for_dynamic_graph(chainable, non_chainable)
         self.chain_index[current] = chain_index
         self.chained_outputs[current] = [e.target_id for e in chainable]
-        self.chained_edges.update(id(e) for e in chainable)
+        if chainable:
+            self.chained_edges.update(id(e) for e in chainable)
         self.non_chainable_outputs[current] = non_chainable
         if current == start:
             info.transitive_out_edges.extend(transitive)
@@ -297,10 +335,10 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.createChainedName (Flink 2.3); a head
         with chained sources is named ``"A [Source: s]"``.
         """
-        operator_name = _text(self.graph.node(node_id).name)
-        if info is not None:
+        operator_name = _text(self.nodes[node_id].name)
+        if info is not None and info.chained_sources:
             sources = [
-                _text(self.graph.node(e.source_id).name)
+                _text(self.nodes[e.source_id].name)
                 for e in self.graph.in_edges(node_id)
                 if e.source_id in info.chained_sources
             ]
@@ -319,15 +357,15 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.createJobVertex (Flink 2.3).
         """
         start = info.start_node_id
-        head = self.graph.node(start)
+        head = self.nodes[start]
         parallelism: Parallelism = head.parallelism
         if not _is_positive(parallelism):
             parallelism = PARALLELISM_DEFAULT
         # getAllChainedNodes: the chained sources, then the chain (post-order)
-        chained = [self.graph.node(n) for n in (*info.chained_sources, *info.nodes)]
+        chained = [self.nodes[n] for n in (*info.chained_sources, *info.nodes)]
         self.vertices[start] = _Vertex(
             start_node_id=start,
-            id=self.hashes[start].hex(),
+            id=self.hexes[start],
             chain=info,
             name=info.chained_names[start],
             parallelism=parallelism,
@@ -348,18 +386,18 @@ class _JobGraphBuilder:
         Hash becomes its hash partitioner.
         """
         for edge in chainable:
-            if edge.partitioner in (
-                Partitioner.FORWARD_FOR_UNSPECIFIED,
-                Partitioner.FORWARD_FOR_CONSECUTIVE_HASH,
+            if (
+                edge.partitioner is _FORWARD_FOR_UNSPECIFIED
+                or edge.partitioner is _FORWARD_FOR_CONSECUTIVE_HASH
             ):
                 self.partitioners[id(edge)] = Partitioner.FORWARD
         for edge in non_chainable:
-            if edge.partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
+            if edge.partitioner is _FORWARD_FOR_CONSECUTIVE_HASH:
                 partitioner, detail = hash_of_forward(edge.detail)
                 self.partitioners[id(edge)] = partitioner
                 if detail is not None:
                     self.converted_texts[id(edge)] = detail.text
-            elif edge.partitioner is Partitioner.FORWARD_FOR_UNSPECIFIED:
+            elif edge.partitioner is _FORWARD_FOR_UNSPECIFIED:
                 self.partitioners[id(edge)] = Partitioner.RESCALE
 
     # -------------------------------------------------------- dynamic parallelism
@@ -382,7 +420,7 @@ class _JobGraphBuilder:
         producers: dict[int, list[int]] = {}
         for start, vertex in self.vertices.items():
             for edge in vertex.chain.transitive_out_edges:
-                if self.partitioner(edge).is_forward:
+                if self.partitioner(edge) in _FORWARD:
                     consumers = producers.setdefault(edge.target_id, [])
                     if start not in consumers:
                         consumers.append(start)
@@ -437,40 +475,26 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.getResultPartitionType and
         determineUndefinedResultPartitionType (Flink 2.3).
         """
-        if self.graph.node(edge.target_id).operator is OperatorKind.CACHE_WRITE:
+        if self.nodes[edge.target_id].operator is _CACHE_WRITE:
             # the edge produces the cached intermediate data set (DataStream.cache())
             return ResultPartitionType.BLOCKING_PERSISTENT
-        match edge.exchange_mode:
-            case ExchangeMode.PIPELINED:
-                return ResultPartitionType.PIPELINED_BOUNDED
-            case ExchangeMode.BATCH:
-                return ResultPartitionType.BLOCKING
-            case ExchangeMode.HYBRID_FULL:
-                return ResultPartitionType.HYBRID_FULL
-            case ExchangeMode.HYBRID_SELECTIVE:
-                return ResultPartitionType.HYBRID_SELECTIVE
-            case ExchangeMode.UNDEFINED:
-                pass
+        by_exchange = _PARTITION_TYPE_OF_EXCHANGE.get(edge.exchange_mode)
+        if by_exchange is not None:
+            return by_exchange
+        # UNDEFINED: the job's global exchange mode decides
+        global_mode = self.graph.settings.global_exchange_mode
+        by_global = _PARTITION_TYPE_OF_GLOBAL_MODE.get(global_mode)
+        if by_global is not None:
+            return by_global
+        # FORWARD_EDGES_PIPELINED or POINTWISE_EDGES_PIPELINED
         partitioner = self.partitioner(edge)
-        match self.graph.settings.global_exchange_mode:
-            case GlobalExchangeMode.ALL_EDGES_BLOCKING:
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
-                if partitioner.is_forward:
-                    return ResultPartitionType.PIPELINED_BOUNDED
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.POINTWISE_EDGES_PIPELINED:
-                if partitioner.is_pointwise:
-                    return ResultPartitionType.PIPELINED_BOUNDED
-                return ResultPartitionType.BLOCKING
-            case GlobalExchangeMode.ALL_EDGES_PIPELINED:
-                return ResultPartitionType.PIPELINED_BOUNDED
-            case GlobalExchangeMode.ALL_EDGES_PIPELINED_APPROXIMATE:
-                return ResultPartitionType.PIPELINED_APPROXIMATE
-            case GlobalExchangeMode.ALL_EDGES_HYBRID_FULL:
-                return ResultPartitionType.HYBRID_FULL
-            case GlobalExchangeMode.ALL_EDGES_HYBRID_SELECTIVE:
-                return ResultPartitionType.HYBRID_SELECTIVE
+        if global_mode is GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
+            pipelined = partitioner in _FORWARD
+        else:
+            pipelined = partitioner in _POINTWISE
+        if pipelined:
+            return ResultPartitionType.PIPELINED_BOUNDED
+        return ResultPartitionType.BLOCKING
 
     def set_all_operator_non_chained_outputs_configs(self) -> None:
         """Give every non-chained edge its output (result partition).
@@ -505,7 +529,7 @@ class _JobGraphBuilder:
                 and partition_type is ResultPartitionType.HYBRID_SELECTIVE
             ):
                 partition_type = ResultPartitionType.HYBRID_FULL
-        consumer = self.graph.node(edge.target_id)
+        consumer = self.nodes[edge.target_id]
         if partition_type in _RECONSUMABLE_TYPES or partition_type in _HYBRID_TYPES:
             for candidate in candidates:
                 same_kind = (
@@ -645,9 +669,10 @@ class _JobGraphBuilder:
         where blocking edges between them form a cycle.  When all vertices share one
         group by default (STREAMING) every region maps to group 0.
         """
-        regions = _pipelined_regions(topological)
         if self.graph.settings.all_vertices_in_same_slot_sharing_group:
+            # the regions are not needed (Flink computes them all the same)
             return dict.fromkeys(self.vertices, 0)
+        regions = _pipelined_regions(topological)
         result: dict[int, int] = {}
         for number, region in enumerate(regions, start=1):
             for start in region:
@@ -663,7 +688,7 @@ class _JobGraphBuilder:
         named: dict[str, int] = {}
         next_group = 1 + max(region_groups.values(), default=0)
         for start, vertex in self.vertices.items():
-            key = self.graph.node(start).slot_sharing_group
+            key = self.nodes[start].slot_sharing_group
             if key == DEFAULT_SLOT_SHARING_GROUP:
                 vertex.slot_sharing_group = region_groups[start]
                 continue
@@ -694,12 +719,12 @@ class _JobGraphBuilder:
     # ------------------------------------------------------------ descriptions
 
     def _description(self, node_id: int, head: int) -> str:
-        node = self.graph.node(node_id)
+        node = self.nodes[node_id]
         text = _text(node.description if node.description is not None else node.name)
-        if node_id == head:
-            chained_sources = self.vertices[head].chain.chained_sources
+        chained_sources = self.vertices[head].chain.chained_sources
+        if node_id == head and chained_sources:
             sources = [
-                self.graph.node(e.source_id)
+                self.nodes[e.source_id]
                 for e in self.graph.in_edges(node_id)
                 if e.source_id in chained_sources
             ]
@@ -748,13 +773,15 @@ class _JobGraphBuilder:
         return order + sorted(vertex.chain.chained_sources)
 
     def chained_operator(self, node_id: int) -> ChainedOperator:
-        node = self.graph.node(node_id)
+        node = self.nodes[node_id]
         return ChainedOperator(
             node_id=node_id,
             name=node.name,
-            operator_id=self.hashes[node_id].hex(),
+            operator_id=self.hexes[node_id],
             uid=node.uid,
-            user_defined_operator_id=_user_defined_operator_id(node.user_hash),
+            user_defined_operator_id=None
+            if node.user_hash is None
+            else _user_defined_operator_id(node.user_hash),
             chain_index=self.chain_index[node_id],
             chained_outputs_to=tuple(self.chained_outputs.get(node_id, [])),
             range=node.range,
@@ -762,20 +789,27 @@ class _JobGraphBuilder:
         )
 
     def job_vertex(self, vertex: _Vertex, ssg_index: int) -> JobVertex:
-        head = self.graph.node(vertex.start_node_id)
+        start = vertex.start_node_id
+        head = self.nodes[start]
+        chain = vertex.chain
+        if len(chain.nodes) == 1 and not chain.chained_sources:
+            # a task of one operator (most): no tree to walk
+            order = chain.nodes
+            description = self._description(start, start) + "\n"
+        else:
+            order = self.chain_order(vertex)
+            description = self.build_tree_description(start)
         return JobVertex(
             id=vertex.id,
             name=vertex.name,
-            head_node_id=vertex.start_node_id,
-            operators=tuple(self.chained_operator(n) for n in self.chain_order(vertex)),
-            operator_ids_flink_order=tuple(
-                self.hashes[n].hex() for n in vertex.chain.nodes
-            ),
+            head_node_id=start,
+            operators=tuple([self.chained_operator(n) for n in order]),
+            operator_ids_flink_order=tuple([self.hexes[n] for n in chain.nodes]),
             parallelism=vertex.parallelism,
             max_parallelism=vertex.max_parallelism,
             slot_sharing_group=head.slot_sharing_group,
             slot_sharing_group_index=ssg_index,
-            description=self.build_tree_description(vertex.start_node_id),
+            description=description,
         )
 
 
@@ -934,8 +968,12 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
     message where Flink refuses the graph (e.g. a uid used twice).
     """
     symbolic: dict[int, Symbol] = {}
-    hashes = traverse_stream_graph_and_generate_hashes(graph, symbolic)
-    builder = _JobGraphBuilder(graph, hashes)
+    # every edge's verdict once: the hashes count the chainable out-edges
+    verdicts = chaining_verdicts(graph)
+    hashes = traverse_stream_graph_and_generate_hashes(
+        graph, symbolic, chained=chained_outputs(graph, verdicts)
+    )
+    builder = _JobGraphBuilder(graph, hashes, verdicts)
     builder.set_chaining()
     if graph.settings.dynamic:
         builder.set_vertex_parallelisms_for_dynamic_graph_if_necessary()
@@ -963,9 +1001,9 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
                     target_vertex_id=vertex.id,
                     partitioner=partitioner,
                     distribution_pattern=(
-                        DistributionPattern.POINTWISE
-                        if partitioner.is_pointwise
-                        else DistributionPattern.ALL_TO_ALL
+                        _POINTWISE_PATTERN
+                        if partitioner in _POINTWISE
+                        else _ALL_TO_ALL_PATTERN
                     ),
                     result_partition_type=edge.data_set.output.partition_type,
                     type_number=edge.type_number,
@@ -984,7 +1022,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
         vertices=tuple(vertices),
         edges=tuple(edges),
         chain_breaks=breaks,
-        operator_ids={n: h.hex() for n, h in sorted(hashes.items())},
+        operator_ids={n: builder.hexes[n] for n in sorted(builder.hexes)},
         unknowns=unknowns,
         uncertain_nodes=uncertain,
         node_to_vertex=dict(sorted(node_to_vertex.items())),

@@ -25,18 +25,29 @@ KEY_BY_MAP = "_stream_key_by_map_operator"
 PARTITION_CUSTOM_MAP = "_partition_custom_map_operator"
 KEYED_VALUES = "_keyed_stream_values_operator"
 
-_FUSABLE_UP = frozenset(
-    {
-        OperatorKind.PYTHON_PROCESS,
-        OperatorKind.PYTHON_KEYED_PROCESS,
-        OperatorKind.PYTHON_CO_PROCESS,
-        OperatorKind.PYTHON_KEYED_CO_PROCESS,
-        OperatorKind.PYTHON_WINDOW,
-    }
+# Sets of enum members as tuples: a tuple is searched by identity, a set would
+# hash (an enum member's hash is Python code).
+_FUSABLE_UP = (
+    OperatorKind.PYTHON_PROCESS,
+    OperatorKind.PYTHON_KEYED_PROCESS,
+    OperatorKind.PYTHON_CO_PROCESS,
+    OperatorKind.PYTHON_KEYED_CO_PROCESS,
+    OperatorKind.PYTHON_WINDOW,
 )
-_BROADCAST_KINDS = frozenset(
-    {TransformationKind.BROADCAST_STATE, TransformationKind.KEYED_BROADCAST_STATE}
+_BROADCAST_KINDS = (
+    TransformationKind.BROADCAST_STATE,
+    TransformationKind.KEYED_BROADCAST_STATE,
 )
+# Members compared for every transformation, bound once: on CPython 3.11
+# reading a member off its enum class costs several times a global (EnumType
+# has __getattr__).
+_ONE_INPUT = TransformationKind.ONE_INPUT
+_PARTITION = TransformationKind.PARTITION
+_UNION = TransformationKind.UNION
+_PYTHON_PROCESS = OperatorKind.PYTHON_PROCESS
+_FORWARD_PARTITIONER = Partitioner.FORWARD
+_NEVER = ChainingStrategy.NEVER
+_ALWAYS = ChainingStrategy.ALWAYS
 
 
 @dataclass(slots=True)
@@ -51,23 +62,29 @@ class Workspace:
     refs: Counter[int] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
-        for t in self.transformations.values():
-            self.refs.update(t.inputs)
+        self.refs.update(i for t in self.transformations.values() for i in t.inputs)
 
     def get(self, tid: int) -> Transformation:
         return self.transformations[tid]
 
     def put(self, t: Transformation) -> Transformation:
+        # counted one by one: Counter.update and subtract first ask whether
+        # their argument is a Mapping (an ABC check), which costs more
+        refs = self.refs
         old = self.transformations.get(t.id)
         if old is not None:
-            self.refs.subtract(old.inputs)
-        self.refs.update(t.inputs)
+            for input_id in old.inputs:
+                refs[input_id] -= 1
+        for input_id in t.inputs:
+            refs[input_id] += 1
         self.transformations[t.id] = t
         return t
 
     def drop(self, tid: int) -> None:
         """Forget a transformation no input names any more."""
-        self.refs.subtract(self.transformations.pop(tid).inputs)
+        refs = self.refs
+        for input_id in self.transformations.pop(tid).inputs:
+            refs[input_id] -= 1
 
     def forward_partition(self, input_id: int) -> Transformation:
         """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
@@ -75,11 +92,11 @@ class Workspace:
         return self.put(
             Transformation(
                 id=self.new_id(),
-                kind=TransformationKind.PARTITION,
+                kind=_PARTITION,
                 name="Partition",
                 inputs=(input_id,),
                 parallelism=source.parallelism,
-                partitioner=Partitioner.FORWARD,
+                partitioner=_FORWARD_PARTITIONER,
                 api="alignment",
                 hidden=True,
                 range=source.range,
@@ -116,7 +133,7 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
         if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
             source = ws.get(t.inputs[0])
             parallelism = source.parallelism
-            if source.kind is TransformationKind.PARTITION and source.inputs:
+            if source.kind is _PARTITION and source.inputs:
                 parallelism = ws.get(source.inputs[0]).parallelism
             changes = {"parallelism": parallelism}
             if source.slot_sharing_group is not None:
@@ -136,12 +153,13 @@ def _consumers(ws: Workspace, roots: list[int]) -> Consumers:
     consumers: Consumers = {}
     seen: set[int] = set()
     queue = deque(roots)
+    transformations = ws.transformations
     while queue:
         tid = queue.popleft()
         if tid in seen:
             continue
         seen.add(tid)
-        for input_id in ws.get(tid).inputs:
+        for input_id in transformations[tid].inputs:
             consumers.setdefault(input_id, {})[tid] = None
             queue.append(input_id)
     return consumers
@@ -181,23 +199,20 @@ def _chain_with_input_if_possible(
     ws: Workspace, t: Transformation, consumers: Consumers
 ) -> Transformation | None:
     """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
-    if (
-        t.kind is not TransformationKind.ONE_INPUT
-        or t.operator is not OperatorKind.PYTHON_PROCESS
-    ):
+    if t.kind is not _ONE_INPUT or t.operator is not _PYTHON_PROCESS:
         return None
     up = ws.get(t.inputs[0])
     path: list[Transformation] = []
-    while up.kind is TransformationKind.PARTITION:
-        if up.partitioner is not Partitioner.FORWARD:
+    while up.kind is _PARTITION:
+        if up.partitioner is not _FORWARD_PARTITIONER:
             return None
         path.append(up)
         up = ws.get(up.inputs[0])
     if up.kind in _BROADCAST_KINDS or up.operator not in _FUSABLE_UP:
         return None
-    if up.chaining_strategy is ChainingStrategy.NEVER:
+    if up.chaining_strategy is _NEVER:
         return None
-    if t.chaining_strategy is not ChainingStrategy.ALWAYS:
+    if t.chaining_strategy is not _ALWAYS:
         return None
     for hop in (up, *path):
         if len(consumers.get(hop.id, ())) != 1:
@@ -227,6 +242,20 @@ def _join(a: object, b: object) -> str:
     return f"{a}, {b}"
 
 
+def _dropped(member: FusedMember) -> FusedMember:
+    """Mark the uid and uid hash of a member fused into an operator ahead of it
+    as dropped (a member without them is kept as it is)."""
+    if (member.uid is None or member.dropped_uid) and (
+        member.uid_hash is None or member.dropped_uid_hash
+    ):
+        return member
+    return evolve(
+        member,
+        dropped_uid=member.dropped_uid or member.uid is not None,
+        dropped_uid_hash=member.dropped_uid_hash or member.uid_hash is not None,
+    )
+
+
 def _create_chained_transformation(
     ws: Workspace, up: Transformation, t: Transformation
 ) -> Transformation:
@@ -234,14 +263,7 @@ def _create_chained_transformation(
 
     The chained transformation has up's settings, t's output and their names joined.
     """
-    dropped = tuple(
-        evolve(
-            m,
-            dropped_uid=m.dropped_uid or m.uid is not None,
-            dropped_uid_hash=m.dropped_uid_hash or m.uid_hash is not None,
-        )
-        for m in members_of(t)
-    )
+    dropped = tuple(_dropped(m) for m in members_of(t))
     description: object
     if up.description is not None and t.description is not None:
         description = _join(up.description, t.description)
@@ -338,7 +360,7 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
 
 def _fused_up_id(ws: Workspace, t: Transformation) -> int:
     up = ws.get(t.inputs[0])
-    while up.kind is TransformationKind.PARTITION:
+    while up.kind is _PARTITION:
         up = ws.get(up.inputs[0])
     return up.id
 
@@ -354,7 +376,7 @@ def _rewire(
     users = consumers.pop(t_id, {})
     for user_id in users:
         user = ws.get(user_id)
-        if user.kind is TransformationKind.UNION:
+        if user.kind is _UNION:
             # Flink's replaceInput for a union: the first occurrence of the old
             # input is removed and the new one appended (the order of the
             # union's in-edges, which the operator IDs after it hash in)

@@ -46,6 +46,21 @@ from chainlens.analyzer.model.values import (
 )
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
+#: the forward partitioners, as a tuple: searched by identity (an enum
+#: member's hash and its ``is_forward`` are Python code)
+_FORWARD = tuple(p for p in Partitioner if p.is_forward)
+# Members compared for every transformation and edge, bound once: on CPython
+# 3.11 reading a member off its enum class costs several times a global
+# (EnumType has __getattr__).
+_UNION = TransformationKind.UNION
+_PARTITION = TransformationKind.PARTITION
+_SIDE_OUTPUT = TransformationKind.SIDE_OUTPUT
+_SINK = TransformationKind.SINK
+_SOURCES = (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
+_LEGACY_SINK = TransformationKind.LEGACY_SINK
+_FORWARD_PARTITIONER = Partitioner.FORWARD
+_UNDEFINED_EXCHANGE = ExchangeMode.UNDEFINED
+_BATCH_EXCHANGE = ExchangeMode.BATCH
 
 _SHUFFLE_MODES = {
     "ALL_EXCHANGES_BLOCKING": GlobalExchangeMode.ALL_EDGES_BLOCKING,
@@ -79,9 +94,18 @@ class _Builder:
     #: (Flink 1.18's SinkTransformationTranslator); else as the sink says
     sink_parallelism_configured: bool = False
 
-    @property
-    def dynamic(self) -> bool:
-        return self.job_type is JobType.BATCH
+    #: a dynamic graph (BATCH), from ``job_type``
+    dynamic: bool = field(init=False)
+    #: the max parallelism of a transformation that sets none, from ``env``
+    default_max_parallelism: int | Symbol = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dynamic = self.job_type is JobType.BATCH
+        env_max = self.env.max_parallelism
+        if isinstance(env_max, Symbol) or (isinstance(env_max, int) and env_max > 0):
+            self.default_max_parallelism = env_max
+        else:
+            self.default_max_parallelism = -1
 
     # ---------------------------------------------------------------- helpers
 
@@ -89,14 +113,10 @@ class _Builder:
         return t.parallelism if t.parallelism is not None else self.env.parallelism
 
     def max_parallelism_of(self, t: Transformation) -> int | Symbol:
-        if t.max_parallelism is not None and not (
-            isinstance(t.max_parallelism, int) and t.max_parallelism <= 0
-        ):
-            return t.max_parallelism
-        env_max = self.env.max_parallelism
-        if isinstance(env_max, Symbol) or (isinstance(env_max, int) and env_max > 0):
-            return env_max
-        return -1
+        value = t.max_parallelism
+        if value is not None and not (isinstance(value, int) and value <= 0):
+            return value
+        return self.default_max_parallelism
 
     def group_of(self, node_or_virtual: int) -> Text:
         while node_or_virtual in self.virtual:
@@ -122,24 +142,25 @@ class _Builder:
 
     def transform(self, tid: int) -> tuple[int, ...]:
         """Mirror ``StreamGraphGenerator.transform``: translate once, inputs first."""
-        if tid in self.done:
-            return self.done[tid]
+        done = self.done.get(tid)
+        if done is not None:
+            return done
         t = self.transformations[tid]
         kind = t.kind
-        if kind is TransformationKind.UNION:
+        if kind is _UNION:
             result: tuple[int, ...] = ()
             for input_id in t.inputs:
                 result += self.transform(input_id)
-        elif kind is TransformationKind.PARTITION:
+        elif kind is _PARTITION:
             result = self.translate_partition(t)
-        elif kind is TransformationKind.SIDE_OUTPUT:
+        elif kind is _SIDE_OUTPUT:
             ids: list[int] = []
             for upstream in self.transform(t.inputs[0]):
                 vid = self.new_id()
                 self.virtual[vid] = _Virtual(upstream, None, None, t.output_tag)
                 ids.append(vid)
             result = tuple(ids)
-        elif kind is TransformationKind.SINK:
+        elif kind is _SINK:
             result = self.expand_sink(t)
         else:
             result = self.translate_operator(t)
@@ -148,7 +169,7 @@ class _Builder:
 
     def translate_partition(self, t: Transformation) -> tuple[int, ...]:
         mode = t.exchange_mode
-        if mode is ExchangeMode.BATCH and self.job_type is JobType.STREAMING:
+        if mode is _BATCH_EXCHANGE and not self.dynamic:
             mode = ExchangeMode.UNDEFINED
         ids: list[int] = []
         for upstream in self.transform(t.inputs[0]):
@@ -161,13 +182,10 @@ class _Builder:
 
     def translate_operator(self, t: Transformation) -> tuple[int, ...]:
         inputs = [self.transform(i) for i in t.inputs]
-        flat = tuple(i for group in inputs for i in group)
+        flat = inputs[0] if len(inputs) == 1 else tuple(i for g in inputs for i in g)
         kind = t.kind
-        is_source = kind in (
-            TransformationKind.SOURCE,
-            TransformationKind.LEGACY_SOURCE,
-        )
-        is_sink = kind is TransformationKind.LEGACY_SINK
+        is_source = kind in _SOURCES
+        is_sink = kind is _LEGACY_SINK
         name: Text = t.name
         if is_source:
             name = _prefixed("Source: ", t.name)
@@ -336,7 +354,11 @@ class _Builder:
         """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
         up = self.nodes[upstream]
         down = self.nodes[downstream]
-        same = same_value(up.parallelism, down.parallelism)
+        same = (
+            True
+            if up.parallelism == down.parallelism
+            else same_value(up.parallelism, down.parallelism)
+        )
         if partitioner is None:
             if same is None:
                 self.unknowns.append(
@@ -352,11 +374,11 @@ class _Builder:
                 partitioner = (
                     Partitioner.FORWARD_FOR_UNSPECIFIED
                     if self.dynamic
-                    else Partitioner.FORWARD
+                    else _FORWARD_PARTITIONER
                 )
             else:
                 partitioner = Partitioner.REBALANCE
-        if partitioner.is_forward and same is not True:
+        if same is not True and partitioner in _FORWARD:
             if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
                 partitioner, detail = hash_of_forward(detail)
             elif same is False:
@@ -383,7 +405,7 @@ class _Builder:
                 source_id=upstream,
                 target_id=downstream,
                 partitioner=partitioner,
-                exchange_mode=exchange_mode or ExchangeMode.UNDEFINED,
+                exchange_mode=exchange_mode or _UNDEFINED_EXCHANGE,
                 type_number=type_number,
                 output_tag=output_tag,
                 range=down.range,
@@ -403,11 +425,7 @@ def resolve_job_type(
 ) -> tuple[JobType, Unknown | None]:
     """Decide STREAMING or BATCH as ``StreamGraphGenerator`` does (§5.4)."""
     mode = env.runtime_mode
-    sources = [
-        t
-        for t in transformations.values()
-        if t.kind in (TransformationKind.SOURCE, TransformationKind.LEGACY_SOURCE)
-    ]
+    sources = [t for t in transformations.values() if t.kind in _SOURCES]
     if isinstance(mode, Symbol):
         return JobType.STREAMING, Unknown(
             "runtime mode", f"{mode.reason}; assumed STREAMING", mode.range
