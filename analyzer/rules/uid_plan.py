@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -123,8 +123,13 @@ class UidPlan:
         self,
         suggestions: dict[SourceRange, UidSuggestion],
         safety: _Safety | None = None,
+        pending: Callable[[], None] | None = None,
     ) -> None:
         self._suggestions = suggestions
+        #: suggests the calls left (those of stateless operators, last in the
+        #: plan's order) into ``suggestions`` when one of them is first asked
+        #: for: the rules an edit runs report only stateful ones
+        self._pending = pending
         # Whether a fix keeps the IDs savepoints are restored by is found by
         # hashing the job again, once per call: asked only for the calls a rule
         # reports (a file with thousands of calls without a uid, few stateful,
@@ -132,10 +137,18 @@ class UidPlan:
         self._safety = safety
         self._checked: dict[SourceRange, UidSuggestion] = {}
 
+    def _get(self, where: SourceRange) -> UidSuggestion | None:
+        found = self._suggestions.get(where)
+        if found is None and self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending()
+            found = self._suggestions.get(where)
+        return found
+
     def plain_for_range(self, where: SourceRange) -> UidSuggestion:
         """The plain uid for the call at ``where`` (not checked for what it
         moves: the caller checks that)."""
-        found = self._suggestions.get(where)
+        found = self._get(where)
         if found is None:
             return UidSuggestion(None, None, "the call could not be found")
         return found
@@ -144,7 +157,7 @@ class UidPlan:
         """Return the suggestion for the call at ``where``."""
         if where is None:
             return UidSuggestion(None, None, "the operator has no source location")
-        found = self._suggestions.get(where)
+        found = self._get(where)
         if found is None:
             return UidSuggestion(None, None, "the call could not be found")
         if self._safety is None:
@@ -346,10 +359,18 @@ def build_uid_plan(
     taken = _existing_uids(result, calls)
     quote = quote_of(text or "")
     plan: dict[SourceRange, UidSuggestion] = {}
-    for site in _order(sites):
-        plan[site.range] = _suggest(site, calls, same_call, taken, quote)
+    ordered = _order(sites)  # the stateful first: their uids never wait
+    stateless = next((i for i, site in enumerate(ordered) if not site.stateful), None)
+    later = ordered[stateless:] if stateless is not None else []
+
+    def suggest(group: Sequence[_Site]) -> None:
+        for site in group:
+            plan[site.range] = _suggest(site, calls, same_call, taken, quote)
+
+    suggest(ordered[: len(ordered) - len(later)])
     if not verify:
-        return UidPlan(plan)
+        return UidPlan(plan, pending=functools.partial(suggest, later))
+    suggest(later)
     safety = _Safety(result, {site.range: site for site in sites}, plan, quote, held)
     return UidPlan(plan, safety)
 

@@ -572,3 +572,39 @@ def test_the_engine_refuses_safe_fixes_that_move_a_restore_id(
     checked = check_text("p.py", text, CL101, fix=True, history=False)
     assert checked.fixed == 1
     assert ".set_uid_hash(" in (checked.fixed_text or "")
+
+
+def test_uids_of_calls_no_rule_reports_are_suggested_when_first_asked() -> None:
+    """An edit's rules report stateful calls only, so the plan suggests the
+    uids of the other calls when one of them is first asked for (CL102, a
+    restore fix): each then equals what the whole plan, made at once,
+    suggests, and so does each stateful call's, which never waited."""
+    from chainlens.analyzer.api import analyze_graphs
+    from chainlens.analyzer.rules.uid_plan import build_uid_plan
+
+    folders = ("rules/CL101", "rules/CL102", "pipelines")
+    programs = [
+        p
+        for folder in folders
+        for p in sorted((ROOT / "tests" / "fixtures" / folder).glob("*.py"))
+    ]
+    waited = 0
+    for program in programs:
+        text = program.read_text(encoding="utf-8")
+        result = analyze_graphs(str(program), text, Config())
+        whole = build_uid_plan(result, text, verify=True)
+        ranges = {
+            node.range: state_info(node) is not None
+            for job in result.jobs
+            if job.stream_graph is not None
+            for node in job.stream_graph.nodes
+            if node.range is not None and node.uid is None
+        }
+        lazy = build_uid_plan(result, text, verify=False)
+        for where, stateful in sorted(ranges.items(), key=lambda r: not r[1]):
+            assert lazy.plain_for_range(where) == whole.plain_for_range(where), (
+                program,
+                where,
+            )
+            waited += not stateful
+    assert waited > 20  # the corpus has stateless calls that waited
