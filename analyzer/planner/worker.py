@@ -844,12 +844,11 @@ def run(request: dict[str, Any], *, reset: bool = False) -> dict[str, Any]:
                     t_env.create_temporary_system_function(statement["name"], function)
                 else:
                     t_env.create_temporary_function(statement["name"], function)
-            elif op == "table_environment" and index > 0:
-                pass  # made above
             elif op in ("table_environment", "stream_table_environment"):
-                if index != 0:
+                # the first is made before the statements, a later
+                # TableEnvironment above; a later StreamTableEnvironment is not
+                if index != 0 and op != "table_environment":
                     raise ValueError(f"{op} is not the first statement")
-                # made before the first statement
             elif op == "config":
                 if statement["key"] not in _CONFIG_KEYS:
                     raise ValueError(f"{statement['key']} is not set here")
