@@ -39,6 +39,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -162,7 +163,24 @@ def _method_signature(cls: type, name: str) -> tuple[str, str] | None:
     return how, encode(signature, drop_first=drop)
 
 
-def _venvs() -> ModuleType:
+def pyflink_modules(prefixes: tuple[str, ...]) -> Iterator[tuple[str, ModuleType]]:
+    """Each module of this interpreter's PyFlink under ``prefixes`` (its tests
+    left out) that imports; one whose optional dependency is missing is not."""
+    import pyflink
+
+    for info in pkgutil.walk_packages(pyflink.__path__, "pyflink."):
+        name = info.name
+        if not name.startswith(prefixes) or ".tests" in name:
+            continue
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # an optional connector dependency is missing
+            continue
+        yield name, module
+
+
+def venvs() -> ModuleType:
+    """``tests/tools/flink_venvs.py``, loaded beside this file."""
     path = Path(__file__).resolve().with_name("flink_venvs.py")
     spec = importlib.util.spec_from_file_location("_chainlens_flink_venvs", path)
     assert spec is not None
@@ -174,7 +192,7 @@ def _venvs() -> ModuleType:
 
 def table_of(version: str) -> str:
     """The table's text for a Flink line, produced by that line's PyFlink."""
-    python = _venvs().python_for(version)
+    python = venvs().python_for(version)
     done = subprocess.run(
         [str(python), str(Path(__file__).resolve())],
         check=True,
@@ -223,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.all_versions:
         out = Path(args.all_versions)
         out.mkdir(parents=True, exist_ok=True)
-        for version in _venvs().VERSIONS:
+        for version in venvs().VERSIONS:
             (out / f"{version}.json").write_text(table_of(version))
         return 0
     return write_table()
@@ -234,16 +252,10 @@ def write_table() -> int:
     import pyflink
     import pyflink.version
 
-    modules: dict[str, list[str]] = {}
-    for info in pkgutil.walk_packages(pyflink.__path__, "pyflink."):
-        name = info.name
-        if not name.startswith(PREFIXES) or ".tests" in name:
-            continue
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # an optional connector dependency is missing
-            continue
-        modules[name] = sorted(n for n in dir(module) if not n.startswith("_"))
+    modules = {
+        name: sorted(n for n in dir(module) if not n.startswith("_"))
+        for name, module in pyflink_modules(PREFIXES)
+    }
     classes: dict[str, list[str]] = {}
     for short, path in CLASSES.items():
         module_name, _, class_name = path.rpartition(".")

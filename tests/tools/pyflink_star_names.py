@@ -18,43 +18,23 @@ starts)::
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
-import pkgutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from pyflink_names import pyflink_modules, venvs  # beside this file
 
 PREFIXES = ("pyflink.common", "pyflink.datastream", "pyflink.table")
 
 
-def _venvs() -> ModuleType:
-    path = Path(__file__).resolve().with_name("flink_venvs.py")
-    spec = importlib.util.spec_from_file_location("_chainlens_flink_venvs", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def read_one() -> dict[str, Any]:
     """The ``__all__`` of every module of this interpreter's PyFlink that has one."""
-    import pyflink
     import pyflink.version
 
     modules: dict[str, list[str]] = {}
-    for info in pkgutil.walk_packages(pyflink.__path__, "pyflink."):
-        name = info.name
-        if not name.startswith(PREFIXES) or ".tests" in name:
-            continue
-        try:
-            module = importlib.import_module(name)
-        except Exception:  # an optional connector dependency is missing
-            continue
+    for name, module in pyflink_modules(PREFIXES):
         names = getattr(module, "__all__", None)
         if isinstance(names, list | tuple) and all(isinstance(n, str) for n in names):
             modules[name] = sorted(set(names))
@@ -84,19 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         json.dump(read_one(), sys.stdout, sort_keys=True)
         return 0
-    venvs = _venvs()
+    lines = venvs()
     tables: dict[str, dict[str, Any]] = {}
-    for line in venvs.VERSIONS:
-        python = venvs.python_for(line)
+    for line in lines.VERSIONS:
+        python = lines.python_for(line)
         done = subprocess.run(
             [str(python), str(Path(__file__).resolve()), "--one"],
             check=True,
             capture_output=True,
             text=True,
-            env=venvs.environ(),
+            env=lines.environ(),
         )
         tables[line] = json.loads(done.stdout)
-    newest = tables.pop(venvs.NEWEST)
+    newest = tables.pop(lines.NEWEST)
     doc = {
         "base": newest["version"],
         "modules": newest["modules"],
