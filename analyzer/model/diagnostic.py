@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from chainlens.analyzer.model.frozen import quick_init
 from chainlens.analyzer.model.limits import TEXT_FORMATS as TEXT_FORMATS
 from chainlens.analyzer.model.severity import Severity as Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -65,6 +66,7 @@ class RuleCode:
         return f"{self.code} {self.name}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TextEdit:
     """Replace ``range`` of the file by ``new_text`` (an insertion when empty)."""
@@ -73,6 +75,7 @@ class TextEdit:
     new_text: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Fix:
     """A change that resolves a finding; ``safe`` fixes are applied by ``--fix``.
@@ -94,6 +97,7 @@ class RelatedLocation:
     message: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One finding at one place in one file.
@@ -132,6 +136,7 @@ class Diagnostic:
         return fixes[0] if fixes else None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One diagnostic in one file, as reported.

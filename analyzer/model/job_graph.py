@@ -15,6 +15,7 @@ from chainlens.analyzer.model.enums import (
     Partitioner,
     ResultPartitionType,
 )
+from chainlens.analyzer.model.frozen import quick_init
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import StreamEdge
@@ -57,6 +58,7 @@ class BreakReason(enum.Enum):
     NO_OPERATOR_FACTORY = "one side has no operator factory"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ChainBreak:
     """A StreamGraph edge that does not chain, with every reason that applies.
@@ -70,6 +72,7 @@ class ChainBreak:
     undecided: tuple[BreakReason, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ChainedOperator:
     """One operator inside a task, with the ID Flink gives it."""
@@ -86,6 +89,7 @@ class ChainedOperator:
     state: tuple[StateDescriptor, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JobVertex:
     """A task: one chain of operators."""
@@ -107,6 +111,7 @@ class JobVertex:
         return tuple(op.node_id for op in self.operators)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class JobEdge:
     """A network connection between two tasks."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from chainlens.analyzer.model.frozen import quick_init
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class SourcePosition:
@@ -19,6 +21,7 @@ class SourcePosition:
     column: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SourceRange:
     """A span of text, ``end`` exclusive.

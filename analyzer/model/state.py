@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chainlens.analyzer.model.frozen import quick_init
 from chainlens.analyzer.model.source import SourceRange
 
 
@@ -29,6 +30,7 @@ class StateTtl:
         return {"duration": self.duration, "update_type": self.update_type}
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StateDescriptor:
     """One state descriptor; ``None`` name or type: not known statically."""

@@ -17,6 +17,7 @@ from chainlens.analyzer.model.enums import (
     OperatorKind,
     Partitioner,
 )
+from chainlens.analyzer.model.frozen import quick_init
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text
@@ -47,6 +48,7 @@ def hash_of_forward(
     return detail.hash_partitioner, shown
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class FusedMember:
     """One user-visible Python operation inside a (possibly fused) node.
@@ -64,6 +66,7 @@ class FusedMember:
     range: SourceRange | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StreamNode:
     """Mirrors ``StreamNode``: one operator of the StreamGraph."""
@@ -92,6 +95,7 @@ class StreamNode:
     functions: tuple[str, ...] = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StreamEdge:
     """Mirrors ``StreamEdge``."""

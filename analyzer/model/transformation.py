@@ -21,6 +21,7 @@ from chainlens.analyzer.model.enums import (
     Partitioner,
     RuntimeMode,
 )
+from chainlens.analyzer.model.frozen import quick_init, writable
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor
 from chainlens.analyzer.model.stream_graph import FusedMember, PartitionerDetail
@@ -59,6 +60,7 @@ class TransformationKind(enum.Enum):
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Transformation:
     """One transformation; ``None`` fields mean "not set" (Flink's -1 / null)."""
@@ -152,25 +154,23 @@ class JobSpec:
 
 
 _T = TypeVar("_T")
-#: per class: a function copying an instance's fields (None: the class has a
-#: ``__post_init__``, which only ``dataclasses.replace`` runs), and its fields
+#: per class: a function copying an instance's fields into an instance that
+#: can be written (see ``frozen.py``), and its fields; None: the class has a
+#: ``__post_init__`` (which only ``dataclasses.replace`` runs) or no slots
 _COPIERS: dict[type, tuple[Callable[[Any], Any], frozenset[str]] | None] = {}
 
 
 def _copier(cls: type) -> tuple[Callable[[Any], Any], frozenset[str]] | None:
     """A function of straight lines copying each field of ``cls`` (made once,
     as dataclasses makes ``__init__``): a loop over the fields costs twice."""
-    if hasattr(cls, "__post_init__"):
+    target = writable(cls)
+    if target is None:
         return None
     names = [f.name for f in fields(cls)]
-    lines = ["def copy(obj):", "    new = new_object(cls)"]
-    lines += [f"    set_field(new, {n!r}, obj.{n})" for n in names]
+    lines = ["def copy(obj):", "    new = new_object(target)"]
+    lines += [f"    new.{n} = obj.{n}" for n in names]
     lines.append("    return new")
-    scope: dict[str, Any] = {
-        "new_object": object.__new__,
-        "set_field": object.__setattr__,
-        "cls": cls,
-    }
+    scope: dict[str, Any] = {"new_object": object.__new__, "target": target}
     exec("\n".join(lines), scope)  # its text is made here, of the field names
     return scope["copy"], frozenset(names)
 
@@ -191,5 +191,6 @@ def evolve(obj: _T, **changes: object) -> _T:
     for name, value in changes.items():
         if name not in names:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
-        object.__setattr__(new, name, value)
+        setattr(new, name, value)
+    new.__class__ = cls
     return new  # type: ignore[no-any-return]
