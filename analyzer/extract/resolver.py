@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.interface import (
@@ -349,27 +349,11 @@ class PyFlinkResolver:
 
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
-        if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":
-            return JavaEnvRef(owner.state)
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableRef):
-            column = table_column(owner, name)
-            return BoundMethod(owner, name) if column is None else column
-        if isinstance(owner, TableEnvRef | StatementSetRef):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
-            return BoundMethod(owner, name)
-        if isinstance(owner, UserFunction):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableExpression):
-            made = expression_property(owner, name)
-            if made is not None:
-                return made
-            return BoundMethod(owner, name)
-        if _from_table_api(owner):
-            return owner  # a Table API object: its methods stay in that API
-        return UNRESOLVED
+        kind = type(owner)
+        getter = _ATTRIBUTE_GETTERS.get(kind)
+        if getter is None:
+            getter = _ATTRIBUTE_GETTERS[kind] = _attribute_getter(owner)
+        return getter(owner, name)
 
     def text(
         self,
@@ -818,6 +802,55 @@ class PyFlinkResolver:
     def _api(self, call: Call) -> ApiCall:
         """``call`` as ``pyflink_api``'s functions take it."""
         return ApiCall(self.program, call.args, call.where)
+
+
+def _env_attribute(owner: EnvRef, name: str) -> object:
+    if name == "_j_stream_execution_environment":
+        return JavaEnvRef(owner.state)
+    return BoundMethod(owner, name)
+
+
+def _table_attribute(owner: TableRef, name: str) -> object:
+    column = table_column(owner, name)
+    return BoundMethod(owner, name) if column is None else column
+
+
+def _expression_attribute(owner: TableExpression, name: str) -> object:
+    made = expression_property(owner, name)
+    if made is not None:
+        return made
+    return BoundMethod(owner, name)
+
+
+def _other_attribute(owner: object, name: str) -> object:
+    if _from_table_api(owner):
+        return owner  # a Table API object: its methods stay in that API
+    return UNRESOLVED
+
+
+#: How ``PyFlinkResolver.attribute`` reads an attribute of a value, by the
+#: value's type: the getter ``_attribute_getter`` chose when the type was first
+#: seen (each takes the value and the attribute's name).
+_ATTRIBUTE_GETTERS: dict[type, Callable[[Any, str], object]] = {}
+
+
+def _attribute_getter(owner: object) -> Callable[[Any, str], object]:
+    """The getter of the attributes of ``owner`` (the same for its type)."""
+    if isinstance(owner, EnvRef):
+        return _env_attribute
+    if isinstance(owner, Stream | ConfigValue | PyObject | JavaEnvRef):
+        return BoundMethod
+    if isinstance(owner, TableRef):
+        return _table_attribute
+    if isinstance(owner, TableEnvRef | StatementSetRef):
+        return BoundMethod
+    if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
+        return BoundMethod
+    if isinstance(owner, UserFunction):
+        return BoundMethod
+    if isinstance(owner, TableExpression):
+        return _expression_attribute
+    return _other_attribute
 
 
 #: How ``PyFlinkResolver.call_method`` treats a receiver, by its type: the
