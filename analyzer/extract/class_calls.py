@@ -331,6 +331,14 @@ class ClassCalls:
 
     def call_method(self, method: BoundMethod, call: Call, node: cst.Call) -> object:
         receiver, name = method.receiver, method.name
+        kind = type(receiver)
+        library = _LIBRARY_RECEIVERS.get(kind)
+        if library is None:
+            library = _LIBRARY_RECEIVERS[kind] = not isinstance(
+                receiver, _PYTHON_RECEIVERS
+            )
+        if library:
+            return self.library_method(receiver, name, call)
         if isinstance(receiver, Instance):
             result = self.call_bound(receiver.cls, receiver, name, call, node)
             if result is not NOT_FOUND:
@@ -387,12 +395,7 @@ class ClassCalls:
         if isinstance(receiver, dict) and name in ("items", "keys", "values"):
             return list(getattr(receiver, name)())
         if not isinstance(receiver, (str, list, dict, tuple)):
-            result = self.resolver.call_method(
-                receiver, name, call, guarded=bool(self.guarded)
-            )
-            if result is not UNRESOLVED:
-                return result
-            self.resolver.unseen(call, f"{name}() of a value chainlens does not know")
+            return self.library_method(receiver, name, call)
         if (
             isinstance(receiver, str)
             and name == "format"
@@ -426,3 +429,23 @@ class ClassCalls:
             except Exception:  # the program itself would fail here
                 return Opaque("string")
         return Opaque(f"{name}()")
+
+    def library_method(self, receiver: object, name: str, call: Call) -> object:
+        """``receiver.name(...)`` on a value of no Python type the evaluator
+        follows itself: the resolver's (a PyFlink object's method)."""
+        result = self.resolver.call_method(
+            receiver, name, call, guarded=bool(self.guarded)
+        )
+        if result is not UNRESOLVED:
+            return result
+        self.resolver.unseen(call, f"{name}() of a value chainlens does not know")
+        return Opaque(f"{name}()")
+
+
+#: The receivers ``ClassCalls.call_method`` follows itself (any other's methods
+#: are the resolver's).
+_PYTHON_RECEIVERS = (Instance, SuperRef, Inherited, ArgParser, str, list, dict, tuple)
+
+#: Whether the methods of a receiver are the resolver's, by the receiver's type
+#: (decided when the type is first seen).
+_LIBRARY_RECEIVERS: dict[type, bool] = {}

@@ -930,43 +930,63 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
 
     def get_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
         """``owner.name`` (also ``getattr(owner, "name")``)."""
-        if isinstance(owner, ModuleValue):
-            if name in owner.namespace:
-                return owner.namespace[name]
-            sub = self.load_module(f"{owner.name}.{name}", node)
-            return sub if sub is not None else Opaque(f"{owner.name}.{name}")
-        if isinstance(owner, Instance):
-            if name in owner.attrs:
-                return owner.attrs[name]
-            found = owner.cls.lookup(name)
-            if found is not None and not isinstance(found, FunctionDef):
-                return found
-            if found is None and owner.delegate is not None:
-                return self.inherited(owner, owner.delegate, name)
-            if found is None and owner.cls.lookup("__getattr__") is not None:
-                where = Call(Args([name], {}), self.where(node))
-                return self.call_bound(owner.cls, owner, "__getattr__", where, node)
-            if found is None and foreign_base(owner.cls) is None:
-                return Opaque(f"attribute {name}")
-            return BoundMethod(owner, name)
-        if isinstance(owner, SuperRef):
-            return BoundMethod(owner, name)
-        if isinstance(owner, ClassDef):
-            found = owner.lookup(name)
-            if isinstance(found, FunctionDef) and decorated(found, "classmethod"):
-                return BoundMethod(Instance(owner), name)
-            foreign = foreign_base(owner)
-            if found is None and foreign is not None and foreign.startswith("pyflink."):
-                return QualifiedRef(f"{foreign}.{name}")  # a PyFlink classmethod
-            return found if found is not None else Opaque(f"attribute {name}")
-        if isinstance(owner, QualifiedRef):
-            return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
-        if isinstance(owner, Namespace):
-            return owner.values.get(name, Opaque(f"argument {name}"))
-        if isinstance(owner, ArgParser | str | list | dict | tuple):
-            return BoundMethod(owner, name)
-        if isinstance(owner, Symbol):
-            return owner
+        kind = type(owner)
+        getter = _ATTRIBUTE_GETTERS.get(kind)
+        if getter is None:
+            getter = _ATTRIBUTE_GETTERS[kind] = _attribute_getter(owner)
+        return getter(self, owner, name, node)
+
+    def _module_attribute(
+        self, owner: ModuleValue, name: str, node: cst.CSTNode
+    ) -> object:
+        if name in owner.namespace:
+            return owner.namespace[name]
+        sub = self.load_module(f"{owner.name}.{name}", node)
+        return sub if sub is not None else Opaque(f"{owner.name}.{name}")
+
+    def _instance_attribute(
+        self, owner: Instance, name: str, node: cst.CSTNode
+    ) -> object:
+        if name in owner.attrs:
+            return owner.attrs[name]
+        found = owner.cls.lookup(name)
+        if found is not None and not isinstance(found, FunctionDef):
+            return found
+        if found is None and owner.delegate is not None:
+            return self.inherited(owner, owner.delegate, name)
+        if found is None and owner.cls.lookup("__getattr__") is not None:
+            where = Call(Args([name], {}), self.where(node))
+            return self.call_bound(owner.cls, owner, "__getattr__", where, node)
+        if found is None and foreign_base(owner.cls) is None:
+            return Opaque(f"attribute {name}")
+        return BoundMethod(owner, name)
+
+    def _class_attribute(self, owner: ClassDef, name: str, node: cst.CSTNode) -> object:
+        found = owner.lookup(name)
+        if isinstance(found, FunctionDef) and decorated(found, "classmethod"):
+            return BoundMethod(Instance(owner), name)
+        foreign = foreign_base(owner)
+        if found is None and foreign is not None and foreign.startswith("pyflink."):
+            return QualifiedRef(f"{foreign}.{name}")  # a PyFlink classmethod
+        return found if found is not None else Opaque(f"attribute {name}")
+
+    def _qualified_attribute(
+        self, owner: QualifiedRef, name: str, node: cst.CSTNode
+    ) -> object:
+        return self.known_argv(QualifiedRef(f"{owner.qualname}.{name}"))
+
+    def _namespace_attribute(
+        self, owner: Namespace, name: str, node: cst.CSTNode
+    ) -> object:
+        return owner.values.get(name, Opaque(f"argument {name}"))
+
+    def _method_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
+        return BoundMethod(owner, name)
+
+    def _symbol_attribute(self, owner: Symbol, name: str, node: cst.CSTNode) -> object:
+        return owner
+
+    def _library_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
         found = self.resolver.attribute(owner, name)
         return Opaque(f"attribute {name}") if found is UNRESOLVED else found
 
@@ -1180,6 +1200,33 @@ def _eval_opaque(
     self: Evaluator, node: cst.CSTNode, scope: dict[str, object]
 ) -> object:
     return Opaque(type(node).__name__)
+
+
+#: How ``Evaluator.get_attribute`` reads an attribute of a value, by the
+#: value's type: the getter ``_attribute_getter`` chose when the type was first
+#: seen (each takes the evaluator, the value, the attribute's name and the node).
+_ATTRIBUTE_GETTERS: dict[type, Callable[..., object]] = {}
+
+
+def _attribute_getter(owner: object) -> Callable[..., object]:
+    """The getter of the attributes of ``owner`` (the same for its type)."""
+    if isinstance(owner, ModuleValue):
+        return Evaluator._module_attribute
+    if isinstance(owner, Instance):
+        return Evaluator._instance_attribute
+    if isinstance(owner, SuperRef):
+        return Evaluator._method_attribute
+    if isinstance(owner, ClassDef):
+        return Evaluator._class_attribute
+    if isinstance(owner, QualifiedRef):
+        return Evaluator._qualified_attribute
+    if isinstance(owner, Namespace):
+        return Evaluator._namespace_attribute
+    if isinstance(owner, ArgParser | str | list | dict | tuple):
+        return Evaluator._method_attribute
+    if isinstance(owner, Symbol):
+        return Evaluator._symbol_attribute
+    return Evaluator._library_attribute
 
 
 _EVALUATORS: dict[

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from chainlens.analyzer.extract import pyflink_api as api
 from chainlens.analyzer.extract.interface import (
@@ -349,27 +349,11 @@ class PyFlinkResolver:
 
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
-        if isinstance(owner, EnvRef) and name == "_j_stream_execution_environment":
-            return JavaEnvRef(owner.state)
-        if isinstance(owner, Stream | EnvRef | ConfigValue | PyObject | JavaEnvRef):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableRef):
-            column = table_column(owner, name)
-            return BoundMethod(owner, name) if column is None else column
-        if isinstance(owner, TableEnvRef | StatementSetRef):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
-            return BoundMethod(owner, name)
-        if isinstance(owner, UserFunction):
-            return BoundMethod(owner, name)
-        if isinstance(owner, TableExpression):
-            made = expression_property(owner, name)
-            if made is not None:
-                return made
-            return BoundMethod(owner, name)
-        if _from_table_api(owner):
-            return owner  # a Table API object: its methods stay in that API
-        return UNRESOLVED
+        kind = type(owner)
+        getter = _ATTRIBUTE_GETTERS.get(kind)
+        if getter is None:
+            getter = _ATTRIBUTE_GETTERS[kind] = _attribute_getter(owner)
+        return getter(owner, name)
 
     def text(
         self,
@@ -413,56 +397,95 @@ class PyFlinkResolver:
     ) -> object:
         """``receiver.name(...)`` on a stream, an environment, a configuration or
         another PyFlink object."""
-        if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
-            return self.table_method(receiver, name, call)
-        if isinstance(receiver, UserFunction):
-            qual = f"pyflink.table.udf.{receiver.kind}.{name}"
-            try:
-                made = user_function_method(self._api(call), receiver, name)
-            except NotPlannedError as exc:
-                return self.table_api_not_followed(call, qual, exc.reason)
-            if made is None:
-                return self.table_api_not_followed(call, qual)
-            return made
-        if isinstance(
-            receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
-        ):
-            return self.table_value_method(receiver, name, call)
-        if isinstance(receiver, Stream | EnvRef) and not guarded:
+        kind = type(receiver)
+        handler = _METHOD_HANDLERS.get(kind)
+        if handler is None:
+            handler = _METHOD_HANDLERS[kind] = _method_handler(receiver)
+        return handler(self, receiver, name, call, guarded)
+
+    def _table_object_method(
+        self,
+        receiver: TableEnvRef | TableRef | StatementSetRef,
+        name: str,
+        call: Call,
+        guarded: bool,
+    ) -> object:
+        return self.table_method(receiver, name, call)
+
+    def _user_function_method(
+        self, receiver: UserFunction, name: str, call: Call, guarded: bool
+    ) -> object:
+        qual = f"pyflink.table.udf.{receiver.kind}.{name}"
+        try:
+            made = user_function_method(self._api(call), receiver, name)
+        except NotPlannedError as exc:
+            return self.table_api_not_followed(call, qual, exc.reason)
+        if made is None:
+            return self.table_api_not_followed(call, qual)
+        return made
+
+    def _table_value_method(
+        self,
+        receiver: TableExpression | TableSettings | TableConfigRef | TableBuilder,
+        name: str,
+        call: Call,
+        guarded: bool,
+    ) -> object:
+        return self.table_value_method(receiver, name, call)
+
+    def _stream_method(
+        self, receiver: Stream, name: str, call: Call, guarded: bool
+    ) -> object:
+        if not guarded:
             self.check_method_exists(receiver, name, call)
-        if isinstance(receiver, Stream):
-            result = api.stream_method(self._api(call), receiver, name)
-            if result is None:
-                # its job is not known from here: never "no operators"
-                self.not_modelled(receiver.env, receiver.kind, name, call)
-                return Opaque(f"unknown {name}")
-            return result
-        if isinstance(receiver, EnvRef):
-            result = api.env_method(self._api(call), receiver, name)
-            if result is None:
-                self.not_modelled(
-                    receiver.state, "StreamExecutionEnvironment", name, call
-                )
-                return Opaque(f"unknown {name}")
-            return result
-        if isinstance(receiver, ConfigValue):
+        result = api.stream_method(self._api(call), receiver, name)
+        if result is None:
+            # its job is not known from here: never "no operators"
+            self.not_modelled(receiver.env, receiver.kind, name, call)
+            return Opaque(f"unknown {name}")
+        return result
+
+    def _env_method(
+        self, receiver: EnvRef, name: str, call: Call, guarded: bool
+    ) -> object:
+        if not guarded:
+            self.check_method_exists(receiver, name, call)
+        result = api.env_method(self._api(call), receiver, name)
+        if result is None:
+            self.not_modelled(receiver.state, "StreamExecutionEnvironment", name, call)
+            return Opaque(f"unknown {name}")
+        return result
+
+    def _config_method(
+        self, receiver: ConfigValue, name: str, call: Call, guarded: bool
+    ) -> object:
+        if not guarded:
+            self.check_object_binds("Configuration", name, call)
+        return self.config_method(receiver, name, call)
+
+    def _py_object_method(
+        self, receiver: PyObject, name: str, call: Call, guarded: bool
+    ) -> object:
+        kind = receiver.simple_name
+        if kind in _JOB_RESULTS:
+            # after the job was submitted: a failure here keeps the job
             if not guarded:
-                self.check_object_binds("Configuration", name, call)
-            return self.config_method(receiver, name, call)
-        if isinstance(receiver, PyObject):
-            kind = receiver.simple_name
-            if kind in _JOB_RESULTS:
-                # after the job was submitted: a failure here keeps the job
-                if not guarded:
-                    self.check_method_exists(receiver, name, call)
-                return Opaque(f"{kind}.{name}()")
-            if not guarded and receiver.qualname.startswith("pyflink."):
-                self.check_object_binds(kind, name, call)
-            return self.object_method(receiver, name, call)
-        if isinstance(receiver, JavaEnvRef):
-            # the Java environment changed behind PyFlink's back
-            receiver.state.escape(f"{name}() of its Java environment", call.where)
-            return Opaque(f"{name}()")
+                self.check_method_exists(receiver, name, call)
+            return Opaque(f"{kind}.{name}()")
+        if not guarded and receiver.qualname.startswith("pyflink."):
+            self.check_object_binds(kind, name, call)
+        return self.object_method(receiver, name, call)
+
+    def _java_env_method(
+        self, receiver: JavaEnvRef, name: str, call: Call, guarded: bool
+    ) -> object:
+        # the Java environment changed behind PyFlink's back
+        receiver.state.escape(f"{name}() of its Java environment", call.where)
+        return Opaque(f"{name}()")
+
+    def _no_method(
+        self, receiver: object, name: str, call: Call, guarded: bool
+    ) -> object:
         return UNRESOLVED
 
     def table_method(
@@ -779,6 +802,86 @@ class PyFlinkResolver:
     def _api(self, call: Call) -> ApiCall:
         """``call`` as ``pyflink_api``'s functions take it."""
         return ApiCall(self.program, call.args, call.where)
+
+
+def _env_attribute(owner: EnvRef, name: str) -> object:
+    if name == "_j_stream_execution_environment":
+        return JavaEnvRef(owner.state)
+    return BoundMethod(owner, name)
+
+
+def _table_attribute(owner: TableRef, name: str) -> object:
+    column = table_column(owner, name)
+    return BoundMethod(owner, name) if column is None else column
+
+
+def _expression_attribute(owner: TableExpression, name: str) -> object:
+    made = expression_property(owner, name)
+    if made is not None:
+        return made
+    return BoundMethod(owner, name)
+
+
+def _other_attribute(owner: object, name: str) -> object:
+    if _from_table_api(owner):
+        return owner  # a Table API object: its methods stay in that API
+    return UNRESOLVED
+
+
+#: How ``PyFlinkResolver.attribute`` reads an attribute of a value, by the
+#: value's type: the getter ``_attribute_getter`` chose when the type was first
+#: seen (each takes the value and the attribute's name).
+_ATTRIBUTE_GETTERS: dict[type, Callable[[Any, str], object]] = {}
+
+
+def _attribute_getter(owner: object) -> Callable[[Any, str], object]:
+    """The getter of the attributes of ``owner`` (the same for its type)."""
+    if isinstance(owner, EnvRef):
+        return _env_attribute
+    if isinstance(owner, Stream | ConfigValue | PyObject | JavaEnvRef):
+        return BoundMethod
+    if isinstance(owner, TableRef):
+        return _table_attribute
+    if isinstance(owner, TableEnvRef | StatementSetRef):
+        return BoundMethod
+    if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
+        return BoundMethod
+    if isinstance(owner, UserFunction):
+        return BoundMethod
+    if isinstance(owner, TableExpression):
+        return _expression_attribute
+    return _other_attribute
+
+
+#: How ``PyFlinkResolver.call_method`` treats a receiver, by its type: the
+#: handler ``_method_handler`` chose when the type was first seen.
+#: (each takes the resolver, the receiver of its kind, the method's name, the
+#: call and whether it is guarded)
+_MethodHandler = Callable[..., object]
+_METHOD_HANDLERS: dict[type, _MethodHandler] = {}
+
+
+def _method_handler(receiver: object) -> _MethodHandler:
+    """The handler of the methods of ``receiver`` (the same for its type)."""
+    if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
+        return PyFlinkResolver._table_object_method
+    if isinstance(receiver, UserFunction):
+        return PyFlinkResolver._user_function_method
+    if isinstance(
+        receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
+    ):
+        return PyFlinkResolver._table_value_method
+    if isinstance(receiver, Stream):
+        return PyFlinkResolver._stream_method
+    if isinstance(receiver, EnvRef):
+        return PyFlinkResolver._env_method
+    if isinstance(receiver, ConfigValue):
+        return PyFlinkResolver._config_method
+    if isinstance(receiver, PyObject):
+        return PyFlinkResolver._py_object_method
+    if isinstance(receiver, JavaEnvRef):
+        return PyFlinkResolver._java_env_method
+    return PyFlinkResolver._no_method
 
 
 #: The methods the chosen line's classes have, by (Flink line, class, method):
