@@ -160,7 +160,10 @@ def create(version: str, *, quiet: bool = True) -> Path:
             flags = ["--disable-pip-version-check", "--no-input", "--no-cache-dir"]
             if quiet:
                 flags.append("-q")
-            env = dict(os.environ)
+            # an sdist's setup.py may import its own folder's module (docopt
+            # does), which PYTHONSAFEPATH hides: chainlens's command line sets
+            # it in its process, a test process that ran it included
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
             if not env.get("JAVA_HOME") and _java_home():
                 env["JAVA_HOME"] = _java_home()
             for step in PREPARE.get(release, []):
