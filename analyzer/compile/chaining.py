@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chainlens.analyzer.model.enums import (
+    FORWARD_PARTITIONERS,
     ChainingStrategy,
     ExchangeMode,
     OperatorKind,
@@ -37,7 +38,6 @@ _Clause = tuple[BreakReason, bool | None]
 # hash is Python code).
 _WITHOUT_FACTORY = tuple(k for k in OperatorKind if not k.has_operator_factory)
 _YIELDING = tuple(k for k in OperatorKind if k.is_yielding)
-_FORWARD = tuple(p for p in Partitioner if p.is_forward)
 # Members compared on every edge, bound once: on CPython 3.11 reading a member
 # off its enum class costs several times a global (EnumType has __getattr__).
 _NEVER = ChainingStrategy.NEVER
@@ -114,7 +114,7 @@ def are_partitioner_and_exchange_mode_chainable(
     del is_dynamic  # only asserted by Flink
     if partitioner is _FORWARD_FOR_CONSECUTIVE_HASH:
         return True
-    return partitioner in _FORWARD and exchange_mode is not _BATCH_EXCHANGE
+    return partitioner in FORWARD_PARTITIONERS and exchange_mode is not _BATCH_EXCHANGE
 
 
 def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
@@ -124,7 +124,7 @@ def _partitioner_clauses(edge: StreamEdge, graph: StreamGraph) -> list[_Clause]:
     ):
         return []
     clauses: list[_Clause] = []
-    if edge.partitioner not in _FORWARD:
+    if edge.partitioner not in FORWARD_PARTITIONERS:
         clauses.append(_PARTITIONER_NOT_FORWARD)
     if edge.exchange_mode is _BATCH_EXCHANGE:
         clauses.append(_EXCHANGE_MODE_BATCH)

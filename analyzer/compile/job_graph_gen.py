@@ -29,6 +29,7 @@ from chainlens.analyzer.compile.hashing import (
     traverse_stream_graph_and_generate_hashes,
 )
 from chainlens.analyzer.model.enums import (
+    FORWARD_PARTITIONERS,
     DistributionPattern,
     ExchangeMode,
     GlobalExchangeMode,
@@ -70,7 +71,6 @@ _RECONSUMABLE_TYPES = (ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_
 #: Partitioners whose instances never compare equal (their key selector or user
 #: partitioner is part of them), so outputs using them are never reused.
 _UNIQUE_PARTITIONERS = (Partitioner.HASH, Partitioner.CUSTOM)
-_FORWARD = tuple(p for p in Partitioner if p.is_forward)
 _POINTWISE = tuple(p for p in Partitioner if p.is_pointwise)
 # Members compared for every node and edge, bound once: on CPython 3.11
 # reading a member off its enum class costs several times a global (EnumType
@@ -420,7 +420,7 @@ class _JobGraphBuilder:
         producers: dict[int, list[int]] = {}
         for start, vertex in self.vertices.items():
             for edge in vertex.chain.transitive_out_edges:
-                if self.partitioner(edge) in _FORWARD:
+                if self.partitioner(edge) in FORWARD_PARTITIONERS:
                     consumers = producers.setdefault(edge.target_id, [])
                     if start not in consumers:
                         consumers.append(start)
@@ -489,7 +489,7 @@ class _JobGraphBuilder:
         # FORWARD_EDGES_PIPELINED or POINTWISE_EDGES_PIPELINED
         partitioner = self.partitioner(edge)
         if global_mode is GlobalExchangeMode.FORWARD_EDGES_PIPELINED:
-            pipelined = partitioner in _FORWARD
+            pipelined = partitioner in FORWARD_PARTITIONERS
         else:
             pipelined = partitioner in _POINTWISE
         if pipelined:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.model.enums import (
+    FORWARD_PARTITIONERS,
     ChainingStrategy,
     ExchangeMode,
     GlobalExchangeMode,
@@ -46,9 +47,6 @@ from chainlens.analyzer.model.values import (
 )
 
 DEFAULT_SLOT_SHARING_GROUP = "default"
-#: the forward partitioners, as a tuple: searched by identity (an enum
-#: member's hash and its ``is_forward`` are Python code)
-_FORWARD = tuple(p for p in Partitioner if p.is_forward)
 # Members compared for every transformation and edge, bound once: on CPython
 # 3.11 reading a member off its enum class costs several times a global
 # (EnumType has __getattr__).
@@ -378,7 +376,7 @@ class _Builder:
                 )
             else:
                 partitioner = Partitioner.REBALANCE
-        if same is not True and partitioner in _FORWARD:
+        if same is not True and partitioner in FORWARD_PARTITIONERS:
             if partitioner is Partitioner.FORWARD_FOR_CONSECUTIVE_HASH:
                 partitioner, detail = hash_of_forward(detail)
             elif same is False:

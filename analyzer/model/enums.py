@@ -86,6 +86,11 @@ _FLINK_NAMES = {
     Partitioner.BINARY_HASH: "HASH",
 }
 
+#: The forward partitioners as a tuple, for the compiler's tests run on every
+#: edge: a tuple is searched by identity (an enum member's hash and its
+#: ``is_forward`` are Python code).
+FORWARD_PARTITIONERS = tuple(p for p in Partitioner if p.is_forward)
+
 
 class ExchangeMode(enum.Enum):
     """Mirrors ``StreamExchangeMode``."""
