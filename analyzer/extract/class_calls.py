@@ -27,6 +27,7 @@ from chainlens.analyzer.extract.interface import (
     Call,
     Record,
     Resolver,
+    by_type,
 )
 from chainlens.analyzer.extract.operations import (
     ANY_LITERAL,
@@ -331,13 +332,7 @@ class ClassCalls:
 
     def call_method(self, method: BoundMethod, call: Call, node: cst.Call) -> object:
         receiver, name = method.receiver, method.name
-        kind = type(receiver)
-        library = _LIBRARY_RECEIVERS.get(kind)
-        if library is None:
-            library = _LIBRARY_RECEIVERS[kind] = not isinstance(
-                receiver, _PYTHON_RECEIVERS
-            )
-        if library:
+        if _library_receiver(type(receiver)):
             return self.library_method(receiver, name, call)
         if isinstance(receiver, Instance):
             result = self.call_bound(receiver.cls, receiver, name, call, node)
@@ -446,6 +441,9 @@ class ClassCalls:
 #: are the resolver's).
 _PYTHON_RECEIVERS = (Instance, SuperRef, Inherited, ArgParser, str, list, dict, tuple)
 
-#: Whether the methods of a receiver are the resolver's, by the receiver's type
-#: (decided when the type is first seen).
-_LIBRARY_RECEIVERS: dict[type, bool] = {}
+
+@by_type
+def _library_receiver(kind: type) -> bool:
+    """Whether the methods of a receiver of type ``kind`` are the resolver's
+    (decided once per type)."""
+    return not issubclass(kind, _PYTHON_RECEIVERS)

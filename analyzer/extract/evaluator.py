@@ -46,6 +46,7 @@ from chainlens.analyzer.extract.interface import (
     ProgramStopError,
     Record,
     Resolver,
+    by_type,
 )
 from chainlens.analyzer.extract.modules import (
     ModuleFinder,
@@ -930,11 +931,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
 
     def get_attribute(self, owner: object, name: str, node: cst.CSTNode) -> object:
         """``owner.name`` (also ``getattr(owner, "name")``)."""
-        kind = type(owner)
-        getter = _ATTRIBUTE_GETTERS.get(kind)
-        if getter is None:
-            getter = _ATTRIBUTE_GETTERS[kind] = _attribute_getter(owner)
-        return getter(self, owner, name, node)
+        return _attribute_getter(type(owner))(self, owner, name, node)
 
     def _module_attribute(
         self, owner: ModuleValue, name: str, node: cst.CSTNode
@@ -1202,29 +1199,26 @@ def _eval_opaque(
     return Opaque(type(node).__name__)
 
 
-#: How ``Evaluator.get_attribute`` reads an attribute of a value, by the
-#: value's type: the getter ``_attribute_getter`` chose when the type was first
-#: seen (each takes the evaluator, the value, the attribute's name and the node).
-_ATTRIBUTE_GETTERS: dict[type, Callable[..., object]] = {}
-
-
-def _attribute_getter(owner: object) -> Callable[..., object]:
-    """The getter of the attributes of ``owner`` (the same for its type)."""
-    if isinstance(owner, ModuleValue):
+@by_type
+def _attribute_getter(kind: type) -> Callable[..., object]:
+    """How ``Evaluator.get_attribute`` reads an attribute of a value of type
+    ``kind``, chosen once per type (each getter takes the evaluator, the
+    value, the attribute's name and the node)."""
+    if issubclass(kind, ModuleValue):
         return Evaluator._module_attribute
-    if isinstance(owner, Instance):
+    if issubclass(kind, Instance):
         return Evaluator._instance_attribute
-    if isinstance(owner, SuperRef):
+    if issubclass(kind, SuperRef):
         return Evaluator._method_attribute
-    if isinstance(owner, ClassDef):
+    if issubclass(kind, ClassDef):
         return Evaluator._class_attribute
-    if isinstance(owner, QualifiedRef):
+    if issubclass(kind, QualifiedRef):
         return Evaluator._qualified_attribute
-    if isinstance(owner, Namespace):
+    if issubclass(kind, Namespace):
         return Evaluator._namespace_attribute
-    if isinstance(owner, ArgParser | str | list | dict | tuple):
+    if issubclass(kind, ArgParser | str | list | dict | tuple):
         return Evaluator._method_attribute
-    if isinstance(owner, Symbol):
+    if issubclass(kind, Symbol):
         return Evaluator._symbol_attribute
     return Evaluator._library_attribute
 

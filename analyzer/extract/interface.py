@@ -11,13 +11,24 @@ what it cannot know in a :class:`Record`.  Both sides speak of a call as a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar, cast
 
 from chainlens.analyzer.extract.values import Instance, Opaque, QualifiedRef
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import CommandLineOption
+
+_T = TypeVar("_T")
+
+
+def by_type(choose: Callable[[type], _T]) -> Callable[[type], _T]:
+    """``choose`` asked once per type, its answer kept: how the replay treats
+    a value (reads its attributes, calls its methods) depends on its type
+    alone, and a chain of ``isinstance`` tests on every call cost more."""
+    return cast(Callable[[type], _T], functools.cache(choose))
+
 
 #: What a :class:`Resolver` returns for what it does not model either.
 UNRESOLVED = Opaque("unresolved")

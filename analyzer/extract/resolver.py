@@ -23,6 +23,7 @@ from chainlens.analyzer.extract.interface import (
     Args,
     Call,
     ProgramStopError,
+    by_type,
 )
 from chainlens.analyzer.extract.pandas_frames import numpy_pandas_call
 from chainlens.analyzer.extract.program import EnvState, Program
@@ -349,11 +350,7 @@ class PyFlinkResolver:
 
     def attribute(self, owner: object, name: str) -> object:
         """A method of a PyFlink object, before it is called."""
-        kind = type(owner)
-        getter = _ATTRIBUTE_GETTERS.get(kind)
-        if getter is None:
-            getter = _ATTRIBUTE_GETTERS[kind] = _attribute_getter(owner)
-        return getter(owner, name)
+        return _attribute_getter(type(owner))(owner, name)
 
     def text(
         self,
@@ -397,11 +394,7 @@ class PyFlinkResolver:
     ) -> object:
         """``receiver.name(...)`` on a stream, an environment, a configuration or
         another PyFlink object."""
-        kind = type(receiver)
-        handler = _METHOD_HANDLERS.get(kind)
-        if handler is None:
-            handler = _METHOD_HANDLERS[kind] = _method_handler(receiver)
-        return handler(self, receiver, name, call, guarded)
+        return _method_handler(type(receiver))(self, receiver, name, call, guarded)
 
     def _table_object_method(
         self,
@@ -828,58 +821,54 @@ def _other_attribute(owner: object, name: str) -> object:
     return UNRESOLVED
 
 
-#: How ``PyFlinkResolver.attribute`` reads an attribute of a value, by the
-#: value's type: the getter ``_attribute_getter`` chose when the type was first
-#: seen (each takes the value and the attribute's name).
-_ATTRIBUTE_GETTERS: dict[type, Callable[[Any, str], object]] = {}
-
-
-def _attribute_getter(owner: object) -> Callable[[Any, str], object]:
-    """The getter of the attributes of ``owner`` (the same for its type)."""
-    if isinstance(owner, EnvRef):
+@by_type
+def _attribute_getter(kind: type) -> Callable[[Any, str], object]:
+    """How ``PyFlinkResolver.attribute`` reads an attribute of a value of type
+    ``kind``, chosen once per type (each getter takes the value and the
+    attribute's name)."""
+    if issubclass(kind, EnvRef):
         return _env_attribute
-    if isinstance(owner, Stream | ConfigValue | PyObject | JavaEnvRef):
+    if issubclass(kind, Stream | ConfigValue | PyObject | JavaEnvRef):
         return BoundMethod
-    if isinstance(owner, TableRef):
+    if issubclass(kind, TableRef):
         return _table_attribute
-    if isinstance(owner, TableEnvRef | StatementSetRef):
+    if issubclass(kind, TableEnvRef | StatementSetRef):
         return BoundMethod
-    if isinstance(owner, TableSettings | TableConfigRef | TableBuilder):
+    if issubclass(kind, TableSettings | TableConfigRef | TableBuilder):
         return BoundMethod
-    if isinstance(owner, UserFunction):
+    if issubclass(kind, UserFunction):
         return BoundMethod
-    if isinstance(owner, TableExpression):
+    if issubclass(kind, TableExpression):
         return _expression_attribute
     return _other_attribute
 
 
-#: How ``PyFlinkResolver.call_method`` treats a receiver, by its type: the
-#: handler ``_method_handler`` chose when the type was first seen.
-#: (each takes the resolver, the receiver of its kind, the method's name, the
-#: call and whether it is guarded)
+#: What handles a method of a receiver (it takes the resolver, the receiver
+#: of its kind, the method's name, the call and whether it is guarded).
 _MethodHandler = Callable[..., object]
-_METHOD_HANDLERS: dict[type, _MethodHandler] = {}
 
 
-def _method_handler(receiver: object) -> _MethodHandler:
-    """The handler of the methods of ``receiver`` (the same for its type)."""
-    if isinstance(receiver, TableEnvRef | TableRef | StatementSetRef):
+@by_type
+def _method_handler(kind: type) -> _MethodHandler:
+    """How ``PyFlinkResolver.call_method`` treats a receiver of type ``kind``,
+    chosen once per type."""
+    if issubclass(kind, TableEnvRef | TableRef | StatementSetRef):
         return PyFlinkResolver._table_object_method
-    if isinstance(receiver, UserFunction):
+    if issubclass(kind, UserFunction):
         return PyFlinkResolver._user_function_method
-    if isinstance(
-        receiver, TableExpression | TableSettings | TableConfigRef | TableBuilder
+    if issubclass(
+        kind, TableExpression | TableSettings | TableConfigRef | TableBuilder
     ):
         return PyFlinkResolver._table_value_method
-    if isinstance(receiver, Stream):
+    if issubclass(kind, Stream):
         return PyFlinkResolver._stream_method
-    if isinstance(receiver, EnvRef):
+    if issubclass(kind, EnvRef):
         return PyFlinkResolver._env_method
-    if isinstance(receiver, ConfigValue):
+    if issubclass(kind, ConfigValue):
         return PyFlinkResolver._config_method
-    if isinstance(receiver, PyObject):
+    if issubclass(kind, PyObject):
         return PyFlinkResolver._py_object_method
-    if isinstance(receiver, JavaEnvRef):
+    if issubclass(kind, JavaEnvRef):
         return PyFlinkResolver._java_env_method
     return PyFlinkResolver._no_method
 
