@@ -67,8 +67,10 @@ from chainlens.analyzer.history import (
     HistoryError,
     Tree,
     default_base,
+    one_run,
     renames,
     repository_root,
+    start_worker_run,
 )
 from chainlens.analyzer.importers import importers_of
 from chainlens.analyzer.model.diagnostic import (
@@ -762,12 +764,15 @@ def per_file(
     tasks in chunks (``function`` a module's function, the tasks and results
     picklable).  ``check`` and the savepoint gate run their files so."""
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        return [function(task) for task in tasks]
+        with one_run():  # git's answers asked once for all the files
+            return [function(task) for task in tasks]
     import concurrent.futures
 
     workers = min(jobs, len(tasks))
     chunksize = max(1, min(64, len(tasks) // (workers * 8)))
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+    with concurrent.futures.ProcessPoolExecutor(
+        max_workers=workers, initializer=start_worker_run
+    ) as pool:
         return list(pool.map(function, tasks, chunksize=chunksize))
 
 

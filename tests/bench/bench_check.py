@@ -14,7 +14,7 @@ settings, suppression comments.  Then times, on the same files:
 
 Usage::
 
-    .venv/bin/python tests/bench/bench_check.py [--files 1000] [--seed 7] [--keep DIR]
+    .venv/bin/python tests/bench/bench_check.py [--files 1000] [--seed 7] [--keep DIR] [--git]
 
 The goal is ``chainlens check`` over 1,000 files in at most 15 s on 2 cores.
 """
@@ -277,6 +277,12 @@ def main() -> int:
         "--keep", type=Path, default=None, help="generate into DIR and keep it"
     )
     parser.add_argument(
+        "--git",
+        action="store_true",
+        help="commit the files first, as a repository holds them: check then "
+        "reads each program's base for the IDs its savepoints may hold",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="PYTHON",
         help="also time the chainlens installed beside this interpreter (another "
@@ -287,6 +293,25 @@ def main() -> int:
     directory = args.keep or Path(tempfile.mkdtemp(prefix="chainlens-bench-"))
     try:
         paths = generate(directory, args.files, args.seed)
+        if args.git:
+            for command in (
+                ["init", "-q", "-b", "main"],
+                ["add", "-A"],
+                ["commit", "-qm", "base"],
+            ):
+                subprocess.run(
+                    [
+                        "git",
+                        "-c",
+                        "user.email=b@example.invalid",
+                        "-c",
+                        "user.name=b",
+                        *command,
+                    ],
+                    cwd=directory,
+                    check=True,
+                    capture_output=True,
+                )
         texts = [p.read_text(encoding="utf-8") for p in paths]
         size = sum(len(t) for t in texts)
         print(
