@@ -83,12 +83,19 @@ def with_findings(
     *,
     held: HeldIds | None = None,
     verify_fixes: bool = True,
+    verify_lines: tuple[int, int] | None = None,
 ) -> AnalysisResult:
-    """Attach the rules' findings (after suppression comments) to ``result``."""
+    """Attach the rules' findings (after suppression comments) to ``result``
+    (``verify_lines``: see ``run_rules``)."""
     try:
         with _quiet():
             diagnostics = run_rules(
-                result, config, text, held=held, verify_fixes=verify_fixes
+                result,
+                config,
+                text,
+                held=held,
+                verify_fixes=verify_fixes,
+                verify_lines=verify_lines,
             )
     except Exception as exc:
         problem = Problem(

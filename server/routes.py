@@ -83,6 +83,7 @@ ROUTES: Final = (
         document_request(code_action.code_action, None),
         code_action.OPTIONS,
     ),
+    Route(types.CODE_ACTION_RESOLVE, code_action.resolve),
     Route(
         types.TEXT_DOCUMENT_CODE_LENS,
         document_request(code_lens.code_lens, None),

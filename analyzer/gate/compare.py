@@ -1265,18 +1265,24 @@ def verified_diagnostics(
     *,
     baseline: EditorBaseline | None = None,
     stop: Callable[[], bool] | None = None,
+    lines: tuple[int, int] | None = None,
 ) -> tuple[Diagnostic, ...] | None:
     """The findings :func:`check_document` gives ``text`` (whose analysis, with
     or without its fixes checked, is ``result``), with every uid fix checked
     for the operator IDs it moves: what ``check_document`` returns with
     ``verify_fixes=True``, without analysing the text again.  None when
     ``stop()`` became true meanwhile (checked before each job is hashed
-    again: the caller no longer wants them)."""
+    again: the caller no longer wants them).  ``lines`` (first, last): only
+    the fixes of the findings on those lines are checked (what a code action
+    on them offers); the others get the plain uids, unchecked (as
+    ``check_document`` with ``verify_fixes=False`` gives them)."""
     if not result.jobs or not any(d.fixes for d in result.diagnostics):
         return result.diagnostics  # no uid fix to check: the same findings
     try:
         with stopping_when(stop or _never):
-            checked = with_findings(replace(result, diagnostics=()), text, config)
+            checked = with_findings(
+                replace(result, diagnostics=()), text, config, verify_lines=lines
+            )
             if baseline is not None and any(
                 pins_or_unsafe(d) for d in checked.diagnostics
             ):
@@ -1284,7 +1290,11 @@ def verified_diagnostics(
                 held = baseline.held(Path(path), checked, config)
                 if held is not None:
                     checked = with_findings(
-                        replace(result, diagnostics=()), text, config, held=held
+                        replace(result, diagnostics=()),
+                        text,
+                        config,
+                        held=held,
+                        verify_lines=lines,
                     )
             found = checked.diagnostics
             if baseline is not None:

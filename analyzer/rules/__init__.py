@@ -116,6 +116,7 @@ def run_rules(
     savepoint: SavepointTarget | None = None,
     held: HeldIds | None = None,
     verify_fixes: bool = True,
+    verify_lines: tuple[int, int] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -127,7 +128,8 @@ def run_rules(
     already deployed may hold (:class:`~chainlens.analyzer.rules.base.RuleContext`),
     which decides where a uid fix pins the operator IDs.  ``verify_fixes=False``
     offers the plain uid fixes unchecked
-    (:func:`~chainlens.analyzer.rules.uid_plan.build_uid_plan`).
+    (:func:`~chainlens.analyzer.rules.uid_plan.build_uid_plan`);
+    ``verify_lines`` (first, last) checks only those of the findings there.
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -139,6 +141,7 @@ def run_rules(
         savepoint=savepoint,
         held=held,
         verify_fixes=verify_fixes,
+        verify_lines=verify_lines,
     )
     first = [rule for rule in rules if not _after_suppressions(rule)]
     found = _run(first, context, rules)

@@ -97,6 +97,9 @@ class RuleContext:
     #: whether uid fixes are checked for the operator IDs they move (False:
     #: the plain uids, unchecked; see ``build_uid_plan``)
     verify_fixes: bool = True
+    #: the first and last line of the findings whose uid fixes are checked
+    #: (None: every finding's), when ``verify_fixes``
+    verify_lines: tuple[int, int] | None = None
     _uid_plan: UidPlan | None = field(default=None, repr=False)
     _restores: list[Restore] | None = field(default=None, repr=False)
     _restore_plans: dict[int, RestorePlan] = field(default_factory=dict, repr=False)
@@ -152,7 +155,11 @@ class RuleContext:
             from chainlens.analyzer.rules.uid_plan import build_uid_plan
 
             self._uid_plan = build_uid_plan(
-                self.result, self.text, self.held_ids(), verify=self.verify_fixes
+                self.result,
+                self.text,
+                self.held_ids(),
+                verify=self.verify_fixes,
+                lines=self.verify_lines,
             )
         return self._uid_plan
 

@@ -124,8 +124,12 @@ class UidPlan:
         suggestions: dict[SourceRange, UidSuggestion],
         safety: _Safety | None = None,
         pending: Callable[[], None] | None = None,
+        lines: tuple[int, int] | None = None,
     ) -> None:
         self._suggestions = suggestions
+        #: the first and last line of the calls whose fixes are checked (None:
+        #: every call's); the others get the plain uid, unchecked
+        self._lines = lines
         #: suggests the calls left (those of stateless operators, last in the
         #: plan's order) into ``suggestions`` when one of them is first asked
         #: for: the rules an edit runs report only stateful ones
@@ -160,7 +164,10 @@ class UidPlan:
         found = self._get(where)
         if found is None:
             return UidSuggestion(None, None, "the call could not be found")
-        if self._safety is None:
+        if self._safety is None or (
+            self._lines is not None
+            and not self._lines[0] <= where.start.line <= self._lines[1]
+        ):
             return found
         checked = self._checked.get(where)
         if checked is None:
@@ -334,6 +341,7 @@ def build_uid_plan(
     held: HeldIds | None = None,
     *,
     verify: bool = True,
+    lines: tuple[int, int] | None = None,
 ) -> UidPlan:
     """Plan a uid for every call creating user operators without one.
 
@@ -347,6 +355,8 @@ def build_uid_plan(
     savepoints are restored by (hashing the jobs again, per reported call):
     each suggestion is then the plain uid, as planned before that check; an
     editor shows findings so and verifies their fixes when they are asked for.
+    ``lines`` (first, last): only the fixes of the calls starting on those
+    lines are checked (a code action's); the others are left plain.
     """
     sites, same_call = _sites(result)
     if not sites:
@@ -372,7 +382,7 @@ def build_uid_plan(
         return UidPlan(plan, pending=functools.partial(suggest, later))
     suggest(later)
     safety = _Safety(result, {site.range: site for site in sites}, plan, quote, held)
-    return UidPlan(plan, safety)
+    return UidPlan(plan, safety, lines=lines)
 
 
 #: per job index, node id -> (uid, uid hash or None): what a fix sets

@@ -51,7 +51,10 @@ def quick_fixes(
     asked = [d for d in wanted if d.source == SOURCE]
     if diagnostics is None:
         diagnostics = analysis.diagnostics
+    on = {d.range.start.line + 1 for d in asked}  # ours count lines from 1
     for ours in diagnostics:
+        if ours.range.start.line not in on:
+            continue
         matching = [d for d in asked if _matches(d, ours, analysis.lines)]
         if not matching:
             continue
@@ -139,9 +142,7 @@ def _offset_position(analysis: Analysis, offset: int) -> types.Position:
     )
 
 
-OPTIONS: Final = types.CodeActionOptions(
-    code_action_kinds=KINDS, resolve_provider=False
-)
+OPTIONS: Final = types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True)
 
 
 async def code_action(
@@ -157,18 +158,68 @@ async def code_action(
         types.CodeActionKind.QuickFix.value.startswith(k) for k in only
     )
     every = not only or any(FIX_ALL.startswith(k) for k in only)
-    asked = any(d.source == SOURCE for d in params.context.diagnostics)
-    diagnostics = None
-    if every or (quick and asked):
-        diagnostics = await ls.session.fixes(analysis)
-        if diagnostics is None:
-            return []  # the document changed: these would edit an old version
-    if quick:
-        actions.extend(
-            quick_fixes(analysis, params.context.diagnostics, params.range, diagnostics)
+    asked = [d for d in params.context.diagnostics if d.source == SOURCE]
+    if quick and asked:
+        # only the fixes of the findings asked about are checked
+        lines = (
+            min(d.range.start.line for d in asked) + 1,
+            max(d.range.start.line for d in asked) + 1,
         )
+        checked = await ls.session.fixes_on(analysis, lines)
+        if checked is None:
+            return []  # the document changed: these would edit an old version
+        actions.extend(quick_fixes(analysis, asked, params.range, checked))
     if every:
-        action = fix_all(analysis, diagnostics)
+        if _resolves_edits(ls) and analysis.verify is not None:
+            # every fix of the file checked only when this one is chosen
+            action = fix_all_unresolved(analysis)
+        else:
+            diagnostics = await ls.session.fixes(analysis)
+            if diagnostics is None:
+                return []
+            action = fix_all(analysis, diagnostics)
         if action is not None:
             actions.append(action)
     return actions
+
+
+def _resolves_edits(ls: ChainlensServer) -> bool:
+    """Whether the client asks for an action's edit when it is chosen."""
+    capability = ls.client_capabilities.text_document
+    support = capability.code_action if capability is not None else None
+    resolve = support.resolve_support if support is not None else None
+    return resolve is not None and "edit" in resolve.properties
+
+
+def fix_all_unresolved(analysis: Analysis) -> types.CodeAction | None:
+    """The fix of everything in the file, its edit made when it is chosen
+    (``codeAction/resolve``): offered when some finding has a fix (checking
+    them may leave none to apply: then choosing it changes nothing)."""
+    if not any(d.fix_to_apply() is not None for d in analysis.diagnostics):
+        return None
+    return types.CodeAction(
+        title="chainlens: fix all",
+        kind=FIX_ALL,
+        data={"uri": analysis.uri, "version": analysis.version},
+    )
+
+
+async def resolve(ls: ChainlensServer, action: types.CodeAction) -> types.CodeAction:
+    """``codeAction/resolve``: the edit of the fix of everything in the file,
+    every fix checked, for the version it was offered for (none once the
+    document changed: the client's text is not that version any more)."""
+    data = action.data if isinstance(action.data, dict) else {}
+    uri, version = data.get("uri"), data.get("version")
+    if action.kind != FIX_ALL or not isinstance(uri, str):
+        return action
+    analysis = await ls.session.current(uri)
+    if analysis is None or analysis.version != version:
+        return action
+    diagnostics = await ls.session.fixes(analysis)
+    if diagnostics is None:
+        return action
+    resolved = fix_all(analysis, diagnostics)
+    if resolved is None:
+        return action
+    action.edit = resolved.edit
+    return action

@@ -17,7 +17,8 @@ from sending ``didChange`` to receiving the diagnostics of that version, and
 the server process's CPU time over the edits of each kind (user + system, all
 its threads: the analysis and what the event loop does around it) is divided
 by their number.  The first diagnostics after ``didOpen`` are timed too (a
-fresh document).
+fresh document), and after the edits the code actions an editor's light bulb
+asks for on the line of a finding with a fix.
 
 With ``--baseline PYTHON`` a second server, started with that Python (another
 checkout of chainlens installed beside it), gets the same edits interleaved
@@ -235,10 +236,10 @@ async def run(servers: list[Server], args: argparse.Namespace) -> None:
                     flush=True,
                 )
         actions = {s.label: [] for s in servers}  # type: dict[str, list[float]]
-        for _ in range(max(3, args.edits // 10)):
+        for _ in range(max(5, args.edits // 4)):
             for server in servers:
                 actions[server.label].append(
-                    await server.code_actions(uris[server.label], lines)
+                    await server.code_actions(uris[server.label])
                 )
         for server in servers:
             print(

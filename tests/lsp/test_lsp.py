@@ -500,6 +500,43 @@ async def test_fixes_checked_once_left_alone(lsp: Session) -> None:
     assert got == expected
 
 
+async def test_fix_all_of_a_large_job_is_made_when_chosen(lsp: Session) -> None:
+    """Past VERIFY_BEFORE_PUBLISHING the fix of the whole file is offered
+    without its edit (checking every fix hashes the job again per finding: a
+    second for 1,791 operators, on every request of the light bulb); the
+    client resolves it when it is chosen, into what ``check --fix`` applies.
+    A quick fix checks the fixes of its own findings only."""
+    text = many_stateful_operators(60)
+    uri = lsp.open("many.py", text)
+    first = await lsp.diagnostics(uri)
+    offered = await lsp.actions(uri, [], only=["source.fixAll.chainlens"])
+    (fix_all,) = offered
+    assert fix_all.edit is None
+    assert fix_all.title == "chainlens: fix all"
+    resolved = await lsp.client.code_action_resolve_async(fix_all)
+    fixed = apply_edits(text, edits_of(resolved), lsp.encoding)
+    expected, count = apply_fixes(
+        text, analyze_source("p.py", text, held=OUTSIDE_GIT).diagnostics
+    )
+    assert count == 60
+    assert fixed == expected
+    # an action offered for an older version resolves to no edit
+    lsp.replace(uri, text + "\n")
+    await lsp.diagnostics(uri)
+    stale = await lsp.client.code_action_resolve_async(fix_all)
+    assert stale.edit is None
+    # the quick fixes of the last finding: checked as check checks them
+    last = [d for d in first if d.code == "CL101"][-1]
+    actions = await lsp.actions(uri, [last])
+    planned = analyze_source("p.py", text + "\n", held=OUTSIDE_GIT)
+    ours = [d for d in planned.diagnostics if d.code.code == "CL101"][-1]
+    titles = [a.title for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    assert titles[: len(ours.fixes)] == [
+        f.description + ("" if f.safe else " (unsafe)") for f in ours.fixes
+    ]
+    assert any(" (unsafe)" in t or "keep the operator IDs" in t for t in titles)
+
+
 async def test_code_lens_of_a_job_through_the_table_api(lsp: Session) -> None:
     from tests.cli.test_cli import TABLE_ROUND_TRIP
 

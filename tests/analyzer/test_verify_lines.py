@@ -1,0 +1,98 @@
+"""A code action's fixes checked alone: ``verified_diagnostics(lines=...)``.
+
+Checking every uid fix of a large job hashes the job again per finding (a
+second for 1,791 operators); a code action offers the fixes of the findings on
+its lines only, so only theirs are checked.  Each is what checking them all
+gives it; the other findings keep their plain, unchecked fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chainlens.analyzer import Config, check_document
+from chainlens.analyzer.gate.compare import verified_diagnostics
+from chainlens.analyzer.rules import uid_plan
+
+STAGE = """
+class Count{i}(KeyedProcessFunction):
+    def open(self, ctx):
+        self.seen = ctx.get_state(ValueStateDescriptor("seen-{i}", Types.INT()))
+
+    def process_element(self, value, ctx):
+        yield value[0], value[1] + (self.seen.value() or 0)
+"""
+HEAD = """from pyflink.common import Types
+from pyflink.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from pyflink.datastream.state import ValueStateDescriptor
+
+EVENT = Types.TUPLE([Types.STRING(), Types.INT()])
+"""
+BODY = """
+env = StreamExecutionEnvironment.get_execution_environment()
+s = env.from_collection([("a", 1)], type_info=EVENT)
+"""
+STEP = (
+    "s = s.key_by(lambda e: e[0]).process(Count{i}(), output_type=EVENT)"
+    '.name("count {i}")\n'
+    "s = s.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))\n"
+)
+TEXT = (
+    HEAD
+    + "".join(STAGE.format(i=i) for i in range(4))
+    + BODY
+    + "".join(STEP.format(i=i) for i in range(4))
+    + 's.print()\nenv.execute("chain")\n'
+)
+CONFIG = Config(default_parallelism=4)
+
+
+@pytest.fixture(scope="module")
+def published():  # type: ignore[no-untyped-def]
+    """The findings as an edit publishes them: the fixes unchecked."""
+    checked = check_document("/job.py", TEXT, CONFIG, verify_fixes=False)
+    assert checked.result is not None
+    return checked.result
+
+
+def test_each_findings_fixes_checked_alone_are_those_checked_with_all(
+    published, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    hashed: list[object] = []
+    real = uid_plan.moved
+
+    def counted(*args: object, **kwargs: object) -> object:
+        hashed.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(uid_plan, "moved", counted)
+    every = verified_diagnostics("/job.py", TEXT, published, CONFIG)
+    assert every is not None
+    all_hashed = len(hashed)
+    fixable = [d for d in published.diagnostics if d.fixes]
+    assert len(fixable) >= 6
+    # checking them changes what some say: a uid upstream moves the IDs of the
+    # stateful operators after it
+    assert tuple(every) != published.diagnostics
+    for finding in fixable:
+        line = finding.range.start.line
+        hashed.clear()
+        alone = verified_diagnostics(
+            "/job.py", TEXT, published, CONFIG, lines=(line, line)
+        )
+        assert alone is not None
+        assert len(alone) == len(every)
+        for ours, all_checked, plain in zip(
+            alone, every, published.diagnostics, strict=True
+        ):
+            on_line = ours.range.start.line == line
+            assert ours == (all_checked if on_line else plain)
+        # the job hashed again for this line's calls only
+        assert 0 < len(hashed) <= 3 < all_hashed
+
+
+def test_no_line_checks_every_fix(published) -> None:  # type: ignore[no-untyped-def]
+    checked = check_document("/job.py", TEXT, CONFIG)
+    assert checked.result is not None
+    every = verified_diagnostics("/job.py", TEXT, published, CONFIG)
+    assert every == checked.result.diagnostics
