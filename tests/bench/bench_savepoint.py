@@ -13,7 +13,8 @@ interleaved in rounds (this machine's speed drifts), as fresh processes:
 Each in wall clock and CPU time (user + system of the process and its
 workers).  Both commands use every CPU (``--jobs``, default: all).
 
-The goal: the savepoint gate costs at most 2.5x ``check`` on the same files.
+The goal: the savepoint gate costs at most 2.5x ``check`` on the same files,
+then 1.5x.
 
 Usage::
 
@@ -38,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_check import generate
 
 GOAL = 2.5
+#: the goal's second step
+NEXT = 1.5
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -120,7 +123,8 @@ def main() -> int:
         print(
             f"{len(paths)} files, every one changed since the base: medians "
             f"{medians}; median of the per-round ratios savepoint / check "
-            f"{ratio:.2f}x (goal <= {GOAL}x: {'met' if ratio <= GOAL else 'MISSED'})"
+            f"{ratio:.2f}x (goal <= {GOAL}x: {'met' if ratio <= GOAL else 'MISSED'}; "
+            f"then <= {NEXT}x: {'met' if ratio <= NEXT else 'MISSED'})"
         )
         return 0 if ratio <= GOAL else 1
     finally:
