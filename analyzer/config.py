@@ -50,7 +50,7 @@ from chainlens.analyzer.model.flink_versions import (
     parse_version,
 )
 from chainlens.analyzer.model.limits import MAX_PARALLELISM as MAX_PARALLELISM
-from chainlens.analyzer.pins import PinError, find_pin, version_of
+from chainlens.analyzer.pins import Pin, PinError, find_pin, version_of
 
 if TYPE_CHECKING:
     from chainlens.analyzer.model.deployment import Deployment
@@ -722,6 +722,8 @@ class ConfigResolver:
             self._fixed = (layer,)
         self._by_directory: dict[Path, tuple[ConfigLayer, ...]] = {}
         self._line_lengths: dict[Path, int] = {}
+        #: the nearest pin of apache-flink from each folder up (see find_pin)
+        self._pins: dict[Path, Pin | None] = {}
         self._exclusions: dict[
             tuple[tuple[ConfigLayer, ...], Path], tuple[tuple[Path, str], ...]
         ] = {}
@@ -756,7 +758,7 @@ class ConfigResolver:
     def config_for(self, path: str | Path) -> Config:
         """Return the frozen settings for analysing ``path``."""
         absolute = Path(os.path.abspath(path))
-        config = materialize(absolute, self.all_layers_for(path))
+        config = materialize(absolute, self.all_layers_for(path), self._pins)
         if self.isolated:
             return replace(config, isolated=True)
         directory = absolute if absolute.is_dir() else absolute.parent
@@ -839,8 +841,13 @@ def find_config(path: str | Path, cli: ConfigLayer | None = None) -> Config:
     return ConfigResolver(cli).config_for(path)
 
 
-def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
-    """Fold ``layers`` (outermost first) into the :class:`Config` of ``path``."""
+def materialize(
+    path: Path,
+    layers: Sequence[ConfigLayer],
+    pins: dict[Path, Pin | None] | None = None,
+) -> Config:
+    """Fold ``layers`` (outermost first) into the :class:`Config` of ``path``
+    (``pins``: the pins found so far, by folder; see ``find_pin``)."""
     select: tuple[str, ...] | None = None
     extend_select: list[str] = []
     ignore: list[str] = []
@@ -902,20 +909,22 @@ def materialize(path: Path, layers: Sequence[ConfigLayer]) -> Config:
         config_files=tuple(
             layer.path for layer in layers if not layer.path.startswith("<")
         ),
-        flink_version=_flink_version(path, version),
+        flink_version=_flink_version(path, version, pins),
         planner=planner,
     )
 
 
 def _flink_version(
-    path: Path, setting: tuple[str, str, Path | None] | None
+    path: Path,
+    setting: tuple[str, str, Path | None] | None,
+    pins: dict[Path, Pin | None] | None = None,
 ) -> FlinkVersion:
     """The version for ``path``: the command line's; else the nearer of the
     config's ``flink-version`` and the project's pin of apache-flink (a config
     in the pin's own folder wins); else the newest."""
     if setting is not None and setting[2] is None:
         return FlinkVersion(setting[0], setting[1])
-    pin = find_pin(path if path.is_dir() else path.parent)
+    pin = find_pin(path if path.is_dir() else path.parent, pins)
     if pin is not None and (
         setting is None
         or (setting[2] is not None and _below(pin.path.parent, setting[2]))
@@ -1014,19 +1023,26 @@ def glob_matches_entry(pattern: str, entry: Path, anchor: Path) -> bool:
 
     A pattern without a slash is matched against the entry's name; one with a
     slash against its path relative to ``anchor``.  Entries outside ``anchor``
-    never match.
+    never match.  Both paths are absolute and normal (as ``os.path.abspath``
+    makes them): the walk asks this of every entry and every pattern, so the
+    paths are compared as strings.
     """
-    try:
-        relative = entry.relative_to(anchor)
-    except ValueError:
-        return False
-    if not relative.parts:
-        return False
+    where, name = str(entry), entry.name
+    base = str(anchor)
+    prefix = base if base.endswith("/") else base + "/"
+    if where == base or not where.startswith(prefix):
+        return False  # the anchor itself, or outside it
+    regex, by_path = _entry_glob(pattern)
+    return regex.fullmatch(where[len(prefix) :] if by_path else name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_glob(pattern: str) -> tuple[re.Pattern[str], bool]:
+    """An exclusion glob's regex, and whether it is matched against the path
+    relative to its anchor (it has a slash) rather than the name."""
     stripped = pattern.strip()
     regex = glob_regex(stripped.lstrip("/").removeprefix("./").rstrip("/"))
-    if "/" in stripped.rstrip("/"):
-        return regex.fullmatch(relative.as_posix()) is not None
-    return regex.fullmatch(entry.name) is not None
+    return regex, "/" in stripped.rstrip("/")
 
 
 @functools.lru_cache(maxsize=4096)

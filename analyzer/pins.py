@@ -91,17 +91,28 @@ def version_of(pin: Pin) -> str:
     return line
 
 
-def find_pin(start: Path) -> Pin | None:
+def find_pin(start: Path, known: dict[Path, Pin | None] | None = None) -> Pin | None:
     """The pin of the nearest folder from ``start`` (a folder) upwards that has
-    one; the walk stops after a folder holding ``.git``."""
+    one; the walk stops after a folder holding ``.git``.  ``known``: the
+    answers for the folders walked before (filled in: a resolver keeps it for
+    its run; each folder costs a listing and eight stats)."""
     directory = start
+    walked: list[Path] = []
     while True:
-        pin = pin_of_directory(directory)
-        if pin is not None:
-            return pin
+        if known is not None and directory in known:
+            found = known[directory]
+            break
+        walked.append(directory)
+        found = pin_of_directory(directory)
+        if found is not None:
+            break
         if is_present(directory / ".git") or directory.parent == directory:
-            return None
+            break
         directory = directory.parent
+    if known is not None:
+        for folder in walked:  # none of them has a pin below where it was found
+            known[folder] = found
+    return found
 
 
 def pin_of_directory(directory: Path) -> Pin | None:

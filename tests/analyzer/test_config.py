@@ -494,3 +494,51 @@ def test_the_documented_example_config_is_valid(tmp_path: Path) -> None:
     assert batch.flink_config["execution.runtime-mode"] == "BATCH"
     assert batch.flink_config["python.operator-chaining.enabled"] == "false"
     assert find_config(_job(tmp_path / "tests")).ignore == ("CL107", "CL101")
+
+
+def _entry_matches_as_paths(pattern: str, entry: Path, anchor: Path) -> bool:
+    """The exclusion match by ``pathlib`` (what ``glob_matches_entry`` did)."""
+    from chainlens.analyzer.config import glob_regex
+
+    try:
+        relative = entry.relative_to(anchor)
+    except ValueError:
+        return False
+    if not relative.parts:
+        return False
+    stripped = pattern.strip()
+    regex = glob_regex(stripped.lstrip("/").removeprefix("./").rstrip("/"))
+    if "/" in stripped.rstrip("/"):
+        return regex.fullmatch(relative.as_posix()) is not None
+    return regex.fullmatch(entry.name) is not None
+
+
+def test_an_exclusion_matches_entries_as_paths_do() -> None:
+    import itertools
+    import random
+
+    from chainlens.analyzer.config import DEFAULT_EXCLUDE, glob_matches_entry
+
+    names = ["a", "b", ".venv", "build", "x.py", "a b", "ü", "**", "a.py"]
+    rng = random.Random(7)
+    entries = {Path("/"), Path("/a"), Path("/ab")}
+    for _ in range(400):
+        parts = rng.choices(names, k=rng.randint(1, 4))
+        entries.add(Path("/", *parts))
+    anchors = [Path("/"), Path("/a"), Path("/a/b"), Path("/ab"), Path("/build")]
+    patterns = [
+        *DEFAULT_EXCLUDE,
+        "a/b",
+        "/a",
+        "./a/*.py",
+        "**/x.py",
+        "a/**",
+        "*",
+        " build/ ",
+        "a b",
+        "?.py",
+    ]
+    for entry, anchor, pattern in itertools.product(entries, anchors, patterns):
+        assert glob_matches_entry(pattern, entry, anchor) == _entry_matches_as_paths(
+            pattern, entry, anchor
+        ), (pattern, entry, anchor)
