@@ -163,44 +163,14 @@ def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
     return types.Location(Path(where.path).as_uri(), other.to_lsp_range(where))
 
 
-def to_lsp_diagnostic(
-    diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
-) -> types.Diagnostic:
-    """Convert a finding, with its rule code, docs link and related
-    information: its related locations, then its explanation (at the finding)."""
-    code = diagnostic.code
-    related = [
-        types.DiagnosticRelatedInformation(
-            location=_location(r.range, lines, uri), message=r.message
-        )
-        for r in diagnostic.related
-    ]
-    if diagnostic.explanation:  # what the short message leaves out, at it
-        here = types.Location(uri=uri, range=lines.to_lsp_range(diagnostic.range))
-        related.append(types.DiagnosticRelatedInformation(here, diagnostic.explanation))
-    description = (
-        types.CodeDescription(href=rule_docs_href(docs_url, code.code, code.name))
-        if docs_url
-        else None
-    )
-    return types.Diagnostic(
-        range=lines.to_lsp_range(diagnostic.range),
-        message=diagnostic.message,
-        severity=severity(diagnostic.severity),
-        code=code.code,
-        code_description=description,
-        source=SOURCE,
-        related_information=related or None,
-        data={"rule": code.name, "fixable": bool(diagnostic.fixes)},
-    )
-
-
 def lsp_diagnostic_json(
     diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
 ) -> dict[str, Any]:
-    """:func:`to_lsp_diagnostic` as the JSON the protocol sends, built at once:
-    a publication of a thousand findings spent two thirds of its time making
-    the protocol's objects and turning them into this."""
+    """Convert a finding, with its rule code, docs link and related
+    information (its related locations, then its explanation, at the finding),
+    to the JSON of the protocol's diagnostic, built at once: a publication of a
+    thousand findings spent two thirds of its time making the protocol's
+    objects and turning them into this."""
     code = diagnostic.code
     here = lines.range_json(diagnostic.range)
     related: list[dict[str, Any]] = []

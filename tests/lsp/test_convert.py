@@ -1,9 +1,10 @@
-"""The findings the server pushes are the JSON the protocol's objects give.
+"""The findings the server sends are the JSON the protocol's objects give.
 
-The push of diagnostics builds its JSON at once (``lsp_diagnostic_json``); the
-pull of them, code actions and hovers use the protocol's objects
-(``to_lsp_diagnostic``).  Both must say the same, key for key, in every
-position encoding a client may choose."""
+Pushed and pulled diagnostics are built as JSON at once
+(``lsp_diagnostic_json``).  They must say, key for key and in every position
+encoding a client may choose, what the protocol's own objects say once
+lsprotocol turns them into JSON (``_objects`` builds those here, from the
+protocol's types), and read back as the protocol's diagnostics."""
 
 from __future__ import annotations
 
@@ -13,10 +14,50 @@ import pytest
 from lsprotocol import types
 from pygls.protocol import default_converter
 
-from chainlens.analyzer import Config
+from chainlens.analyzer import Config, Diagnostic
 from chainlens.analyzer.api import analyze_source
-from chainlens.server.convert import TextLines, lsp_diagnostic_json, to_lsp_diagnostic
+from chainlens.server.convert import (
+    SOURCE,
+    TextLines,
+    _location,
+    lsp_diagnostic_json,
+    rule_docs_href,
+    severity,
+)
 from tests.support import ROOT
+
+
+def _objects(
+    diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
+) -> types.Diagnostic:
+    """A finding as the protocol's objects: its related locations, then its
+    explanation at the finding."""
+    code = diagnostic.code
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=_location(r.range, lines, uri), message=r.message
+        )
+        for r in diagnostic.related
+    ]
+    if diagnostic.explanation:
+        here = types.Location(uri=uri, range=lines.to_lsp_range(diagnostic.range))
+        related.append(types.DiagnosticRelatedInformation(here, diagnostic.explanation))
+    description = (
+        types.CodeDescription(href=rule_docs_href(docs_url, code.code, code.name))
+        if docs_url
+        else None
+    )
+    return types.Diagnostic(
+        range=lines.to_lsp_range(diagnostic.range),
+        message=diagnostic.message,
+        severity=severity(diagnostic.severity),
+        code=code.code,
+        code_description=description,
+        source=SOURCE,
+        related_information=related or None,
+        data={"rule": code.name, "fixable": bool(diagnostic.fixes)},
+    )
+
 
 FIXTURES = ROOT / "tests" / "fixtures"
 PROGRAMS = sorted(
@@ -39,10 +80,11 @@ def _both(text: str, path: str, encoding: str, docs: str | None) -> tuple[str, s
     uri = f"file://{path}"
     converter = default_converter()
     objects = [
-        converter.unstructure(to_lsp_diagnostic(d, lines, uri, docs))
-        for d in result.diagnostics
+        converter.unstructure(_objects(d, lines, uri, docs)) for d in result.diagnostics
     ]
     built = [lsp_diagnostic_json(d, lines, uri, docs) for d in result.diagnostics]
+    for item in built:  # the protocol reads it as a diagnostic
+        converter.structure(item, types.Diagnostic)
     return json.dumps(objects), json.dumps(built)
 
 
