@@ -154,6 +154,8 @@ def differences(
         return [
             *diffs,
             f"chainlens found {len(ours)} job(s), Flink built {len(flink_jobs)}",
+            # what it could not follow (the planner's failure, say): the why
+            *(f"chainlens unknown: {u.subject}: {u.reason}" for u in result.unknowns),
         ]
     for index, (mine, theirs) in enumerate(zip(ours, flink_jobs, strict=True)):
         prefix = f"job {index}: "
