@@ -769,7 +769,8 @@ def per_file(
     import concurrent.futures
 
     workers = min(jobs, len(tasks))
-    chunksize = max(1, min(64, len(tasks) // (workers * 8)))
+    # chunks small enough that the last ones do not leave a worker idle long
+    chunksize = max(1, min(16, len(tasks) // (workers * 16)))
     with concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, initializer=start_worker_run
     ) as pool:

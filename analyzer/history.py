@@ -109,12 +109,33 @@ def repository_root(path: Path) -> Path:
 
 def _repository_root(path: Path, folder: Path) -> Path:
     try:
+        if not _may_be_in_a_repository(folder):
+            raise HistoryError("no .git")  # git would say so, spawned for nothing
         top = _git(folder, "rev-parse", "--show-toplevel").removesuffix("\n")
     except HistoryError:
         raise HistoryError(
             f"{path}: not in a git repository (--base compares with a git revision)"
         ) from None
     return Path(top)
+
+
+def _may_be_in_a_repository(folder: Path) -> bool:
+    """Whether git could find a repository from ``folder``: its environment
+    names one, or ``folder`` or a folder above it has a ``.git`` or is a git
+    folder itself (a bare repository: ``HEAD``, ``objects``, ``refs``).  When
+    none does git finds none either, and a check of files outside any
+    repository does not start git once per folder (190 times for 1,000
+    files in two workers)."""
+    if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
+        return True
+    for place in (folder, *folder.parents):
+        if os.path.lexists(place / ".git") or (
+            os.path.isfile(place / "HEAD")
+            and os.path.isdir(place / "objects")
+            and os.path.isdir(place / "refs")
+        ):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)

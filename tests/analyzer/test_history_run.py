@@ -197,3 +197,44 @@ class _AskingEachTime:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_outside_any_repository_git_is_not_started(
+    tmp_path: Path, asked: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    monkeypatch.delenv("GIT_WORK_TREE", raising=False)
+    lone = tmp_path / "a" / "b" / "lone.py"
+    lone.parent.mkdir(parents=True)
+    lone.write_text("x = 1\n", encoding="utf-8")
+    if any((p / ".git").exists() for p in lone.parents):
+        pytest.skip("the temporary folder is inside a repository")
+    with pytest.raises(HistoryError, match="not in a git repository"):
+        repository_root(lone)
+    assert asked == []  # no .git above it: git would find none either
+
+
+def test_where_git_could_find_one_git_is_asked(
+    tmp_path: Path,
+    repo: Path,
+    asked: list[tuple[str, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    inside = repo / "deep" / "er"
+    assert repository_root(inside / "still.py") == repo
+    assert asked == [("rev-parse", "--show-toplevel")]
+    # a bare repository: git finds it in the folder itself (no .git)
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    asked.clear()
+    with pytest.raises(HistoryError):
+        repository_root(bare / "hooks" / "x.py")
+    assert asked == [("rev-parse", "--show-toplevel")]
+    # the environment names a repository: git is asked wherever the file is
+    lone = tmp_path / "elsewhere" / "lone.py"
+    lone.parent.mkdir()
+    lone.write_text("x = 1\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    asked.clear()
+    repository_root(lone)
+    assert asked == [("rev-parse", "--show-toplevel")]
