@@ -26,12 +26,14 @@ finding.
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, TypeVar
@@ -764,7 +766,7 @@ def per_file(
     tasks in chunks (``function`` a module's function, the tasks and results
     picklable).  ``check`` and the savepoint gate run their files so."""
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
-        with one_run():  # git's answers asked once for all the files
+        with one_run(), _frozen():  # git's answers asked once for all the files
             return [function(task) for task in tasks]
     import concurrent.futures
 
@@ -772,9 +774,34 @@ def per_file(
     # chunks small enough that the last ones do not leave a worker idle long
     chunksize = max(1, min(16, len(tasks) // (workers * 16)))
     with concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, initializer=start_worker_run
+        max_workers=workers, initializer=_start_worker
     ) as pool:
         return list(pool.map(function, tasks, chunksize=chunksize))
+
+
+def _start_worker() -> None:
+    """A worker of ``per_file``: one run (git's answers kept), and what it was
+    forked with left out of its full collections (which would also copy
+    every page they touch of what it shares with its parent)."""
+    start_worker_run()
+    gc.freeze()
+
+
+@contextlib.contextmanager
+def _frozen() -> Iterator[None]:
+    """What this process holds before a run of files (the modules, their
+    tables) left out of the garbage collector's full collections while the
+    run lasts: each scanned all of it again (0.26 s of a 5.2 s check of 1,000
+    files, in seven collections).  Not where something is frozen already
+    (thawing it after would thaw that too)."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _not_python(path: Path, base: Path) -> FileCheck:

@@ -537,12 +537,17 @@ def _varied_pipelines(directory: Path, count: int) -> None:
 def test_parallel_run_equals_sequential_run(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    import gc
+
     _varied_pipelines(project, PARALLEL_THRESHOLD + 15)
     results = {}
+    frozen = gc.get_freeze_count()
     for jobs in ("1", "2"):
         code, out, err = _run(capsys, "check", "--format", "json", "--jobs", jobs)
         assert err == ""
         results[jobs] = (code, json.loads(out))
+        # what a run froze out of the collector's scans is thawed after it
+        assert gc.get_freeze_count() == frozen
     assert results["1"] == results["2"]
     assert results["1"][1]["summary"]["files_checked"] == PARALLEL_THRESHOLD + 16
     codes = {f["code"] for f in results["1"][1]["findings"]}
