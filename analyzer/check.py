@@ -88,6 +88,7 @@ from chainlens.analyzer.model.flink_versions import DEFAULT_VERSION, FlinkVersio
 from chainlens.analyzer.model.limits import PARALLEL_THRESHOLD as PARALLEL_THRESHOLD
 from chainlens.analyzer.model.result import AnalysisResult, Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.room import with_stack_room
 from chainlens.analyzer.rules.restore.baseline import Baseline, held_by_base
 from chainlens.analyzer.rules.restore.ids import (
     HeldIds,
@@ -767,16 +768,25 @@ def per_file(
     picklable).  ``check`` and the savepoint gate run their files so."""
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
         with one_run(), _frozen():  # git's answers asked once for all the files
-            return [function(task) for task in tasks]
+            return with_stack_room(lambda: [function(task) for task in tasks])
     import concurrent.futures
 
     workers = min(jobs, len(tasks))
     # chunks small enough that the last ones do not leave a worker idle long
-    chunksize = max(1, min(16, len(tasks) // (workers * 16)))
+    size = max(1, min(16, len(tasks) // (workers * 16)))
+    chunks = [(function, tasks[i : i + size]) for i in range(0, len(tasks), size)]
     with concurrent.futures.ProcessPoolExecutor(
         max_workers=workers, initializer=_start_worker
     ) as pool:
-        return list(pool.map(function, tasks, chunksize=chunksize))
+        return [result for done in pool.map(_chunk, chunks) for result in done]
+
+
+def _chunk(
+    work: tuple[Callable[[TaskT], ResultT], Sequence[TaskT]],
+) -> list[ResultT]:
+    """A worker's batch of files, with room on its frame stack."""
+    function, tasks = work
+    return with_stack_room(lambda: [function(task) for task in tasks])
 
 
 def _start_worker() -> None:
