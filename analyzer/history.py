@@ -128,7 +128,8 @@ def _may_be_in_a_repository(folder: Path) -> bool:
     files in two workers)."""
     if "GIT_DIR" in os.environ or "GIT_WORK_TREE" in os.environ:
         return True
-    for place in (folder, *folder.parents):
+    absolute = Path(os.path.abspath(folder))  # git starts from the working folder
+    for place in (absolute, *absolute.parents):
         if os.path.lexists(place / ".git") or (
             os.path.isfile(place / "HEAD")
             and os.path.isdir(place / "objects")

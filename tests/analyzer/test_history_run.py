@@ -238,3 +238,11 @@ def test_where_git_could_find_one_git_is_asked(
     asked.clear()
     repository_root(lone)
     assert asked == [("rev-parse", "--show-toplevel")]
+
+
+def test_a_relative_path_is_looked_for_from_the_working_folder(
+    repo: Path, asked: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(repo / "deep" / "er")
+    assert repository_root(Path("still.py")) == repo
+    assert asked == [("rev-parse", "--show-toplevel")]
