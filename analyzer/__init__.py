@@ -37,6 +37,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "read_bounded": ("files", "read_bounded"),
     "read_head": ("files", "read_head"),
     "write_atomic": ("files", "write_atomic"),
+    # room on Python's frame stack for a run of files
+    "with_stack_room": ("room", "with_stack_room"),
     "Comparison": ("gate.compare", "Comparison"),
     "compare_with_base": ("gate.compare", "compare_with_base"),
     "compare_upgrade": ("gate.compare", "compare_upgrade"),
@@ -331,6 +333,7 @@ __all__ = [
     "variant_facts",
     "variants_of_file",
     "verified_diagnostics",
+    "with_stack_room",
     "write_atomic",
 ]
 
@@ -518,6 +521,7 @@ if TYPE_CHECKING:
         render_variants_json,
         render_variants_text,
     )
+    from chainlens.analyzer.room import with_stack_room
     from chainlens.analyzer.rules.docs import (
         render_rule,
         render_rule_table,

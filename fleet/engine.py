@@ -133,18 +133,24 @@ def _write_parts(
     """
 
     def run(index: int, items: Iterable[Any]) -> Iterator[dict[str, Any]]:
+        from chainlens.analyzer import with_stack_room
         from chainlens.fleet.tables import PartWriter
 
         started = time.perf_counter()
         writer = PartWriter(staging, f"part-{prefix}{index:05d}")
         reused: list[tuple[str, str]] = []
-        try:
+
+        def scan_all() -> None:
             for item in items:
                 for table, row in scan(item):
                     if table == "reuse":
                         reused.append(row)  # type: ignore[arg-type]
                     else:
                         writer.add(table, row)
+
+        try:
+            # the files scanned with room on the frame stack (see room.py)
+            with_stack_room(scan_all)
             writing = time.perf_counter()
             writer.close()
         except BaseException:
