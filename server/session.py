@@ -61,6 +61,7 @@ from chainlens.analyzer import (
     upgrade_from,
     variant_facts,
     verified_diagnostics,
+    with_stack_room,
 )
 from chainlens.server.convert import TextLines
 from chainlens.server.settings import ClientSettings, Preference
@@ -186,7 +187,15 @@ class _Threads:
                 self._idle -= 1  # that thread takes this work (or another's)
         self._work.put(work)
         if start:
-            threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+            # its analyses with room on the frame stack, for the thread's life
+            # (see chainlens.analyzer.room: 600 chunks mapped per analysis of
+            # the 1,791-operator job otherwise)
+            threading.Thread(
+                target=with_stack_room,
+                args=(self._serve,),
+                name=self._name,
+                daemon=True,
+            ).start()
 
     def _serve(self) -> None:
         while True:
