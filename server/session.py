@@ -138,13 +138,12 @@ class Analysis:
         #: the facts under the program's other command lines (on first use)
         self.variants: asyncio.Future[VariantFacts | None] | None = None
         #: the findings with their uid fixes checked for the operator IDs they
-        #: move (``diagnostics`` has them unchecked): how, and once computed
-        #: (the first and last line whose fixes alone are checked, or None)
+        #: move (``diagnostics`` has them unchecked): how, and once computed,
+        #: by the first and last line whose fixes alone are checked (None:
+        #: every finding's)
         self.verify: Verify | None = None
-        self.verified: asyncio.Future[tuple[Diagnostic, ...] | None] | None = None
-        #: the findings with the fixes of some lines only checked, by lines
-        self.verified_lines: dict[
-            tuple[int, int], asyncio.Future[tuple[Diagnostic, ...] | None]
+        self.verified: dict[
+            tuple[int, int] | None, asyncio.Future[tuple[Diagnostic, ...] | None]
         ] = {}
 
     @cached_property
@@ -592,39 +591,31 @@ class Session:
 
         return moved_on
 
-    async def fixes(self, analysis: Analysis) -> tuple[Diagnostic, ...] | None:
+    async def fixes(
+        self, analysis: Analysis, lines: tuple[int, int] | None = None
+    ) -> tuple[Diagnostic, ...] | None:
         """The findings of ``analysis`` with their fixes checked (what a code
         action offers; as ``chainlens check`` gives them), computed once per
         analysis, off the loop; None when the document changed meanwhile (the
         check stops: it would slow down the analysis of the new text).  An
         edit publishes its findings without checking which uid fixes keep the
         operator IDs savepoints are restored by when that hashes many
-        operators again (``VERIFY_BEFORE_PUBLISHING``)."""
-        verify = analysis.verify
-        if verify is None:
-            return analysis.diagnostics
-        if analysis.verified is None:
-            analysis.verified = asyncio.ensure_future(
-                self._in_thread(functools.partial(verify, None))
-            )
-        return await asyncio.shield(analysis.verified)
+        operators again (``VERIFY_BEFORE_PUBLISHING``).
 
-    async def fixes_on(
-        self, analysis: Analysis, lines: tuple[int, int]
-    ) -> tuple[Diagnostic, ...] | None:
-        """The findings of ``analysis`` with the fixes of those on ``lines``
-        (first, last) checked: what a quick fix there offers, without checking
-        every other fix of the file (a job hashed again per finding: a second
-        for 1,791 operators); the others' fixes are left unchecked.  All of
-        them once they are checked (not while: that takes longer)."""
+        ``lines`` (first, last): only the fixes of the findings there checked,
+        what a quick fix there offers, without checking every other fix of the
+        file (a job hashed again per finding: a second for 1,791 operators);
+        the others' are left unchecked.  All of them once they are checked
+        (not while: that takes longer)."""
         verify = analysis.verify
         if verify is None:
             return analysis.diagnostics
-        if analysis.verified is not None and analysis.verified.done():
-            return analysis.verified.result()
-        found = analysis.verified_lines.get(lines)
+        every = analysis.verified.get(None)
+        if every is not None and every.done():
+            return every.result()
+        found = analysis.verified.get(lines)
         if found is None:
-            found = analysis.verified_lines[lines] = asyncio.ensure_future(
+            found = analysis.verified[lines] = asyncio.ensure_future(
                 self._in_thread(functools.partial(verify, lines))
             )
         return await asyncio.shield(found)

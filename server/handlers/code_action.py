@@ -165,7 +165,7 @@ async def code_action(
             min(d.range.start.line for d in asked) + 1,
             max(d.range.start.line for d in asked) + 1,
         )
-        checked = await ls.session.fixes_on(analysis, lines)
+        checked = await ls.session.fixes(analysis, lines)
         if checked is None:
             return []  # the document changed: these would edit an old version
         actions.extend(quick_fixes(analysis, asked, params.range, checked))
