@@ -768,7 +768,7 @@ def per_file(
     picklable).  ``check`` and the savepoint gate run their files so."""
     if jobs <= 1 or len(tasks) <= PARALLEL_THRESHOLD:
         with one_run(), _frozen():  # git's answers asked once for all the files
-            return with_stack_room(lambda: [function(task) for task in tasks])
+            return _chunk((function, tasks))
     import concurrent.futures
 
     workers = min(jobs, len(tasks))
@@ -784,7 +784,8 @@ def per_file(
 def _chunk(
     work: tuple[Callable[[TaskT], ResultT], Sequence[TaskT]],
 ) -> list[ResultT]:
-    """A worker's batch of files, with room on its frame stack."""
+    """A batch of files (all of them in one process), with room on the frame
+    stack."""
     function, tasks = work
     return with_stack_room(lambda: [function(task) for task in tasks])
 

@@ -13,10 +13,10 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar, cast
 
 from chainlens.analyzer.decoding import DecodeError, decode_source
 
@@ -25,6 +25,8 @@ class HistoryError(Exception):
     """Git cannot answer (not a repository, an unknown revision, a shallow clone
     without the base): the message says what to do."""
 
+
+T = TypeVar("T")
 
 #: git's answers kept for the run under way (:func:`one_run`), by question;
 #: None outside a run: each question is asked again
@@ -62,20 +64,20 @@ def start_worker_run() -> None:
     _answers = {}
 
 
-def _remembered(key: tuple[object, ...], ask: object) -> object:
+def _remembered(key: tuple[object, ...], ask: Callable[[], T]) -> T:
     """The answer to ``key`` in the run under way (``ask()`` once), an error
     raised again each time it is asked."""
     if _answers is None:
-        return ask()  # type: ignore[operator]
+        return ask()
     if key not in _answers:
         try:
-            _answers[key] = ask()  # type: ignore[operator]
+            _answers[key] = ask()
         except HistoryError as exc:
             _answers[key] = exc
     answer = _answers[key]
     if isinstance(answer, HistoryError):
         raise HistoryError(str(answer))
-    return answer
+    return cast(T, answer)
 
 
 def _git(root: Path, *args: str, check: bool = True) -> str:
@@ -102,9 +104,7 @@ def _git(root: Path, *args: str, check: bool = True) -> str:
 def repository_root(path: Path) -> Path:
     """The top of the git work tree holding ``path``."""
     folder = path if path.is_dir() else path.parent
-    top = _remembered(("root", folder), lambda: _repository_root(path, folder))
-    assert isinstance(top, Path)
-    return top
+    return _remembered(("root", folder), lambda: _repository_root(path, folder))
 
 
 def _repository_root(path: Path, folder: Path) -> Path:
@@ -203,9 +203,7 @@ def default_base(root: Path) -> Base:
     branch exists: the last commit (``HEAD``), what a commit being made changes.
     A repository without a commit has git's empty tree: every program is new.
     """
-    base = _remembered(("base", root), lambda: _default_base(root))
-    assert isinstance(base, Base)
-    return base
+    return _remembered(("base", root), lambda: _default_base(root))
 
 
 def _default_base(root: Path) -> Base:
@@ -275,11 +273,9 @@ class Tree:
         """Repository-relative path -> blob id, of every file of the revision."""
         if self._blobs is None:
             root, commit = self.root, self.commit
-            listed = _remembered(
+            self._blobs = _remembered(
                 ("listing", root, commit), lambda: _listing(root, commit)
             )
-            assert isinstance(listed, dict)
-            self._blobs = listed
         return self._blobs
 
     def python_files(self) -> list[str]:
@@ -319,7 +315,7 @@ class Tree:
         for path, (header, body) in zip(
             wanted, _objects(self.root, encoded), strict=True
         ):
-            if len(header) == 3 and header[1] == b"blob":
+            if not _absent(header) and header[1] == b"blob":
                 contents[path] = body
         return contents
 
@@ -366,8 +362,8 @@ def _objects(root: Path, names: list[bytes]) -> list[_Object]:
     for _ in names:
         header_end = out.index(b"\n", position)
         header = out[position:header_end].split()
-        if header[-1] == b"missing" or len(header) != 3:
-            found.append((header, b""))  # not in the revision (or ambiguous)
+        if _absent(header):
+            found.append((header, b""))
             position = header_end + 1
             continue
         start = header_end + 1
@@ -406,7 +402,7 @@ class _BlobReader:
             header = _line(process.stdout).split()
             if not header:
                 raise HistoryError("git cat-file ended without an answer")
-            if header[-1] == b"missing" or len(header) != 3:
+            if _absent(header):
                 return header, b""
             size = int(header[2])
             body = process.stdout.read(size + 1)
@@ -435,6 +431,12 @@ class _BlobReader:
             process.stdout.close()
 
 
+def _absent(header: list[bytes]) -> bool:
+    """Whether git's header says the object is not in the revision (or the
+    name is ambiguous): no contents follow."""
+    return header[-1] == b"missing" or len(header) != 3
+
+
 def _line(stream: IO[bytes]) -> bytes:
     """One line of git's answer, without its end."""
     return stream.readline().removesuffix(b"\n")
@@ -449,9 +451,7 @@ def changed_files(root: Path, commit: str) -> set[str]:
 def renames(root: Path, commit: str) -> dict[str, str]:
     """Work-tree path -> path at ``commit`` for files git sees as renamed (in
     a run, the same dictionary each time: not to be changed)."""
-    found = _remembered(("renames", root, commit), lambda: _renames(root, commit))
-    assert isinstance(found, dict)
-    return found
+    return _remembered(("renames", root, commit), lambda: _renames(root, commit))
 
 
 def _renames(root: Path, commit: str) -> dict[str, str]:
