@@ -22,10 +22,9 @@ import mmh3
 from chainlens.analyzer.compile.chaining import (
     ChainingVerdict,
     chaining_verdicts,
-    is_chainable,
 )
 from chainlens.analyzer.model.job_graph import JobGraphError
-from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
+from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.model.values import Symbol
 
 
@@ -73,122 +72,133 @@ def chained_outputs(
     return counts
 
 
+#: (position, chained outputs) -> the murmur3 digest a node without uid
+#: starts from, and that digest times 37 as an integer: the same in every
+#: graph, and a graph hashed again (an edit, a uid fix checked) meets the same
+#: positions again
+_OWN: dict[tuple[int, int], tuple[bytes, int]] = {}
+_OWN_KEPT = 1 << 16
+
+
 def generate_deterministic_hash(
-    node: StreamNode,
-    hashes: dict[int, bytes],
-    graph: StreamGraph,
-    chained: Mapping[int, int] | None = None,
+    position: int, chained: int, inputs: Iterable[bytes]
 ) -> bytes:
-    """Return the hash of a node without uid; every input must be hashed already.
+    """Return the hash of a node without uid from its inputs' hashes.
 
     Mirrors StreamGraphHasherV2.generateDeterministicHash (Flink 2.3): murmur3 of
-    the little-endian int ``len(hashes)`` written once plus once per chainable
-    out-edge, then mixed with each input's hash in in-edge order as
-    ``h[j] = (byte) (h[j] * 37 ^ input[j])`` on signed Java bytes (the low
-    byte of a product does not depend on the sign; the 16 bytes are mixed at
-    once).  ``chained``: the counts of :func:`chained_outputs`, when known.
+    the little-endian int ``position`` (how many nodes were hashed before it)
+    written once plus once per chainable out-edge (``chained``), then mixed
+    with each input's hash in in-edge order as ``h[j] = (byte) (h[j] * 37 ^
+    input[j])`` on signed Java bytes (the low byte of a product does not
+    depend on the sign; the 16 bytes are mixed at once).
     """
-    position = struct.pack("<i", len(hashes))
-    count = (
-        chained[node.id]
-        if chained is not None
-        else sum(1 for e in graph.out_edges(node.id) if is_chainable(e, graph))
-    )
-    digest = murmur3_128(position * (1 + count))
-    for edge in graph.in_edges(node.id):
-        other = hashes[edge.source_id]
-        mixed = int.from_bytes(digest.translate(_TIMES_37), "little")
+    key = (position, chained)
+    own = _OWN.get(key)
+    if own is None:
+        digest = murmur3_128(struct.pack("<i", position) * (1 + chained))
+        own = (digest, int.from_bytes(digest.translate(_TIMES_37), "little"))
+        if len(_OWN) >= _OWN_KEPT:
+            _OWN.clear()
+        _OWN[key] = own
+    digest, mixed = own
+    first = True
+    for other in inputs:
+        if not first:
+            mixed = int.from_bytes(digest.translate(_TIMES_37), "little")
+        first = False
         digest = (mixed ^ int.from_bytes(other, "little")).to_bytes(16, "little")
     return digest
 
 
 def _check_collision(
-    node: StreamNode,
+    uid: object,
     digest: bytes,
     taken: set[bytes],
     symbolic: dict[int, Symbol],
+    node_id: int,
 ) -> None:
     """Raise Flink's error when a uid's hash equals one computed before
     (``taken``: the hashes computed, but the placeholders of unknown uids)."""
-    uid = node.uid
     if isinstance(uid, Symbol):
         # Only the same unknown value is known to collide.
         if uid in symbolic.values():
-            raise JobGraphError(hash_collision_message(uid), node.id)
+            raise JobGraphError(hash_collision_message(uid), node_id)
         return
     if digest in taken:
-        raise JobGraphError(hash_collision_message(uid), node.id)
-
-
-def generate_node_hash(
-    node: StreamNode,
-    hashes: dict[int, bytes],
-    graph: StreamGraph,
-    symbolic: dict[int, Symbol] | None = None,
-    chained: Mapping[int, int] | None = None,
-    *,
-    taken: set[bytes],
-) -> bool:
-    """Hash ``node`` into ``hashes``; return False when an input is not hashed yet.
-
-    Mirrors StreamGraphHasherV2.generateNodeHash (Flink 2.3).  A node with a uid
-    does not wait for its inputs.  ``symbolic`` collects the nodes whose uid is a
-    :class:`Symbol` (their hash is a placeholder).  ``taken`` holds the hashes
-    in ``hashes`` but those placeholders (kept up to date here).
-    """
-    symbolic = {} if symbolic is None else symbolic
-    uid = node.uid
-    if uid is None:
-        if any(e.source_id not in hashes for e in graph.in_edges(node.id)):
-            return False
-        digest = generate_deterministic_hash(node, hashes, graph, chained)
-        hashes[node.id] = digest
-        taken.add(digest)
-        return True
-    digest = generate_user_specified_hash(str(uid))
-    _check_collision(node, digest, taken, symbolic)
-    if isinstance(uid, Symbol):
-        symbolic[node.id] = uid
-    else:
-        taken.add(digest)
-    hashes[node.id] = digest
-    return True
+        raise JobGraphError(hash_collision_message(uid), node_id)
 
 
 def traverse_stream_graph_and_generate_hashes(
     graph: StreamGraph,
     symbolic: dict[int, Symbol] | None = None,
     *,
-    nodes: Mapping[int, StreamNode] | None = None,
+    uids: Mapping[int, object] | None = None,
     chained: Mapping[int, int] | None = None,
 ) -> dict[int, bytes]:
     """Return every node's 16-byte hash, in the order Flink computes them.
 
-    Mirrors StreamGraphHasherV2.traverseStreamGraphAndGenerateHashes (Flink 2.3):
-    a breadth-first walk from the sources (ascending id) along out-edges in order;
-    a node whose inputs are not all hashed is dropped from the visited set and
-    re-enqueued by a later input.  Raises :class:`JobGraphError` with Flink's
-    message when two uids collide.  Nodes unreachable from a source get no hash.
+    Mirrors StreamGraphHasherV2.traverseStreamGraphAndGenerateHashes and
+    generateNodeHash (Flink 2.3): a breadth-first walk from the sources
+    (ascending id) along out-edges in order; a node with a uid is hashed from
+    the uid alone (:func:`generate_user_specified_hash`) and does not wait for
+    its inputs; any other node whose inputs are not all hashed is dropped from
+    the visited set and re-enqueued by a later input.  Raises
+    :class:`JobGraphError` with Flink's message when two uids collide.  Nodes
+    unreachable from a source get no hash.
 
-    ``nodes`` replaces the graph's nodes by id (the same graph with other uids:
-    the edges and settings are the graph's); ``chained`` is
-    :func:`chained_outputs` of the graph, when known.
+    ``symbolic`` collects the nodes whose uid is a :class:`Symbol` (their hash
+    is a placeholder, of the symbol's text).  ``uids`` replaces the uids of
+    nodes by id (the same graph with other uids: the edges and settings are
+    the graph's); ``chained`` is :func:`chained_outputs` of the graph, when
+    known.
     """
+    symbolic = {} if symbolic is None else symbolic
+    if chained is None:
+        chained = chained_outputs(graph)
     hashes: dict[int, bytes] = {}
+    # the hashes computed, but the placeholders of unknown uids
     taken: set[bytes] = set()
     sources = graph.source_ids
     remaining: deque[int] = deque(sources)
     visited: set[int] = set(sources)
+    # names bound once: a graph is hashed again per uid fix checked
+    node, in_edges, out_edges = graph.node, graph.in_edges, graph.out_edges
+    pop, push, seen = remaining.popleft, remaining.append, visited.add
+    overridden = uids or {}
     while remaining:
-        current = remaining.popleft()
-        node = nodes[current] if nodes is not None else graph.node(current)
-        if generate_node_hash(node, hashes, graph, symbolic, chained, taken=taken):
-            for edge in graph.out_edges(current):
-                if edge.target_id not in visited:
-                    remaining.append(edge.target_id)
-                    visited.add(edge.target_id)
-        else:
+        current = pop()
+        uid = overridden[current] if current in overridden else node(current).uid
+        if uid is None:
+            inputs = []
+            for edge in in_edges(current):
+                found = hashes.get(edge.source_id)
+                if found is None:
+                    break
+                inputs.append(found)
+            else:
+                digest = generate_deterministic_hash(
+                    len(hashes), chained[current], inputs
+                )
+                taken.add(digest)
+                hashes[current] = digest
+                for edge in out_edges(current):
+                    if edge.target_id not in visited:
+                        push(edge.target_id)
+                        seen(edge.target_id)
+                continue
             visited.discard(current)
+            continue
+        digest = generate_user_specified_hash(str(uid))
+        _check_collision(uid, digest, taken, symbolic, current)
+        if isinstance(uid, Symbol):
+            symbolic[current] = uid
+        else:
+            taken.add(digest)
+        hashes[current] = digest
+        for edge in out_edges(current):
+            if edge.target_id not in visited:
+                push(edge.target_id)
+                seen(edge.target_id)
     return hashes
 
 

@@ -215,33 +215,46 @@ def _task_order(job_graph: JobGraph) -> list[tuple[JobVertex, list[int]]]:
     return order
 
 
+def generated_after(
+    job: CompiledJob, changes: Changes | None = None
+) -> Mapping[int, str] | None:
+    """The generated operator ID of each node of the job after ``changes``
+    (uids set: the job hashed again); None when Flink would reject the job
+    (two equal uids) or it has no graph."""
+    graph, job_graph = job.stream_graph, job.job_graph
+    if graph is None or job_graph is None:
+        return None
+    if not changes:
+        return job_graph.operator_ids
+    stop = getattr(_STOP, "stop", None)
+    if stop is not None and stop():
+        raise SupersededError
+    uids = {node_id: uid for node_id, (uid, _) in changes.items() if uid is not None}
+    try:
+        hashes = traverse_stream_graph_and_generate_hashes(
+            graph, uids=uids, chained=_chained(graph)
+        )
+    except JobGraphError:
+        return None
+    return {k: v.hex() for k, v in hashes.items()}
+
+
 def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant]:
     """The job's operators with the IDs Flink knows them by, task by task (after
     ``changes``: uids and uid hashes set, the job hashed again); empty when the
     job has no graph or Flink would reject it."""
     graph, job_graph = job.stream_graph, job.job_graph
-    if graph is None or job_graph is None:
+    generated = generated_after(job, changes)
+    if graph is None or job_graph is None or generated is None:
         return []
-    generated: Mapping[int, str] = job_graph.operator_ids
     nodes = {n.id: n for n in graph.nodes}
-    if changes:
-        stop = getattr(_STOP, "stop", None)
-        if stop is not None and stop():
-            raise SupersededError
-        for node_id, (uid, user) in changes.items():
-            node = nodes[node_id]
-            nodes[node_id] = replace(
-                node,
-                uid=uid if uid is not None else node.uid,
-                user_hash=user if user is not None else node.user_hash,
-            )
-        try:
-            hashes = traverse_stream_graph_and_generate_hashes(
-                graph, nodes=nodes, chained=_chained(graph)
-            )
-        except JobGraphError:
-            return []
-        generated = {k: v.hex() for k, v in hashes.items()}
+    for node_id, (uid, user) in (changes or {}).items():
+        node = nodes[node_id]
+        nodes[node_id] = replace(
+            node,
+            uid=uid if uid is not None else node.uid,
+            user_hash=user if user is not None else node.user_hash,
+        )
     out: list[Claimant] = []
     for vertex, ordered in _task_order(job_graph):
         for node_id in ordered:
@@ -260,6 +273,11 @@ def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant
                 )
             )
     return out
+
+
+def task_nodes(job_graph: JobGraph) -> list[int]:
+    """The job's operators, task by task, in the order of :func:`claimants`."""
+    return [node_id for _, ordered in _task_order(job_graph) for node_id in ordered]
 
 
 def _take(who: Sequence[Claimant], local: set[str]) -> dict[str, tuple[Claimant, str]]:

@@ -22,11 +22,16 @@ STREAMING jobs take savepoints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from chainlens.analyzer.model.result import AnalysisResult
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
-from chainlens.analyzer.rules.restore.assignment import Claimant, claimants
+from chainlens.analyzer.rules.restore.assignment import (
+    Changes,
+    claimants,
+    generated_after,
+    task_nodes,
+)
 
 #: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]
@@ -79,16 +84,21 @@ def _per_job(before: RestoreIds) -> dict[int, dict[int, str | None]]:
     return split
 
 
+#: what one operator asks a restore for: its node id, its generated operator
+#: ID (None: not known) and its ``set_uid_hash`` (lower case; None: none)
+_Ask = tuple[int, str | None, str | None]
+
+
 def _misplaced(
     index: int,
-    who: Sequence[Claimant],
+    who: Iterable[_Ask],
     mine: Mapping[int, str | None],
     *,
     unknown: bool = True,
 ) -> list[tuple[int, int]]:
     """The stateful operators of job ``index`` that would not get back the
     state saved under their ID before, ``mine`` (and, with ``unknown``, those
-    whose ID before is not known).
+    whose ID before is not known); ``who``: every operator of the job.
 
     What :func:`~chainlens.analyzer.rules.restore.assignment.assign` decides, counted
     directly: an operator gets its state back when it is the only operator
@@ -97,13 +107,13 @@ def _misplaced(
     """
     saved = {ident for ident in mine.values() if ident is not None}
     asking: dict[str, list[int]] = {}
-    for claimant in who:
-        if claimant.user_defined is not None and claimant.user_defined in saved:
-            wanted: str | None = claimant.user_defined
+    for node_id, generated, user_defined in who:
+        if user_defined is not None and user_defined in saved:
+            wanted: str | None = user_defined
         else:
-            wanted = claimant.generated
+            wanted = generated
         if wanted is not None and wanted in saved:
-            asking.setdefault(wanted, []).append(claimant.node.id)
+            asking.setdefault(wanted, []).append(node_id)
     found: list[tuple[int, int]] = []
     for node_id, ident in mine.items():
         if ident is None:
@@ -113,6 +123,31 @@ def _misplaced(
         if asking.get(ident) != [node_id]:
             found.append((index, node_id))
     return found
+
+
+def _asks(job: CompiledJob, changes: Changes) -> list[_Ask] | None:
+    """What each operator of ``job`` asks a restore for after ``changes``
+    (:func:`claimants` without making them); None when the job has no
+    operators or Flink would reject it."""
+    graph, job_graph = job.stream_graph, job.job_graph
+    generated = generated_after(job, changes)
+    if graph is None or job_graph is None or generated is None:
+        return None
+    uncertain = job_graph.uncertain_nodes
+    asks: list[_Ask] = []
+    for node_id in task_nodes(job_graph):
+        change = changes.get(node_id)
+        pin: object = change[1] if change is not None else None
+        if pin is None:
+            pin = graph.node(node_id).user_hash
+        asks.append(
+            (
+                node_id,
+                None if node_id in uncertain else generated.get(node_id),
+                pin.lower() if isinstance(pin, str) else None,
+            )
+        )
+    return asks or None
 
 
 def moved(
@@ -129,10 +164,10 @@ def moved(
         per_job = changes.get(job.spec.index)
         if not per_job or not keeps_savepoints(job):
             continue
-        who = claimants(job, per_job)
-        if not who:
+        asks = _asks(job, per_job)
+        if asks is None:
             return None
-        found += _misplaced(job.spec.index, who, split.get(job.spec.index, {}))
+        found += _misplaced(job.spec.index, asks, split.get(job.spec.index, {}))
     return found
 
 
@@ -147,6 +182,7 @@ def misplaced_in(result: AnalysisResult, before: RestoreIds) -> bool:
         if not who and job.job_graph is not None:
             return True
         mine = split.get(job.spec.index, {})
-        if _misplaced(job.spec.index, who, mine, unknown=False):
+        asks = ((c.node.id, c.generated, c.user_defined) for c in who)
+        if _misplaced(job.spec.index, asks, mine, unknown=False):
             return True
     return False
