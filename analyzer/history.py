@@ -80,6 +80,19 @@ def _remembered(key: tuple[object, ...], ask: Callable[[], T]) -> T:
     return cast(T, answer)
 
 
+#: Seconds one git command may take (a repository on a network mount that no
+#: longer answers, a lock held by a hung process): past it the command is
+#: killed and its question is answered with a HistoryError, never a hang.
+GIT_TIMEOUT = 60
+
+
+def _no_answer(args: tuple[str, ...]) -> HistoryError:
+    return HistoryError(
+        f"git {args[0]} gave no answer in {GIT_TIMEOUT} s (a repository on a mount "
+        "that does not answer, or a lock held by a git process that hangs?)"
+    )
+
+
 def _git(root: Path, *args: str, check: bool = True) -> str:
     """Git's output, read as bytes: names are bytes (not UTF-8 for some, a
     ``\r`` in others), decoded as Python decodes file names, losslessly."""
@@ -90,9 +103,14 @@ def _git(root: Path, *args: str, check: bool = True) -> str:
             capture_output=True,
             check=False,
             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+            timeout=GIT_TIMEOUT,
         )
     except FileNotFoundError:
+        if not os.path.isdir(root):  # the folder went away, not git
+            raise HistoryError(f"{root}: no such folder") from None
         raise HistoryError("git is not installed (no `git` on PATH)") from None
+    except subprocess.TimeoutExpired:
+        raise _no_answer(args) from None
     except OSError as exc:  # an argument too long for the system, ...
         raise HistoryError(f"git {args[0]} cannot run: {exc.strerror or exc}") from None
     if check and done.returncode != 0:
@@ -108,14 +126,17 @@ def repository_root(path: Path) -> Path:
 
 
 def _repository_root(path: Path, folder: Path) -> Path:
+    outside = HistoryError(
+        f"{path}: not in a git repository (--base compares with a git revision)"
+    )
+    if not _may_be_in_a_repository(folder):
+        raise outside  # git would say so, spawned for nothing
     try:
-        if not _may_be_in_a_repository(folder):
-            raise HistoryError("no .git")  # git would say so, spawned for nothing
         top = _git(folder, "rev-parse", "--show-toplevel").removesuffix("\n")
-    except HistoryError:
-        raise HistoryError(
-            f"{path}: not in a git repository (--base compares with a git revision)"
-        ) from None
+    except HistoryError as exc:
+        if "not a git repository" in str(exc):
+            raise outside from None
+        raise HistoryError(f"{path}: {exc}") from None  # no git, no answer, ...
     return Path(top)
 
 
@@ -352,7 +373,10 @@ def _objects(root: Path, names: list[bytes]) -> list[_Object]:
             input=request,
             capture_output=True,
             check=False,
+            timeout=GIT_TIMEOUT,
         )
+    except subprocess.TimeoutExpired:
+        raise _no_answer(("cat-file",)) from None
     except OSError as exc:
         raise HistoryError(f"git cat-file cannot run: {exc.strerror}") from None
     if done.returncode != 0:

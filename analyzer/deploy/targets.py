@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -24,27 +23,17 @@ from chainlens.analyzer.deploy.discover import (
     discover_deployments,
     select,
 )
-from chainlens.analyzer.history import Tree
+from chainlens.analyzer.history import HistoryError, Tree, repository_root
 from chainlens.analyzer.model.deployment import STATELESS, Deployment
 from chainlens.analyzer.model.document import Document
 
 
 def project_root(start: Path) -> Path:
     """The repository holding ``start`` (git's top level), else ``start``."""
-    folder = start if start.is_dir() else start.parent
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return folder
-    top = done.stdout.strip()
-    return Path(top) if done.returncode == 0 and top else folder
+        return repository_root(start)
+    except HistoryError:
+        return start if start.is_dir() else start.parent
 
 
 def project_deployments(start: Path, resolver: ConfigResolver) -> Discovered:

@@ -246,3 +246,31 @@ def test_a_relative_path_is_looked_for_from_the_working_folder(
     monkeypatch.chdir(repo / "deep" / "er")
     assert repository_root(Path("still.py")) == repo
     assert asked == [("rev-parse", "--show-toplevel")]
+
+
+def test_a_git_that_does_not_answer_is_a_located_error_not_a_hang(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every git command has one time limit: past it the question is answered
+    with an error (the deployments' project root falls back to the folder)."""
+    from chainlens.analyzer.deploy.targets import project_root
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    fake = bin_ / "git"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:/usr/bin:/bin")
+    monkeypatch.setattr(history, "GIT_TIMEOUT", 1)
+    with pytest.raises(HistoryError, match="gave no answer in 1 s"):
+        repository_root(repo)
+    with pytest.raises(HistoryError, match="gave no answer in 1 s"):
+        Tree(repo, "HEAD").read(["plain.py"])
+    assert project_root(repo / "plain.py") == repo
+
+
+def test_a_folder_that_went_away_is_not_said_to_be_a_missing_git(
+    repo: Path,
+) -> None:
+    with pytest.raises(HistoryError, match="no such folder"):
+        history._git(repo / "gone", "status")
