@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from chainlens.analyzer.model.diagnostic import Fix, TextEdit
 from chainlens.analyzer.model.source import SourceRange
@@ -336,6 +337,36 @@ def _order(sites: Iterable[_Site]) -> list[_Site]:
 
 
 def build_uid_plan(
+    result: AnalysisResult,
+    text: str | None,
+    held: HeldIds | None = None,
+    *,
+    verify: bool = True,
+    lines: tuple[int, int] | None = None,
+) -> UidPlan:
+    """Plan a uid for every call creating user operators without one
+    (:func:`_build_uid_plan`).
+
+    Unchecked (``verify=False``), the plan depends on the jobs and the text
+    alone: the plan made last on this thread is given again for the same jobs
+    and text (an editor's document runs the rules twice per edit, the
+    savepoint rules against its git base apart).
+    """
+    if verify:
+        return _build_uid_plan(result, text, held, verify=True, lines=lines)
+    kept = getattr(_LAST_PLAN, "plan", None)
+    if kept is not None and kept[0] is result.jobs and kept[1] == text:
+        return cast(UidPlan, kept[2])
+    plan = _build_uid_plan(result, text, held, verify=False, lines=lines)
+    _LAST_PLAN.plan = (result.jobs, text, plan)
+    return plan
+
+
+#: the last unchecked plan made on each thread: (jobs, text, plan)
+_LAST_PLAN = threading.local()
+
+
+def _build_uid_plan(
     result: AnalysisResult,
     text: str | None,
     held: HeldIds | None = None,

@@ -22,11 +22,14 @@ import pytest
 from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.flink_versions import FlinkVersion
+from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
+from chainlens.analyzer.rules.operators import display_name
 from chainlens.analyzer.rules.restore import baseline as lookups
 from chainlens.analyzer.rules.restore.baseline import (
     JobPair,
     LineMap,
+    Moved,
     counterpart,
     pair_jobs,
     runs_other_code,
@@ -159,3 +162,135 @@ def test_lines_matched_between_a_common_start_and_end_are_the_whole_diffs() -> N
         assert {i: mapped(i) for i in range(1, len(old) + 1)} == {
             i: expected.get(i) for i in range(1, len(old) + 1)
         }
+
+
+def _moved_by_walk(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
+    """The explanation of a generated ID that moved, by walks and counts."""
+    old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
+    assert old_graph is not None
+    assert new_graph is not None
+
+    def sig(n: StreamNode) -> tuple[str, str]:
+        return (n.api, str(n.name))
+
+    def chained(graph: StreamGraph, job_graph: JobGraph | None, node_id: int) -> int:
+        if job_graph is None:
+            return 0
+        broken = {b.edge.edge_key for b in job_graph.chain_breaks}
+        return sum(1 for e in graph.out_edges(node_id) if e.edge_key not in broken)
+
+    def line_of(n: StreamNode) -> int | None:
+        return n.range.start.line if n.range else None
+
+    old_up = [old_graph.node(i) for i in _ancestors_by_walk(old_graph, node.id)]
+    new_up = [new_graph.node(i) for i in _ancestors_by_walk(new_graph, other.id)]
+    old_sigs, new_sigs = [sig(n) for n in old_up], [sig(n) for n in new_up]
+    for c in new_up:
+        if old_sigs.count(sig(c)) < new_sigs.count(sig(c)):
+            return Moved(f"added {c.id}", line_of(c))
+    for c in old_up:
+        if new_sigs.count(sig(c)) < old_sigs.count(sig(c)):
+            return Moved(f"removed {c.id}", line_of(other))
+    by_sig = {sig(n): n for n in new_up}
+    pairs = [
+        (before, other if before is node else by_sig.get(sig(before)))
+        for before in [*old_up, node]
+    ]
+    for before, after in pairs:
+        if after is not None and str(before.parallelism) != str(after.parallelism):
+            return Moved(f"parallelism {before.id} {after.id}", line_of(after))
+    for before, after in pairs:
+        if after is None:
+            continue
+        old = chained(old_graph, pair.base.job_graph, before.id)
+        new = chained(new_graph, pair.new.job_graph, after.id)
+        if old != new:
+            cause = lookups._neighbour_parallelism(pair, before, after)
+            if cause is not None:  # the same function, unchanged
+                return cause
+            return Moved(f"chaining {before.id} {after.id} {old} {new}", line_of(after))
+    for before, after in pairs:
+        if after is None or before is node:
+            continue
+        old_uid, new_uid = before.uid, after.uid
+        if (
+            isinstance(old_uid, str | None)
+            and isinstance(new_uid, str | None)
+            and old_uid != new_uid
+        ):
+            return Moved(f"uid {before.id} {after.id}", line_of(after))
+    old_all = [sig(n) for n in old_graph.nodes]
+    new_all = [sig(n) for n in new_graph.nodes]
+    for c in new_graph.nodes:
+        if old_all.count(sig(c)) < new_all.count(sig(c)):
+            return Moved(f"added elsewhere {c.id}", line_of(c))
+    for c in old_graph.nodes:
+        if new_all.count(sig(c)) < old_all.count(sig(c)):
+            return Moved(f"removed elsewhere {c.id}", line_of(other))
+    return Moved("elsewhere", line_of(other))
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_why_an_id_moved_is_what_walks_and_counts_say(path: Path) -> None:
+    pairs, lines = _pairs(path)
+    rng = random.Random(path.name)
+    for pair in pairs:
+        old, new = pair.base.stream_graph, pair.new.stream_graph
+        if old is None or new is None:
+            continue
+        for node in old.nodes:
+            others = [counterpart(pair, node, lines), rng.choice(new.nodes)]
+            for other in others:
+                if other is None:
+                    continue
+                expected = _moved_by_walk(pair, node, other)
+                found = lookups._generated_moved(pair, node, other)
+                assert found.line == expected.line, (found, expected)
+                assert _same_clause(found.reason, expected.reason, old, new), (
+                    found,
+                    expected,
+                )
+
+
+def _same_clause(
+    reason: str, expected: str, old: StreamGraph, new: StreamGraph
+) -> bool:
+    """Whether the message ``reason`` says what the reference's short form
+    ``expected`` says (the clause and the operators it names)."""
+    if reason == expected:
+        return True
+    kind, *ids = expected.split()
+    if kind == "added" and ids[0] == "elsewhere":
+        return reason.startswith(display_name(new.node(int(ids[1]))) + " (line") or (
+            reason.startswith(display_name(new.node(int(ids[1]))) + " was added else")
+        )
+    if kind == "removed" and ids[0] == "elsewhere":
+        return reason.startswith(
+            f"{display_name(old.node(int(ids[1])))} was removed elsewhere"
+        )
+    if kind == "added":
+        return reason.startswith(
+            f"{display_name(new.node(int(ids[0])))} was added before it"
+        )
+    if kind == "removed":
+        return reason.startswith(
+            f"{display_name(old.node(int(ids[0])))} before it was removed"
+        )
+    if kind == "parallelism":
+        before, after = old.node(int(ids[0])), new.node(int(ids[1]))
+        return reason == (
+            f"the parallelism of {display_name(after)} changed from "
+            f"{before.parallelism} to {after.parallelism}, which changes what is "
+            "chained (and so the generated IDs)"
+        )
+    if kind == "chaining":
+        after = new.node(int(ids[1]))
+        return reason.startswith(
+            f"the chaining of {display_name(after)} changed ({ids[2]} chained "
+            f"output{'s' if ids[2] != '1' else ''} before, {ids[3]} now)"
+        )
+    if kind == "uid":
+        return reason.startswith(
+            f"the operator ID of {display_name(new.node(int(ids[1])))} before it"
+        )
+    return reason.startswith("the job changed elsewhere")

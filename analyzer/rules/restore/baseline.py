@@ -20,9 +20,11 @@ parallelism changed).
 from __future__ import annotations
 
 import difflib
+import operator
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, count
 
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
@@ -299,44 +301,127 @@ class Moved:
     line: int | None = None
 
 
+#: a uid chainlens cannot know (a Symbol): never compared
+_UNKNOWN_UID = object()
+
+
+class _Facts:
+    """What the explanation of a moved ID reads of one graph of a pair, per
+    operator, read once: signatures, parallelisms, chained outputs and uids,
+    and the operators before each operator (with their signatures)."""
+
+    def __init__(
+        self, pair: JobPair, graph: StreamGraph, job_graph: JobGraph | None
+    ) -> None:
+        self.graph = graph
+        self.signature = {n.id: _signature(n) for n in graph.nodes}
+        self.parallelism = {n.id: str(n.parallelism) for n in graph.nodes}
+        self.chained = {
+            n.id: _chained_outputs(pair, graph, job_graph, n.id) for n in graph.nodes
+        }
+        self.uid: dict[int, object] = {
+            n.id: n.uid if isinstance(n.uid, str | None) else _UNKNOWN_UID
+            for n in graph.nodes
+        }
+        self._before: dict[int, tuple[list[int], list[tuple[str, str]]]] = {}
+
+    def before(self, node_id: int) -> tuple[list[int], list[tuple[str, str]]]:
+        """The operators before ``node_id``, nearest last (a topological
+        order: a depth-first walk up the in-edges in order, each operator
+        after those before it), and their signatures.  An operator's list is
+        its first input's list and that input, then what each other input
+        adds (no recursion: a chain of thousands)."""
+        memo, graph, signature = self._before, self.graph, self.signature
+        pending = [node_id]
+        while pending:
+            current = pending.pop()
+            if current in memo:
+                continue
+            inputs = [e.source_id for e in graph.in_edges(current)]
+            missing = [i for i in inputs if i not in memo]
+            if missing:
+                pending.append(current)
+                pending.extend(missing)
+                continue
+            if len(inputs) == 1:
+                (source,) = inputs
+                ids, sigs = memo[source]
+                memo[current] = ([*ids, source], [*sigs, signature[source]])
+                continue
+            found: list[int] = []
+            seen: set[int] = set()
+            for source in inputs:
+                if source in seen:
+                    continue
+                found.extend(x for x in memo[source][0] if x not in seen)
+                found.append(source)
+                seen.update(memo[source][0])
+                seen.add(source)
+            memo[current] = (found, list(map(signature.__getitem__, found)))
+        return memo[node_id]
+
+
+def _facts(pair: JobPair, graph: StreamGraph, job_graph: JobGraph | None) -> _Facts:
+    found = pair.memo.get(("facts", id(graph)))
+    if not isinstance(found, _Facts):
+        found = pair.memo[("facts", id(graph))] = _Facts(pair, graph, job_graph)
+    return found
+
+
 def _ancestors(pair: JobPair, graph: StreamGraph, node_id: int) -> list[int]:
-    """The operators before ``node_id``, nearest last (a topological order):
-    a depth-first walk up the in-edges in order, each operator after those
-    before it.  Kept per pair: an operator's list is its first input's list
-    and that input, then what each other input adds."""
-    kept = pair.memo.get(("ancestors", id(graph)))
-    memo: dict[int, list[int]] = kept if isinstance(kept, dict) else {}
-    pair.memo[("ancestors", id(graph))] = memo
-    # the operators whose lists are wanted, each after its inputs' (no recursion:
-    # a chain of thousands)
-    pending = [node_id]
-    while pending:
-        current = pending.pop()
-        if current in memo:
-            continue
-        inputs = [e.source_id for e in graph.in_edges(current)]
-        missing = [i for i in inputs if i not in memo]
-        if missing:
-            pending.append(current)
-            pending.extend(missing)
-            continue
-        found: list[int] = []
-        seen: set[int] = set()
-        for source in inputs:
-            if source in seen:
-                continue
-            before = memo[source]
-            if not found:
-                found = [*before, source]
-                if len(inputs) > 1:
-                    seen.update(found)
-                continue
-            found.extend(x for x in before if x not in seen)
-            found.append(source)
-            seen.update(before)
-            seen.add(source)
-        memo[current] = found
-    return memo[node_id]
+    """The operators before ``node_id``, nearest last (:meth:`_Facts.before`)."""
+    job_graph = (
+        pair.base.job_graph if graph is pair.base.stream_graph else pair.new.job_graph
+    )
+    return _facts(pair, graph, job_graph).before(node_id)[0]
+
+
+def _changes(
+    befores: list[int],
+    signatures: list[tuple[str, str]],
+    old_of: Mapping[int, object],
+    now_by_signature: dict[tuple[str, str], object],
+) -> Iterator[int]:
+    """The positions, in order, of the base operators ``befores`` whose value
+    (``old_of``) differs from that of their counterpart now (by signature;
+    none: no difference), compared in C."""
+    old = list(map(old_of.__getitem__, befores))
+    now = map(now_by_signature.get, signatures, old)
+    return compress(count(), map(operator.ne, old, now))
+
+
+def _elsewhere(
+    pair: JobPair, olds: _Facts, news: _Facts
+) -> tuple[StreamNode | None, StreamNode | None]:
+    """The first operator of the job now whose kind and name it has more
+    often than the base (added), else the first of the base it has less
+    often (removed); once per pair."""
+    key = ("elsewhere", id(olds), id(news))
+    found = pair.memo.get(key)
+    if isinstance(found, tuple):
+        return found
+    old_count = Counter(olds.signature.values())
+    new_count = Counter(news.signature.values())
+    added = next(
+        (
+            n
+            for n in news.graph.nodes
+            if old_count[news.signature[n.id]] < new_count[news.signature[n.id]]
+        ),
+        None,
+    )
+    removed = None
+    if added is None:
+        removed = next(
+            (
+                n
+                for n in olds.graph.nodes
+                if new_count[olds.signature[n.id]] < old_count[olds.signature[n.id]]
+            ),
+            None,
+        )
+    pair.memo[key] = (added, removed)
+    return added, removed
 
 
 def _signature(node: StreamNode) -> tuple[str, str]:
@@ -420,95 +505,113 @@ def _neighbour_parallelism(
 
 
 def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
-    """For an ID Flink generates from the graph: the first change before it."""
+    """For an ID Flink generates from the graph: the first change before it.
+
+    The operators before it in the base and now are compared by signature
+    (kind and name): each base operator with the last one of its signature
+    before it now, then the operator itself with ``other``; the lists are kept
+    per pair (:class:`_Facts`) and compared in C."""
     old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
     assert old_graph is not None
     assert new_graph is not None
-    old_up = [old_graph.node(i) for i in _ancestors(pair, old_graph, node.id)]
-    new_up = [new_graph.node(i) for i in _ancestors(pair, new_graph, other.id)]
-    old_sigs = [_signature(n) for n in old_up]
-    new_sigs = [_signature(n) for n in new_up]
+    olds = _facts(pair, old_graph, pair.base.job_graph)
+    news = _facts(pair, new_graph, pair.new.job_graph)
+    old_ids, old_sigs = olds.before(node.id)
+    new_ids, new_sigs = news.before(other.id)
     old_count, new_count = Counter(old_sigs), Counter(new_sigs)
-    for candidate in new_up:
-        if old_count[_signature(candidate)] < new_count[_signature(candidate)]:
-            return Moved(
-                f"{display_name(candidate)} was added before it (an operator's "
-                "generated ID depends on everything before it)",
-                candidate.range.start.line if candidate.range else None,
-            )
-    for candidate in old_up:
-        if new_count[_signature(candidate)] < old_count[_signature(candidate)]:
-            return Moved(
-                f"{display_name(candidate)} before it was removed (an operator's "
-                "generated ID depends on everything before it)",
-                other.range.start.line if other.range else None,
-            )
-    by_sig = {_signature(n): n for n in new_up}
-    pairs = [
-        (before, other if before is node else by_sig.get(_signature(before)))
-        for before in [*old_up, node]
-    ]
-    for before, after in pairs:
-        if after is not None and str(before.parallelism) != str(after.parallelism):
-            return Moved(
-                f"the parallelism of {display_name(after)} changed from "
-                f"{before.parallelism} to {after.parallelism}, which changes what is "
-                "chained (and so the generated IDs)",
-                after.range.start.line if after.range else None,
-            )
-    for before, after in pairs:
-        if after is None:
-            continue
-        line = after.range.start.line if after.range else None
-        old_chained = _chained_outputs(pair, old_graph, pair.base.job_graph, before.id)
-        new_chained = _chained_outputs(pair, new_graph, pair.new.job_graph, after.id)
-        if old_chained != new_chained:
-            cause = _neighbour_parallelism(pair, before, after)
-            if cause is not None:
-                return cause
-            return Moved(
-                f"the chaining of {display_name(after)} changed ({old_chained} chained "
-                f"output{'s' if old_chained != 1 else ''} before, {new_chained} now): "
-                "the generated ID counts the chained outputs",
-                line,
-            )
-    for before, after in pairs:
-        if after is None or before is node:
-            continue
-        old, new = before.uid, after.uid
-        if isinstance(old, str | None) and isinstance(new, str | None) and old != new:
-            what = (
-                f"its uid '{new}' was added"
-                if old is None
-                else f"its uid '{old}' was removed"
-                if new is None
-                else f"its uid was renamed from '{old}' to '{new}'"
-            )
-            return Moved(
-                f"the operator ID of {display_name(after)} before it changed ({what}),"
-                " and a generated ID mixes in the IDs of the operators before it",
-                after.range.start.line if after.range else None,
-            )
-    old_all = [_signature(n) for n in old_graph.nodes]
-    new_all = [_signature(n) for n in new_graph.nodes]
-    for candidate in new_graph.nodes:
-        if old_all.count(_signature(candidate)) < new_all.count(_signature(candidate)):
-            line = candidate.range.start.line if candidate.range else None
-            at = f" (line {line})" if line else ""
-            return Moved(
-                f"{display_name(candidate)}{at} was added elsewhere in the job, which "
-                "moves its place in the order Flink hashes the graph in (a generated "
-                "ID depends on it)",
-                line,
-            )
-    for candidate in old_graph.nodes:
-        if new_all.count(_signature(candidate)) < old_all.count(_signature(candidate)):
-            return Moved(
-                f"{display_name(candidate)} was removed elsewhere in the job, which "
-                "moves its place in the order Flink hashes the graph in (a generated "
-                "ID depends on it)",
-                other.range.start.line if other.range else None,
-            )
+    if not dict.__eq__(old_count, new_count):
+        for sig, ident in zip(new_sigs, new_ids, strict=True):
+            if old_count[sig] < new_count[sig]:
+                candidate = new_graph.node(ident)
+                return Moved(
+                    f"{display_name(candidate)} was added before it (an operator's "
+                    "generated ID depends on everything before it)",
+                    candidate.range.start.line if candidate.range else None,
+                )
+        for sig, ident in zip(old_sigs, old_ids, strict=True):
+            if new_count[sig] < old_count[sig]:
+                return Moved(
+                    f"{display_name(old_graph.node(ident))} before it was removed (an "
+                    "operator's generated ID depends on everything before it)",
+                    other.range.start.line if other.range else None,
+                )
+
+    def first(old_of: Mapping[int, object], new_of: Mapping[int, object]) -> int:
+        """The first base operator before it whose value differs now, as a
+        position in ``old_ids`` (past them: the operator itself; past that,
+        none)."""
+        now = dict(zip(new_sigs, map(new_of.__getitem__, new_ids), strict=True))
+        position = next(_changes(old_ids, old_sigs, old_of, now), len(old_ids))
+        if position == len(old_ids) and old_of[node.id] == new_of[other.id]:
+            return position + 1
+        return position
+
+    by_sig = dict(zip(new_sigs, new_ids, strict=True))
+
+    def pair_at(position: int) -> tuple[StreamNode, StreamNode]:
+        if position == len(old_ids):
+            return node, other
+        return old_graph.node(old_ids[position]), new_graph.node(
+            by_sig[old_sigs[position]]
+        )
+
+    position = first(olds.parallelism, news.parallelism)
+    if position <= len(old_ids):
+        before, after = pair_at(position)
+        return Moved(
+            f"the parallelism of {display_name(after)} changed from "
+            f"{before.parallelism} to {after.parallelism}, which changes what is "
+            "chained (and so the generated IDs)",
+            after.range.start.line if after.range else None,
+        )
+    position = first(olds.chained, news.chained)
+    if position <= len(old_ids):
+        before, after = pair_at(position)
+        cause = _neighbour_parallelism(pair, before, after)
+        if cause is not None:
+            return cause
+        old_chained, new_chained = olds.chained[before.id], news.chained[after.id]
+        return Moved(
+            f"the chaining of {display_name(after)} changed ({old_chained} chained "
+            f"output{'s' if old_chained != 1 else ''} before, {new_chained} now): "
+            "the generated ID counts the chained outputs",
+            after.range.start.line if after.range else None,
+        )
+    now_uids = dict(zip(new_sigs, map(news.uid.__getitem__, new_ids), strict=True))
+    for position in _changes(old_ids, old_sigs, olds.uid, now_uids):
+        old, new = olds.uid[old_ids[position]], now_uids[old_sigs[position]]
+        if old is _UNKNOWN_UID or new is _UNKNOWN_UID:
+            continue  # a uid chainlens cannot know is not compared
+        before, after = pair_at(position)
+        what = (
+            f"its uid '{new}' was added"
+            if old is None
+            else f"its uid '{old}' was removed"
+            if new is None
+            else f"its uid was renamed from '{old}' to '{new}'"
+        )
+        return Moved(
+            f"the operator ID of {display_name(after)} before it changed ({what}),"
+            " and a generated ID mixes in the IDs of the operators before it",
+            after.range.start.line if after.range else None,
+        )
+    added, removed = _elsewhere(pair, olds, news)
+    if added is not None:
+        line = added.range.start.line if added.range else None
+        at = f" (line {line})" if line else ""
+        return Moved(
+            f"{display_name(added)}{at} was added elsewhere in the job, which "
+            "moves its place in the order Flink hashes the graph in (a generated "
+            "ID depends on it)",
+            line,
+        )
+    if removed is not None:
+        return Moved(
+            f"{display_name(removed)} was removed elsewhere in the job, which "
+            "moves its place in the order Flink hashes the graph in (a generated "
+            "ID depends on it)",
+            other.range.start.line if other.range else None,
+        )
     return Moved(
         "the job changed elsewhere in a way that moves its place in the order "
         "Flink hashes the graph in (a generated ID depends on it)",

@@ -80,6 +80,10 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
         desired[saved.operator_id] = owner
         owners.add(owner.id)
     quote = quote_of(text)
+    # the operators of each call (a call's siblings keep its uid)
+    by_range: dict[SourceRange | None, list[StreamNode]] = {}
+    for node in graph.nodes:
+        by_range.setdefault(node.range, []).append(node)
     changes: dict[int, tuple[str | None, str | None]] = {}
     inserts: dict[SourceRange, list[str]] = {}
     steps: list[str] = []
@@ -121,7 +125,7 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
         for ident, owner in wrong:
             current = changes.get(owner.id, (None, None))
             if current[1] != ident and owner.user_hash != ident:
-                siblings = tuple(n for n in graph.nodes if n.range == owner.range)
+                siblings = tuple(by_range.get(owner.range, ()))
                 why = _cannot_pin(owner, siblings)
                 if why is not None:
                     return RestorePlan(
