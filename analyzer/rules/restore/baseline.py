@@ -24,7 +24,7 @@ import operator
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import compress, count
+from itertools import compress, count, filterfalse
 
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
@@ -353,7 +353,7 @@ class _Facts:
             for source in inputs:
                 if source in seen:
                     continue
-                found.extend(x for x in memo[source][0] if x not in seen)
+                found.extend(filterfalse(seen.__contains__, memo[source][0]))
                 found.append(source)
                 seen.update(memo[source][0])
                 seen.add(source)
@@ -518,7 +518,10 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
     news = _facts(pair, new_graph, pair.new.job_graph)
     old_ids, old_sigs = olds.before(node.id)
     new_ids, new_sigs = news.before(other.id)
-    old_count, new_count = Counter(old_sigs), Counter(new_sigs)
+    old_count: Counter[tuple[str, str]] = Counter()
+    new_count: Counter[tuple[str, str]] = Counter()
+    if old_sigs != new_sigs:  # the same list: the same kinds, nothing added
+        old_count, new_count = Counter(old_sigs), Counter(new_sigs)
     if not dict.__eq__(old_count, new_count):
         for sig, ident in zip(new_sigs, new_ids, strict=True):
             if old_count[sig] < new_count[sig]:

@@ -25,6 +25,7 @@ from chainlens.analyzer.rules.operators import (
     returns_its_operator,
 )
 from chainlens.analyzer.rules.restore.assignment import (
+    Claimant,
     Landing,
     Outcome,
     assign,
@@ -122,6 +123,13 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
                 )
             )
         progress = False
+        # the operators asking for each ID (by their generated or pinned ID),
+        # in the restore's order
+        asking: dict[str | None, list[Claimant]] = {}
+        for claimant in who:
+            asking.setdefault(claimant.generated, []).append(claimant)
+            if claimant.user_defined != claimant.generated:
+                asking.setdefault(claimant.user_defined, []).append(claimant)
         for ident, owner in wrong:
             current = changes.get(owner.id, (None, None))
             if current[1] != ident and owner.user_hash != ident:
@@ -146,13 +154,11 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
                 )
                 steps.append(f"pin {described(owner)} to {ident}")
                 progress = True
-            for claimant in who:
+            for claimant in asking.get(ident, ()):
                 node = claimant.node
                 if node.id == owner.id or node.id in owners:
                     continue  # pinned to its own state
-                if ident not in (claimant.generated, claimant.user_defined):
-                    continue
-                reason = _give_uid(node, graph.nodes, plan, changes, inserts)
+                reason = _give_uid(node, by_range, plan, changes, inserts)
                 if reason is not None:
                     return RestorePlan(
                         None,
@@ -165,7 +171,7 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
             assert stray.node is not None
             if stray.node.id in owners or stray.node.id in changes:
                 continue
-            reason = _give_uid(stray.node, graph.nodes, plan, changes, inserts)
+            reason = _give_uid(stray.node, by_range, plan, changes, inserts)
             if reason is not None:
                 return RestorePlan(
                     None,
@@ -192,7 +198,7 @@ def _landed(landing: Landing | None, owner: StreamNode) -> bool:
 
 def _give_uid(
     node: StreamNode,
-    nodes: tuple[StreamNode, ...],
+    by_range: dict[SourceRange | None, list[StreamNode]],
     plan: UidPlan,
     changes: dict[int, tuple[str | None, str | None]],
     inserts: dict[SourceRange, list[str]],
@@ -207,8 +213,8 @@ def _give_uid(
     suggestion = plan.plain_for_range(node.range)
     if suggestion.uid is None or suggestion.fix is None:
         return f"it cannot be given a uid: {suggestion.reason}"
-    for other in nodes:
-        if other.range == node.range and not other.hidden:
+    for other in by_range.get(node.range, ()):
+        if not other.hidden:
             uid = (
                 f"Sink Committer: {suggestion.uid}"
                 if is_sink_committer(other)
