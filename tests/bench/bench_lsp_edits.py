@@ -37,6 +37,12 @@ Python to compare them::
 
     PYTHON tests/bench/bench_lsp_edits.py --cpu --edits 8
 
+``--git`` puts each program in a git repository, committed as it is before
+the edits, as a user's file is: every edit is then also compared with the
+file at its git base (the savepoint rules, CL2xx, run on each edit, and the
+operators an edit moves are each explained), which a file outside git never
+pays.
+
 Not a test: nothing here asserts a time.
 """
 
@@ -45,7 +51,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -185,6 +193,23 @@ def shapes(wanted: list[str]) -> list[tuple[str, str, dict[str, Edit]]]:
     return out
 
 
+def committed(files: dict[str, str]) -> Path:
+    """A new git repository with ``files`` committed on its default branch."""
+    root = Path(tempfile.mkdtemp(prefix="bench-lsp-git-"))
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    message = ["-qm", "the programs before the edits"]
+    for command in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit"],
+    ):
+        extra = message if command[-1] == "commit" else []
+        subprocess.run(["git", *command, *extra], cwd=root, check=True)
+    return root
+
+
 def summary(samples: list[float]) -> str:
     ms = [s * 1000 for s in samples]
     return (
@@ -194,11 +219,23 @@ def summary(samples: list[float]) -> str:
 
 
 async def run(servers: list[Server], args: argparse.Namespace) -> None:
-    for shape, text, edits in shapes(args.shapes.split(",")):
+    programs = shapes(args.shapes.split(","))
+    root = (
+        committed(
+            {
+                f"{s.label}/{shape}.py": text
+                for shape, text, _ in programs
+                for s in servers
+            }
+        )
+        if args.git
+        else Path("/bench")
+    )
+    for shape, text, edits in programs:
         lines = text.count("\n")
         print(f"\n{shape}: {lines} lines; load {load()}", flush=True)
         version = 1
-        uris = {s.label: f"file:///bench/{s.label}/{shape}.py" for s in servers}
+        uris = {s.label: (root / s.label / f"{shape}.py").as_uri() for s in servers}
         opened = {s.label: await s.open(uris[s.label], text) for s in servers}
         counts = {s.label: s.counts[(uris[s.label], 1)] for s in servers}
         for server in servers:
@@ -265,20 +302,30 @@ def cpu(args: argparse.Namespace) -> None:
     from chainlens.analyzer import Config, ModuleCache, check_document
 
     quick = "verify_fixes" in inspect.signature(check_document).parameters
-    options = {"verify_fixes": False} if quick else {}
+    options: dict[str, object] = {"verify_fixes": False} if quick else {}
     gc.disable()  # as the server does while it analyses
-    print(f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}")
-    for shape, text, edits in shapes(args.shapes.split(",")):
+    print(
+        f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}; "
+        f"in git: {args.git}"
+    )
+    programs = shapes(args.shapes.split(","))
+    paths = {shape: f"/bench/{shape}.py" for shape, _, _ in programs}
+    if args.git:
+        from chainlens.analyzer.gate.compare import EditorBaseline
+
+        root = committed({f"{shape}.py": text for shape, text, _ in programs})
+        paths = {shape: str(root / f"{shape}.py") for shape in paths}
+        options["baseline"] = EditorBaseline(None)
+    for shape, text, edits in programs:
+        path = paths[shape]
         cache = ModuleCache(keep_current_only=True)
-        check_document("/bench/p.py", text, Config(), cache=cache, **options)
+        check_document(path, text, Config(), cache=cache, **options)
         found = []
         for kind, edit in edits.items():
             times = []
             for n in range(args.edits):
                 started = time.thread_time()
-                check_document(
-                    "/bench/p.py", edit(text, n), Config(), cache=cache, **options
-                )
+                check_document(path, edit(text, n), Config(), cache=cache, **options)
                 times.append(time.thread_time() - started)
             found.append(f"{kind} {statistics.median(times) * 1000:.1f} ms")
         print(f"{shape}: CPU per edit (median) " + "; ".join(found), flush=True)
@@ -292,6 +339,11 @@ async def main() -> None:
     parser.add_argument(
         "--cpu", action="store_true", help="CPU per edit in this process"
     )
+    parser.add_argument(
+        "--git",
+        action="store_true",
+        help="each program committed in a git repository before its edits",
+    )
     args = parser.parse_args()
     if args.cpu:
         cpu(args)
@@ -299,7 +351,10 @@ async def main() -> None:
     servers = [Server(sys.executable, "this")]
     if args.baseline:
         servers.append(Server(args.baseline, "baseline"))
-    print(f"{os.cpu_count()} cores; load {load()}; {args.edits} edits of each kind")
+    print(
+        f"{os.cpu_count()} cores; load {load()}; {args.edits} edits of each kind; "
+        f"in git: {args.git}"
+    )
     for server in servers:
         started = await server.start()
         print(f"  {server.label:>8} server started in {started * 1000:.0f} ms")
