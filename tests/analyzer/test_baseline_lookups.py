@@ -294,3 +294,40 @@ def _same_clause(
             f"the operator ID of {display_name(new.node(int(ids[1])))} before it"
         )
     return reason.startswith("the job changed elsewhere")
+
+
+LONG_JOB = """from pyflink.common import Types
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+s = env.from_collection([("a", 1)], Types.TUPLE([Types.STRING(), Types.INT()]))
+s = s.map(lambda e: e).set_parallelism({p})
+{steps}s.print()
+env.execute("long")
+"""
+STEP = "s = s.key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))\n"
+
+
+def test_a_job_longer_than_the_recursion_limit_is_explained_at_the_default_limit() -> (
+    None
+):
+    """An edit before 1,100 keyed reduces moves every ID after it: each lost
+    state is explained (the operators before one were found by recursion, past
+    Python's default limit of 1,000 frames)."""
+    import sys
+
+    from chainlens.analyzer.rules import run_rules
+    from chainlens.analyzer.rules.restore.baseline import Baseline
+
+    assert sys.getrecursionlimit() <= 1000
+    config = Config(default_parallelism=2, select=("CL201",))
+    base_text = LONG_JOB.format(p=1, steps=STEP * 1100)  # chained to the source
+    text = LONG_JOB.format(p=2, steps=STEP * 1100)
+    base = analyze_graphs("job.py", base_text, config)
+    result = analyze_graphs("job.py", text, config)
+    found = run_rules(
+        result, config, text, baseline=Baseline(base, base_text, "the base")
+    )
+    lost = [d for d in found if d.code.code == "CL201"]
+    assert len(lost) >= 1100
+    assert all("parallelism" in (d.explanation or "") for d in lost[:5]), lost[0]
