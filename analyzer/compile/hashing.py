@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from collections import deque
 from collections.abc import Iterable, Mapping
+from typing import cast
 
 import mmh3
 
@@ -169,31 +170,21 @@ def traverse_stream_graph_and_generate_hashes(
         current = pop()
         uid = overridden[current] if current in overridden else node(current).uid
         if uid is None:
-            inputs = []
-            for edge in in_edges(current):
-                found = hashes.get(edge.source_id)
-                if found is None:
-                    break
-                inputs.append(found)
-            else:
-                digest = generate_deterministic_hash(
-                    len(hashes), chained[current], inputs
-                )
-                taken.add(digest)
-                hashes[current] = digest
-                for edge in out_edges(current):
-                    if edge.target_id not in visited:
-                        push(edge.target_id)
-                        seen(edge.target_id)
+            inputs = [hashes.get(edge.source_id) for edge in in_edges(current)]
+            if None in inputs:
+                visited.discard(current)  # enqueued again by a later input
                 continue
-            visited.discard(current)
-            continue
-        digest = generate_user_specified_hash(str(uid))
-        _check_collision(uid, digest, taken, symbolic, current)
-        if isinstance(uid, Symbol):
-            symbolic[current] = uid
-        else:
+            digest = generate_deterministic_hash(
+                len(hashes), chained[current], cast(list[bytes], inputs)
+            )
             taken.add(digest)
+        else:
+            digest = generate_user_specified_hash(str(uid))
+            _check_collision(uid, digest, taken, symbolic, current)
+            if isinstance(uid, Symbol):
+                symbolic[current] = uid
+            else:
+                taken.add(digest)
         hashes[current] = digest
         for edge in out_edges(current):
             if edge.target_id not in visited:

@@ -96,3 +96,51 @@ def test_no_line_checks_every_fix(published) -> None:  # type: ignore[no-untyped
     assert checked.result is not None
     every = verified_diagnostics("/job.py", TEXT, published, CONFIG)
     assert every == checked.result.diagnostics
+
+
+def test_a_document_in_git_plans_its_uids_once_per_edit(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """The rules and the savepoint rules against the git base run apart on an
+    edit; the unchecked uid plan is made once for both, and the findings are
+    those made with a plan of their own each."""
+    from chainlens.analyzer.gate.compare import EditorBaseline
+    from tests.support import git
+
+    path = tmp_path / "job.py"
+    path.write_text(TEXT, encoding="utf-8")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    # an operator added at the start moves every generated ID after it
+    edited = TEXT.replace(
+        "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
+    )
+    assert edited != TEXT
+    made: list[object] = []
+    real = uid_plan._build_uid_plan
+
+    def counted(*args: object, **kwargs: object) -> object:
+        made.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(uid_plan, "_build_uid_plan", counted)
+    checked = check_document(
+        str(path), edited, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
+    )
+    assert len(made) == 1
+    assert checked.result is not None
+    assert any(d.code.code == "CL201" for d in checked.result.diagnostics)
+    monkeypatch.setattr(uid_plan, "_LAST_PLAN", type(uid_plan._LAST_PLAN)())
+    kept = uid_plan.build_uid_plan
+
+    def fresh(*args: object, **kwargs: object) -> object:
+        uid_plan._LAST_PLAN.plan = None
+        return kept(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(uid_plan, "build_uid_plan", fresh)
+    again = check_document(
+        str(path), edited, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
+    )
+    assert again.result is not None
+    assert again.result.diagnostics == checked.result.diagnostics
