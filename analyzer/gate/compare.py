@@ -1280,22 +1280,23 @@ def verified_diagnostics(
         return result.diagnostics  # no uid fix to check: the same findings
     try:
         with stopping_when(stop or _never):
-            checked = with_findings(
-                replace(result, diagnostics=()), text, config, verify_lines=lines
+            # A uid fix pins only what the document's base says savepoints hold.
+            # Checked against every ID (held None) first and then again against
+            # the base's, as `check` does when the base costs git reads, the
+            # fixes were checked twice; the base is at hand here, and a fix
+            # that pins nothing against every ID pins nothing against fewer.
+            held = (
+                baseline.held(Path(path), result, config)
+                if baseline is not None
+                else None
             )
-            if baseline is not None and any(
-                pins_or_unsafe(d) for d in checked.diagnostics
-            ):
-                # a uid fix pins only what the document's base says savepoints hold
-                held = baseline.held(Path(path), checked, config)
-                if held is not None:
-                    checked = with_findings(
-                        replace(result, diagnostics=()),
-                        text,
-                        config,
-                        held=held,
-                        verify_lines=lines,
-                    )
+            checked = with_findings(
+                replace(result, diagnostics=()),
+                text,
+                config,
+                held=held,
+                verify_lines=lines,
+            )
             found = checked.diagnostics
             if baseline is not None:
                 found = (*found, *baseline.findings(Path(path), text, checked, config))

@@ -144,3 +144,38 @@ def test_a_document_in_git_plans_its_uids_once_per_edit(
     )
     assert again.result is not None
     assert again.result.diagnostics == checked.result.diagnostics
+
+
+@pytest.mark.parametrize("edit", ["unchanged", "operator added", "new file"])
+def test_fixes_checked_against_the_base_once_are_those_check_document_gives(
+    tmp_path, edit: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A document in git: its fixes checked once against what its base says
+    savepoints hold are those check_document gives, which checks them against
+    every ID first and against the base's when a fix pins or is unsafe."""
+    from chainlens.analyzer.gate.compare import EditorBaseline
+    from tests.support import git
+
+    path = tmp_path / "job.py"
+    path.write_text(TEXT if edit != "new file" else "x = 1\n", encoding="utf-8")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base")
+    text = TEXT
+    if edit == "operator added":
+        text = TEXT.replace(
+            "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
+        )
+    published = check_document(
+        str(path), text, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
+    ).result
+    assert published is not None
+    expected = check_document(
+        str(path), text, CONFIG, baseline=EditorBaseline(None)
+    ).result
+    assert expected is not None
+    found = verified_diagnostics(
+        str(path), text, published, CONFIG, baseline=EditorBaseline(None)
+    )
+    assert found == expected.diagnostics
+    assert any(d.fixes for d in expected.diagnostics)
