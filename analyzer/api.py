@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -59,7 +59,7 @@ def analyze_source(
     *,
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
-    held: HeldIds | None = None,
+    held: HeldIds | Callable[[AnalysisResult], HeldIds | None] | None = None,
     verify_fixes: bool = True,
 ) -> AnalysisResult:
     """Analyse one PyFlink program given as text and run the rules. Never raises.
@@ -68,11 +68,14 @@ def analyze_source(
     (an editor's buffer): only the statements an edit touched are parsed again.
     ``read`` reads the program's own modules (an editor's unsaved buffers; the
     disk by default).  ``held``: what savepoints of a version already deployed
-    may hold (see ``run_rules``; None: not known).  ``verify_fixes=False``: the
-    uid fixes are not checked for the operator IDs they move (``run_rules``).
+    may hold (see ``run_rules``; None: not known), or a function that says it
+    of the analysis before the rules run.  ``verify_fixes=False``: the uid
+    fixes are not checked for the operator IDs they move (``run_rules``).
     """
     config = config or Config()
     result = _analyze(path, text, config, cache, read)
+    if callable(held):
+        held = held(result)
     return with_findings(result, text, config, held=held, verify_fixes=verify_fixes)
 
 

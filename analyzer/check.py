@@ -170,6 +170,7 @@ def check_text(
     covered: Collection[str] = (),
     history: bool = True,
     verify_fixes: bool = True,
+    held_from: Callable[[AnalysisResult], HeldIds | None] | None = None,
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
@@ -185,10 +186,19 @@ def check_text(
     under ``covered`` (the files and folders checked in the same run: they
     report them themselves).  ``verify_fixes=False`` (an editor, which
     verifies them when they are asked for): see ``analyze_source``.
+    ``held_from``: what savepoints may hold, said of the analysis before the
+    rules run (an editor's document and its git base; with ``history``
+    False).
     """
     shown = display if display is not None else path
     result = analyze_source(
-        path, text, config, cache=cache, read=read, verify_fixes=verify_fixes or fix
+        path,
+        text,
+        config,
+        cache=cache,
+        read=read,
+        held=held_from,
+        verify_fixes=verify_fixes or fix,
     )
     if importers and not result.jobs and not result.problems:
         result = _with_importers_findings(path, text, config, result, read, covered)

@@ -233,6 +233,10 @@ class Session:
         self.analyses = 0
         #: per document: its parsed top-level statements (used by the worker only)
         self._parsed: dict[str, ModuleCache] = {}
+        #: per document: its last version's uid fixes were cheap to check (see
+        #: VERIFY_BEFORE_PUBLISHING): the next edit checks them as it analyses,
+        #: not by running the rules a second time (used by the worker only)
+        self._cheap: dict[str, bool] = {}
         #: per savepointBase setting, the base versions of files
         self._baselines: dict[str, EditorBaseline] = {}
 
@@ -363,6 +367,7 @@ class Session:
         """Forget ``uri``; pending analyses of it are dropped."""
         document = self._documents.pop(uri, None)
         self._parsed.pop(uri, None)
+        self._cheap.pop(uri, None)
         if document is not None:
             for waiter in document.waiters:
                 if not waiter.done():
@@ -445,6 +450,7 @@ class Session:
                     self.analyses += 1
                     if self._documents.get(uri) is not document:
                         self._parsed.pop(uri, None)
+                        self._cheap.pop(uri, None)
                         return  # closed meanwhile
                     now = self._snapshot_of(uri)
                     if now is None or now.version != snapshot.version or document.dirty:
@@ -675,6 +681,7 @@ class Session:
                         settings.savepoint_base,
                         EditorBaseline(settings.savepoint_base or None),
                     )
+                cheap = self._cheap.get(snapshot.uri, False)
                 checked = check_document(
                     name,
                     snapshot.text,
@@ -682,11 +689,15 @@ class Session:
                     cache=cache,
                     read=self._read_module,
                     baseline=base,
-                    verify_fixes=False,
+                    verify_fixes=cheap,
                 )
                 assert checked.result is not None  # check_document keeps it
                 result = checked.result
-                if any(d.fixes for d in result.diagnostics):
+                self._cheap[snapshot.uri] = (
+                    _rehashed(result) <= VERIFY_BEFORE_PUBLISHING
+                )
+                # (checked as it was analysed when cheap)
+                if not cheap and any(d.fixes for d in result.diagnostics):
                     if _rehashed(result) <= VERIFY_BEFORE_PUBLISHING:
                         verified = verified_diagnostics(
                             name, snapshot.text, result, config, baseline=base

@@ -26,7 +26,6 @@ from chainlens.analyzer.check import (
     display_path,
     findings_of,
     per_file,
-    pins_or_unsafe,
 )
 from chainlens.analyzer.config import MAX_FILE_BYTES, Config, ConfigResolver
 from chainlens.analyzer.decoding import DecodeError, SourceText, decode_source
@@ -1228,6 +1227,13 @@ def check_document(
     they move (the findings say only what the plain uid would be): an edit
     then costs no hashing; :func:`verified_diagnostics` gives the findings
     with their fixes checked, when a fix is asked for."""
+    held_from = None
+    if verify_fixes and baseline is not None:
+        # a uid fix pins only what the document's base says savepoints hold,
+        # checked once against those IDs (see verified_diagnostics)
+        def held_from(result: AnalysisResult) -> HeldIds | None:
+            return baseline.held(Path(path), result, config)
+
     checked = check_text(
         path,
         text,
@@ -1236,21 +1242,15 @@ def check_document(
         read=read,
         verify_fixes=verify_fixes,
         history=False,  # what savepoints hold: the document's own baseline
+        held_from=held_from,
     )
     if baseline is None or checked.result is None:
         return checked
     result = checked.result
-    if verify_fixes and any(pins_or_unsafe(d) for d in result.diagnostics):
-        # a uid fix pins only what the document's base says savepoints hold
-        held = baseline.held(Path(path), result, config)
-        if held is not None:
-            result = with_findings(
-                replace(result, diagnostics=()), text, config, held=held
-            )
     extra = baseline.findings(
         Path(path), text, result, config, verify_fixes=verify_fixes
     )
-    if not extra and result is checked.result:
+    if not extra:
         return checked
     result = replace(result, diagnostics=(*result.diagnostics, *extra))
     findings = findings_of(checked.display, result.diagnostics, text)

@@ -147,12 +147,17 @@ def test_a_document_in_git_plans_its_uids_once_per_edit(
 
 
 @pytest.mark.parametrize("edit", ["unchanged", "operator added", "new file"])
-def test_fixes_checked_against_the_base_once_are_those_check_document_gives(
+def test_fixes_checked_against_the_base_once_are_those_of_two_passes(
     tmp_path, edit: str
 ) -> None:  # type: ignore[no-untyped-def]
     """A document in git: its fixes checked once against what its base says
-    savepoints hold are those check_document gives, which checks them against
-    every ID first and against the base's when a fix pins or is unsafe."""
+    savepoints hold (``verified_diagnostics``, ``check_document``) are those
+    checked against every ID first and, when a fix pins or is unsafe, again
+    against the base's (as ``check`` does)."""
+    from dataclasses import replace
+
+    from chainlens.analyzer.api import with_findings
+    from chainlens.analyzer.check import pins_or_unsafe
     from chainlens.analyzer.gate.compare import EditorBaseline
     from tests.support import git
 
@@ -170,12 +175,21 @@ def test_fixes_checked_against_the_base_once_are_those_check_document_gives(
         str(path), text, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
     ).result
     assert published is not None
-    expected = check_document(
-        str(path), text, CONFIG, baseline=EditorBaseline(None)
-    ).result
-    assert expected is not None
+    base = EditorBaseline(None)
+    bare = replace(published, diagnostics=())
+    two = with_findings(bare, text, CONFIG)
+    if any(pins_or_unsafe(d) for d in two.diagnostics):
+        held = base.held(path, two, CONFIG)
+        if held is not None:
+            two = with_findings(bare, text, CONFIG, held=held)
+    expected = (*two.diagnostics, *base.findings(path, text, two, CONFIG))
+    assert any(d.fixes for d in expected)
+    if edit == "unchanged":
+        assert any(pins_or_unsafe(d) for d in expected)  # the base's IDs matter
     found = verified_diagnostics(
         str(path), text, published, CONFIG, baseline=EditorBaseline(None)
     )
-    assert found == expected.diagnostics
-    assert any(d.fixes for d in expected.diagnostics)
+    assert found == expected
+    checked = check_document(str(path), text, CONFIG, baseline=EditorBaseline(None))
+    assert checked.result is not None
+    assert checked.result.diagnostics == expected
