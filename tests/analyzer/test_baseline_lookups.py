@@ -2,7 +2,7 @@
 
 An edit of a long job in a git repository compares every stateful operator
 with the base: which operator took its place (:func:`counterpart`) and what
-lies before it (``_ancestors``) were found by a walk of the whole job per
+lies before it (``_Facts.before``) were found by a walk of the whole job per
 operator, and the lines of the base were matched by diffing the whole texts.
 They are now looked up in indexes built once per pair and the diff covers
 only the lines between what both texts start and end with.  Each must give
@@ -116,11 +116,14 @@ def test_lookups_kept_per_pair_are_those_of_a_walk(path: Path) -> None:
         old, new = pair.base.stream_graph, pair.new.stream_graph
         if old is None or new is None:
             continue
-        for graph in (old, new):
+        for job, graph in ((pair.base, old), (pair.new, new)):
+            facts = lookups._facts(pair, job)
             for node in reversed(graph.nodes):  # the last first: lists kept after
-                assert lookups._ancestors(pair, graph, node.id) == (
-                    _ancestors_by_walk(graph, node.id)
-                )
+                ids, signatures = facts.before(node.id)
+                assert ids == _ancestors_by_walk(graph, node.id)
+                assert signatures == [
+                    (graph.node(i).api, str(graph.node(i).name)) for i in ids
+                ]
                 compared += 1
         for node in old.nodes:
             assert counterpart(pair, node, lines) is _counterpart_by_walk(

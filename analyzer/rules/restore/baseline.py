@@ -26,7 +26,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress, count, filterfalse
 
-from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import (
@@ -310,14 +309,23 @@ class _Facts:
     operator, read once: signatures, parallelisms, chained outputs and uids,
     and the operators before each operator (with their signatures)."""
 
-    def __init__(
-        self, pair: JobPair, graph: StreamGraph, job_graph: JobGraph | None
-    ) -> None:
+    def __init__(self, job: CompiledJob) -> None:
+        graph = job.stream_graph
+        assert graph is not None
         self.graph = graph
         self.signature = {n.id: _signature(n) for n in graph.nodes}
         self.parallelism = {n.id: str(n.parallelism) for n in graph.nodes}
+        # the chainable outputs of each operator, as the JobGraph chained them
+        broken = (
+            {b.edge.edge_key for b in job.job_graph.chain_breaks}
+            if job.job_graph is not None
+            else None
+        )
         self.chained = {
-            n.id: _chained_outputs(pair, graph, job_graph, n.id) for n in graph.nodes
+            n.id: 0
+            if broken is None
+            else sum(1 for e in graph.out_edges(n.id) if e.edge_key not in broken)
+            for n in graph.nodes
         }
         self.uid: dict[int, object] = {
             n.id: n.uid if isinstance(n.uid, str | None) else _UNKNOWN_UID
@@ -361,19 +369,13 @@ class _Facts:
         return memo[node_id]
 
 
-def _facts(pair: JobPair, graph: StreamGraph, job_graph: JobGraph | None) -> _Facts:
-    found = pair.memo.get(("facts", id(graph)))
+def _facts(pair: JobPair, job: CompiledJob) -> _Facts:
+    """The facts of ``job`` (the pair's base job or its current one), read
+    once per pair."""
+    found = pair.memo.get(("facts", id(job)))
     if not isinstance(found, _Facts):
-        found = pair.memo[("facts", id(graph))] = _Facts(pair, graph, job_graph)
+        found = pair.memo[("facts", id(job))] = _Facts(job)
     return found
-
-
-def _ancestors(pair: JobPair, graph: StreamGraph, node_id: int) -> list[int]:
-    """The operators before ``node_id``, nearest last (:meth:`_Facts.before`)."""
-    job_graph = (
-        pair.base.job_graph if graph is pair.base.stream_graph else pair.new.job_graph
-    )
-    return _facts(pair, graph, job_graph).before(node_id)[0]
 
 
 def _changes(
@@ -426,18 +428,6 @@ def _elsewhere(
 
 def _signature(node: StreamNode) -> tuple[str, str]:
     return (node.api, str(node.name))
-
-
-def _chained_outputs(
-    pair: JobPair, graph: StreamGraph, job_graph: JobGraph | None, node_id: int
-) -> int:
-    if job_graph is None:
-        return 0
-    broken = pair.memo.get(("broken", id(job_graph)))
-    if not isinstance(broken, set):
-        broken = {b.edge.edge_key for b in job_graph.chain_breaks}
-        pair.memo[("broken", id(job_graph))] = broken
-    return sum(1 for e in graph.out_edges(node_id) if e.edge_key not in broken)
 
 
 def why_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Moved:
@@ -514,8 +504,8 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
     old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
     assert old_graph is not None
     assert new_graph is not None
-    olds = _facts(pair, old_graph, pair.base.job_graph)
-    news = _facts(pair, new_graph, pair.new.job_graph)
+    olds = _facts(pair, pair.base)
+    news = _facts(pair, pair.new)
     old_ids, old_sigs = olds.before(node.id)
     new_ids, new_sigs = news.before(other.id)
     old_count: Counter[tuple[str, str]] = Counter()
