@@ -693,12 +693,11 @@ class Session:
                 )
                 assert checked.result is not None  # check_document keeps it
                 result = checked.result
-                self._cheap[snapshot.uri] = (
-                    _rehashed(result) <= VERIFY_BEFORE_PUBLISHING
-                )
+                affordable = _rehashed(result) <= VERIFY_BEFORE_PUBLISHING
+                self._cheap[snapshot.uri] = affordable
                 # (checked as it was analysed when cheap)
                 if not cheap and any(d.fixes for d in result.diagnostics):
-                    if _rehashed(result) <= VERIFY_BEFORE_PUBLISHING:
+                    if affordable:
                         verified = verified_diagnostics(
                             name, snapshot.text, result, config, baseline=base
                         )

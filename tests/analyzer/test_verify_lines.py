@@ -47,6 +47,19 @@ TEXT = (
 CONFIG = Config(default_parallelism=4)
 
 
+def _calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[object]:
+    """The arguments of every call of ``uid_plan.<name>`` from now on."""
+    calls: list[object] = []
+    real = getattr(uid_plan, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(uid_plan, name, counted)
+    return calls
+
+
 @pytest.fixture(scope="module")
 def published():  # type: ignore[no-untyped-def]
     """The findings as an edit publishes them: the fixes unchecked."""
@@ -58,14 +71,7 @@ def published():  # type: ignore[no-untyped-def]
 def test_each_findings_fixes_checked_alone_are_those_checked_with_all(
     published, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
-    hashed: list[object] = []
-    real = uid_plan.moved
-
-    def counted(*args: object, **kwargs: object) -> object:
-        hashed.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(uid_plan, "moved", counted)
+    hashed = _calls(monkeypatch, "moved")
     every = verified_diagnostics("/job.py", TEXT, published, CONFIG)
     assert every is not None
     all_hashed = len(hashed)
@@ -117,14 +123,7 @@ def test_a_document_in_git_plans_its_uids_once_per_edit(
         "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
     )
     assert edited != TEXT
-    made: list[object] = []
-    real = uid_plan._build_uid_plan
-
-    def counted(*args: object, **kwargs: object) -> object:
-        made.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(uid_plan, "_build_uid_plan", counted)
+    made = _calls(monkeypatch, "_build_uid_plan")
     checked = check_document(
         str(path), edited, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
     )
