@@ -334,3 +334,89 @@ def test_a_job_longer_than_the_recursion_limit_is_explained_at_the_default_limit
     lost = [d for d in found if d.code.code == "CL201"]
     assert len(lost) >= 1100
     assert all("parallelism" in (d.explanation or "") for d in lost[:5]), lost[0]
+
+
+def _chain(steps: list[str]) -> str:
+    return LONG_JOB.format(p=1, steps="".join(steps))
+
+
+def _step(i: int, *, name: str | None = None, parallelism: int | None = None) -> str:
+    call = f"s = s.map(lambda e: (e[0], e[1] + {i}))"
+    if name is not None:
+        call += f".name({name!r})"
+    if parallelism is not None:
+        call += f".set_parallelism({parallelism})"
+    call += ".key_by(lambda e: e[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))"
+    return call + "\n"
+
+
+#: long chains edited the ways that move the IDs after the edit: operators
+#: added, removed and renamed (one, or every other one: more kinds differing
+#: than a surplus is stepped with), a parallelism changed, a branch added
+_EDITS = {
+    "added": (
+        [_step(i, name=f"m{i}") for i in range(60)],
+        [_step(i, name=f"m{i}") for i in range(30)]
+        + [_step(99, name="new")]
+        + [_step(i, name=f"m{i}") for i in range(30, 60)],
+    ),
+    "removed": (
+        [_step(i, name=f"m{i}") for i in range(60)],
+        [_step(i, name=f"m{i}") for i in range(60) if i != 12],
+    ),
+    "renamed-many": (
+        [_step(i, name=f"m{i}") for i in range(90)],
+        [_step(i, name=f"m{i}" if i % 2 else f"r{i}") for i in range(90)],
+    ),
+    "parallelism": (
+        [_step(i) for i in range(60)],
+        [_step(i, parallelism=3 if i == 20 else None) for i in range(60)],
+    ),
+    "branch": (
+        [_step(i, name=f"m{i}") for i in range(40)],
+        [_step(i, name=f"m{i}") for i in range(20)]
+        + ["s = s.union(s.map(lambda e: e).name('side'))\n"]
+        + [_step(i, name=f"m{i}") for i in range(20, 40)],
+    ),
+}
+
+
+@pytest.mark.parametrize("stepped", [True, False], ids=["stepped", "counted"])
+@pytest.mark.parametrize("edit", sorted(_EDITS))
+def test_what_is_added_before_an_operator_along_a_long_chain_is_counted_right(
+    edit: str, stepped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which kinds of operator lie before one more or less often now is kept
+    along a chain, step by step from the operator's input (or counted from
+    both lists where too many kinds differ): it must be what counting the two
+    walks gives, for each operator and its counterpart and for random pairs."""
+    if not stepped:
+        monkeypatch.setattr(lookups, "_SURPLUS_STEPPED", 0)
+    base_steps, steps = _EDITS[edit]
+    base_text, text = _chain(base_steps), _chain(steps)
+    config = Config(default_parallelism=2)
+    pairs = pair_jobs(
+        analyze_graphs("job.py", base_text, config),
+        analyze_graphs("job.py", text, config),
+    )
+    lines = LineMap(base_text, text)
+    rng = random.Random(edit)
+    checked = 0
+    for pair in pairs:
+        old, new = pair.base.stream_graph, pair.new.stream_graph
+        assert old is not None
+        assert new is not None
+        # from the end of the chain first: the steps are kept from there up
+        for node in reversed(old.nodes):
+            for other in (counterpart(pair, node, lines), rng.choice(new.nodes)):
+                if other is None:
+                    continue
+                expected = _moved_by_walk(pair, node, other)
+                found = lookups._generated_moved(pair, node, other)
+                assert found.line == expected.line, (found, expected)
+                assert _same_clause(found.reason, expected.reason, old, new), (
+                    found,
+                    expected,
+                )
+                checked += 1
+    assert checked >= 80

@@ -24,7 +24,7 @@ import operator
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import compress, count, filterfalse
+from itertools import chain, compress, count, filterfalse, repeat
 
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
@@ -351,21 +351,31 @@ class _Facts:
                 pending.append(current)
                 pending.extend(missing)
                 continue
-            if len(inputs) == 1:
-                (source,) = inputs
-                ids, sigs = memo[source]
-                memo[current] = ([*ids, source], [*sigs, signature[source]])
+            if not inputs:
+                memo[current] = ([], [])
                 continue
-            found: list[int] = []
-            seen: set[int] = set()
-            for source in inputs:
+            first, *others = inputs
+            ids, sigs = memo[first]
+            if not others:
+                memo[current] = ([*ids, first], [*sigs, signature[first]])
+                continue
+            found = [*ids, first]
+            seen = set(found)
+            for source in others:
                 if source in seen:
                     continue
-                found.extend(filterfalse(seen.__contains__, memo[source][0]))
-                found.append(source)
-                seen.update(memo[source][0])
-                seen.add(source)
-            memo[current] = (found, list(map(signature.__getitem__, found)))
+                rest = list(filterfalse(seen.__contains__, memo[source][0]))
+                rest.append(source)
+                found.extend(rest)
+                seen.update(rest)
+            memo[current] = (
+                found,
+                [
+                    *sigs,
+                    signature[first],
+                    *map(signature.__getitem__, found[len(ids) + 1 :]),
+                ],
+            )
         return memo[node_id]
 
 
@@ -375,6 +385,87 @@ def _facts(pair: JobPair, job: CompiledJob) -> _Facts:
     found = pair.memo.get(("facts", id(job)))
     if not isinstance(found, _Facts):
         found = pair.memo[("facts", id(job))] = _Facts(job)
+    return found
+
+
+def _surplus(
+    pair: JobPair, olds: _Facts, news: _Facts, node_id: int, other_id: int
+) -> dict[tuple[str, str], int]:
+    """How many more operators of each kind are before ``other_id`` now than
+    before ``node_id`` in the base (fewer: negative; kinds with as many left
+    out).
+
+    Kept per pair of operators: where both have inputs, their surplus is that
+    of their first inputs with what lies before them and not before those
+    inputs counted (the list before an operator starts with its first input's
+    list and that input), so along a chain each step costs the few kinds that
+    differ, not the chain's length (no recursion)."""
+    memo: dict[tuple[int, int], dict[tuple[str, str], int] | None]
+    found = pair.memo.get(("surplus", id(olds), id(news)))
+    if isinstance(found, dict):
+        memo = found
+    else:
+        memo = pair.memo[("surplus", id(olds), id(news))] = {}
+    steps: list[tuple[int, int]] = []
+    key = (node_id, other_id)
+    while key not in memo:
+        old_in = olds.graph.in_edges(key[0])
+        new_in = news.graph.in_edges(key[1])
+        if not old_in or not new_in:
+            memo[key] = _counted_surplus(olds, news, *key)
+            break
+        steps.append(key)
+        key = (old_in[0].source_id, new_in[0].source_id)
+    surplus = memo[key]
+    for step in reversed(steps):  # from the first input down
+        if surplus is not None and len(surplus) > _SURPLUS_STEPPED:
+            surplus = None
+        if surplus is not None:
+            surplus = dict(surplus)
+            for sig, change in chain(
+                zip(_added(news, key[1], step[1]), repeat(1)),
+                zip(_added(olds, key[0], step[0]), repeat(-1)),
+            ):
+                n = surplus.get(sig, 0) + change
+                if n:
+                    surplus[sig] = n
+                else:
+                    del surplus[sig]
+        memo[step] = surplus
+        key = step
+    if surplus is None:
+        # many kinds differ: counted from the lists, as each step would copy
+        # them all (and keep them, per pair of operators)
+        return _counted_surplus(olds, news, node_id, other_id)
+    return surplus
+
+
+def _added(facts: _Facts, first: int, node_id: int) -> list[tuple[str, str]]:
+    """The signatures of what is before ``node_id`` and not before its first
+    input ``first``: that input, and what its other inputs add."""
+    if len(facts.graph.in_edges(node_id)) == 1:
+        return [facts.signature[first]]
+    return facts.before(node_id)[1][len(facts.before(first)[1]) :]
+
+
+#: the most kinds a surplus is stepped along a chain with
+_SURPLUS_STEPPED = 32
+
+
+def _counted_surplus(
+    olds: _Facts,
+    news: _Facts,
+    node_id: int,
+    other_id: int,
+) -> dict[tuple[str, str], int]:
+    """:func:`_surplus` counted from the two lists."""
+    old_sigs = olds.before(node_id)[1]
+    new_sigs = news.before(other_id)[1]
+    found: dict[tuple[str, str], int] = {}
+    if old_sigs != new_sigs:  # the same list: the same kinds
+        counted = Counter(new_sigs)
+        counted.subtract(Counter(old_sigs))
+        found = {sig: n for sig, n in counted.items() if n}
     return found
 
 
@@ -500,7 +591,8 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
     The operators before it in the base and now are compared by signature
     (kind and name): each base operator with the last one of its signature
     before it now, then the operator itself with ``other``; the lists are kept
-    per pair (:class:`_Facts`) and compared in C."""
+    per pair (:class:`_Facts`) and compared in C, and which kinds lie before
+    it more or less often is stepped along the chain (:func:`_surplus`)."""
     old_graph, new_graph = pair.base.stream_graph, pair.new.stream_graph
     assert old_graph is not None
     assert new_graph is not None
@@ -508,26 +600,25 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
     news = _facts(pair, pair.new)
     old_ids, old_sigs = olds.before(node.id)
     new_ids, new_sigs = news.before(other.id)
-    old_count: Counter[tuple[str, str]] = Counter()
-    new_count: Counter[tuple[str, str]] = Counter()
-    if old_sigs != new_sigs:  # the same list: the same kinds, nothing added
-        old_count, new_count = Counter(old_sigs), Counter(new_sigs)
-    if not dict.__eq__(old_count, new_count):
-        for sig, ident in zip(new_sigs, new_ids, strict=True):
-            if old_count[sig] < new_count[sig]:
-                candidate = new_graph.node(ident)
-                return Moved(
-                    f"{display_name(candidate)} was added before it (an operator's "
-                    "generated ID depends on everything before it)",
-                    candidate.range.start.line if candidate.range else None,
-                )
-        for sig, ident in zip(old_sigs, old_ids, strict=True):
-            if new_count[sig] < old_count[sig]:
-                return Moved(
-                    f"{display_name(old_graph.node(ident))} before it was removed (an "
-                    "operator's generated ID depends on everything before it)",
-                    other.range.start.line if other.range else None,
-                )
+    surplus = _surplus(pair, olds, news, node.id, other.id)
+    if surplus:
+        # the first operator before it of a kind it has more of now, else the
+        # first of a kind it has fewer of (as counting both lists would find)
+        more = [sig for sig, n in surplus.items() if n > 0]
+        if more:
+            ident = new_ids[min(map(new_sigs.index, more))]
+            candidate = new_graph.node(ident)
+            return Moved(
+                f"{display_name(candidate)} was added before it (an operator's "
+                "generated ID depends on everything before it)",
+                candidate.range.start.line if candidate.range else None,
+            )
+        ident = old_ids[min(map(old_sigs.index, surplus))]
+        return Moved(
+            f"{display_name(old_graph.node(ident))} before it was removed (an "
+            "operator's generated ID depends on everything before it)",
+            other.range.start.line if other.range else None,
+        )
 
     def first(old_of: Mapping[int, object], new_of: Mapping[int, object]) -> int:
         """The first base operator before it whose value differs now, as a
