@@ -197,17 +197,19 @@ class StateDescriptorChanged(RestoreRule):
         if writer is None:
             return
         version = context.result.flink_version.version
-        for (descriptor, message), (_, short) in zip(
-            _changes(_declared(writer), _declared(node), where, restore.label, version),
-            _changes(_declared(writer), _declared(node), brief, label, version),
-            strict=True,
-        ):
-            yield self._report(
-                context, short, message, descriptor.range or node.range, job
-            )
+        old, new = _declared(writer), _declared(node)
+        changes = list(_changes(old, new, where, restore.label, version))
+        if changes:  # the brief texts only of what changed
+            for (descriptor, message), (_, short) in zip(
+                changes, _changes(old, new, brief, label, version), strict=True
+            ):
+                yield self._report(
+                    context, short, message, descriptor.range or node.range, job
+                )
         keyed = _key_type_changed(restore, writer, node, where)
-        short_keyed = _key_type_changed(restore, writer, node, brief)
-        if keyed is not None and short_keyed is not None:
+        if keyed is not None:
+            short_keyed = _key_type_changed(restore, writer, node, brief)
+            assert short_keyed is not None
             yield self._report(context, short_keyed, keyed, node.range, job)
 
     def _report(
