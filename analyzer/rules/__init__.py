@@ -45,6 +45,10 @@ from chainlens.analyzer.rules.cl301_deployment_program_missing import (
     DeploymentProgramMissing,
 )
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
+from chainlens.analyzer.rules.restore.assignment import (
+    SupersededError,
+    check_superseded,
+)
 from chainlens.analyzer.suppression import filter_suppressed
 
 if TYPE_CHECKING:
@@ -181,8 +185,11 @@ def _run(
 ) -> list[Diagnostic]:
     seen: dict[tuple[object, ...], Diagnostic] = {}
     for rule in rules:
+        check_superseded()
         try:
             found = list(rule.check(context))
+        except SupersededError:
+            raise  # the caller no longer wants the findings: not a failure
         except Exception as exc:
             # One failing rule must not hide the others' findings: report it as
             # an analysis error when CL000 runs, else let the caller's boundary do.

@@ -162,8 +162,9 @@ _STOP = threading.local()
 
 @contextlib.contextmanager
 def stopping_when(stop: Callable[[], bool]) -> Iterator[None]:
-    """Give up hashing jobs again on this thread as soon as ``stop()`` is true
-    (checked before each job is hashed again: :func:`claimants` raises
+    """Give up the check under way on this thread as soon as ``stop()`` is
+    true (:func:`check_superseded`, called before each job is hashed again,
+    each rule and each saved state a savepoint rule looks at, raises
     :class:`SupersededError`), e.g. when an editor's document changed while
     the fixes of its previous version were being checked."""
     before = getattr(_STOP, "stop", None)
@@ -172,6 +173,14 @@ def stopping_when(stop: Callable[[], bool]) -> Iterator[None]:
         yield
     finally:
         _STOP.stop = before
+
+
+def check_superseded() -> None:
+    """Raise :class:`SupersededError` when the check under way on this thread
+    is no longer wanted (:func:`stopping_when`); nothing otherwise."""
+    stop = getattr(_STOP, "stop", None)
+    if stop is not None and stop():
+        raise SupersededError
 
 
 #: the chained-output counts of the graphs hashed again lately, by identity
@@ -226,9 +235,7 @@ def generated_after(
         return None
     if not changes:
         return job_graph.operator_ids
-    stop = getattr(_STOP, "stop", None)
-    if stop is not None and stop():
-        raise SupersededError
+    check_superseded()
     uids = {node_id: uid for node_id, (uid, _) in changes.items() if uid is not None}
     try:
         hashes = traverse_stream_graph_and_generate_hashes(

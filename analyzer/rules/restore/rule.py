@@ -13,7 +13,11 @@ from typing import ClassVar
 
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.rules.base import RuleContext
-from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
+from chainlens.analyzer.rules.restore.assignment import (
+    Landing,
+    Outcome,
+    check_superseded,
+)
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
 
 
@@ -40,6 +44,7 @@ class RestoreRule:
         for restore in context.restores:
             yield from self.check_restore(context, restore)
             for landing in restore.assignment.landings:
+                check_superseded()
                 if self.outcomes is not None and landing.outcome not in self.outcomes:
                     continue
                 if self.with_state and not landing.saved.has_state:
