@@ -145,6 +145,10 @@ class Analysis:
         self.verified: dict[
             tuple[int, int] | None, asyncio.Future[tuple[Diagnostic, ...] | None]
         ] = {}
+        #: the analysis of the document's git base, still to be made (it is
+        #: not needed while the document is unchanged): made once this one is
+        #: published, so that the first edit does not wait for it
+        self.prepare: Callable[[], None] | None = None
 
     @cached_property
     def facts(self) -> FileFacts:
@@ -468,6 +472,9 @@ class Session:
                     if self._release_gc():
                         gc.collect(0)
                 self._modules_of_program_changed(uri, analysis)
+                if analysis.prepare is not None:
+                    async with self._slots:
+                        await self._in_thread(analysis.prepare)
                 if analysis.result.pending_plan is not None:
                     self._plan(uri, document, analysis.result.pending_plan)
                 if analysis.verify is not None:
@@ -654,6 +661,7 @@ class Session:
         upgrade: FileUpgrade | None = None
         deployed: tuple[str, ...] = ()
         verify: Verify | None = None
+        prepare: Callable[[], None] | None = None
         try:
             config, problems = self._config(snapshot.uri, settings)
             if config.planner:  # never wait for a JVM: see _plan
@@ -682,6 +690,10 @@ class Session:
                         EditorBaseline(settings.savepoint_base or None),
                     )
                 cheap = self._cheap.get(snapshot.uri, False)
+                if base is not None and path is not None and base.unprepared(path):
+                    prepare = functools.partial(
+                        _prepare, base, path, config, snapshot.uri
+                    )
                 checked = check_document(
                     name,
                     snapshot.text,
@@ -746,6 +758,7 @@ class Session:
             deployed,
         )
         analysis.verify = verify
+        analysis.prepare = prepare
         return analysis
 
     def shutdown(self) -> None:
@@ -763,6 +776,15 @@ def _rehashed(result: AnalysisResult) -> int:
         default=0,
     )
     return fixable * largest
+
+
+def _prepare(base: EditorBaseline, path: Path, config: Config, uri: str) -> None:
+    """Analyse the git base of a document ahead of its first edit (never
+    raises: the edit analyses it, and says what went wrong, itself)."""
+    try:
+        base.prepare(path, config)
+    except Exception:
+        log.exception("analysing the base of %s failed", uri)
 
 
 def _verified(

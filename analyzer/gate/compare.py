@@ -12,6 +12,7 @@ deployed any more.  Both are listed, not reported.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -1126,7 +1127,9 @@ class EditorBaseline:
     def __init__(self, setting: str | None) -> None:
         self.setting = setting
         self._bases: dict[Path, tuple[Tree, str] | None] = {}
-        self._analysed: dict[tuple[str, str], Baseline | None] = {}
+        self._texts: dict[tuple[str, str], str | None] = {}
+        self._analysed: dict[tuple[str, str], Baseline] = {}
+        self._analysing = threading.Lock()
         self._roots: dict[Path, Path | None] = {}
 
     def findings(
@@ -1140,8 +1143,11 @@ class EditorBaseline:
     ) -> tuple[Diagnostic, ...]:
         """The CL2xx findings of the document ``text`` (none outside git, for a
         file new since the base, or one unchanged)."""
+        source = self._source(path)
+        if source is None or source[0] == text:
+            return ()  # unchanged since the base: the base is not analysed
         baseline = self._baseline(path, config)
-        if baseline is None or baseline.text == text:
+        if baseline is None:
             return ()
         config = replace(config, select=("CL2",), extend_select=())
         return run_rules(
@@ -1174,7 +1180,21 @@ class EditorBaseline:
                 self._roots[folder] = None
         return self._roots[folder]
 
-    def _baseline(self, path: Path, config: Config) -> Baseline | None:
+    def prepare(self, path: Path, config: Config) -> None:
+        """Analyse the base version of ``path`` now (an editor's idle time
+        after a document opens unchanged), not at its first edit."""
+        self._baseline(path, config)
+
+    def unprepared(self, path: Path) -> bool:
+        """Whether ``path`` has a base version not analysed yet (what
+        :meth:`prepare` would do)."""
+        source = self._source(path)
+        return source is not None and source[2] not in self._analysed
+
+    def _source(self, path: Path) -> tuple[str, str, tuple[str, str]] | None:
+        """The text of ``path`` at the base, how findings name the base, and
+        the key of its analysis; None outside git, for a file new since the
+        base, or one git cannot read there."""
         root = self._root(path)
         if root is None:
             return None
@@ -1196,15 +1216,23 @@ class EditorBaseline:
         except ValueError:
             return None
         key = (rel, tree.commit)
-        if key not in self._analysed:
+        if key not in self._texts:
             data = tree.read([rel]).get(rel)
             source = _decoded(data) if data is not None else None
-            text = source.text if source is not None else None
-            self._analysed[key] = (
-                Baseline(analyze_graphs(str(path), text, config), text, label)
-                if text is not None
-                else None
-            )
+            self._texts[key] = source.text if source is not None else None
+        text = self._texts[key]
+        return (text, label, key) if text is not None else None
+
+    def _baseline(self, path: Path, config: Config) -> Baseline | None:
+        source = self._source(path)
+        if source is None:
+            return None
+        text, label, key = source
+        with self._analysing:  # an edit waits for the same analysis made ahead
+            if key not in self._analysed:
+                self._analysed[key] = Baseline(
+                    analyze_graphs(str(path), text, config), text, label
+                )
         return self._analysed[key]
 
 
