@@ -179,6 +179,13 @@ class StateDescriptorChanged(RestoreRule):
         node = landing.node
         if node is None or restore.foreign(landing) is not None:
             return  # CL205 reports state restored into another operator
+        writer = landing.saved.writer
+        if restore.pair is not None:
+            if writer is None:
+                return
+            keys = _key_types(restore, writer, node)
+            if keys is None and _alike(_declared(writer), _declared(node)):
+                return  # nothing a message could name (most landings)
         where = f"{display_name(node)} ({restore.how}, ID {landing.saved.operator_id})"
         brief = brief_name(node, 30)
         label = "the savepoint" if restore.pair is None else "the base"
@@ -193,24 +200,25 @@ class StateDescriptorChanged(RestoreRule):
                 at = (found.range if found else None) or node.range
                 yield self._report(context, short, message, at, job)
             return
-        writer = landing.saved.writer
-        if writer is None:
-            return
+        assert writer is not None
         version = context.result.flink_version.version
         old, new = _declared(writer), _declared(node)
-        changes = list(_changes(old, new, where, restore.label, version))
-        if changes:  # the brief texts only of what changed
-            for (descriptor, message), (_, short) in zip(
-                changes, _changes(old, new, brief, label, version), strict=True
-            ):
-                yield self._report(
-                    context, short, message, descriptor.range or node.range, job
-                )
-        keyed = _key_type_changed(restore, writer, node, where)
-        if keyed is not None:
-            short_keyed = _key_type_changed(restore, writer, node, brief)
-            assert short_keyed is not None
-            yield self._report(context, short_keyed, keyed, node.range, job)
+        for (descriptor, message), (_, short) in zip(
+            _changes(old, new, where, restore.label, version),
+            _changes(old, new, brief, label, version),
+            strict=True,
+        ):
+            yield self._report(
+                context, short, message, descriptor.range or node.range, job
+            )
+        if keys is not None:
+            yield self._report(
+                context,
+                _key_type_message(brief, keys, restore.label),
+                _key_type_message(where, keys, restore.label),
+                node.range,
+                job,
+            )
 
     def _report(
         self,
@@ -329,10 +337,10 @@ def _ttl_changed(
     )
 
 
-def _key_type_changed(
-    restore: Restore, old_node: StreamNode, new_node: StreamNode, where: str
-) -> str | None:
-    """Why the key type of a keyed operator changed, or None."""
+def _key_types(
+    restore: Restore, old_node: StreamNode, new_node: StreamNode
+) -> tuple[str, str] | None:
+    """The key type of a keyed operator before and now, when it changed."""
     assert restore.pair is not None
     old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
     if old_graph is None or new_graph is None:
@@ -340,12 +348,31 @@ def _key_type_changed(
     before, after = key_of(old_graph, old_node), key_of(new_graph, new_node)
     if before is None or after is None or before[1] == after[1]:
         return None
+    return before[1], after[1]
+
+
+def _key_type_message(where: str, keys: tuple[str, str], label: str) -> str:
+    before, after = keys
     return (
-        f"The key type of {where} changed from {before[1]} to {after[1]} "
-        f"(key_by's key_type): {restore.label} saved its keyed state with the "
+        f"The key type of {where} changed from {before} to {after} "
+        f"(key_by's key_type): {label} saved its keyed state with the "
         "old key's serializer, and Flink fails the restore "
         "(StateMigrationException: the key serializer is incompatible; observed "
         "on Flink 2.3 and 1.20)"
+    )
+
+
+def _alike(old: tuple[StateDescriptor, ...], new: tuple[StateDescriptor, ...]) -> bool:
+    """Whether two operators' descriptors are the same in all :func:`_changes`
+    compares (names, kinds, types, TTLs, in order; each name once): it then
+    finds nothing."""
+    return (
+        len(old) == len(new)
+        and len({d.name for d in old}) == len(old)
+        and all(
+            (a.name, a.kind, a.type, a.ttl) == (b.name, b.kind, b.type, b.ttl)
+            for a, b in zip(old, new, strict=True)
+        )
     )
 
 

@@ -288,3 +288,46 @@ def test_cl204_compares_names_kinds_and_types_it_knows() -> None:
     assert changes((row,), (D("count", "ValueStateDescriptor", "ROW"),)) == []
     # an unknown type is not compared
     assert changes((value,), (D("count", "ValueStateDescriptor", None),)) == []
+
+
+def test_descriptors_cl204_skips_as_alike_give_no_finding() -> None:
+    """CL204 skips comparing the descriptors of an operator whose names,
+    kinds, types and TTLs are those of its base (most landings): on random
+    pairs, whatever it skips is what the comparison finds nothing in, and
+    pairs differing in one of those are not skipped."""
+    import random
+
+    from chainlens.analyzer.model.state import StateTtl
+    from chainlens.analyzer.rules.cl204_state_descriptor_changed import (
+        _alike,
+        _changes,
+    )
+
+    rng = random.Random(204)
+    names = ["a", "b", None]
+    kinds = ["ValueStateDescriptor", "ListStateDescriptor", "MapStateDescriptor"]
+    types = ["Types.INT()", "Types.LONG()", "INT", None]
+    ttls = [None, StateTtl("1 h"), StateTtl("2 h", "OnReadAndWrite")]
+
+    def one() -> StateDescriptor:
+        return StateDescriptor(
+            rng.choice(names), rng.choice(kinds), rng.choice(types), rng.choice(ttls)
+        )
+
+    skipped = differing = 0
+    for _ in range(20000):
+        old = tuple(one() for _ in range(rng.randrange(3)))
+        new = (
+            tuple(one() for _ in range(rng.randrange(3)))
+            if rng.random() < 0.5
+            else tuple(rng.sample(old, len(old)))
+        )
+        for version in ("1.20", "2.3"):
+            found = list(_changes(old, new, "x", "the base", version))
+            if _alike(old, new):
+                skipped += 1
+                assert found == [], (old, new)
+            elif found:
+                differing += 1
+    assert skipped > 1000
+    assert differing > 1000

@@ -183,6 +183,13 @@ def check_superseded() -> None:
         raise SupersededError
 
 
+def stop_wanted() -> Callable[[], bool] | None:
+    """What tells whether the check under way on this thread is no longer
+    wanted (None: nothing stops it), for a loop to ask at each step."""
+    stop = getattr(_STOP, "stop", None)
+    return stop if callable(stop) else None
+
+
 #: the chained-output counts of the graphs hashed again lately, by identity
 #: (a graph is hashed again once per uid fix checked: the counts do not
 #: depend on uids)

@@ -11,7 +11,7 @@ it is built once per file (:attr:`RuleContext.restores`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.enums import Partitioner
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
@@ -59,6 +59,10 @@ class Restore:
     allow_non_restored: bool = False
     #: the savepoint records operator names and uids (Flink 2.0 on, or the base)
     names_known: bool = True
+    #: :meth:`foreign` of each landing, by identity (several rules ask it)
+    _foreign: dict[int, tuple[Landing, str | None]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def owner(self, saved: SavedOperator) -> StreamNode | None:
         """The operator of the job ``saved`` belongs in: the one that wrote it,
@@ -91,6 +95,14 @@ class Restore:
     def foreign(self, landing: Landing) -> str | None:
         """Why the operator ``landing`` restores into is not the one that wrote
         the state (None: it is, or nothing says otherwise)."""
+        known = self._foreign.get(id(landing))
+        if known is not None and known[0] is landing:
+            return known[1]
+        why = self._why_foreign(landing)
+        self._foreign[id(landing)] = (landing, why)
+        return why
+
+    def _why_foreign(self, landing: Landing) -> str | None:
         node = landing.node
         if landing.outcome is not Outcome.RESTORED or node is None:
             return None

@@ -16,7 +16,8 @@ from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.restore.assignment import (
     Landing,
     Outcome,
-    check_superseded,
+    SupersededError,
+    stop_wanted,
 )
 from chainlens.analyzer.rules.restore.restored_jobs import Restore
 
@@ -41,10 +42,12 @@ class RestoreRule:
 
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Yield the findings of every compared job, job by job."""
+        stop = stop_wanted()
         for restore in context.restores:
             yield from self.check_restore(context, restore)
             for landing in restore.assignment.landings:
-                check_superseded()
+                if stop is not None and stop():
+                    raise SupersededError
                 if self.outcomes is not None and landing.outcome not in self.outcomes:
                     continue
                 if self.with_state and not landing.saved.has_state:
