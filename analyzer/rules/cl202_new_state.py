@@ -13,7 +13,7 @@ from chainlens.analyzer.rules.operators import (
     state_info,
 )
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
-from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
 from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 
@@ -148,10 +148,10 @@ class NewState(RestoreRule):
             return
         if restore.foreign(landing):
             return
-        old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
-        if old_graph is None or new_graph is None:
+        keys = restore.keys(landing)
+        if keys is None:
             return
-        before, after = key_of(old_graph, writer), key_of(new_graph, node)
+        before, after = keys
         if before is None or after is None or None in (before[0], after[0]):
             return
         if before[0] == after[0] or before[1] != after[1]:

@@ -22,7 +22,7 @@ from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.base import RuleContext
 from chainlens.analyzer.rules.operators import brief_name, display_name
 from chainlens.analyzer.rules.restore.assignment import Landing, Outcome
-from chainlens.analyzer.rules.restore.restored_jobs import Restore, key_of
+from chainlens.analyzer.rules.restore.restored_jobs import Restore
 from chainlens.analyzer.rules.restore.rule import RestoreRule
 
 _TYPES_CALL = re.compile(r"^Types\.([A-Za-z_][A-Za-z0-9_]*)\(\)$")
@@ -183,7 +183,7 @@ class StateDescriptorChanged(RestoreRule):
         if restore.pair is not None:
             if writer is None:
                 return
-            keys = _key_types(restore, writer, node)
+            keys = _key_types(restore, landing)
             if keys is None and _alike(_declared(writer), _declared(node)):
                 return  # nothing a message could name (most landings)
         where = f"{display_name(node)} ({restore.how}, ID {landing.saved.operator_id})"
@@ -337,15 +337,12 @@ def _ttl_changed(
     )
 
 
-def _key_types(
-    restore: Restore, old_node: StreamNode, new_node: StreamNode
-) -> tuple[str, str] | None:
+def _key_types(restore: Restore, landing: Landing) -> tuple[str, str] | None:
     """The key type of a keyed operator before and now, when it changed."""
-    assert restore.pair is not None
-    old_graph, new_graph = restore.pair.base.stream_graph, restore.job.stream_graph
-    if old_graph is None or new_graph is None:
+    keys = restore.keys(landing)
+    if keys is None:
         return None
-    before, after = key_of(old_graph, old_node), key_of(new_graph, new_node)
+    before, after = keys
     if before is None or after is None or before[1] == after[1]:
         return None
     return before[1], after[1]

@@ -63,6 +63,26 @@ class Restore:
     _foreign: dict[int, tuple[Landing, str | None]] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )
+    #: :meth:`keys` of each landing, by identity
+    _keys: dict[int, tuple[Landing, tuple[Key | None, Key | None] | None]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+
+    def keys(self, landing: Landing) -> tuple[Key | None, Key | None] | None:
+        """The key (:func:`key_of`) the writer of ``landing``'s state had in
+        the base job and the key of the operator it lands in now; None
+        without a base job, a writer or an operator (several rules ask)."""
+        known = self._keys.get(id(landing))
+        if known is not None and known[0] is landing:
+            return known[1]
+        found: tuple[Key | None, Key | None] | None = None
+        writer, node = landing.saved.writer, landing.node
+        if self.pair is not None and writer is not None and node is not None:
+            old_graph, new_graph = self.pair.base.stream_graph, self.job.stream_graph
+            if old_graph is not None and new_graph is not None:
+                found = key_of(old_graph, writer), key_of(new_graph, node)
+        self._keys[id(landing)] = (landing, found)
+        return found
 
     def owner(self, saved: SavedOperator) -> StreamNode | None:
         """The operator of the job ``saved`` belongs in: the one that wrote it,
@@ -155,7 +175,12 @@ def _named(node: StreamNode) -> str:
 _KEY_TYPE = "key_type "
 
 
-def key_of(graph: StreamGraph, node: StreamNode) -> tuple[str | None, str] | None:
+#: a keyed operator's key: its key selector's text (None: not known) and its
+#: key type
+Key = tuple[str | None, str]
+
+
+def key_of(graph: StreamGraph, node: StreamNode) -> Key | None:
     """The key of a keyed operator: its key selector's text (None: not known)
     and its key type (``pickled``: none given), from the key_by feeding it;
     None when it is not fed by a key_by."""
