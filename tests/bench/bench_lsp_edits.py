@@ -320,6 +320,10 @@ def cpu(args: argparse.Namespace) -> None:
         path = paths[shape]
         cache = ModuleCache(keep_current_only=True)
         check_document(path, text, Config(), cache=cache, **options)
+        baseline = options.get("baseline")
+        if hasattr(baseline, "prepare"):
+            # as the server does once the document's first findings are sent
+            baseline.prepare(Path(path), Config())
         found = []
         for kind, edit in edits.items():
             times = []
