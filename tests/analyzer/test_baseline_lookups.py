@@ -116,15 +116,29 @@ def test_lookups_kept_per_pair_are_those_of_a_walk(path: Path) -> None:
         old, new = pair.base.stream_graph, pair.new.stream_graph
         if old is None or new is None:
             continue
+        rng = random.Random(path.name)
         for job, graph in ((pair.base, old), (pair.new, new)):
-            facts = lookups._facts(pair, job)
-            for node in reversed(graph.nodes):  # the last first: lists kept after
-                ids, signatures = facts.before(node.id)
-                assert ids == _ancestors_by_walk(graph, node.id)
-                assert signatures == [
-                    (graph.node(i).api, str(graph.node(i).name)) for i in ids
-                ]
-                compared += 1
+            # the last first (the lists of all before it made on the way), then
+            # in random orders: lists along a chain share arrays, each
+            # operator's whatever was asked before it
+            shuffled = [list(graph.nodes) for _ in range(2)]
+            for order in shuffled:
+                rng.shuffle(order)
+            for nodes in (list(reversed(graph.nodes)), *shuffled):
+                facts = lookups._Facts(job)
+                for node in nodes:
+                    found = facts.before(node.id)
+                    ids, signatures = found.id_list(), found.sig_list()
+                    assert ids == _ancestors_by_walk(graph, node.id)
+                    assert signatures == [
+                        (graph.node(i).api, str(graph.node(i).name)) for i in ids
+                    ]
+                    compared += 1
+                # asked again after all the others: unchanged
+                for node in nodes:
+                    assert facts.before(node.id).id_list() == _ancestors_by_walk(
+                        graph, node.id
+                    )
         for node in old.nodes:
             assert counterpart(pair, node, lines) is _counterpart_by_walk(
                 pair, node, lines

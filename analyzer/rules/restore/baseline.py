@@ -331,14 +331,16 @@ class _Facts:
             n.id: n.uid if isinstance(n.uid, str | None) else _UNKNOWN_UID
             for n in graph.nodes
         }
-        self._before: dict[int, tuple[list[int], list[tuple[str, str]]]] = {}
+        self._before: dict[int, _Before] = {}
 
-    def before(self, node_id: int) -> tuple[list[int], list[tuple[str, str]]]:
+    def before(self, node_id: int) -> _Before:
         """The operators before ``node_id``, nearest last (a topological
         order: a depth-first walk up the in-edges in order, each operator
         after those before it), and their signatures.  An operator's list is
         its first input's list and that input, then what each other input
-        adds (no recursion: a chain of thousands)."""
+        adds (no recursion: a chain of thousands).  Along a chain the lists
+        share one array (each the first ``n`` of it), so a chain's lists cost
+        its length, not its length squared."""
         memo, graph, signature = self._before, self.graph, self.signature
         pending = [node_id]
         while pending:
@@ -352,31 +354,70 @@ class _Facts:
                 pending.extend(missing)
                 continue
             if not inputs:
-                memo[current] = ([], [])
+                memo[current] = _Before([], [], 0)
                 continue
             first, *others = inputs
-            ids, sigs = memo[first]
+            up = memo[first]
             if not others:
-                memo[current] = ([*ids, first], [*sigs, signature[first]])
+                memo[current] = up.then(first, signature[first])
                 continue
-            found = [*ids, first]
-            seen = set(found)
+            then = up.then(first, signature[first])
+            seen = set(then.id_list())
+            added: list[int] = []
             for source in others:
                 if source in seen:
                     continue
-                rest = list(filterfalse(seen.__contains__, memo[source][0]))
+                rest = list(filterfalse(seen.__contains__, memo[source].id_list()))
                 rest.append(source)
-                found.extend(rest)
+                added.extend(rest)
                 seen.update(rest)
-            memo[current] = (
-                found,
-                [
-                    *sigs,
-                    signature[first],
-                    *map(signature.__getitem__, found[len(ids) + 1 :]),
-                ],
-            )
+            memo[current] = then.extend(added, list(map(signature.__getitem__, added)))
         return memo[node_id]
+
+
+@dataclass(frozen=True, slots=True)
+class _Before:
+    """The operators before one operator and their signatures: the first
+    ``n`` of ``ids`` and ``sigs``, arrays an operator after it may share and
+    extend."""
+
+    ids: list[int]
+    sigs: list[tuple[str, str]]
+    n: int
+
+    def then(self, node_id: int, signature: tuple[str, str]) -> _Before:
+        """The list of an operator whose one input is ``node_id``: this list
+        and that input (in the same arrays where they end here or go on with
+        it, else in a copy)."""
+        n = self.n
+        if len(self.ids) == n:
+            self.ids.append(node_id)
+            self.sigs.append(signature)
+        elif self.ids[n] != node_id:  # the arrays go on with a sibling
+            return _Before([*self.ids[:n], node_id], [*self.sigs[:n], signature], n + 1)
+        return _Before(self.ids, self.sigs, n + 1)
+
+    def extend(self, ids: list[int], sigs: list[tuple[str, str]]) -> _Before:
+        """This list and ``ids`` after it (shared as :meth:`then` shares)."""
+        n, k = self.n, len(ids)
+        if not k:
+            return self
+        if len(self.ids) == n:
+            self.ids.extend(ids)
+            self.sigs.extend(sigs)
+        elif self.ids[n : n + k] != ids:
+            return _Before([*self.ids[:n], *ids], [*self.sigs[:n], *sigs], n + k)
+        return _Before(self.ids, self.sigs, n + k)
+
+    def id_list(self) -> list[int]:
+        return self.ids[: self.n]
+
+    def sig_list(self) -> list[tuple[str, str]]:
+        return self.sigs[: self.n]
+
+    def index(self, signature: tuple[str, str]) -> int:
+        """The position of the first operator of ``signature`` in the list."""
+        return self.sigs.index(signature, 0, self.n)
 
 
 def _facts(pair: JobPair, job: CompiledJob) -> _Facts:
@@ -445,7 +486,8 @@ def _added(facts: _Facts, first: int, node_id: int) -> list[tuple[str, str]]:
     input ``first``: that input, and what its other inputs add."""
     if len(facts.graph.in_edges(node_id)) == 1:
         return [facts.signature[first]]
-    return facts.before(node_id)[1][len(facts.before(first)[1]) :]
+    here = facts.before(node_id)
+    return here.sigs[facts.before(first).n : here.n]
 
 
 #: the most kinds a surplus is stepped along a chain with
@@ -459,8 +501,8 @@ def _counted_surplus(
     other_id: int,
 ) -> dict[tuple[str, str], int]:
     """:func:`_surplus` counted from the two lists."""
-    old_sigs = olds.before(node_id)[1]
-    new_sigs = news.before(other_id)[1]
+    old_sigs = olds.before(node_id).sig_list()
+    new_sigs = news.before(other_id).sig_list()
     found: dict[tuple[str, str], int] = {}
     if old_sigs != new_sigs:  # the same list: the same kinds
         counted = Counter(new_sigs)
@@ -598,27 +640,29 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
     assert new_graph is not None
     olds = _facts(pair, pair.base)
     news = _facts(pair, pair.new)
-    old_ids, old_sigs = olds.before(node.id)
-    new_ids, new_sigs = news.before(other.id)
+    old_list, new_list = olds.before(node.id), news.before(other.id)
     surplus = _surplus(pair, olds, news, node.id, other.id)
     if surplus:
         # the first operator before it of a kind it has more of now, else the
         # first of a kind it has fewer of (as counting both lists would find)
         more = [sig for sig, n in surplus.items() if n > 0]
         if more:
-            ident = new_ids[min(map(new_sigs.index, more))]
+            ident = new_list.ids[min(map(new_list.index, more))]
             candidate = new_graph.node(ident)
             return Moved(
                 f"{display_name(candidate)} was added before it (an operator's "
                 "generated ID depends on everything before it)",
                 candidate.range.start.line if candidate.range else None,
             )
-        ident = old_ids[min(map(old_sigs.index, surplus))]
+        ident = old_list.ids[min(map(old_list.index, surplus))]
         return Moved(
             f"{display_name(old_graph.node(ident))} before it was removed (an "
             "operator's generated ID depends on everything before it)",
             other.range.start.line if other.range else None,
         )
+
+    old_ids, old_sigs = old_list.id_list(), old_list.sig_list()
+    new_ids, new_sigs = new_list.id_list(), new_list.sig_list()
 
     def first(old_of: Mapping[int, object], new_of: Mapping[int, object]) -> int:
         """The first base operator before it whose value differs now, as a
