@@ -970,8 +970,9 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
     symbolic: dict[int, Symbol] = {}
     # every edge's verdict once: the hashes count the chainable out-edges
     verdicts = chaining_verdicts(graph)
+    chainable = chained_outputs(graph, verdicts)
     hashes = traverse_stream_graph_and_generate_hashes(
-        graph, symbolic, chained=chained_outputs(graph, verdicts)
+        graph, symbolic, chained=chainable
     )
     builder = _JobGraphBuilder(graph, hashes, verdicts)
     builder.set_chaining()
@@ -1026,6 +1027,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
         unknowns=unknowns,
         uncertain_nodes=uncertain,
         node_to_vertex=dict(sorted(node_to_vertex.items())),
+        chainable_outputs=chainable,
     )
 
 

@@ -152,6 +152,12 @@ class JobGraph:
     uncertain_nodes: frozenset[int] = frozenset()
     #: every StreamNode id (chained sources included) -> the id of its JobVertex
     node_to_vertex: dict[int, str] = field(default_factory=dict)
+    #: every StreamNode id -> how many of its out-edges are chainable, as the
+    #: operator IDs counted them (the same with other uids: a uid fix checked
+    #: hashes the graph again with these)
+    chainable_outputs: dict[int, int] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 class JobGraphError(Exception):

@@ -35,13 +35,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.compile.hashing import (
-    chained_outputs,
     traverse_stream_graph_and_generate_hashes,
 )
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError, JobVertex
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.savepoint import SavedState
-from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
+from chainlens.analyzer.model.stream_graph import StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
 
@@ -190,22 +189,8 @@ def stop_wanted() -> Callable[[], bool] | None:
     return stop if callable(stop) else None
 
 
-#: the chained-output counts of the graphs hashed again lately, by identity
-#: (a graph is hashed again once per uid fix checked: the counts do not
-#: depend on uids)
-_CHAINED: dict[int, tuple[StreamGraph, dict[int, int]]] = {}
-_CHAINED_KEPT = 8
-
-
-def _chained(graph: StreamGraph) -> dict[int, int]:
-    found = _CHAINED.get(id(graph))
-    if found is not None and found[0] is graph:
-        return found[1]
-    counts = chained_outputs(graph)
-    if len(_CHAINED) >= _CHAINED_KEPT:
-        _CHAINED.clear()
-    _CHAINED[id(graph)] = (graph, counts)
-    return counts
+#: how many task orders are kept (the job graphs of the last analyses)
+_KEPT = 8
 
 
 _ORDERS: dict[int, tuple[JobGraph, list[tuple[JobVertex, list[int]]]]] = {}
@@ -225,7 +210,7 @@ def _task_order(job_graph: JobGraph) -> list[tuple[JobVertex, list[int]]]:
             key=lambda n: place.get(job_graph.operator_ids.get(n, ""), len(place)),
         )
         order.append((vertex, ordered))
-    if len(_ORDERS) >= _CHAINED_KEPT:
+    if len(_ORDERS) >= _KEPT:
         _ORDERS.clear()
     _ORDERS[id(job_graph)] = (job_graph, order)
     return order
@@ -245,8 +230,10 @@ def generated_after(
     check_superseded()
     uids = {node_id: uid for node_id, (uid, _) in changes.items() if uid is not None}
     try:
+        # the chainable outputs as the compiler counted them: uids do not
+        # change them
         hashes = traverse_stream_graph_and_generate_hashes(
-            graph, uids=uids, chained=_chained(graph)
+            graph, uids=uids, chained=job_graph.chainable_outputs
         )
     except JobGraphError:
         return None
