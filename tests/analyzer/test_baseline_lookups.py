@@ -258,15 +258,19 @@ def test_why_an_id_moved_is_what_walks_and_counts_say(path: Path) -> None:
         for node in old.nodes:
             others = [counterpart(pair, node, lines), rng.choice(new.nodes)]
             for other in others:
-                if other is None:
-                    continue
-                expected = _moved_by_walk(pair, node, other)
-                found = lookups._generated_moved(pair, node, other)
-                assert found.line == expected.line, (found, expected)
-                assert _same_clause(found.reason, expected.reason, old, new), (
-                    found,
-                    expected,
-                )
+                if other is not None:
+                    _explained_as_walked(pair, node, other)
+
+
+def _explained_as_walked(pair: JobPair, node: StreamNode, other: StreamNode) -> None:
+    """Why ``node``'s ID moved to ``other``'s is what the walk says."""
+    old, new = pair.base.stream_graph, pair.new.stream_graph
+    assert old is not None
+    assert new is not None
+    expected = _moved_by_walk(pair, node, other)
+    found = lookups._generated_moved(pair, node, other)
+    assert found.line == expected.line, (found, expected)
+    assert _same_clause(found.reason, expected.reason, old, new), (found, expected)
 
 
 def _same_clause(
@@ -423,14 +427,7 @@ def test_what_is_added_before_an_operator_along_a_long_chain_is_counted_right(
         # from the end of the chain first: the steps are kept from there up
         for node in reversed(old.nodes):
             for other in (counterpart(pair, node, lines), rng.choice(new.nodes)):
-                if other is None:
-                    continue
-                expected = _moved_by_walk(pair, node, other)
-                found = lookups._generated_moved(pair, node, other)
-                assert found.line == expected.line, (found, expected)
-                assert _same_clause(found.reason, expected.reason, old, new), (
-                    found,
-                    expected,
-                )
-                checked += 1
+                if other is not None:
+                    _explained_as_walked(pair, node, other)
+                    checked += 1
     assert checked >= 80

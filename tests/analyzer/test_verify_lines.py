@@ -8,6 +8,8 @@ gives it; the other findings keep their plain, unchecked fix.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from chainlens.analyzer import Config, check_document
@@ -58,6 +60,23 @@ def _calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[object]:
 
     monkeypatch.setattr(uid_plan, name, counted)
     return calls
+
+
+def _committed_and_edited(folder: Path) -> tuple[Path, str]:
+    """The job committed in a new repository in ``folder``, and its text with
+    an operator added at the start (every generated ID after it moves)."""
+    from tests.support import git
+
+    path = folder / "job.py"
+    path.write_text(TEXT, encoding="utf-8")
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", "base")
+    edited = TEXT.replace(
+        "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
+    )
+    assert edited != TEXT
+    return path, edited
 
 
 @pytest.fixture(scope="module")
@@ -111,18 +130,8 @@ def test_a_document_in_git_plans_its_uids_once_per_edit(
     edit; the unchecked uid plan is made once for both, and the findings are
     those made with a plan of their own each."""
     from chainlens.analyzer.gate.compare import EditorBaseline
-    from tests.support import git
 
-    path = tmp_path / "job.py"
-    path.write_text(TEXT, encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "base")
-    # an operator added at the start moves every generated ID after it
-    edited = TEXT.replace(
-        "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
-    )
-    assert edited != TEXT
+    path, edited = _committed_and_edited(tmp_path)
     made = _calls(monkeypatch, "_build_uid_plan")
     checked = check_document(
         str(path), edited, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
@@ -208,16 +217,8 @@ def test_a_check_no_longer_wanted_stops_within_a_rule(
         cl108_aggregate_not_restored,
         cl201_state_not_restored,
     )
-    from tests.support import git
 
-    path = tmp_path / "job.py"
-    path.write_text(TEXT, encoding="utf-8")
-    git(tmp_path, "init", "-q", "-b", "main")
-    git(tmp_path, "add", "-A")
-    git(tmp_path, "commit", "-qm", "base")
-    edited = TEXT.replace(
-        "type_info=EVENT)\n", "type_info=EVENT).filter(lambda e: True)\n", 1
-    )
+    path, edited = _committed_and_edited(tmp_path)
     baseline = EditorBaseline(None)
     published = check_document(
         str(path), edited, CONFIG, baseline=baseline, verify_fixes=False

@@ -702,17 +702,22 @@ def main(argv: list[str] | None = None) -> int:
 
     workers = _WorkersByThread(args.parallelism, python, configuration, program_argv)
 
-    def run(program: Path) -> tuple[Path, dict[str, Any], float]:
-        started = time.monotonic()
-        doc = generate(
+    def generated(program: Path, *, fresh: bool = False) -> dict[str, Any]:
+        """The document of ``program``: in this thread's shared JVM unless
+        ``fresh`` (a worker and JVM of its own, as files are written)."""
+        return generate(
             program,
             parallelism=args.parallelism,
             timeout=args.timeout,
             python=python,
             configuration=configuration,
             argv=program_argv,
-            shared=workers.get() if share else None,
+            shared=workers.get() if share and not fresh else None,
         )
+
+    def run(program: Path) -> tuple[Path, dict[str, Any], float]:
+        started = time.monotonic()
+        doc = generated(program)
         if version and not is_generator_failure(doc):
             pyflink = doc["_meta"]["pyflink"] or ""
             if pyflink.rpartition(".")[0] != version:
@@ -772,15 +777,7 @@ def main(argv: list[str] | None = None) -> int:
             # otherwise in a shared JVM is run again the way its file was made,
             # and only a difference there counts (the shared JVM's resets are
             # an optimisation of the check, not the ground truth).
-            again = generate(
-                program,
-                parallelism=args.parallelism,
-                timeout=args.timeout,
-                python=python,
-                configuration=configuration,
-                argv=program_argv,
-                shared=None,
-            )
+            again = generated(program, fresh=True)
             if not is_generator_failure(again):
                 if render(again) == old:
                     print(
