@@ -1130,6 +1130,8 @@ class EditorBaseline:
         self._texts: dict[tuple[str, str], str | None] = {}
         self._analysed: dict[tuple[str, str], Baseline] = {}
         self._analysing = threading.Lock()
+        #: one per base version of a file: its analysis is made once
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
         self._roots: dict[Path, Path | None] = {}
 
     def findings(
@@ -1228,7 +1230,9 @@ class EditorBaseline:
         if source is None:
             return None
         text, label, key = source
-        with self._analysing:  # an edit waits for the same analysis made ahead
+        with self._analysing:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:  # an edit waits for the same analysis made ahead of it
             if key not in self._analysed:
                 self._analysed[key] = Baseline(
                     analyze_graphs(str(path), text, config), text, label
