@@ -11,7 +11,9 @@ it is built once per file (:attr:`RuleContext.restores`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from chainlens.analyzer.model.enums import Partitioner
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
@@ -72,17 +74,16 @@ class Restore:
         """The key (:func:`key_of`) the writer of ``landing``'s state had in
         the base job and the key of the operator it lands in now; None
         without a base job, a writer or an operator (several rules ask)."""
-        known = self._keys.get(id(landing))
-        if known is not None and known[0] is landing:
-            return known[1]
-        found: tuple[Key | None, Key | None] | None = None
+        return _once(self._keys, landing, self._keys_of)
+
+    def _keys_of(self, landing: Landing) -> tuple[Key | None, Key | None] | None:
         writer, node = landing.saved.writer, landing.node
-        if self.pair is not None and writer is not None and node is not None:
-            old_graph, new_graph = self.pair.base.stream_graph, self.job.stream_graph
-            if old_graph is not None and new_graph is not None:
-                found = key_of(old_graph, writer), key_of(new_graph, node)
-        self._keys[id(landing)] = (landing, found)
-        return found
+        if self.pair is None or writer is None or node is None:
+            return None
+        old_graph, new_graph = self.pair.base.stream_graph, self.job.stream_graph
+        if old_graph is None or new_graph is None:
+            return None
+        return key_of(old_graph, writer), key_of(new_graph, node)
 
     def owner(self, saved: SavedOperator) -> StreamNode | None:
         """The operator of the job ``saved`` belongs in: the one that wrote it,
@@ -115,12 +116,7 @@ class Restore:
     def foreign(self, landing: Landing) -> str | None:
         """Why the operator ``landing`` restores into is not the one that wrote
         the state (None: it is, or nothing says otherwise)."""
-        known = self._foreign.get(id(landing))
-        if known is not None and known[0] is landing:
-            return known[1]
-        why = self._why_foreign(landing)
-        self._foreign[id(landing)] = (landing, why)
-        return why
+        return _once(self._foreign, landing, self._why_foreign)
 
     def _why_foreign(self, landing: Landing) -> str | None:
         node = landing.node
@@ -160,6 +156,22 @@ class Restore:
                 f"{display_name(node)} now has its operator ID"
             )
         return None
+
+
+_T = TypeVar("_T")
+
+
+def _once(
+    memo: dict[int, tuple[Landing, _T]], landing: Landing, work: Callable[[Landing], _T]
+) -> _T:
+    """``work(landing)``, kept in ``memo`` by the landing's identity (the
+    landing kept with it: its id is not reused meanwhile)."""
+    known = memo.get(id(landing))
+    if known is not None and known[0] is landing:
+        return known[1]
+    value = work(landing)
+    memo[id(landing)] = (landing, value)
+    return value
 
 
 #: the keyed operator PyFlink adds to take the values of a keyed stream:
