@@ -174,19 +174,19 @@ def stopping_when(stop: Callable[[], bool]) -> Iterator[None]:
         _STOP.stop = before
 
 
-def check_superseded() -> None:
-    """Raise :class:`SupersededError` when the check under way on this thread
-    is no longer wanted (:func:`stopping_when`); nothing otherwise."""
-    stop = getattr(_STOP, "stop", None)
-    if stop is not None and stop():
-        raise SupersededError
-
-
 def stop_wanted() -> Callable[[], bool] | None:
     """What tells whether the check under way on this thread is no longer
     wanted (None: nothing stops it), for a loop to ask at each step."""
     stop = getattr(_STOP, "stop", None)
     return stop if callable(stop) else None
+
+
+def check_superseded() -> None:
+    """Raise :class:`SupersededError` when the check under way on this thread
+    is no longer wanted (:func:`stopping_when`); nothing otherwise."""
+    stop = stop_wanted()
+    if stop is not None and stop():
+        raise SupersededError
 
 
 #: how many task orders are kept (the job graphs of the last analyses)

@@ -357,11 +357,10 @@ class _Facts:
                 memo[current] = _Before([], [], 0)
                 continue
             first, *others = inputs
-            up = memo[first]
+            then = memo[first].then(first, signature[first])
             if not others:
-                memo[current] = up.then(first, signature[first])
+                memo[current] = then
                 continue
-            then = up.then(first, signature[first])
             seen = set(then.id_list())
             added: list[int] = []
             for source in others:
