@@ -16,14 +16,16 @@ import difflib
 import json
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.job_graph import JobGraph
-from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
+from chainlens.analyzer.model.stream_graph import StreamEdge, StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import display_name
 from chainlens.analyzer.rules.restore import baseline as lookups
 from chainlens.analyzer.rules.restore.baseline import (
@@ -144,6 +146,66 @@ def test_lookups_kept_per_pair_are_those_of_a_walk(path: Path) -> None:
                 pair, node, lines
             )
     assert compared or not pairs
+
+
+def _random_graph(rng: random.Random, size: int) -> StreamGraph:
+    """A DAG of ``size`` operators, each with up to three inputs among those
+    before it (forks, joins of branches of one stage, joins across stages),
+    edges in a random order per node."""
+    nodes = tuple(
+        StreamNode(
+            id=i,
+            name=f"n{rng.randrange(4)}",
+            operator=OperatorKind.PYTHON_PROCESS,
+            chaining_strategy=ChainingStrategy.ALWAYS,
+            parallelism=2,
+            max_parallelism=-1,
+            slot_sharing_group="default",
+            api=rng.choice(("map", "filter")),
+        )
+        for i in range(size)
+    )
+    edges: list[StreamEdge] = []
+    for i in range(1, size):
+        near = list(range(max(0, i - 4), i))
+        count = rng.choice((1, 1, 1, 2, 2, 3))
+        sources = rng.sample(near, min(count, len(near)))
+        if rng.random() < 0.2:  # an input from far back
+            sources.append(rng.randrange(i))
+        for source in dict.fromkeys(sources):
+            edges.append(StreamEdge(source, i, Partitioner.FORWARD))
+    return StreamGraph(nodes, tuple(sorted(edges, key=lambda e: e.source_id)))
+
+
+@pytest.mark.parametrize("deepest", [1, 2, 8])
+def test_lists_before_each_operator_of_random_graphs_are_those_of_a_walk(
+    deepest: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lists share arrays, branches add parts, a list of many parts is copied
+    into one, and joins compare only what follows the start two lists share:
+    on random graphs (several inputs, inputs far back, operators asked in
+    random orders), every list and every lookup in it is still the walk's."""
+    monkeypatch.setattr(lookups, "_DEEPEST", deepest)
+    rng = random.Random(11)
+    for _ in range(150):
+        graph = _random_graph(rng, rng.randint(2, 60))
+        job = SimpleNamespace(stream_graph=graph, job_graph=None)
+        order = list(graph.nodes)
+        rng.shuffle(order)
+        facts = lookups._Facts(job)  # type: ignore[arg-type]
+        for node in order:
+            found = facts.before(node.id)
+            ids = _ancestors_by_walk(graph, node.id)
+            sigs = [(graph.node(i).api, str(graph.node(i).name)) for i in ids]
+            assert found.id_list() == ids
+            assert found.sig_list() == sigs
+            start = rng.randint(0, len(ids))
+            assert found.ids_from(start) == ids[start:]
+            assert found.sigs_from(start) == sigs[start:]
+            assert [found.id_at(i) for i in range(len(ids))] == ids
+            assert [found.index(sig) for sig in sigs] == list(map(sigs.index, sigs))
+        for node in order:
+            assert facts.before(node.id).id_list() == _ancestors_by_walk(graph, node.id)
 
 
 def _whole_diff(old: str, new: str) -> dict[int, int]:

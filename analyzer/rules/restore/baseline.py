@@ -22,9 +22,11 @@ from __future__ import annotations
 import difflib
 import operator
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, count, filterfalse, repeat
+from operator import attrgetter
+from typing import TypeVar
 
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
@@ -34,6 +36,8 @@ from chainlens.analyzer.rules.operators import (
     state_info,
 )
 from chainlens.analyzer.rules.restore.ids import HeldIds
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,9 +342,9 @@ class _Facts:
         order: a depth-first walk up the in-edges in order, each operator
         after those before it), and their signatures.  An operator's list is
         its first input's list and that input, then what each other input
-        adds (no recursion: a chain of thousands).  Along a chain the lists
-        share one array (each the first ``n`` of it), so a chain's lists cost
-        its length, not its length squared."""
+        adds (no recursion: a chain of thousands).  The lists share their
+        arrays (:class:`_Before`), so a chain's lists cost its length, not
+        its length squared, and a branch costs what it adds."""
         memo, graph, signature = self._before, self.graph, self.signature
         pending = [node_id]
         while pending:
@@ -354,69 +358,150 @@ class _Facts:
                 pending.extend(missing)
                 continue
             if not inputs:
-                memo[current] = _Before([], [], 0)
+                memo[current] = _Before(None, [], [], 0, 0, 0)  # arrays of its own
                 continue
             first, *others = inputs
             then = memo[first].then(first, signature[first])
             if not others:
                 memo[current] = then
                 continue
-            seen = set(then.id_list())
             added: list[int] = []
             for source in others:
+                theirs = memo[source]
+                # what both lists start with is in both: only what follows it
+                # is compared (a union of two branches of one stage: a few
+                # operators, not the job)
+                common = then.shared(theirs)
+                seen = set(then.ids_from(common))
+                seen.update(added)
                 if source in seen:
                     continue
-                rest = list(filterfalse(seen.__contains__, memo[source].id_list()))
-                rest.append(source)
-                added.extend(rest)
-                seen.update(rest)
+                added.extend(filterfalse(seen.__contains__, theirs.ids_from(common)))
+                added.append(source)
             memo[current] = then.extend(added, list(map(signature.__getitem__, added)))
         return memo[node_id]
 
 
 @dataclass(frozen=True, slots=True)
 class _Before:
-    """The operators before one operator and their signatures: the first
-    ``n`` of ``ids`` and ``sigs``, arrays an operator after it may share and
-    extend."""
+    """The operators before one operator and their signatures: the list
+    ``head`` ends with (none: empty), then the first ``k`` of ``ids`` and
+    ``sigs``.  The arrays are only ever appended to: an operator after this
+    one whose list goes on with the same operators extends them in place and
+    shares them, one that goes on otherwise (a branch) starts arrays of its
+    own after this list.  Each array is started after one list, so two lists
+    holding the same array agree up to the end of the shorter one."""
 
+    head: _Before | None
     ids: list[int]
     sigs: list[tuple[str, str]]
+    k: int
+    #: the length of the whole list
     n: int
+    #: how many lists it is made of after the first
+    depth: int
 
     def then(self, node_id: int, signature: tuple[str, str]) -> _Before:
         """The list of an operator whose one input is ``node_id``: this list
-        and that input (in the same arrays where they end here or go on with
-        it, else in a copy)."""
-        n = self.n
-        if len(self.ids) == n:
-            self.ids.append(node_id)
-            self.sigs.append(signature)
-        elif self.ids[n] != node_id:  # the arrays go on with a sibling
-            return _Before([*self.ids[:n], node_id], [*self.sigs[:n], signature], n + 1)
-        return _Before(self.ids, self.sigs, n + 1)
+        and that input."""
+        return self.extend([node_id], [signature])
 
     def extend(self, ids: list[int], sigs: list[tuple[str, str]]) -> _Before:
-        """This list and ``ids`` after it (shared as :meth:`then` shares)."""
-        n, k = self.n, len(ids)
-        if not k:
+        """This list and ``ids`` after it."""
+        k, more = self.k, len(ids)
+        if not more:
             return self
-        if len(self.ids) == n:
+        if len(self.ids) == k:
             self.ids.extend(ids)
             self.sigs.extend(sigs)
-        elif self.ids[n : n + k] != ids:
-            return _Before([*self.ids[:n], *ids], [*self.sigs[:n], *sigs], n + k)
-        return _Before(self.ids, self.sigs, n + k)
+        elif self.ids[k : k + more] != ids:  # the arrays go on otherwise
+            if self.depth < _DEEPEST:
+                n = self.n + more
+                return _Before(self, list(ids), list(sigs), more, n, self.depth + 1)
+            # a list of many parts is copied into one (every few branches):
+            # what is asked of a list costs its parts
+            ids, sigs = [*self.id_list(), *ids], [*self.sig_list(), *sigs]
+            return _Before(None, ids, sigs, len(ids), len(ids), 0)
+        return _Before(
+            self.head, self.ids, self.sigs, k + more, self.n + more, self.depth
+        )
+
+    def _parts(self) -> list[_Before]:
+        """The lists this one is made of, the first first."""
+        parts: list[_Before] = []
+        part: _Before | None = self
+        while part is not None:
+            parts.append(part)
+            part = part.head
+        parts.reverse()
+        return parts
+
+    def shared(self, other: _Before) -> int:
+        """How many operators this list and ``other`` are known to start
+        with alike (they hold the same arrays up to there)."""
+        mine: _Before | None = self
+        theirs: _Before | None = other
+        while mine is not None and theirs is not None:
+            if mine.ids is theirs.ids:
+                return min(mine.n, theirs.n)
+            # the part that starts later cannot be in the other list
+            if mine.n - mine.k >= theirs.n - theirs.k:
+                mine = mine.head
+            else:
+                theirs = theirs.head
+        return 0
+
+    def ids_from(self, start: int) -> list[int]:
+        """The operators from position ``start`` on."""
+        return _from(self, start, attrgetter("ids"))
+
+    def sigs_from(self, start: int) -> list[tuple[str, str]]:
+        """The signatures from position ``start`` on."""
+        return _from(self, start, attrgetter("sigs"))
 
     def id_list(self) -> list[int]:
-        return self.ids[: self.n]
+        return self.ids_from(0)
 
     def sig_list(self) -> list[tuple[str, str]]:
-        return self.sigs[: self.n]
+        return self.sigs_from(0)
+
+    def id_at(self, position: int) -> int:
+        """The operator at ``position``."""
+        part: _Before | None = self
+        while part is not None:
+            begins = part.n - part.k
+            if position >= begins:
+                return part.ids[position - begins]
+            part = part.head
+        raise IndexError(position)
 
     def index(self, signature: tuple[str, str]) -> int:
         """The position of the first operator of ``signature`` in the list."""
-        return self.sigs.index(signature, 0, self.n)
+        for part in self._parts():
+            try:
+                return part.n - part.k + part.sigs.index(signature, 0, part.k)
+            except ValueError:
+                continue
+        raise ValueError(signature)
+
+
+#: the most parts a list is made of (see :meth:`_Before.extend`)
+_DEEPEST = 8
+
+
+def _from(
+    before: _Before, start: int, array: Callable[[_Before], list[_T]]
+) -> list[_T]:
+    """What ``array`` holds of ``before``'s list from position ``start`` on."""
+    pieces: list[list[_T]] = []
+    part: _Before | None = before
+    while part is not None and part.n > start:
+        begins = part.n - part.k
+        pieces.append(array(part)[max(start - begins, 0) : part.k])
+        part = part.head
+    if len(pieces) == 1:
+        return pieces[0]
+    return list(chain.from_iterable(reversed(pieces)))
 
 
 def _facts(pair: JobPair, job: CompiledJob) -> _Facts:
@@ -486,7 +571,7 @@ def _added(facts: _Facts, first: int, node_id: int) -> list[tuple[str, str]]:
     if len(facts.graph.in_edges(node_id)) == 1:
         return [facts.signature[first]]
     here = facts.before(node_id)
-    return here.sigs[facts.before(first).n : here.n]
+    return here.sigs_from(facts.before(first).n)
 
 
 #: the most kinds a surplus is stepped along a chain with
@@ -646,14 +731,14 @@ def _generated_moved(pair: JobPair, node: StreamNode, other: StreamNode) -> Move
         # first of a kind it has fewer of (as counting both lists would find)
         more = [sig for sig, n in surplus.items() if n > 0]
         if more:
-            ident = new_list.ids[min(map(new_list.index, more))]
+            ident = new_list.id_at(min(map(new_list.index, more)))
             candidate = new_graph.node(ident)
             return Moved(
                 f"{display_name(candidate)} was added before it (an operator's "
                 "generated ID depends on everything before it)",
                 candidate.range.start.line if candidate.range else None,
             )
-        ident = old_list.ids[min(map(old_list.index, surplus))]
+        ident = old_list.id_at(min(map(old_list.index, surplus)))
         return Moved(
             f"{display_name(old_graph.node(ident))} before it was removed (an "
             "operator's generated ID depends on everything before it)",
