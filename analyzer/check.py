@@ -171,6 +171,7 @@ def check_text(
     history: bool = True,
     verify_fixes: bool = True,
     held_from: Callable[[AnalysisResult], HeldIds | None] | None = None,
+    findings: bool = True,
 ) -> FileCheck:
     """Check a decoded text (no PyFlink pre-check: the caller chose the file).
 
@@ -188,7 +189,9 @@ def check_text(
     verifies them when they are asked for): see ``analyze_source``.
     ``held_from``: what savepoints may hold, said of the analysis before the
     rules run (an editor's document and its git base; with ``history``
-    False).
+    False).  ``findings=False`` leaves the findings (each with its
+    fingerprint, for reports) out of the check: an editor reads the
+    result's diagnostics.
     """
     shown = display if display is not None else path
     result = analyze_source(
@@ -223,7 +226,7 @@ def check_text(
         path,
         shown,
         True,
-        findings_of(shown, result.diagnostics, final),
+        findings_of(shown, result.diagnostics, final) if findings else (),
         result,
         fixed,
         fixed_text,

@@ -702,6 +702,7 @@ class Session:
                     read=self._read_module,
                     baseline=base,
                     verify_fixes=cheap,
+                    findings=False,  # the result's diagnostics are published
                 )
                 assert checked.result is not None  # check_document keeps it
                 result = checked.result

@@ -1249,6 +1249,7 @@ def check_document(
     read: ReadText | None = None,
     baseline: EditorBaseline | None = None,
     verify_fixes: bool = True,
+    findings: bool = True,
 ) -> FileCheck:
     """An editor's document checked (:func:`~chainlens.analyzer.check.check_text`
     with its parse cache and unsaved modules), and with ``baseline`` the
@@ -1258,7 +1259,8 @@ def check_document(
     ``verify_fixes=False`` leaves the uid fixes unchecked for the operator IDs
     they move (the findings say only what the plain uid would be): an edit
     then costs no hashing; :func:`verified_diagnostics` gives the findings
-    with their fixes checked, when a fix is asked for."""
+    with their fixes checked, when a fix is asked for.  ``findings=False``:
+    the result's diagnostics only (see ``check_text``)."""
     held_from = None
     if verify_fixes and baseline is not None:
         # a uid fix pins only what the document's base says savepoints hold,
@@ -1275,6 +1277,7 @@ def check_document(
         verify_fixes=verify_fixes,
         history=False,  # what savepoints hold: the document's own baseline
         held_from=held_from,
+        findings=findings,
     )
     if baseline is None or checked.result is None:
         return checked
@@ -1285,8 +1288,10 @@ def check_document(
     if not extra:
         return checked
     result = replace(result, diagnostics=(*result.diagnostics, *extra))
-    findings = findings_of(checked.display, result.diagnostics, text)
-    return replace(checked, findings=findings, result=result)
+    if not findings:
+        return replace(checked, result=result)
+    found = findings_of(checked.display, result.diagnostics, text)
+    return replace(checked, findings=found, result=result)
 
 
 def verified_diagnostics(

@@ -259,3 +259,33 @@ def test_a_check_no_longer_wanted_stops_within_a_rule(
     assert every is not None
     assert "CL108" in ran
     assert ran.count("CL201") >= 8
+
+
+def test_an_editors_check_leaves_out_the_findings_it_does_not_read(
+    tmp_path: Path,
+) -> None:
+    """An editor publishes the result's diagnostics: asked with
+    ``findings=False``, a check of a document in git (its savepoint findings
+    joined in) gives the same diagnostics and no findings, whose fingerprints
+    only reports read."""
+    from chainlens.analyzer.gate.compare import EditorBaseline
+
+    path, edited = _committed_and_edited(tmp_path)
+    full = check_document(
+        str(path), edited, CONFIG, baseline=EditorBaseline(None), verify_fixes=False
+    )
+    lean = check_document(
+        str(path),
+        edited,
+        CONFIG,
+        baseline=EditorBaseline(None),
+        verify_fixes=False,
+        findings=False,
+    )
+    assert full.result is not None
+    assert lean.result is not None
+    assert any(d.code.code == "CL201" for d in lean.result.diagnostics)
+    assert lean.result.diagnostics == full.result.diagnostics
+    assert [f.diagnostic for f in full.findings] == list(full.result.diagnostics)
+    assert all(f.fingerprint for f in full.findings)
+    assert lean.findings == ()

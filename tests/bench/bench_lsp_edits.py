@@ -303,6 +303,8 @@ def cpu(args: argparse.Namespace) -> None:
 
     quick = "verify_fixes" in inspect.signature(check_document).parameters
     options: dict[str, object] = {"verify_fixes": False} if quick else {}
+    if "findings" in inspect.signature(check_document).parameters:
+        options["findings"] = False  # as the server asks
     gc.disable()  # as the server does while it analyses
     print(
         f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}; "
