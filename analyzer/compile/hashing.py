@@ -13,6 +13,7 @@ mark such nodes and everything hashed from them as uncertain
 
 from __future__ import annotations
 
+import heapq
 import struct
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -135,6 +136,7 @@ def traverse_stream_graph_and_generate_hashes(
     *,
     uids: Mapping[int, object] | None = None,
     chained: Mapping[int, int] | None = None,
+    unready: set[int] | None = None,
 ) -> dict[int, bytes]:
     """Return every node's 16-byte hash, in the order Flink computes them.
 
@@ -151,7 +153,8 @@ def traverse_stream_graph_and_generate_hashes(
     is a placeholder, of the symbol's text).  ``uids`` replaces the uids of
     nodes by id (the same graph with other uids: the edges and settings are
     the graph's); ``chained`` is :func:`chained_outputs` of the graph, when
-    known.
+    known.  ``unready`` collects the nodes some of whose inputs were not
+    hashed when the walk first took them (see :class:`Rehasher`).
     """
     symbolic = {} if symbolic is None else symbolic
     if chained is None:
@@ -173,12 +176,18 @@ def traverse_stream_graph_and_generate_hashes(
             inputs = [hashes.get(edge.source_id) for edge in in_edges(current)]
             if None in inputs:
                 visited.discard(current)  # enqueued again by a later input
+                if unready is not None:
+                    unready.add(current)
                 continue
             digest = generate_deterministic_hash(
                 len(hashes), chained[current], cast(list[bytes], inputs)
             )
             taken.add(digest)
         else:
+            if unready is not None and any(
+                edge.source_id not in hashes for edge in in_edges(current)
+            ):
+                unready.add(current)
             digest = generate_user_specified_hash(str(uid))
             _check_collision(uid, digest, taken, symbolic, current)
             if isinstance(uid, Symbol):
@@ -191,6 +200,126 @@ def traverse_stream_graph_and_generate_hashes(
                 push(edge.target_id)
                 seen(edge.target_id)
     return hashes
+
+
+class Rehasher:
+    """One graph hashed again with other uids (a uid fix checked: the same
+    graph, uids added), from the hashes it had the last time.
+
+    The walk's order depends on uids only where a node's inputs are not all
+    hashed when the walk first takes it: without a uid it is put back, with
+    one it is hashed at once.  Where every node whose uid is set or removed
+    had its inputs hashed by then, the walk takes the nodes in the same order
+    as before, each at the same position, and only the hashes mixed from a
+    changed one differ: those are hashed again, in that order, and nothing
+    past a node whose hash comes out as it was.  Any other change (a node
+    taken before its inputs, a uid chainlens cannot know) is hashed by the
+    whole walk, as Flink does."""
+
+    def __init__(self, graph: StreamGraph, chained: Mapping[int, int]) -> None:
+        self.graph = graph
+        self.chained = chained
+        unready: set[int] = set()
+        symbolic: dict[int, Symbol] = {}
+        #: None: the graph itself is rejected (or holds unknown uids)
+        self._base: tuple[dict[int, object], dict[int, bytes]] | None = None
+        try:
+            hashes = traverse_stream_graph_and_generate_hashes(
+                graph, symbolic, chained=chained, unready=unready
+            )
+        except JobGraphError:
+            return
+        if symbolic:
+            return
+        self.order = list(hashes)
+        self.position = {node_id: i for i, node_id in enumerate(self.order)}
+        self.unready = unready
+        self._base = ({}, hashes)
+        self._last = self._base
+
+    def hashes(self, uids: Mapping[int, object]) -> dict[int, bytes]:
+        """Every node's hash with ``uids`` set (node id -> uid) on the graph's
+        own: what :func:`traverse_stream_graph_and_generate_hashes` returns,
+        and raises, with them."""
+        found = self._again(uids) if self._base is not None else None
+        if found is None:
+            return traverse_stream_graph_and_generate_hashes(
+                self.graph, uids=uids, chained=self.chained
+            )
+        return found
+
+    def _again(self, uids: Mapping[int, object]) -> dict[int, bytes] | None:
+        last_uids, last = self._last
+        node = self.graph.node
+        position = self.position
+
+        def uid_of(node_id: int, given: Mapping[int, object]) -> object:
+            return given[node_id] if node_id in given else node(node_id).uid
+
+        changed = [
+            node_id
+            for node_id in set(uids).union(last_uids)
+            if node_id in position
+            and uid_of(node_id, uids) != uid_of(node_id, last_uids)
+        ]
+        for node_id in changed:
+            uid = uid_of(node_id, uids)
+            if (
+                isinstance(uid, Symbol)  # (the last uids never hold one)
+                or (
+                    (uid is None) != (node(node_id).uid is None)
+                    and node_id in self.unready
+                )
+            ):
+                return None  # the walk may take the nodes in another order
+        hashes = dict(last)
+        pending = [position[node_id] for node_id in changed]
+        heapq.heapify(pending)
+        done: set[int] = set()
+        order, in_edges, out_edges = (
+            self.order,
+            self.graph.in_edges,
+            self.graph.out_edges,
+        )
+        while pending:
+            at = heapq.heappop(pending)
+            if at in done:
+                continue
+            done.add(at)
+            current = order[at]
+            uid = uid_of(current, uids)
+            if uid is None:
+                digest = generate_deterministic_hash(
+                    at,
+                    self.chained[current],
+                    [hashes[edge.source_id] for edge in in_edges(current)],
+                )
+            else:
+                digest = generate_user_specified_hash(str(uid))
+            if digest == hashes[current]:
+                continue  # nothing mixed from it changes
+            hashes[current] = digest
+            for edge in out_edges(current):
+                target = edge.target_id
+                if target in position and uid_of(target, uids) is None:
+                    heapq.heappush(pending, position[target])
+        self._collisions(hashes, uids)
+        self._last = (dict(uids), hashes)
+        return dict(hashes)
+
+    def _collisions(
+        self, hashes: Mapping[int, bytes], uids: Mapping[int, object]
+    ) -> None:
+        """Raise Flink's error at the first node with a uid whose hash one
+        hashed before it has."""
+        taken: set[bytes] = set()
+        node = self.graph.node
+        for node_id in self.order:
+            digest = hashes[node_id]
+            uid = uids[node_id] if node_id in uids else node(node_id).uid
+            if uid is not None and digest in taken:
+                raise JobGraphError(hash_collision_message(uid), node_id)
+            taken.add(digest)
 
 
 def hash_dependents(graph: StreamGraph, roots: Iterable[int]) -> set[int]:

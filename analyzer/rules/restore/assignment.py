@@ -34,13 +34,11 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from chainlens.analyzer.compile.hashing import (
-    traverse_stream_graph_and_generate_hashes,
-)
+from chainlens.analyzer.compile.hashing import Rehasher
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError, JobVertex
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.savepoint import SavedState
-from chainlens.analyzer.model.stream_graph import StreamNode
+from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 
 
@@ -194,6 +192,7 @@ _KEPT = 8
 
 
 _ORDERS: dict[int, tuple[JobGraph, list[tuple[JobVertex, list[int]]]]] = {}
+_REHASHERS: dict[int, Rehasher] = {}
 
 
 def _task_order(job_graph: JobGraph) -> list[tuple[JobVertex, list[int]]]:
@@ -230,14 +229,24 @@ def generated_after(
     check_superseded()
     uids = {node_id: uid for node_id, (uid, _) in changes.items() if uid is not None}
     try:
-        # the chainable outputs as the compiler counted them: uids do not
-        # change them
-        hashes = traverse_stream_graph_and_generate_hashes(
-            graph, uids=uids, chained=job_graph.chainable_outputs
-        )
+        hashes = _rehasher(graph, job_graph).hashes(uids)
     except JobGraphError:
         return None
     return {k: v.hex() for k, v in hashes.items()}
+
+
+def _rehasher(graph: StreamGraph, job_graph: JobGraph) -> Rehasher:
+    """The graph's :class:`Rehasher` (one per graph: the rounds of a uid fix
+    checked hash it again and again with more uids), with the chainable
+    outputs as the compiler counted them (uids do not change them)."""
+    found = _REHASHERS.get(id(graph))
+    if found is not None and found.graph is graph:
+        return found
+    made = Rehasher(graph, job_graph.chainable_outputs)
+    if len(_REHASHERS) >= _KEPT:
+        _REHASHERS.clear()
+    _REHASHERS[id(graph)] = made
+    return made
 
 
 def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant]:
