@@ -221,8 +221,11 @@ class Rehasher:
         self.chained = chained
         unready: set[int] = set()
         symbolic: dict[int, Symbol] = {}
-        #: None: the graph itself is rejected (or holds unknown uids)
-        self._base: tuple[dict[int, object], dict[int, bytes]] | None = None
+        #: the uids, hashes and IDs of the graph itself (None: it is rejected,
+        #: or holds unknown uids), then of the last uids hashed
+        self._base: (
+            tuple[dict[int, object], dict[int, bytes], dict[int, str]] | None
+        ) = None
         try:
             hashes = traverse_stream_graph_and_generate_hashes(
                 graph, symbolic, chained=chained, unready=unready
@@ -234,7 +237,7 @@ class Rehasher:
         self.order = list(hashes)
         self.position = {node_id: i for i, node_id in enumerate(self.order)}
         self.unready = unready
-        self._base = ({}, hashes)
+        self._base = ({}, hashes, {k: v.hex() for k, v in hashes.items()})
         self._last = self._base
 
     def hashes(self, uids: Mapping[int, object]) -> dict[int, bytes]:
@@ -246,10 +249,22 @@ class Rehasher:
             return traverse_stream_graph_and_generate_hashes(
                 self.graph, uids=uids, chained=self.chained
             )
-        return found
+        return dict(found[0])
 
-    def _again(self, uids: Mapping[int, object]) -> dict[int, bytes] | None:
-        last_uids, last = self._last
+    def hex_ids(self, uids: Mapping[int, object]) -> dict[int, str]:
+        """:meth:`hashes` as operator IDs (hex)."""
+        found = self._again(uids) if self._base is not None else None
+        if found is None:
+            hashes = traverse_stream_graph_and_generate_hashes(
+                self.graph, uids=uids, chained=self.chained
+            )
+            return {k: v.hex() for k, v in hashes.items()}
+        return dict(found[1])
+
+    def _again(
+        self, uids: Mapping[int, object]
+    ) -> tuple[dict[int, bytes], dict[int, str]] | None:
+        last_uids, last, last_hex = self._last
         node = self.graph.node
         position = self.position
 
@@ -273,6 +288,7 @@ class Rehasher:
             ):
                 return None  # the walk may take the nodes in another order
         hashes = dict(last)
+        moved: list[int] = []
         pending = [position[node_id] for node_id in changed]
         heapq.heapify(pending)
         done: set[int] = set()
@@ -299,19 +315,25 @@ class Rehasher:
             if digest == hashes[current]:
                 continue  # nothing mixed from it changes
             hashes[current] = digest
+            moved.append(current)
             for edge in out_edges(current):
                 target = edge.target_id
                 if target in position and uid_of(target, uids) is None:
                     heapq.heappush(pending, position[target])
         self._collisions(hashes, uids)
-        self._last = (dict(uids), hashes)
-        return dict(hashes)
+        hexes = dict(last_hex)
+        for node_id in moved:
+            hexes[node_id] = hashes[node_id].hex()
+        self._last = (dict(uids), hashes, hexes)
+        return hashes, hexes
 
     def _collisions(
         self, hashes: Mapping[int, bytes], uids: Mapping[int, object]
     ) -> None:
         """Raise Flink's error at the first node with a uid whose hash one
         hashed before it has."""
+        if len(set(hashes.values())) == len(hashes):
+            return  # no two alike
         taken: set[bytes] = set()
         node = self.graph.node
         for node_id in self.order:

@@ -229,10 +229,9 @@ def generated_after(
     check_superseded()
     uids = {node_id: uid for node_id, (uid, _) in changes.items() if uid is not None}
     try:
-        hashes = _rehasher(graph, job_graph).hashes(uids)
+        return _rehasher(graph, job_graph).hex_ids(uids)
     except JobGraphError:
         return None
-    return {k: v.hex() for k, v in hashes.items()}
 
 
 def _rehasher(graph: StreamGraph, job_graph: JobGraph) -> Rehasher:

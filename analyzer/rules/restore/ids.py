@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.model.stream_graph import StreamGraph
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
 from chainlens.analyzer.rules.restore.assignment import (
     Changes,
@@ -133,21 +135,46 @@ def _asks(job: CompiledJob, changes: Changes) -> list[_Ask] | None:
     generated = generated_after(job, changes)
     if graph is None or job_graph is None or generated is None:
         return None
+    order, index, pins = _task_pins(graph, job_graph)
+    if not order:
+        return None
+    ids: list[str | None] = list(map(generated.get, order))
     uncertain = job_graph.uncertain_nodes
-    asks: list[_Ask] = []
-    for node_id in task_nodes(job_graph):
-        change = changes.get(node_id)
-        pin: object = change[1] if change is not None else None
-        if pin is None:
-            pin = graph.node(node_id).user_hash
-        asks.append(
-            (
-                node_id,
-                None if node_id in uncertain else generated.get(node_id),
-                pin.lower() if isinstance(pin, str) else None,
-            )
-        )
-    return asks or None
+    if uncertain:
+        ids = [None if n in uncertain else i for n, i in zip(order, ids, strict=True)]
+    pinned = pins
+    for node_id, (_, pin) in changes.items():
+        if pin is not None and node_id in index:
+            if pinned is pins:
+                pinned = list(pins)
+            pinned[index[node_id]] = pin.lower() if isinstance(pin, str) else None
+    return list(zip(order, ids, pinned, strict=True))
+
+
+#: per job graph (the last few): its operators in task order, where each is
+#: in that order, and their ``set_uid_hash`` (lower case; None: none)
+_PINS: dict[int, tuple[JobGraph, list[int], dict[int, int], list[str | None]]] = {}
+
+
+def _task_pins(
+    graph: StreamGraph, job_graph: JobGraph
+) -> tuple[list[int], dict[int, int], list[str | None]]:
+    """The job's operators in task order, each one's place in it and its
+    pin (kept per job graph: a uid fix is checked in rounds)."""
+    found = _PINS.get(id(job_graph))
+    if found is not None and found[0] is job_graph:
+        return found[1], found[2], found[3]
+    order = task_nodes(job_graph)
+    index = {node_id: i for i, node_id in enumerate(order)}
+    pins = [graph.node(node_id).user_hash for node_id in order]
+    lowered = [pin.lower() if isinstance(pin, str) else None for pin in pins]
+    if len(_PINS) >= _KEPT_PINS:
+        _PINS.clear()
+    _PINS[id(job_graph)] = (job_graph, order, index, lowered)
+    return order, index, lowered
+
+
+_KEPT_PINS = 8
 
 
 def moved(
