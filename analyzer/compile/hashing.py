@@ -271,9 +271,13 @@ class Rehasher:
         def uid_of(node_id: int, given: Mapping[int, object]) -> object:
             return given[node_id] if node_id in given else node(node_id).uid
 
+        try:  # the uids set differently from the last time (compared in C)
+            differ = {k for k, _ in uids.items() ^ last_uids.items()}
+        except TypeError:  # a uid that cannot be hashed
+            differ = set(uids).union(last_uids)
         changed = [
             node_id
-            for node_id in set(uids).union(last_uids)
+            for node_id in differ
             if node_id in position
             and uid_of(node_id, uids) != uid_of(node_id, last_uids)
         ]

@@ -79,11 +79,20 @@ def restore_ids(result: AnalysisResult) -> RestoreIds:
 
 
 def _per_job(before: RestoreIds) -> dict[int, dict[int, str | None]]:
-    """``before`` split by job index: node id -> ID, per job."""
+    """``before`` split by job index: node id -> ID, per job (the last one
+    split is kept: a uid fix is checked in rounds against the same IDs)."""
+    last = _SPLIT[0] if _SPLIT else None
+    if last is not None and last[0] is before:
+        return last[1]
     split: dict[int, dict[int, str | None]] = {}
     for (index, node_id), ident in before.items():
         split.setdefault(index, {})[node_id] = ident
+    _SPLIT[:] = [(before, split)]
     return split
+
+
+#: the last IDs split by :func:`_per_job`, and their split
+_SPLIT: list[tuple[RestoreIds, dict[int, dict[int, str | None]]]] = []
 
 
 #: what one operator asks a restore for: its node id, its generated operator
