@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import io
+import random
+import tokenize
+
 import pytest
 
 from chainlens.analyzer.api import analyze_source
@@ -11,7 +16,7 @@ from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import apply_suppressions
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
-from chainlens.analyzer.suppression import find_suppressions
+from chainlens.analyzer.suppression import _scan, find_suppressions
 from chainlens.hooks.cli import main
 from tests import support
 
@@ -186,3 +191,149 @@ def test_cr_line_ends_are_line_ends_for_suppressions() -> None:
     ]
     (suppression,) = find_suppressions(text)
     assert suppression.line == 1
+
+
+# --------------------------------------------- comments found without tokenize
+
+
+def _scan_by_tokenize(
+    text: str,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], set[int], int] | None:
+    """What Python's tokenizer finds: the comments (but those on a line with
+    a string left open), the tokens spanning lines, the lines with a comment;
+    and the line up to which it reads as Python does.  None where it stops at
+    an indentation error (a text Python rejects).
+
+    Once a one-line string has gone on below a backslash, :mod:`tokenize`
+    (Python 3.11) keeps expecting backslashes in every triple-quoted string
+    after it, which Python's own parser does not (see
+    ``test_strings_after_one_continued_by_a_backslash_are_pythons``): what
+    it finds from the first such string on is not compared."""
+    comments: list[tuple[int, int, str]] = []
+    multiline: list[tuple[int, int]] = []
+    ends_in_comment: set[int] = set()
+    unterminated: set[int] = set()
+    continued = False
+    limit = 1 << 30
+    try:
+        lines = io.StringIO(text, newline=None).readline
+        for token in tokenize.generate_tokens(lines):
+            quoted = token.string.lstrip("rRbBuUfF")[:3]
+            if token.type in (tokenize.STRING, tokenize.ERRORTOKEN) and quoted[:1] in (
+                "'",
+                '"',
+            ):
+                triple = quoted in ("'''", '"""')
+                if triple and continued:
+                    limit = min(limit, token.start[0])
+                if not triple and token.start[0] < token.end[0]:
+                    continued = True
+            if token.type == tokenize.ERRORTOKEN and token.string[:1] in "'\"":
+                unterminated.add(token.start[0])
+            elif token.type == tokenize.COMMENT:
+                comments.append((*token.start, token.string))
+                ends_in_comment.add(token.start[0])
+            elif token.start[0] < token.end[0] and token.type not in (
+                tokenize.NL,
+                tokenize.NEWLINE,
+            ):
+                multiline.append((token.start[0], token.end[0]))
+    except IndentationError:
+        return None
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    comments = [c for c in comments if c[0] not in unterminated]
+    return comments, multiline, ends_in_comment, limit
+
+
+def _before(
+    found: tuple[list[tuple[int, int, str]], list[tuple[int, int]], set[int]],
+    limit: int,
+) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], set[int]]:
+    comments, multiline, ends_in_comment = found
+    return (
+        [c for c in comments if c[0] < limit],
+        [m for m in multiline if m[0] < limit],
+        {line for line in ends_in_comment if line < limit},
+    )
+
+
+#: pieces of Python text that put comments, quotes, backslashes and line
+#: breaks next to each other, alone and in strings of every kind
+_PIECES = [
+    "x = 1",
+    "  # note",
+    "# chainlens: ignore[CL101]",
+    "'a # b'",
+    '"q \' # r"',
+    "'''one\n# not a comment\n'''",
+    '"""two \\""" # still\n"""',
+    "'open # this",
+    '"open too',
+    "'go \\\non' # after",
+    "'go \\\nstops here # in it",
+    "'go \\\n\\\non'",
+    "rb'\\x' + f\"{x}\"",
+    "\\",
+    " \\\n",
+    "''",
+    '""""""',
+    "'''''' # c",
+    "'\\\\'",
+    "'''never closed",
+    "(a,\n b)",
+    "\r\n",
+    "\r",
+    "\n",
+    "\n",
+    "    ",
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_comments_found_as_pythons_tokenizer_finds_them(seed: int) -> None:
+    """Random texts of those pieces, and every fixture program: the comments,
+    the tokens spanning lines and the lines with a comment are the
+    tokenizer's (where it does not stop at an indentation error)."""
+    rng = random.Random(seed)
+    texts = [
+        "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 30)))
+        for _ in range(3000)
+    ]
+    if seed == 0:
+        texts += [
+            p.read_text(encoding="utf-8")
+            for p in sorted(support.FIXTURES.rglob("*.py"))
+        ]
+    compared = 0
+    for text in texts:
+        by_tokenize = _scan_by_tokenize(text)
+        if by_tokenize is None:
+            continue
+        comments, multiline, ends_in_comment, limit = by_tokenize
+        expected = _before((comments, multiline, ends_in_comment), limit)
+        assert _before(_scan(text), limit) == expected, repr(text)
+        compared += 1
+    assert compared > 2500
+
+
+def test_strings_after_one_continued_by_a_backslash_are_pythons() -> None:
+    """After a one-line string continued below a backslash, a triple-quoted
+    string spanning lines is one string, as Python's parser reads it, and the
+    comment after it is a comment."""
+    text = 'a = \'one \\\ntwo\'\nb = """three\nfour"""  # chainlens: ignore\n'
+    (first, second) = [
+        node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    comments, multiline, ends_in_comment = _scan(text)
+    assert multiline == [
+        (first.lineno, first.end_lineno),
+        (second.lineno, second.end_lineno),
+    ]
+    assert multiline == [(1, 2), (3, 4)]
+    assert comments == [(4, 9, "# chainlens: ignore")]
+    assert ends_in_comment == {4}
+    (suppression,) = find_suppressions(text)
+    assert suppression.lines == {3, 4}
