@@ -37,6 +37,10 @@ Python to compare them::
 
     PYTHON tests/bench/bench_lsp_edits.py --cpu --edits 8
 
+``--suppressed`` gives each program one ``# chainlens: ignore`` comment (on
+its first keyed reduce), as a user's file has once a finding was judged: the
+suppression comments are then looked for on every edit and code action.
+
 ``--git`` puts each program in a git repository, committed as it is before
 the edits, as a user's file is: every edit is then also compared with the
 file at its git base (the savepoint rules, CL2xx, run on each edit, and the
@@ -159,7 +163,22 @@ def name_edit(old: str) -> Edit:
     return edit
 
 
-def shapes(wanted: list[str]) -> list[tuple[str, str, dict[str, Edit]]]:
+#: where ``--suppressed`` puts its comment: the end of the first line ending so
+#: (a keyed reduce: a finding in both shapes)
+SUPPRESSED_AFTER = ".reduce(lambda a, b: (a[0], a[1] + b[1]))\n"
+
+
+def suppressed(text: str) -> str:
+    """The program with one ``# chainlens: ignore`` comment, on the first
+    keyed reduce's line (its findings suppressed), as a user's file has once
+    a finding was judged."""
+    found = text.index(SUPPRESSED_AFTER) + len(SUPPRESSED_AFTER) - 1
+    return text[:found] + "  # chainlens: ignore" + text[found:]
+
+
+def shapes(
+    wanted: list[str], suppress: bool = False
+) -> list[tuple[str, str, dict[str, Edit]]]:
     out = []
     for shape in wanted:
         kind, _, size = shape.partition("-")
@@ -189,7 +208,7 @@ def shapes(wanted: list[str]) -> list[tuple[str, str, dict[str, Edit]]]:
                 ),
                 "name": name_edit(f'.name("count {middle}")'),
             }
-        out.append((shape, text, edits))
+        out.append((shape, suppressed(text) if suppress else text, edits))
     return out
 
 
@@ -219,7 +238,7 @@ def summary(samples: list[float]) -> str:
 
 
 async def run(servers: list[Server], args: argparse.Namespace) -> None:
-    programs = shapes(args.shapes.split(","))
+    programs = shapes(args.shapes.split(","), args.suppressed)
     root = (
         committed(
             {
@@ -310,7 +329,7 @@ def cpu(args: argparse.Namespace) -> None:
         f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}; "
         f"in git: {args.git}"
     )
-    programs = shapes(args.shapes.split(","))
+    programs = shapes(args.shapes.split(","), args.suppressed)
     paths = {shape: f"/bench/{shape}.py" for shape, _, _ in programs}
     if args.git:
         from chainlens.analyzer.gate.compare import EditorBaseline
@@ -349,6 +368,11 @@ async def main() -> None:
         "--git",
         action="store_true",
         help="each program committed in a git repository before its edits",
+    )
+    parser.add_argument(
+        "--suppressed",
+        action="store_true",
+        help="each program with one '# chainlens: ignore' comment",
     )
     args = parser.parse_args()
     if args.cpu:
