@@ -230,7 +230,10 @@ def _analyze_text(
             # Python's own (C) parser first: it rejects what CPython rejects,
             # locates syntax errors exactly, and guards LibCST against input it
             # handles badly (very deep nesting crashes or stalls it).
-            tree = ast.parse(text)
+            try:
+                tree = ast.parse(text)
+            except SyntaxError as exc:  # located as Python says, parsed once
+                return AnalysisResult(path, problems=(_syntax_error(text, exc),))
             remember_tree(text, tree)
             if cache is not None:
                 module = cache.parse_module(text, tree, _refuse_deep)
@@ -496,21 +499,24 @@ def _dotted_name(node: ast.AST) -> str | None:
     return None
 
 
+def _syntax_error(text: str, exc: SyntaxError) -> Problem:
+    """Python's syntax error in ``text``, where Python says it is."""
+    line = exc.lineno or 1
+    lines = _BREAKS.split(text)
+    line_text = lines[line - 1] if 0 < line <= len(lines) else ""
+    # CPython's offset is 1-based, in UTF-8 bytes before 3.12 for some errors;
+    # clamp it to the line.
+    column = max(0, min((exc.offset or 1) - 1, len(line_text)))
+    where = SourceRange(SourcePosition(line, column), SourcePosition(line, column + 1))
+    return Problem("syntax-error", f"SyntaxError: {exc.msg}", where)
+
+
 def _syntax_problem(text: str, fallback: str) -> Problem:
     """Locate a syntax error as Python itself reports it (LibCST's is less exact)."""
     try:
         compile(text, "<analysed>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
-        line = exc.lineno or 1
-        lines = _BREAKS.split(text)
-        line_text = lines[line - 1] if 0 < line <= len(lines) else ""
-        # CPython's offset is 1-based, in UTF-8 bytes before 3.12 for some errors;
-        # clamp it to the line.
-        column = max(0, min((exc.offset or 1) - 1, len(line_text)))
-        where = SourceRange(
-            SourcePosition(line, column), SourcePosition(line, column + 1)
-        )
-        return Problem("syntax-error", f"SyntaxError: {exc.msg}", where)
+        return _syntax_error(text, exc)
     except (ValueError, RecursionError, MemoryError) as exc:
         return Problem("syntax-error", f"cannot parse: {exc}", _start())
     # Python parses it: LibCST, the parser chainlens uses, does not

@@ -10,10 +10,13 @@ standard output.
 
 from __future__ import annotations
 
+import builtins
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from chainlens.analyzer import Config, check_text
 from chainlens.analyzer.api import analyze_source
@@ -93,3 +96,42 @@ def test_a_diff_keeps_the_lines_of_the_file(tmp_path: Path) -> None:
     assert " # one\u2028line" in lines
     assert any(line.startswith("-\x0cenv.from_collection([1])") for line in lines)
     assert any(line.startswith("+\x0cenv.from_collection([1])") for line in lines)
+
+
+def test_a_syntax_error_is_located_by_one_parse_of_the_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A text being typed is often not Python for a while: Python's parser
+    reads it once (not again to locate the error), fresh or as an edit of a
+    text that parsed, and the error is where Python puts it."""
+    from chainlens.analyzer import ModuleCache
+
+    parsed: list[str] = []
+    real = builtins.compile
+
+    def counting(source: object, *args: object, **kwargs: object) -> object:
+        if source == broken:  # the whole text (an edit parses its pieces too)
+            parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[call-overload]
+
+    text = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "s = env.from_collection([1, 2])\n"
+        "s.print()\n"
+        "env.execute('j')\n"
+    )
+    broken = text.replace("s.print()\n", "s.print(\n")
+    cache = ModuleCache(keep_current_only=True)
+    analyze_source("p.py", text, Config(), cache=cache)
+    monkeypatch.setattr(builtins, "compile", counting)
+    for attempt in (
+        lambda: analyze_source("p.py", broken, Config()),
+        lambda: analyze_source("p.py", broken, Config(), cache=cache),
+    ):
+        parsed.clear()
+        result = attempt()
+        (problem,) = result.problems
+        assert problem.code == "syntax-error"
+        assert problem.range.start.line == 4
+        assert parsed == [broken]
