@@ -33,7 +33,6 @@ from chainlens.analyzer.extract.flow import (
     ChainScope,
     Context,
     ContinueError,
-    Guard,
     ProbeDoneError,
     ReturnError,
     StopError,
@@ -49,6 +48,7 @@ from chainlens.analyzer.extract.interface import (
     by_type,
 )
 from chainlens.analyzer.extract.modules import (
+    Guard,
     ModuleFinder,
     ReadText,
     read_from_disk,

@@ -9,8 +9,6 @@ module whose code runs (the program or one of its own modules),
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from chainlens.analyzer.extract.modules import FoundModule
@@ -36,11 +34,6 @@ class StopError(Exception):
 
 class ProbeDoneError(Exception):
     """A run that looks only at one branch's other side is past it."""
-
-
-#: Shown a text before anything parses it (statements None) and its ``ast``
-#: statements before LibCST parses it; raises to refuse the text.
-Guard = Callable[[str, Sequence[ast.stmt] | None], None]
 
 
 @dataclass(eq=False, slots=True)

@@ -18,9 +18,8 @@ from dataclasses import replace
 import libcst as cst
 
 from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluator
-from chainlens.analyzer.extract.flow import Guard
 from chainlens.analyzer.extract.interface import Assumption
-from chainlens.analyzer.extract.modules import ReadText
+from chainlens.analyzer.extract.modules import Guard, ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.extract.resolver import PyFlinkResolver

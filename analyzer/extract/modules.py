@@ -18,13 +18,14 @@ from __future__ import annotations
 import ast
 import os
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
 
 from chainlens.analyzer.decoding import DecodeError, decode_source
+from chainlens.analyzer.extract.positions import CallLocator, SharedCallLocator
 from chainlens.analyzer.files import PROJECT_MARKERS, read_bounded
 
 #: Reads a module's text; None when it cannot be read.
@@ -123,36 +124,69 @@ def _in_folder(root: Path, parts: list[str]) -> tuple[Path, bool] | None:
 
 @dataclass(slots=True)
 class ParsedModule:
-    """One module's text and its two trees."""
+    """One module's text and its two trees, and where its calls are (found
+    once for every analysis that runs the module)."""
 
     text: str
     module: cst.Module
     tree: ast.Module
+    _locator: CallLocator | None = None
+
+    def locator(self) -> CallLocator:
+        """Where the module's calls are, shared by the analyses that run it."""
+        if self._locator is None:
+            self._locator = SharedCallLocator(self.module, self.text, self.tree)
+        return self._locator
+
+
+#: Shown a text before anything parses it (statements None) and its ``ast``
+#: statements before LibCST parses it; raises to refuse the text.
+Guard = Callable[[str, Sequence[ast.stmt] | None], None]
 
 
 class ParsedModules:
     """Modules parsed once per content (shared by every analysis in a process)."""
 
     def __init__(self, size: int = 256) -> None:
-        self._parsed: OrderedDict[tuple[str, str], ParsedModule | None] = OrderedDict()
+        self._parsed: OrderedDict[
+            tuple[str, str, Guard | None], tuple[ParsedModule | None, str | None]
+        ] = OrderedDict()
         self._size = size
 
-    def parse(self, path: Path, text: str) -> ParsedModule | None:
-        """Parse ``text`` (the content of ``path``); None if it does not parse."""
-        key = (str(path), text)
-        if key in self._parsed:
+    def parse(
+        self, path: Path, text: str, guard: Guard | None = None
+    ) -> tuple[ParsedModule | None, str | None]:
+        """Parse ``text`` (the content of ``path``) once ``guard`` lets it
+        through: the module, or None and why (None: it does not parse), the
+        same for the same text without parsing it again."""
+        key = (str(path), text, guard)
+        found = self._parsed.get(key)
+        if found is not None:
             self._parsed.move_to_end(key)
-            return self._parsed[key]
-        parsed: ParsedModule | None
+            return found
+        parsed: ParsedModule | None = None
+        refused: str | None = None
+        tree: ast.Module | None = None
         try:
+            if guard is not None:
+                guard(text, None)
             tree = ast.parse(text)
-            parsed = ParsedModule(text, cst.parse_module(text), tree)
-        except Exception:  # a syntax error or what LibCST cannot parse
-            parsed = None
-        self._parsed[key] = parsed
+            if guard is not None:
+                guard(text, tree.body)
+        except SyntaxError:
+            tree = None
+        except Exception as exc:  # a text too large or deep to parse
+            tree = None
+            refused = str(exc) if guard is not None else None
+        if tree is not None:
+            try:
+                parsed = ParsedModule(text, cst.parse_module(text), tree)
+            except Exception:  # what LibCST cannot parse
+                parsed = None
+        self._parsed[key] = (parsed, refused)
         if len(self._parsed) > self._size:
             self._parsed.popitem(last=False)
-        return parsed
+        return parsed, refused
 
 
 #: The process-wide cache of parsed modules.

@@ -10,7 +10,6 @@ resolver knows.  A part of the :class:`~chainlens.analyzer.extract.evaluator.Eva
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +20,6 @@ from chainlens.analyzer.extract.flow import (
     BreakError,
     Context,
     ContinueError,
-    Guard,
     ReturnError,
     StopError,
 )
@@ -30,10 +28,10 @@ from chainlens.analyzer.extract.modules import (
     MAX_MODULE_BYTES,
     MAX_MODULES,
     PARSED,
+    Guard,
     ModuleFinder,
     ReadText,
 )
-from chainlens.analyzer.extract.positions import CallLocator
 from chainlens.analyzer.extract.syntax import alias_name, dotted
 from chainlens.analyzer.extract.values import ModuleValue, Opaque, QualifiedRef
 from chainlens.analyzer.model.source import SourceRange
@@ -178,15 +176,11 @@ class OwnModules:
         parsed = None
         refused = None
         if text is not None and len(text) <= MAX_MODULE_BYTES:
-            try:
-                if self.guard is not None:
-                    self.guard(text, None)
-                    self.guard(text, ast.parse(text).body)
-                parsed = PARSED.parse(found.path, text)
-            except SyntaxError:
-                parsed = None
-            except Exception as exc:  # a text too large or deep to parse
-                refused = str(exc).removesuffix("; the file was not analysed")
+            # parsed and guarded once per text (the next edit of the program
+            # finds it so)
+            parsed, refused = PARSED.parse(found.path, text, self.guard)
+            if refused is not None:
+                refused = refused.removesuffix("; the file was not analysed")
                 refused = refused.removesuffix("; it was not analysed")
         if parsed is None:
             why = refused or "it cannot be read or parsed"
@@ -202,11 +196,7 @@ class OwnModules:
         if parent is not None:
             parent.namespace.setdefault(name.rsplit(".", 1)[1], value)
         self.record.modules.append(str(found.path))
-        context = Context(
-            CallLocator(parsed.module, parsed.text, parsed.tree),
-            str(found.path),
-            found,
-        )
+        context = Context(parsed.locator(), str(found.path), found)
         caller = (self.context, self.top, self.via)
         if self.context.path is None:
             self.via = self.where(stmt)  # the program's import

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Callable, Mapping
 
 import libcst as cst
@@ -594,3 +595,16 @@ def _range_of(call: ast.Call, lines: list[str]) -> SourceRange:
             call.lineno, _column(lines, call.lineno, call.col_offset)
         )
     return SourceRange(start, end)
+
+
+class SharedCallLocator(CallLocator):
+    """A :class:`CallLocator` that analyses on several threads may ask at
+    once (a module the program imports, parsed once per text and shared)."""
+
+    def __init__(self, module: cst.Module, text: str, tree: ast.Module) -> None:
+        super().__init__(module, text, tree)
+        self._lock = threading.Lock()
+
+    def range_of(self, call: cst.CSTNode, top: int) -> SourceRange | None:
+        with self._lock:
+            return super().range_of(call, top)

@@ -381,3 +381,67 @@ def test_a_call_on_the_java_environment_marks_its_job_partial() -> None:
     (note,) = [u for u in job.unknowns if "setParallelism()" in u.reason]
     assert note.range is not None
     assert note.range.start.line == 7
+
+
+def test_a_module_the_program_imports_is_parsed_once_per_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each edit of a program replays the modules it imports: a module whose
+    text did not change is not parsed (nor guarded) again, and its operators
+    are still located in it, on every analysis and across threads; an edit of
+    the module is read and parsed anew."""
+    import ast
+    import threading
+
+    helper = tmp_path / "helpers_parsed_once.py"
+    before = (
+        "\n" * 3 + "def helper(s):\n    return s.filter(lambda x: x > 0).name('kept')\n"
+    )
+    helper.write_text(before, encoding="utf-8")
+    main = tmp_path / "main.py"
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
+        if source.endswith(".name('kept')\n") or source.endswith(".name('now')\n"):
+            parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ast, "parse", counting)
+
+    def located(text: str, read: object = None) -> tuple[int, str | None]:
+        result = analyze_source(str(main), text, read=read)  # type: ignore[arg-type]
+        (job,) = result.jobs
+        assert job.stream_graph is not None
+        (kept,) = [n for n in job.stream_graph.nodes if n.api == "filter"]
+        assert kept.range is not None
+        return kept.range.start.line, kept.range.path
+
+    found = []
+    for n in range(3):  # three versions of the program
+        found.append(
+            located(_program(f"from helpers_parsed_once import helper\n{'#' * n}\n"))
+        )
+    threads = [
+        threading.Thread(
+            target=lambda: found.append(
+                located(_program("from helpers_parsed_once import helper\n"))
+            )
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [(5, str(helper))] * 7
+    assert parsed == [before]  # the module, once
+
+    edited = before.replace("'kept'", "'now'").replace("\n\n\n", "\n", 1)
+    assert located(
+        _program("from helpers_parsed_once import helper\n"),
+        read=lambda path: (
+            edited if path == helper else path.read_text(encoding="utf-8")
+        ),
+    ) == (3, str(helper))
+    assert parsed == [before, edited]
