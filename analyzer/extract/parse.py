@@ -499,12 +499,20 @@ class ModuleCache:
             first = bisect.bisect_right(old_bounds, max(head - 1, 0)) - 1
             last = max(first, bisect.bisect_right(old_bounds, old_end - 1) - 1)
             last = min(last, len(old_bounds) - 2)
+            narrow = (first, last)
         else:
             # the pieces the change touches, and one more on each side (a
             # change may join a statement to its neighbour, e.g. an added
             # `else:`)
             first = max(0, bisect.bisect_right(old_bounds, head) - 2)
             last = min(len(old_bounds) - 2, bisect.bisect_left(old_bounds, old_end) + 1)
+            # first the pieces the change touches alone: statements at column
+            # 0 that parse alone parse so beside the others, and a neighbour
+            # may be long (a literal of thousands of lines); one that parses
+            # only with a neighbour is parsed with them
+            touched = min(max(0, bisect.bisect_right(old_bounds, head) - 1), last)
+            through = bisect.bisect_right(old_bounds, max(old_end - 1, head)) - 1
+            narrow = (touched, min(max(touched, through), last))
         inside = self._reparse_inside(
             lines, old_lines, old_bounds, (head, len(old_lines) - tail), guard
         )
@@ -512,6 +520,26 @@ class ModuleCache:
             self._last = None
             self._previous = None
             return self._build(text, lines, inside, (), 0, guard)
+        if narrow != (first, last):
+            found = self._parse_region(lines, old_lines, old_bounds, *narrow)
+            if found is not None:
+                return self._with_region(text, lines, old_bounds, found, guard)
+        found = self._parse_region(lines, old_lines, old_bounds, first, last)
+        if found is None:
+            return None
+        return self._with_region(text, lines, old_bounds, found, guard)
+
+    @staticmethod
+    def _parse_region(
+        lines: list[str],
+        old_lines: list[str],
+        old_bounds: list[int],
+        first: int,
+        last: int,
+    ) -> tuple[int, int, ast.Module, list[int], int] | None:
+        """Parse the new text of the pieces ``first`` to ``last``: the pieces,
+        the tree, where its statements start and how many lines the text
+        gained; None when it does not parse as statements of their own."""
         start, stop = old_bounds[first], old_bounds[last + 1]
         shift = len(lines) - len(old_lines)
         region = lines[start : stop + shift]
@@ -522,6 +550,19 @@ class ModuleCache:
         starts = statement_starts(tree, region)
         if not starts:
             return None
+        return first, last, tree, starts, shift
+
+    def _with_region(
+        self,
+        text: str,
+        lines: list[str],
+        old_bounds: list[int],
+        found: tuple[int, int, ast.Module, list[int], int],
+        guard: Guard | None,
+    ) -> cst.Module:
+        """The module with the pieces of a region parsed again."""
+        first, last, tree, starts, shift = found
+        start = old_bounds[first]
         bounds = [
             *old_bounds[:first],
             start,

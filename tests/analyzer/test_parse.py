@@ -390,3 +390,47 @@ def test_a_lambda_text_cut_from_the_source_is_the_generated_one(text: str) -> No
         assert positions.lambda_text(node) == generated
     if lambdas and "f'" not in text:
         assert all(id(node) in cut for node in lambdas)
+
+
+def test_an_edit_beside_a_long_statement_does_not_parse_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A statement edited next to a literal of thousands of lines (the
+    ``if`` after it) is parsed alone, as are the others; a change that parses
+    only with its neighbour (an ``else:`` added to the ``if`` above, a line
+    indented into its block) is parsed with it; each gives the whole text's
+    module."""
+    rows = "rows = [\n" + "".join(f"    ({i}, 'v{i}'),\n" for i in range(3000)) + "]\n"
+    text = f"import os\n\n{rows}if os.sep:\n    a = 1\nb = len(rows)\nc = 3\n"
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    versions = [
+        text.replace("b = len(rows)", "b = len(rows) + 1"),
+        text.replace("c = 3\n", "c = 3\nd = 4\n"),
+        text.replace("    a = 1\n", "    a = 1\nelse:\n    a = 2\n"),
+        text.replace("b = len(rows)", "    b = len(rows)"),
+        text.replace("if os.sep:", "if not os.sep:"),
+    ]
+    long_parses: list[int] = []
+    regions: list[int] = []
+    for version in versions:
+        cache = ModuleCache()
+        cache.parse_module(text, real(text))
+        monkeypatch.setattr(ast, "parse", counting)
+        parsed.clear()
+        module = cache.reparse(version)
+        monkeypatch.setattr(ast, "parse", real)
+        assert module is not None
+        assert module.code == version
+        assert module.deep_equals(cst.parse_module(version))
+        long_parses.append(sum("(2999, 'v2999')" in source for source in parsed))
+        regions.append(len(parsed))
+    assert long_parses == [0] * len(versions)
+    # an else added and a line indented parse only with the if above: the
+    # statements changed alone do not parse, then they are parsed with it
+    assert regions == [1, 1, 2, 2, 1]
