@@ -696,10 +696,39 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         return "".join(parts)
 
     def eval_Tuple(self, node: cst.Tuple, scope: dict[str, object]) -> object:
+        if len(node.elements) >= _CONSTANT_FROM:
+            found = self._constant(node)
+            if found is not None:
+                return found
         return tuple(self._elements(node.elements, scope))
 
     def eval_List(self, node: cst.List, scope: dict[str, object]) -> object:
+        if len(node.elements) >= _CONSTANT_FROM:
+            found = self._constant(node)
+            if found is not None:
+                return list(found)  # a list of its own: the program may change it
         return list(self._elements(node.elements, scope))
+
+    def _constant(self, node: cst.Tuple | cst.List) -> tuple[object, ...] | None:
+        """The items of a long literal of constants (numbers, strings, tuples
+        of them), evaluated once per node: an edit elsewhere leaves the node,
+        and a literal of thousands of rows is not read again; None for any
+        other literal."""
+        kept = _CONSTANTS.get(id(node))
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        items = (
+            tuple(self._elements(node.elements, {}))
+            if all(
+                isinstance(e, cst.Element) and _is_constant(e.value)
+                for e in node.elements
+            )
+            else None
+        )
+        if len(_CONSTANTS) >= _CONSTANTS_KEPT:
+            _CONSTANTS.clear()
+        _CONSTANTS[id(node)] = (node, items)
+        return items
 
     def eval_Set(self, node: cst.Set, scope: dict[str, object]) -> object:
         items = list(self._elements(node.elements, scope))
@@ -1226,6 +1255,32 @@ def _attribute_getter(kind: type) -> Callable[..., object]:
 _EVALUATORS: dict[
     type, Callable[[Evaluator, cst.CSTNode, dict[str, object]], object]
 ] = {}
+
+#: a tuple or list literal of this many items or more is looked at as a
+#: literal of constants (see :meth:`Evaluator._constant`)
+_CONSTANT_FROM = 32
+#: the items of the long literals of constants met, by node
+_CONSTANTS: dict[int, tuple[cst.CSTNode, tuple[object, ...] | None]] = {}
+_CONSTANTS_KEPT = 256
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is a constant whose value never changes: a number, a
+    string without expressions, True, False, None, a signed number, or a tuple
+    of them."""
+    if isinstance(node, cst.Integer | cst.Float | cst.SimpleString):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return isinstance(node.operator, cst.Minus | cst.Plus) and isinstance(
+            node.expression, cst.Integer | cst.Float
+        )
+    if isinstance(node, cst.Tuple):
+        return all(
+            isinstance(e, cst.Element) and _is_constant(e.value) for e in node.elements
+        )
+    return False
 
 
 def _format(

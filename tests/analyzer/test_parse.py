@@ -434,3 +434,54 @@ def test_an_edit_beside_a_long_statement_does_not_parse_it_again(
     # an else added and a line indented parse only with the if above: the
     # statements changed alone do not parse, then they are parsed with it
     assert regions == [1, 1, 2, 2, 1]
+
+
+def test_a_long_literal_of_constants_is_read_once_and_changed_by_no_one_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows written out in the program are read once per node (an edit
+    elsewhere keeps the node); each analysis gets a list of its own, so what
+    the program appends is not there the next time, and every analysis is
+    the one made without reading them once."""
+    from chainlens.analyzer.extract import evaluator
+
+    rows = "".join(
+        f"    ('k{i % 7}', {i}, -{i}.5, b'x', None, (True, 'v')),\n" for i in range(300)
+    )
+    text = (
+        "from pyflink.common import Types\n"
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        f"ROWS = [\n{rows}]\n"
+        "ONE = 1\n"
+        "MIXED = [\n" + "    1,\n" * 40 + "    ONE,\n]\n"
+        "ROWS.append(('extra', 1, 2.0, b'y', None, (False, 'w')))\n"
+        "env.set_parallelism(len(ROWS) - 300 + len(MIXED) - 41 + MIXED[-1])\n"
+        "s = env.from_collection(ROWS).key_by(lambda r: r[0]).reduce(lambda a, b: a)\n"
+        "s.name('rows').set_parallelism(4).print()\n"
+        "env.execute('rows')\n"
+    )
+    versions = [
+        text,
+        *(
+            text.replace("set_parallelism(4)", f"set_parallelism({n})")
+            for n in (5, 6, 7)
+        ),
+    ]
+    cache = ModuleCache()
+    read: list[int] = []
+    real = evaluator.Evaluator._elements
+
+    def counting(self: evaluator.Evaluator, elements: object, scope: object) -> object:
+        read.append(len(elements))  # type: ignore[arg-type]
+        return real(self, elements, scope)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluator.Evaluator, "_elements", counting)
+    once = [result_to_json(analyze_source("rows.py", v, cache=cache)) for v in versions]
+    assert read.count(300) == 1  # the rows, once
+    assert read.count(41) == len(versions)  # not constants: every time
+    (job,) = analyze_source("rows.py", text, cache=cache).jobs
+    assert job.spec.env.parallelism == 2  # one row appended, one item more
+    monkeypatch.setattr(evaluator, "_CONSTANT_FROM", 1 << 30)  # never kept
+    plain = [result_to_json(analyze_source("rows.py", v)) for v in versions]
+    assert once == plain
