@@ -167,8 +167,9 @@ def _listing(folder: Path, *, project: bool, isolated: bool) -> list[Path]:
 
 def _project_texts(
     folder: Path, *, project: bool = True, isolated: bool = False
-) -> list[tuple[Path, bytes]]:
-    """The ``.py`` files searched (see :func:`_listing`) and their contents."""
+) -> list[tuple[Path, tuple[int, int], bytes]]:
+    """The ``.py`` files searched (see :func:`_listing`), their size and
+    modification time, and their contents."""
     now = time.monotonic()
     listing = (folder, project, isolated)
     with _LOCK:
@@ -181,7 +182,7 @@ def _project_texts(
         listed = (now, files)
         with _LOCK:
             _LISTINGS[listing] = listed
-    found: list[tuple[Path, bytes]] = []
+    found: list[tuple[Path, tuple[int, int], bytes]] = []
     for path in listed[1]:
         try:
             stat = path.stat()
@@ -193,7 +194,7 @@ def _project_texts(
         with _LOCK:
             cached = _TEXTS.get(path)
         if cached is not None and cached[0] == key:
-            found.append((path, cached[1]))
+            found.append((path, key, cached[1]))
             continue
         try:
             data = read_bounded(path, MAX_MODULE_BYTES)
@@ -201,8 +202,17 @@ def _project_texts(
             continue
         with _LOCK:
             _TEXTS[path] = (key, data)
-        found.append((path, data))
+        found.append((path, key, data))
     return found
+
+
+#: the programs found for a module, by module, files left out and isolation,
+#: with the files (and their size and time) they were found among
+_FOUND: dict[
+    tuple[Path, tuple[Path, ...], bool],
+    tuple[tuple[tuple[Path, tuple[int, int]], ...], list[Path]],
+] = {}
+_FOUND_KEPT: Final = 64
 
 
 def importers_of(
@@ -226,14 +236,36 @@ def importers_of(
     if not (module.parent.name if module.name == "__init__.py" else module.stem):
         return []
     root = project_root(module.parent)
-    texts = {
-        p: data
-        for p, data in _project_texts(
+    listed = [
+        (p, key, data)
+        for p, key, data in _project_texts(
             root or module.parent, project=root is not None, isolated=isolated
         )
         if p != module
-    }
+    ]
     skipped = [Path(os.path.abspath(c)) for c in covered]
+    # who imports the module depends on the other files alone: the same
+    # files, unchanged, give the same programs (an editor asks on every
+    # change of the module)
+    asked = (module, tuple(skipped), isolated)
+    files = tuple((p, key) for p, key, _ in listed)
+    with _LOCK:
+        known = _FOUND.get(asked)
+    if known is not None and known[0] == files:
+        return list(known[1])
+    programs = _importers(module, {p: data for p, _, data in listed}, skipped)
+    with _LOCK:
+        if len(_FOUND) >= _FOUND_KEPT:
+            _FOUND.clear()
+        _FOUND[asked] = (files, programs)
+    return list(programs)
+
+
+def _importers(
+    module: Path, texts: dict[Path, bytes], skipped: list[Path]
+) -> list[Path]:
+    """The programs among ``texts`` that may run ``module`` (see
+    :func:`importers_of`)."""
     search = _Search()
     searched = [module]
     seen = {module}

@@ -168,3 +168,37 @@ def test_a_config_error_while_checking_is_one_clear_line(
     (checked,) = check_paths([path], ConfigResolver(), cwd=tmp_path)
     (finding,) = checked.findings
     assert finding.diagnostic.message == "chainlens failed: ValueError: first line"
+
+
+def test_the_programs_of_a_module_are_searched_again_only_when_files_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor asks for a module's programs on every change of the module:
+    while the other files of the project are the same, the search is not
+    made again; a program changed, added or removed is found."""
+    from chainlens.analyzer import importers
+
+    _write(tmp_path / "pyproject.toml", "[project]\nname = 'p'\n")
+    helpers = _write(tmp_path / "jobs" / "helpers.py", HELPERS)
+    main = _write(tmp_path / "jobs" / "main.py", MAIN)
+    _write(tmp_path / "jobs" / "other.py", "x = 1\n")
+    searched: list[Path] = []
+    real = importers._importers
+
+    def counting(module: Path, *args: object) -> list[Path]:
+        searched.append(module)
+        return real(module, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importers, "_importers", counting)
+    monkeypatch.setattr(importers, "LISTING_SECONDS", 0.0)  # listed each time
+    assert importers_of(helpers) == [main]
+    _write(helpers, HELPERS + "\n# the module edited: its programs the same\n")
+    assert importers_of(helpers) == [main]
+    assert len(searched) == 1
+    again = _write(tmp_path / "jobs" / "again.py", MAIN)
+    assert sorted(importers_of(helpers)) == sorted([main, again])
+    _write(main, MAIN.replace("import helpers\n", "import other\n"))
+    assert importers_of(helpers) == [again]
+    again.unlink()
+    assert importers_of(helpers) == []
+    assert len(searched) == 4
