@@ -39,7 +39,12 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from chainlens.analyzer import rules as registry
-from chainlens.analyzer.api import analyze_graphs, analyze_source, with_findings
+from chainlens.analyzer.api import (
+    analyze_graphs,
+    analyze_source,
+    share_parsed,
+    with_findings,
+)
 from chainlens.analyzer.config import (
     Config,
     ConfigError,
@@ -204,6 +209,8 @@ def check_text(
         verify_fixes=verify_fixes or fix,
     )
     if importers and not result.jobs and not result.problems:
+        if cache is not None:
+            share_parsed(path, text, cache)  # its programs replay it
         result = _with_importers_findings(path, text, config, result, read, covered)
     fixed, fixed_text = 0, None
     held = None

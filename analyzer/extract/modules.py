@@ -154,11 +154,16 @@ class ParsedModules:
         self._size = size
 
     def parse(
-        self, path: Path, text: str, guard: Guard | None = None
+        self,
+        path: Path,
+        text: str,
+        guard: Guard | None = None,
+        module: cst.Module | None = None,
     ) -> tuple[ParsedModule | None, str | None]:
         """Parse ``text`` (the content of ``path``) once ``guard`` lets it
         through: the module, or None and why (None: it does not parse), the
-        same for the same text without parsing it again."""
+        same for the same text without parsing it again.  ``module``: the
+        text's LibCST module, parsed already (an editor's document)."""
         key = (str(path), text, guard)
         found = self._parsed.get(key)
         if found is not None:
@@ -180,7 +185,8 @@ class ParsedModules:
             refused = str(exc) if guard is not None else None
         if tree is not None:
             try:
-                parsed = ParsedModule(text, cst.parse_module(text), tree)
+                made = module if module is not None else cst.parse_module(text)
+                parsed = ParsedModule(text, made, tree)
             except Exception:  # what LibCST cannot parse
                 parsed = None
         self._parsed[key] = (parsed, refused)

@@ -231,6 +231,7 @@ class ModuleCache:
             tuple[_Piece, int, int]
         ] = []  # per statement: piece, index, offset
         self._last: cst.Module | None = None
+        self._last_text: str | None = None
         #: the lines and piece bounds of the text parsed last (for ``reparse``)
         self._previous: tuple[list[str], list[int]] | None = None
         self.hits = 0
@@ -630,8 +631,15 @@ class ModuleCache:
             for index in range(len(entry.module.body))
         ]
         self._last = module
+        self._last_text = text
         self._previous = (lines, bounds)
         return module
+
+    def module_of(self, text: str) -> cst.Module | None:
+        """The module of ``text`` when it is the text parsed last, else None."""
+        if self._last is not None and self._last_text == text:
+            return self._last
+        return None
 
 
 def _first_line(stmt: ast.stmt) -> int:

@@ -445,3 +445,43 @@ def test_a_module_the_program_imports_is_parsed_once_per_text(
         ),
     ) == (3, str(helper))
     assert parsed == [before, edited]
+
+
+def test_a_module_edited_in_the_editor_is_parsed_once_for_its_programs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor's module that builds no job is checked through the programs
+    that import it: they replay the module's text as the editor parsed it,
+    not a second parse of it, and find in it what they find without that."""
+    import libcst as cst
+
+    from chainlens.analyzer import ModuleCache, check_document
+    from chainlens.analyzer.extract import own_modules
+    from chainlens.analyzer.extract.modules import ParsedModules
+
+    _, _, helpers = _project_with_a_helper(tmp_path)
+    text = helpers.read_text(encoding="utf-8")
+    cache = ModuleCache(keep_current_only=True)
+    check_document(str(helpers), text, Config(), cache=cache, verify_fixes=False)
+    parsed: list[str] = []
+    real = cst.parse_module
+
+    def counting(source: str, *args: object, **kwargs: object) -> cst.Module:
+        parsed.append(source)
+        return real(source, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cst, "parse_module", counting)
+    for n in range(3):
+        edited = text.replace("a[1] + b[1]", f"a[1] + b[1] + {n}")
+        assert edited != text
+        parsed.clear()
+        seen = check_document(str(helpers), edited, Config(), cache=cache)
+        assert not any(source == edited for source in parsed)
+        with monkeypatch.context() as fresh_parses:  # parsed anew, by LibCST
+            fresh_parses.setattr(cst, "parse_module", real)
+            fresh_parses.setattr(own_modules, "PARSED", ParsedModules())
+            fresh = check_text(str(helpers), edited, Config())
+        assert seen.result is not None
+        assert fresh.result is not None
+        assert seen.result.diagnostics == fresh.result.diagnostics
+        assert "CL101" in {d.code.code for d in seen.result.diagnostics}
