@@ -8,6 +8,8 @@ cache, uid fixes unchecked where the checkout has that):
 * ``module``: a 13-line program whose job is built by three functions of a
   2,000-line module of the project (the program's own module, replayed on
   every edit of the program);
+* ``module edited``: that module, edited (it builds no job: it is checked
+  through the program that imports it, which replays it);
 * ``rows``: a program whose 5,000 rows are written out in a list literal, the
   statement edited right after it;
 * ``syntax``: the 4,194-line one-job program of ``bench_lsp_edits.py`` while
@@ -82,8 +84,12 @@ def scenarios(root: Path) -> dict[str, tuple[Path, str, Callable[[str, int], str
     def parallelism(text: str, n: int) -> str:
         return text.replace(".set_parallelism(4)", f".set_parallelism({n + 5})", 1)
 
+    def helper_edit(text: str, n: int) -> str:
+        return text.replace("e[1] + 2))", f"e[1] + 2 + {n}))", 1)
+
     found = {
         "module": (root / "main.py", MODULE_MAIN, parallelism),
+        "module edited": (root / "helpers.py", helper, helper_edit),
         "rows": (root / "rows.py", ROWS.format(rows=rows), parallelism),
         "syntax": (root / "typing.py", typing, parallelism),
     }
