@@ -212,7 +212,7 @@ _FOUND: dict[
     tuple[Path, tuple[Path, ...], bool],
     tuple[tuple[tuple[Path, tuple[int, int]], ...], list[Path]],
 ] = {}
-_FOUND_KEPT: Final = 64
+_FOUND_KEPT: Final = 16
 
 
 def importers_of(

@@ -725,9 +725,12 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             )
             else None
         )
-        if len(_CONSTANTS) >= _CONSTANTS_KEPT:
+        kept_items = _CONSTANT_ITEMS[0] + len(node.elements)
+        if len(_CONSTANTS) >= _CONSTANTS_KEPT or kept_items > _CONSTANT_ITEMS_KEPT:
             _CONSTANTS.clear()
+            kept_items = len(node.elements)
         _CONSTANTS[id(node)] = (node, items)
+        _CONSTANT_ITEMS[0] = kept_items
         return items
 
     def eval_Set(self, node: cst.Set, scope: dict[str, object]) -> object:
@@ -1261,7 +1264,11 @@ _EVALUATORS: dict[
 _CONSTANT_FROM = 32
 #: the items of the long literals of constants met, by node
 _CONSTANTS: dict[int, tuple[cst.CSTNode, tuple[object, ...] | None]] = {}
-_CONSTANTS_KEPT = 256
+#: at most this many literals kept, and this many items in all (the rows
+#: of the programs of a fleet scan are not all kept)
+_CONSTANTS_KEPT = 64
+_CONSTANT_ITEMS_KEPT = 100_000
+_CONSTANT_ITEMS = [0]
 
 
 def _is_constant(node: cst.BaseExpression) -> bool:
