@@ -22,7 +22,7 @@ import pytest
 
 from chainlens.analyzer.api import analyze_graphs
 from chainlens.analyzer.config import Config
-from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
+from chainlens.analyzer.model.enums import Partitioner
 from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.stream_graph import StreamEdge, StreamGraph, StreamNode
@@ -36,7 +36,7 @@ from chainlens.analyzer.rules.restore.baseline import (
     pair_jobs,
     runs_other_code,
 )
-from tests.support import ROOT
+from tests.support import ROOT, stream_node
 
 RECORDS = sorted(
     (ROOT / "tests" / "fixtures" / "restores" / "observed").glob("*/*.json")
@@ -153,16 +153,7 @@ def _random_graph(rng: random.Random, size: int) -> StreamGraph:
     before it (forks, joins of branches of one stage, joins across stages),
     edges in a random order per node."""
     nodes = tuple(
-        StreamNode(
-            id=i,
-            name=f"n{rng.randrange(4)}",
-            operator=OperatorKind.PYTHON_PROCESS,
-            chaining_strategy=ChainingStrategy.ALWAYS,
-            parallelism=2,
-            max_parallelism=-1,
-            slot_sharing_group="default",
-            api=rng.choice(("map", "filter")),
-        )
+        stream_node(i, name=f"n{rng.randrange(4)}", api=rng.choice(("map", "filter")))
         for i in range(size)
     )
     edges: list[StreamEdge] = []

@@ -28,6 +28,7 @@ from chainlens.analyzer.model.stream_graph import (
     StreamNode,
 )
 from chainlens.analyzer.model.values import Symbol
+from tests.support import stream_node
 
 FWD = Partitioner.FORWARD
 REB = Partitioner.REBALANCE
@@ -404,19 +405,7 @@ def _random_hashed_graph(rng: random.Random, size: int) -> StreamGraph:
         uid = None
         if rng.random() < 0.2:
             uid = "twice" if rng.random() < 0.1 else f"u{i}"
-        nodes.append(
-            StreamNode(
-                id=i,
-                name=f"n{i}",
-                operator=OperatorKind.PYTHON_PROCESS,
-                chaining_strategy=ChainingStrategy.ALWAYS,
-                parallelism=2,
-                max_parallelism=-1,
-                slot_sharing_group="default",
-                uid=uid,
-                is_source=i == 0 or rng.random() < 0.08,
-            )
-        )
+        nodes.append(stream_node(i, uid=uid, is_source=i == 0 or rng.random() < 0.08))
     edges = []
     for i in range(1, size):
         if nodes[i].is_source:

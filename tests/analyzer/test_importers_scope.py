@@ -22,7 +22,7 @@ from chainlens.analyzer import (
     check_paths,
 )
 from chainlens.analyzer.importers import importers_of
-from tests.support import chainlens
+from tests.support import chainlens, first_arguments
 
 HELPERS = '''"""Steps of the totals job."""
 
@@ -182,14 +182,7 @@ def test_the_programs_of_a_module_are_searched_again_only_when_files_change(
     helpers = _write(tmp_path / "jobs" / "helpers.py", HELPERS)
     main = _write(tmp_path / "jobs" / "main.py", MAIN)
     _write(tmp_path / "jobs" / "other.py", "x = 1\n")
-    searched: list[Path] = []
-    real = importers._importers
-
-    def counting(module: Path, *args: object) -> list[Path]:
-        searched.append(module)
-        return real(module, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(importers, "_importers", counting)
+    searched = first_arguments(monkeypatch, importers, "_importers")
     monkeypatch.setattr(importers, "LISTING_SECONDS", 0.0)  # listed each time
     assert importers_of(helpers) == [main]
     _write(helpers, HELPERS + "\n# the module edited: its programs the same\n")

@@ -13,7 +13,7 @@ from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.extract.positions import statement_calls
 from chainlens.analyzer.render.graphs import result_to_json
-from tests.support import ROOT
+from tests.support import ROOT, first_arguments
 
 CORPUS = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
 SOURCES = sorted((ROOT / "analyzer").rglob("*.py"))
@@ -402,13 +402,6 @@ def test_an_edit_beside_a_long_statement_does_not_parse_it_again(
     module."""
     rows = "rows = [\n" + "".join(f"    ({i}, 'v{i}'),\n" for i in range(3000)) + "]\n"
     text = f"import os\n\n{rows}if os.sep:\n    a = 1\nb = len(rows)\nc = 3\n"
-    parsed: list[str] = []
-    real = ast.parse
-
-    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
-        parsed.append(source)
-        return real(source, *args, **kwargs)  # type: ignore[arg-type]
-
     versions = [
         text.replace("b = len(rows)", "b = len(rows) + 1"),
         text.replace("c = 3\n", "c = 3\nd = 4\n"),
@@ -420,11 +413,10 @@ def test_an_edit_beside_a_long_statement_does_not_parse_it_again(
     regions: list[int] = []
     for version in versions:
         cache = ModuleCache()
-        cache.parse_module(text, real(text))
-        monkeypatch.setattr(ast, "parse", counting)
-        parsed.clear()
-        module = cache.reparse(version)
-        monkeypatch.setattr(ast, "parse", real)
+        cache.parse_module(text, ast.parse(text))
+        with monkeypatch.context() as spied:
+            parsed = first_arguments(spied, ast, "parse")
+            module = cache.reparse(version)
         assert module is not None
         assert module.code == version
         assert module.deep_equals(cst.parse_module(version))
@@ -469,15 +461,9 @@ def test_a_long_literal_of_constants_is_read_once_and_changed_by_no_one_else(
         ),
     ]
     cache = ModuleCache()
-    read: list[int] = []
-    real = evaluator.Evaluator._elements
-
-    def counting(self: evaluator.Evaluator, elements: object, scope: object) -> object:
-        read.append(len(elements))  # type: ignore[arg-type]
-        return real(self, elements, scope)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(evaluator.Evaluator, "_elements", counting)
+    elements = first_arguments(monkeypatch, evaluator.Evaluator, "_elements")
     once = [result_to_json(analyze_source("rows.py", v, cache=cache)) for v in versions]
+    read = [len(items) for items in elements]
     assert read.count(300) == 1  # the rows, once
     assert read.count(41) == len(versions)  # not constants: every time
     (job,) = analyze_source("rows.py", text, cache=cache).jobs

@@ -12,7 +12,7 @@ from chainlens.analyzer import Config, ConfigResolver, check_paths, check_text
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.importers import importers_of
 from tests.oracle.check import differences
-from tests.support import FIXTURES
+from tests.support import FIXTURES, first_arguments
 
 PROJECTS = FIXTURES / "projects"
 MAINS = sorted(PROJECTS.glob("*/main.py"))
@@ -399,15 +399,11 @@ def test_a_module_the_program_imports_is_parsed_once_per_text(
     )
     helper.write_text(before, encoding="utf-8")
     main = tmp_path / "main.py"
-    parsed: list[str] = []
-    real = ast.parse
+    edited = before.replace("'kept'", "'now'").replace("\n\n\n", "\n", 1)
+    calls = first_arguments(monkeypatch, ast, "parse")
 
-    def counting(source: str, *args: object, **kwargs: object) -> ast.Module:
-        if source.endswith(".name('kept')\n") or source.endswith(".name('now')\n"):
-            parsed.append(source)
-        return real(source, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(ast, "parse", counting)
+    def parsed() -> list[str]:  # the module's parses
+        return [source for source in calls if source in (before, edited)]
 
     def located(text: str, read: object = None) -> tuple[int, str | None]:
         result = analyze_source(str(main), text, read=read)  # type: ignore[arg-type]
@@ -435,16 +431,15 @@ def test_a_module_the_program_imports_is_parsed_once_per_text(
     for thread in threads:
         thread.join()
     assert found == [(5, str(helper))] * 7
-    assert parsed == [before]  # the module, once
+    assert parsed() == [before]  # the module, once
 
-    edited = before.replace("'kept'", "'now'").replace("\n\n\n", "\n", 1)
     assert located(
         _program("from helpers_parsed_once import helper\n"),
         read=lambda path: (
             edited if path == helper else path.read_text(encoding="utf-8")
         ),
     ) == (3, str(helper))
-    assert parsed == [before, edited]
+    assert parsed() == [before, edited]
 
 
 def test_a_module_edited_in_the_editor_is_parsed_once_for_its_programs(
@@ -463,14 +458,8 @@ def test_a_module_edited_in_the_editor_is_parsed_once_for_its_programs(
     text = helpers.read_text(encoding="utf-8")
     cache = ModuleCache(keep_current_only=True)
     check_document(str(helpers), text, Config(), cache=cache, verify_fixes=False)
-    parsed: list[str] = []
     real = cst.parse_module
-
-    def counting(source: str, *args: object, **kwargs: object) -> cst.Module:
-        parsed.append(source)
-        return real(source, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(cst, "parse_module", counting)
+    parsed = first_arguments(monkeypatch, cst, "parse_module")
     for n in range(3):
         edited = text.replace("a[1] + b[1]", f"a[1] + b[1] + {n}")
         assert edited != text

@@ -3,7 +3,9 @@
 ``ROOT`` is the repository, ``FIXTURES`` its ``tests/fixtures``; :func:`git`
 runs git with a fixed identity (and date) in a repository; :func:`chainlens`
 runs the ``chainlens`` command line in this process and returns its exit code,
-standard output and standard error.
+standard output and standard error; :func:`first_arguments` records what a
+function is called with, :func:`stream_node` makes a node of a hand-built
+graph.
 """
 
 from __future__ import annotations
@@ -12,6 +14,12 @@ import contextlib
 import io
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pytest
+
+    from chainlens.analyzer.model.stream_graph import StreamNode as Node
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -38,3 +46,39 @@ def chainlens(*args: str) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
     return code, out.getvalue(), err.getvalue()
+
+
+def first_arguments(
+    monkeypatch: pytest.MonkeyPatch, owner: object, name: str
+) -> list[Any]:
+    """Spy on ``owner.name`` (a function, or a method of a class): the list
+    it returns gets the first argument of every call (``self`` left out for
+    a method), and the calls go on to the function."""
+    real = getattr(owner, name)
+    method = isinstance(owner, type)
+    seen: list[Any] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(args[1] if method else args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen
+
+
+def stream_node(node_id: int, **fields: Any) -> Node:
+    """A StreamNode of a hand-built graph: a Python operator of parallelism
+    2, chained always, in the default group, named by its id unless said."""
+    from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind
+    from chainlens.analyzer.model.stream_graph import StreamNode
+
+    values: dict[str, Any] = {
+        "name": f"n{node_id}",
+        "operator": OperatorKind.PYTHON_PROCESS,
+        "chaining_strategy": ChainingStrategy.ALWAYS,
+        "parallelism": 2,
+        "max_parallelism": -1,
+        "slot_sharing_group": "default",
+    }
+    values.update(fields)
+    return StreamNode(id=node_id, **values)
