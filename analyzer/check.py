@@ -209,9 +209,9 @@ def check_text(
         verify_fixes=verify_fixes or fix,
     )
     if importers and not result.jobs and not result.problems:
-        if cache is not None:
-            share_parsed(path, text, cache)  # its programs replay it
-        result = _with_importers_findings(path, text, config, result, read, covered)
+        result = _with_importers_findings(
+            path, text, config, result, read, covered, cache
+        )
     fixed, fixed_text = 0, None
     held = None
     if history and result.ok and any(pins_or_unsafe(d) for d in result.diagnostics):
@@ -443,9 +443,12 @@ def _with_importers_findings(
     result: AnalysisResult,
     read: ReadText | None,
     covered: Collection[str],
+    cache: ModuleCache | None = None,
 ) -> AnalysisResult:
     """Add to a module's result the findings its importers' analyses locate
-    in it, at the module's lines (after the module's suppression comments)."""
+    in it, at the module's lines (after the module's suppression comments).
+    ``cache``: the module's parse cache (an editor's document), whose parse
+    of ``text`` the importers' analyses then use."""
     module = os.path.abspath(path)
 
     def read_text(target: Path) -> str | None:
@@ -454,7 +457,10 @@ def _with_importers_findings(
         return read(target) if read is not None else read_from_disk(target)
 
     derived: dict[tuple[str, int, int, str], Diagnostic] = {}
-    for program in importers_of(path, covered, isolated=config.isolated):
+    programs = importers_of(path, covered, isolated=config.isolated)
+    if programs and cache is not None:
+        share_parsed(path, text, cache)  # the programs replay it as parsed here
+    for program in programs:
         source = read_text(program)
         if source is None:
             continue

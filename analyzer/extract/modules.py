@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,6 +153,7 @@ class ParsedModules:
             tuple[str, str, Guard | None], tuple[ParsedModule | None, str | None]
         ] = OrderedDict()
         self._size = size
+        self._lock = threading.Lock()
 
     def parse(
         self,
@@ -165,10 +167,11 @@ class ParsedModules:
         same for the same text without parsing it again.  ``module``: the
         text's LibCST module, parsed already (an editor's document)."""
         key = (str(path), text, guard)
-        found = self._parsed.get(key)
-        if found is not None:
-            self._parsed.move_to_end(key)
-            return found
+        with self._lock:  # analyses on several threads share the modules
+            found = self._parsed.get(key)
+            if found is not None:
+                self._parsed.move_to_end(key)
+                return found
         parsed: ParsedModule | None = None
         refused: str | None = None
         tree: ast.Module | None = None
@@ -189,9 +192,10 @@ class ParsedModules:
                 parsed = ParsedModule(text, made, tree)
             except Exception:  # what LibCST cannot parse
                 parsed = None
-        self._parsed[key] = (parsed, refused)
-        if len(self._parsed) > self._size:
-            self._parsed.popitem(last=False)
+        with self._lock:
+            self._parsed[key] = (parsed, refused)
+            if len(self._parsed) > self._size:
+                self._parsed.popitem(last=False)
         return parsed, refused
 
 
