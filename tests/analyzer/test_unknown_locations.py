@@ -230,3 +230,83 @@ def test_a_static_method_taking_a_stream_is_said_never_dropped() -> None:
     )
     (job,) = result.jobs
     assert [e.range.start.line if e.range else None for e in job.spec.escapes] == [6]
+
+
+_AWKWARD = (
+    "# a header comment\n\n"
+    "import os\r\n"
+    "\n\n# a comment above a decorated function\n"
+    "@staticmethod\n"
+    "@property\n"
+    "def f(x,\n      y):\n\treturn [x +\n\t  y, f'{x!r:>{y}}']\n"
+    "a = 1; b = (2,\n  3)\n"
+    "class C:\n    '''doc'''\n\n    def g(self):  # note\n        return os.sep\n"
+    "if a:\n    pass\nelif b:\n    x = 'é' + \"\\u00e9\"\n"
+    "else:\n    y = \\\n        2\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _AWKWARD,
+        *(
+            p.read_text(encoding="utf-8")
+            for p in sorted((FIXTURES / "pipelines").glob("*.py"))[::9]
+        ),
+    ],
+    ids=lambda t: t.splitlines()[0][:30],
+)
+def test_a_node_is_located_in_its_statement_as_in_the_whole_module(text: str) -> None:
+    """A node the calls' pairing skips (a statement, a name, an operation, a
+    call in an f-string) is located from LibCST's positions of its top-level
+    statement alone: each node of each statement is where the whole module's
+    positions put it, a call from its API name on (decorators, comments and
+    blank lines above, several statements on a line, tabs, ``\\r\\n``, a
+    header comment)."""
+    import ast
+
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from chainlens.analyzer.extract.positions import CallLocator
+
+    module = cst.parse_module(text)
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    locator = CallLocator(module, text, ast.parse(text))
+    compared = 0
+
+    class Every(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.nodes: list[cst.CSTNode] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            self.nodes.append(node)
+            return True
+
+    for top, statement in enumerate(module.body):
+        every = Every()
+        statement.visit(every)
+        for node in every.nodes:
+            expected = whole.get(node)
+            found = locator._in_statement(node, top)
+            if expected is None:
+                assert found is None
+                continue
+            assert found is not None, (top, type(node).__name__)
+            start = expected.start
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                start = whole[node.func.attr].start  # from its API name on
+            assert (
+                found.start.line,
+                found.start.column,
+                found.end.line,
+                found.end.column,
+            ) == (
+                start.line,
+                start.column,
+                expected.end.line,
+                expected.end.column,
+            ), (top, type(node).__name__)
+            compared += 1
+    assert compared > 20

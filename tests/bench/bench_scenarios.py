@@ -14,7 +14,9 @@ cache, uid fixes unchecked where the checkout has that):
   statement edited right after it;
 * ``syntax``: the 4,194-line one-job program of ``bench_lsp_edits.py`` while
   a bracket typed in the middle of it is not closed yet (the text is not
-  Python for as long).
+  Python for as long);
+* ``importing``: that program importing a two-line function of a module of
+  its own.
 
 Run it with each checkout's Python to compare them::
 
@@ -80,6 +82,13 @@ def scenarios(root: Path) -> dict[str, tuple[Path, str, Callable[[str, int], str
     big = big_program(4200)
     middle = big.index("    # stage 3")
     typing = big[:middle] + "    x = (\n" + big[middle:]
+    (root / "tags.py").write_text("def tag(s):\n    return s\n", encoding="utf-8")
+    importing = big.replace(
+        "from pyflink.common import Types\n",
+        "from pyflink.common import Types\nfrom tags import tag\n",
+        1,
+    ).replace("    s0 = env.from_collection(", "    s0 = tag(env.from_collection(", 1)
+    importing = importing.replace("type_info=EVENT)\n", "type_info=EVENT))\n", 1)
 
     def parallelism(text: str, n: int) -> str:
         return text.replace(".set_parallelism(4)", f".set_parallelism({n + 5})", 1)
@@ -92,6 +101,7 @@ def scenarios(root: Path) -> dict[str, tuple[Path, str, Callable[[str, int], str
         "module edited": (root / "helpers.py", helper, helper_edit),
         "rows": (root / "rows.py", ROWS.format(rows=rows), parallelism),
         "syntax": (root / "typing.py", typing, parallelism),
+        "importing": (root / "importing.py", importing, parallelism),
     }
     for path, text, _ in found.values():
         path.write_text(text, encoding="utf-8")
