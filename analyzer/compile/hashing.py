@@ -221,9 +221,9 @@ class Rehasher:
         self.chained = chained
         unready: set[int] = set()
         symbolic: dict[int, Symbol] = {}
-        #: the uids, hashes and IDs of the graph itself (None: it is rejected,
-        #: or holds unknown uids), then of the last uids hashed
-        self._base: (
+        #: the uids, hashes and IDs of the last uids hashed, first the graph's
+        #: own (None: the graph is rejected, or holds unknown uids)
+        self._last: (
             tuple[dict[int, object], dict[int, bytes], dict[int, str]] | None
         ) = None
         try:
@@ -237,14 +237,13 @@ class Rehasher:
         self.order = list(hashes)
         self.position = {node_id: i for i, node_id in enumerate(self.order)}
         self.unready = unready
-        self._base = ({}, hashes, {k: v.hex() for k, v in hashes.items()})
-        self._last = self._base
+        self._last = ({}, hashes, {k: v.hex() for k, v in hashes.items()})
 
     def hashes(self, uids: Mapping[int, object]) -> dict[int, bytes]:
         """Every node's hash with ``uids`` set (node id -> uid) on the graph's
         own: what :func:`traverse_stream_graph_and_generate_hashes` returns,
         and raises, with them."""
-        found = self._again(uids) if self._base is not None else None
+        found = self._again(uids)
         if found is None:
             return traverse_stream_graph_and_generate_hashes(
                 self.graph, uids=uids, chained=self.chained
@@ -253,7 +252,7 @@ class Rehasher:
 
     def hex_ids(self, uids: Mapping[int, object]) -> dict[int, str]:
         """:meth:`hashes` as operator IDs (hex)."""
-        found = self._again(uids) if self._base is not None else None
+        found = self._again(uids)
         if found is None:
             hashes = traverse_stream_graph_and_generate_hashes(
                 self.graph, uids=uids, chained=self.chained
@@ -264,6 +263,8 @@ class Rehasher:
     def _again(
         self, uids: Mapping[int, object]
     ) -> tuple[dict[int, bytes], dict[int, str]] | None:
+        if self._last is None:
+            return None  # the whole walk says what Flink says of the graph
         last_uids, last, last_hex = self._last
         node = self.graph.node
         position = self.position
@@ -271,10 +272,8 @@ class Rehasher:
         def uid_of(node_id: int, given: Mapping[int, object]) -> object:
             return given[node_id] if node_id in given else node(node_id).uid
 
-        try:  # the uids set differently from the last time (compared in C)
-            differ = {k for k, _ in uids.items() ^ last_uids.items()}
-        except TypeError:  # a uid that cannot be hashed
-            differ = set(uids).union(last_uids)
+        # the uids set differently from the last time (compared in C)
+        differ = {k for k, _ in uids.items() ^ last_uids.items()}
         changed = [
             node_id
             for node_id in differ

@@ -509,20 +509,9 @@ class CallLocator:
         positions = wrapper.resolve(PositionProvider)
         # every call, those inside f-strings too (the fast walk skips them)
         for call in cst_matchers.findall(self._module, cst_matchers.Call()):
-            assert isinstance(call, cst.Call)
-            code_range = positions.get(call)
-            if code_range is None:
-                continue
-            start = code_range.start
-            func = call.func
-            if isinstance(func, cst.Attribute):
-                name_range = positions.get(func.attr)
-                if name_range is not None:
-                    start = name_range.start
-            self._ranges[id(call)] = SourceRange(
-                SourcePosition(start.line, start.column),
-                SourcePosition(code_range.end.line, code_range.end.column),
-            )
+            located = _located(positions, call)
+            if located is not None:
+                self._ranges[id(call)] = located
         for owner in positions:
             part_name = _CST_CONTROLS.get(type(owner))
             if part_name is None:
@@ -562,19 +551,7 @@ class CallLocator:
                 first.lineno - positions[statement].start.line,
             )
         positions, shift = known
-        code_range = positions.get(node)
-        if code_range is None:
-            return None
-        start = code_range.start
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            # a call from its API name on, as the pairing gives it
-            name_range = positions.get(node.func.attr)
-            if name_range is not None:
-                start = name_range.start
-        return SourceRange(
-            SourcePosition(start.line + shift, start.column),
-            SourcePosition(code_range.end.line + shift, code_range.end.column),
-        )
+        return _located(positions, node, shift)
 
     def range_of(self, call: cst.CSTNode, top: int) -> SourceRange | None:
         """Return the range of ``call`` (or of the condition of a branch or the
@@ -609,13 +586,30 @@ class CallLocator:
             self._from_metadata()
             found = self._ranges.get(key)
         if found is None and self._positions is not None:
-            code_range = self._positions.get(call)
-            if code_range is not None:
-                found = self._ranges[key] = SourceRange(
-                    SourcePosition(code_range.start.line, code_range.start.column),
-                    SourcePosition(code_range.end.line, code_range.end.column),
-                )
+            found = _located(self._positions, call)
+            if found is not None:
+                self._ranges[key] = found
         return found
+
+
+def _located(
+    positions: Mapping[cst.CSTNode, CodeRange], node: cst.CSTNode, shift: int = 0
+) -> SourceRange | None:
+    """Where LibCST's ``positions`` put ``node``, ``shift`` lines down; a call
+    from its API name on (``map(f)`` of ``stream.map(f)``), as the pairing
+    gives it."""
+    code_range = positions.get(node)
+    if code_range is None:
+        return None
+    start = code_range.start
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        name_range = positions.get(node.func.attr)
+        if name_range is not None:
+            start = name_range.start
+    return SourceRange(
+        SourcePosition(start.line + shift, start.column),
+        SourcePosition(code_range.end.line + shift, code_range.end.column),
+    )
 
 
 def _column(lines: list[str], line: int, byte_offset: int) -> int:
