@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from chainlens.analyzer.model.diagnostic import Diagnostic, Fix, TextEdit
@@ -71,7 +71,19 @@ def find_suppressions(text: str) -> tuple[Suppression, ...]:
     if not comments:
         return ()
     lines = _LINE_BREAK.split(text)
-    target = _comment_lines(lines, multiline, ends_in_comment)
+    return _suppressions(
+        comments, lines, _comment_lines(lines, multiline, ends_in_comment)
+    )
+
+
+def _suppressions(
+    comments: Sequence[tuple[int, int, str]],
+    lines: Sequence[str],
+    target: Mapping[int, int],
+) -> tuple[Suppression, ...]:
+    """The suppression comments among ``comments`` (line, column, text) of
+    the text of ``lines``, whose lines that cannot carry a comment are covered
+    by the comment of the line ``target`` maps them to."""
     covered: dict[int, set[int]] = {}
     for line, where in target.items():
         covered.setdefault(where, set()).add(line)
@@ -219,7 +231,11 @@ def suppression_fix(text: str, line: int, code: str) -> Fix | None:
     statement's comment goes (after a backslash continuation or a multi-line
     string: its last line).  None when the line is already fully suppressed.
     """
-    for suppression in find_suppressions(text):
+    comments, multiline, ends_in_comment = _scan(text)
+    lines = _LINE_BREAK.split(text)
+    target = _comment_lines(lines, multiline, ends_in_comment)
+    found = _suppressions(comments, lines, target) if "chainlens" in text else ()
+    for suppression in found:
         if line not in suppression.lines or suppression.malformed is not None:
             continue
         if not suppression.codes or code in {c.code for c in suppression.codes}:
@@ -227,9 +243,7 @@ def suppression_fix(text: str, line: int, code: str) -> Fix | None:
         end = suppression.codes[-1].range.end
         edit = TextEdit(SourceRange(end, end), f", {code}")
         return Fix(f"suppress {code} on this line", (edit,), safe=False)
-    _, multiline, ends_in_comment = _scan(text)
-    lines = _LINE_BREAK.split(text)
-    where = _comment_lines(lines, multiline, ends_in_comment).get(line, line)
+    where = target.get(line, line)
     if not 0 < where <= len(lines):
         return None
     end = SourcePosition(where, len(lines[where - 1]))

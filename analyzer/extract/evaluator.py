@@ -719,10 +719,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             return kept[1]
         items = (
             tuple(self._elements(node.elements, {}))
-            if all(
-                isinstance(e, cst.Element) and _is_constant(e.value)
-                for e in node.elements
-            )
+            if _all_constant(node.elements)
             else None
         )
         kept_items = _CONSTANT_ITEMS[0] + len(node.elements)
@@ -1284,10 +1281,13 @@ def _is_constant(node: cst.BaseExpression) -> bool:
             node.expression, cst.Integer | cst.Float
         )
     if isinstance(node, cst.Tuple):
-        return all(
-            isinstance(e, cst.Element) and _is_constant(e.value) for e in node.elements
-        )
+        return _all_constant(node.elements)
     return False
+
+
+def _all_constant(elements: Sequence[cst.BaseElement]) -> bool:
+    """Whether every element of a literal is a constant (none starred)."""
+    return all(isinstance(e, cst.Element) and _is_constant(e.value) for e in elements)
 
 
 def _format(

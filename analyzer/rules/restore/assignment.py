@@ -40,6 +40,7 @@ from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
+from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,32 +188,30 @@ def check_superseded() -> None:
         raise SupersededError
 
 
-#: how many task orders are kept (the job graphs of the last analyses)
-_KEPT = 8
-
-
-_ORDERS: dict[int, tuple[JobGraph, list[tuple[JobVertex, list[int]]]]] = {}
-_REHASHERS: dict[int, Rehasher] = {}
+#: per job graph: its tasks' operators in Flink's order (the last analyses')
+_ORDERS: KeptPerObject[list[tuple[JobVertex, list[int]]]] = KeptPerObject()
+#: per stream graph: its :class:`Rehasher`
+_REHASHERS: KeptPerObject[Rehasher] = KeptPerObject()
 
 
 def _task_order(job_graph: JobGraph) -> list[tuple[JobVertex, list[int]]]:
     """Each task with its operators in the order
     ``JobVertex.getOperatorIDs()`` visits them (once per job graph)."""
-    found = _ORDERS.get(id(job_graph))
-    if found is not None and found[0] is job_graph:
-        return found[1]
-    order: list[tuple[JobVertex, list[int]]] = []
-    for vertex in job_graph.vertices:
-        place = {ident: i for i, ident in enumerate(vertex.operator_ids_flink_order)}
-        ordered = sorted(
-            vertex.node_ids,
-            key=lambda n: place.get(job_graph.operator_ids.get(n, ""), len(place)),
-        )
-        order.append((vertex, ordered))
-    if len(_ORDERS) >= _KEPT:
-        _ORDERS.clear()
-    _ORDERS[id(job_graph)] = (job_graph, order)
-    return order
+
+    def made() -> list[tuple[JobVertex, list[int]]]:
+        order: list[tuple[JobVertex, list[int]]] = []
+        for vertex in job_graph.vertices:
+            place = {
+                ident: i for i, ident in enumerate(vertex.operator_ids_flink_order)
+            }
+            ordered = sorted(
+                vertex.node_ids,
+                key=lambda n: place.get(job_graph.operator_ids.get(n, ""), len(place)),
+            )
+            order.append((vertex, ordered))
+        return order
+
+    return _ORDERS.get(job_graph, made)
 
 
 def generated_after(
@@ -238,14 +237,7 @@ def _rehasher(graph: StreamGraph, job_graph: JobGraph) -> Rehasher:
     """The graph's :class:`Rehasher` (one per graph: the rounds of a uid fix
     checked hash it again and again with more uids), with the chainable
     outputs as the compiler counted them (uids do not change them)."""
-    found = _REHASHERS.get(id(graph))
-    if found is not None and found.graph is graph:
-        return found
-    made = Rehasher(graph, job_graph.chainable_outputs)
-    if len(_REHASHERS) >= _KEPT:
-        _REHASHERS.clear()
-    _REHASHERS[id(graph)] = made
-    return made
+    return _REHASHERS.get(graph, lambda: Rehasher(graph, job_graph.chainable_outputs))
 
 
 def claimants(job: CompiledJob, changes: Changes | None = None) -> list[Claimant]:

@@ -34,6 +34,7 @@ from chainlens.analyzer.rules.restore.assignment import (
     generated_after,
     task_nodes,
 )
+from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 #: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]
@@ -81,18 +82,18 @@ def restore_ids(result: AnalysisResult) -> RestoreIds:
 def _per_job(before: RestoreIds) -> dict[int, dict[int, str | None]]:
     """``before`` split by job index: node id -> ID, per job (the last one
     split is kept: a uid fix is checked in rounds against the same IDs)."""
-    last = _SPLIT[0] if _SPLIT else None
-    if last is not None and last[0] is before:
-        return last[1]
-    split: dict[int, dict[int, str | None]] = {}
-    for (index, node_id), ident in before.items():
-        split.setdefault(index, {})[node_id] = ident
-    _SPLIT[:] = [(before, split)]
-    return split
+
+    def made() -> dict[int, dict[int, str | None]]:
+        split: dict[int, dict[int, str | None]] = {}
+        for (index, node_id), ident in before.items():
+            split.setdefault(index, {})[node_id] = ident
+        return split
+
+    return _SPLIT.get(before, made)
 
 
 #: the last IDs split by :func:`_per_job`, and their split
-_SPLIT: list[tuple[RestoreIds, dict[int, dict[int, str | None]]]] = []
+_SPLIT: KeptPerObject[dict[int, dict[int, str | None]]] = KeptPerObject(1)
 
 
 #: what one operator asks a restore for: its node id, its generated operator
@@ -162,7 +163,9 @@ def _asks(job: CompiledJob, changes: Changes) -> list[_Ask] | None:
 
 #: per job graph (the last few): its operators in task order, where each is
 #: in that order, and their ``set_uid_hash`` (lower case; None: none)
-_PINS: dict[int, tuple[JobGraph, list[int], dict[int, int], list[str | None]]] = {}
+_PINS: KeptPerObject[tuple[list[int], dict[int, int], list[str | None]]] = (
+    KeptPerObject()
+)
 
 
 def _task_pins(
@@ -170,20 +173,15 @@ def _task_pins(
 ) -> tuple[list[int], dict[int, int], list[str | None]]:
     """The job's operators in task order, each one's place in it and its
     pin (kept per job graph: a uid fix is checked in rounds)."""
-    found = _PINS.get(id(job_graph))
-    if found is not None and found[0] is job_graph:
-        return found[1], found[2], found[3]
-    order = task_nodes(job_graph)
-    index = {node_id: i for i, node_id in enumerate(order)}
-    pins = [graph.node(node_id).user_hash for node_id in order]
-    lowered = [pin.lower() if isinstance(pin, str) else None for pin in pins]
-    if len(_PINS) >= _KEPT_PINS:
-        _PINS.clear()
-    _PINS[id(job_graph)] = (job_graph, order, index, lowered)
-    return order, index, lowered
 
+    def made() -> tuple[list[int], dict[int, int], list[str | None]]:
+        order = task_nodes(job_graph)
+        index = {node_id: i for i, node_id in enumerate(order)}
+        pins = [graph.node(node_id).user_hash for node_id in order]
+        lowered = [pin.lower() if isinstance(pin, str) else None for pin in pins]
+        return order, index, lowered
 
-_KEPT_PINS = 8
+    return _PINS.get(job_graph, made)
 
 
 def moved(
