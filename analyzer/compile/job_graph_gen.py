@@ -159,7 +159,8 @@ class _Edge:
 
     producer: int  # start node ids
     consumer: int
-    data_set: _DataSet
+    #: what its data set is of (not the data set: it lists its edges)
+    output: _Output
     stream_edge: StreamEdge
     partitioner: Partitioner
     type_number: int
@@ -588,7 +589,7 @@ class _JobGraphBuilder:
         job_edge = _Edge(
             producer=head,
             consumer=edge.target_id,
-            data_set=data_set,
+            output=output,
             stream_edge=edge,
             partitioner=output.partitioner,
             type_number=edge.type_number,
@@ -742,8 +743,11 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.buildTreeDescription (Flink 2.3).
         """
         lines: list[str] = []
-
-        def visit(node_id: int, prefix: str, is_last: bool) -> None:
+        # pre-order, a stack rather than a recursive closure (which would
+        # hold itself, and the builder, in a reference cycle)
+        stack: list[tuple[int, str, bool]] = [(head, "", True)]
+        while stack:
+            node_id, prefix, is_last = stack.pop()
             if node_id == head:
                 own, child = "", ""
             elif is_last:
@@ -752,10 +756,8 @@ class _JobGraphBuilder:
                 own, child = prefix + ":- ", prefix + ":  "
             lines.append(own + self._description(node_id, head) + "\n")
             outputs = self.chained_outputs.get(node_id, [])
-            for i, target in enumerate(outputs):
-                visit(target, child, i == len(outputs) - 1)
-
-        visit(head, "", True)
+            last = len(outputs) - 1
+            stack.extend((outputs[i], child, i == last) for i in range(last, -1, -1))
         return "".join(lines)
 
     # ------------------------------------------------------------------- result
@@ -763,13 +765,11 @@ class _JobGraphBuilder:
     def chain_order(self, vertex: _Vertex) -> list[int]:
         """Return the vertex's operators head first, pre-order along chained outputs."""
         order: list[int] = []
-
-        def visit(node_id: int) -> None:
+        stack = [vertex.start_node_id]  # (no recursive closure: see above)
+        while stack:
+            node_id = stack.pop()
             order.append(node_id)
-            for target in self.chained_outputs.get(node_id, []):
-                visit(target)
-
-        visit(vertex.start_node_id)
+            stack.extend(reversed(self.chained_outputs.get(node_id, ())))
         return order + sorted(vertex.chain.chained_sources)
 
     def chained_operator(self, node_id: int) -> ChainedOperator:
@@ -838,7 +838,7 @@ def _pipelined_regions(topological: list[_Vertex]) -> list[list[int]]:
         region = [vertex.start_node_id]
         region_of[vertex.start_node_id] = region
         for edge in vertex.inputs:
-            if edge.data_set.output.partition_type not in _PIPELINED_TYPES:
+            if edge.output.partition_type not in _PIPELINED_TYPES:
                 continue
             other = region_of[edge.producer]
             if other is not region:
@@ -888,32 +888,47 @@ def _strongly_connected_components(
     on_stack: set[int] = set()
     result: list[list[int]] = []
     counter = 0
-
-    def connect(v: int) -> None:
-        nonlocal counter
-        index[v] = low[v] = counter
-        counter += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in successors[v]:
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component: list[int] = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
+    # Tarjan's algorithm with a stack of (node, next successor) rather than
+    # recursion: as deep as the longest path, and no recursive closure (a
+    # reference cycle)
+    for root in range(count):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            following = successors[v]
+            descended = False
+            while i < len(following):
+                w = following[i]
+                i += 1
+                if w not in index:
+                    work[-1] = (v, i)
+                    work.append((w, 0))
+                    descended = True
                     break
-            result.append(component)
-
-    for v in range(count):
-        if v not in index:
-            connect(v)
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if descended:
+                continue
+            work.pop()
+            if low[v] == index[v]:
+                component: list[int] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                result.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
     return result
 
 
@@ -1006,7 +1021,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
                         if partitioner in _POINTWISE
                         else _ALL_TO_ALL_PATTERN
                     ),
-                    result_partition_type=edge.data_set.output.partition_type,
+                    result_partition_type=edge.output.partition_type,
                     type_number=edge.type_number,
                     stream_edge=edge.stream_edge,
                     input_index=input_index,

@@ -177,7 +177,9 @@ def compile_job(
         ws.unknowns.extend(p3_unknowns)
         job_graph = build_job_graph(stream_graph)
     except JobGraphError as exc:
-        error = exc
+        # kept without its traceback: its frames would keep the whole
+        # compilation alive (and, holding it, be a reference cycle)
+        error = exc.with_traceback(None)
     unknowns = tuple(job.escapes) + tuple(job.unknowns) + tuple(ws.unknowns)
     if job_graph is not None:
         unknowns += job_graph.unknowns

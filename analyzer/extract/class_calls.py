@@ -16,7 +16,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract.flow import (
     BreakError,
-    ChainScope,
+    ClassBody,
     ContinueError,
     ReturnError,
     StopError,
@@ -194,7 +194,7 @@ class ClassCalls:
                     else code_of(base.value)
                 )
         bases = tuple(code_of(b.value) for b in stmt.bases if b.keyword is None)
-        body = ChainScope({}, scope)
+        body = ClassBody({}, scope)
         with contextlib.suppress(StopError, ReturnError, BreakError, ContinueError):
             self.exec_block(body_of(stmt.body), body)
         fields = self.dataclass_fields(stmt, body) if _is_dataclass(stmt) else None

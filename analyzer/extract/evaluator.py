@@ -31,6 +31,7 @@ from chainlens.analyzer.extract.class_calls import ClassCalls, foreign_base
 from chainlens.analyzer.extract.flow import (
     BreakError,
     ChainScope,
+    ClassBody,
     Context,
     ContinueError,
     ProbeDoneError,
@@ -80,6 +81,7 @@ from chainlens.analyzer.extract.syntax import (
     ends_program,
     has_break,
     has_call,
+    string_value,
 )
 from chainlens.analyzer.extract.values import (
     ArgParser,
@@ -146,6 +148,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         self.resolver = resolver
         self.context = Context(CallLocator(module, text, tree, known))
         self.globals: dict[str, object] = {"__name__": "__main__"}
+        #: the scopes of functions that functions were defined in (their
+        #: closures), by id: emptied with the globals by :meth:`release`
+        self.closures: dict[int, dict[str, object]] = {}
         self.depth = 0
         self.top = 0  # the top-level statement whose code is being executed
         #: where the program calls into the module whose code runs now
@@ -215,6 +220,20 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         except Exception as exc:  # a case chainlens does not handle: say where
             self.stopped_at(f"chainlens failed on it ({exc!r})")
 
+    def release(self) -> None:
+        """Drop the namespaces of the program, its modules and the functions
+        that define functions once the run is over: a function refers to the
+        namespace it is defined in, which holds it, so that each would be a
+        reference cycle (with every value in the namespace) left for the
+        garbage collector to find."""
+        self.globals.clear()
+        for module in self.modules.values():
+            if module is not None:
+                module.namespace.clear()
+        for scope in self.closures.values():
+            scope.clear()
+        self.closures.clear()
+
     def program_failed(self, stop: ProgramStopError) -> None:
         """The program raises at ``stop``: a failure on every path is the
         program's end; one reached only through branches on unknown conditions
@@ -276,7 +295,10 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             for small in stmt.body:
                 self.exec_small(small, scope)
         elif isinstance(stmt, cst.FunctionDef):
-            func = FunctionDef(stmt, scope, stmt.name.value, self.top, self.context)
+            closure = scope.outer if isinstance(scope, ClassBody) else scope
+            if closure is not self.globals:
+                self.closures[id(closure)] = closure
+            func = FunctionDef(stmt, closure, stmt.name.value, self.top, self.context)
             scope[stmt.name.value] = self.decorate(stmt, func, scope)
         elif isinstance(stmt, cst.ClassDef):
             scope[stmt.name.value] = self.define_class(stmt, scope)
@@ -611,11 +633,7 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
     def eval_SimpleString(
         self, node: cst.SimpleString, scope: dict[str, object]
     ) -> object:
-        raw = node.value
-        if "\\" not in raw and raw[:1] in ("'", '"'):
-            quote = 3 if raw[:3] in ('"""', "'''") else 1
-            return raw[quote:-quote]
-        return node.evaluated_value
+        return string_value(node)
 
     def eval_ConcatenatedString(
         self, node: cst.ConcatenatedString, scope: dict[str, object]

@@ -58,3 +58,9 @@ class ChainScope(dict[str, object]):
 
     def __contains__(self, key: object) -> bool:
         return super().__contains__(key) or key in self.outer
+
+
+class ClassBody(ChainScope):
+    """A class body's namespace while it runs.  The functions defined in it
+    do not see it (Python looks their free names up in the scope around the
+    class): their closure is ``outer``."""

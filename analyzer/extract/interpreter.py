@@ -105,6 +105,7 @@ def interpret(
             probed,
         )
         evaluator.run()
+        evaluator.release()
         places.update(evaluator.places)
         return program, evaluator
 

@@ -19,6 +19,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract.positions import CallLocator
 from chainlens.analyzer.extract.pyflink_values import PyObject, TypeInfo
+from chainlens.analyzer.extract.syntax import string_value
 from chainlens.analyzer.extract.values import ClassDef, FunctionDef, Instance
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.state import StateDescriptor, StateTtl
@@ -211,7 +212,7 @@ class _StateCall:
             return
         argument = _argument(call, 0, "name")
         if isinstance(argument, cst.SimpleString):
-            literal = argument.evaluated_value
+            literal = string_value(argument)
             self.literal = literal if isinstance(literal, str) else None
         elif isinstance(argument, cst.Name):
             self.name = argument.value

@@ -3,7 +3,9 @@ decorators, the source of a node (shortened), whether a block ends the program."
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,6 +13,24 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from chainlens.analyzer.extract.values import FunctionDef
+
+
+def string_value(node: cst.SimpleString) -> str | bytes:
+    """The value of a string literal (``evaluated_value``): a plain one read
+    off its text, one with escapes or a prefix evaluated once per text
+    (``ast.literal_eval`` leaves four functions in a reference cycle per call)."""
+    raw = node.value
+    if "\\" not in raw and raw[:1] in ("'", '"'):
+        quote = 3 if raw[:3] in ('"""', "'''") else 1
+        return raw[quote:-quote]
+    return _evaluated(raw)
+
+
+@functools.lru_cache(maxsize=1024)
+def _evaluated(raw: str) -> str | bytes:
+    value = ast.literal_eval(raw)
+    assert isinstance(value, str | bytes)  # a string literal's text
+    return value
 
 
 def body_of(
