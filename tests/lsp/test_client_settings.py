@@ -103,7 +103,7 @@ def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
     import asyncio
     import gc
 
-    from chainlens.server.session import Session, Snapshot
+    from chainlens.server.session import COLLECT_IDLE_SECONDS, Session, Snapshot
 
     text = (FIXTURES / "pipelines" / "broadcast_state_keyed.py").read_text()
     uri = "file:///work/p.py"
@@ -146,6 +146,12 @@ def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
                 assert (await session.current(uri)) is not None
                 gc.set_threshold(*thresholds)
 
+            # then, in idle time, one collection for the three
+            collections.clear()
+            await asyncio.sleep(COLLECT_IDLE_SECONDS * 5)
+            assert collections == ["gen0"]
+            assert gc.isenabled()
+
         asyncio.run(edits())
         assert gc.isenabled()
     finally:
@@ -154,3 +160,55 @@ def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
         gc.unfreeze()
     assert len(seen) == 3
     assert seen == [(False, [])] * 3
+
+
+def test_a_burst_of_edits_collects_its_garbage_once_per_few_analyses() -> None:
+    """Edits one after another (no idle time between them) pay for a
+    collection once every COLLECT_EVERY analyses, not after each; what a
+    burst leaves is collected then, and the collector runs again after."""
+    import asyncio
+    import gc
+
+    from chainlens.server.session import COLLECT_EVERY, Session, Snapshot
+
+    text = (FIXTURES / "pipelines" / "broadcast_state_keyed.py").read_text()
+    uri = "file:///work/p.py"
+    versions = iter(range(1, 1000))
+    snapshot = Snapshot(uri, next(versions), text)
+    collections: list[int] = []  # the analyses done at each collection
+
+    session = Session(lambda _uri: snapshot, lambda _analysis: None, lambda: "utf-16")
+
+    def log(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 0 and not gc.isenabled():
+            raise AssertionError("a collection while the collector is held")
+        if phase == "start":
+            collections.append(session.analyses)
+
+    async def burst() -> None:
+        nonlocal snapshot
+        assert (await session.current(uri)) is not None
+        await asyncio.sleep(0.5)  # the first analysis's garbage collected
+        collections.clear()
+        gc.set_threshold(1)  # a collection at once wherever one is allowed
+        for n in range(COLLECT_EVERY * 2 + 1):
+            snapshot = Snapshot(uri, next(versions), text + f"\n# edit {n}\n")
+            assert (await session.current(uri)) is not None
+        assert not gc.isenabled()  # the last ones' garbage waits for idle time
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(log)
+    try:
+        asyncio.run(burst())
+    finally:
+        gc.callbacks.remove(log)
+        gc.set_threshold(*thresholds)
+        session.shutdown()  # (collects what is left: the loop is gone)
+        gc.unfreeze()
+    assert gc.isenabled()
+    first = session.analyses - COLLECT_EVERY * 2 - 1  # the analyses before it
+    # after the burst's first analysis, collections (any allocation collects
+    # while the collector is enabled) ran only after every COLLECT_EVERY
+    # analyses of the burst
+    burst = [a - first for a in collections if a > first]
+    assert set(burst) == {COLLECT_EVERY, COLLECT_EVERY * 2}, burst
