@@ -199,6 +199,28 @@ def test_lists_before_each_operator_of_random_graphs_are_those_of_a_walk(
             assert facts.before(node.id).id_list() == _ancestors_by_walk(graph, node.id)
 
 
+def test_the_facts_of_a_base_job_are_read_once_for_every_version() -> None:
+    """An editor compares each version of a document with one base job: its
+    facts (and the lists of the operators before each of its operators) are
+    made once, not per version."""
+    config = Config(default_parallelism=2)
+    program = (
+        ROOT / "tests" / "fixtures" / "pipelines" / "example_orders.py"
+    ).read_text()
+    base = analyze_graphs("job.py", program, config)
+    versions = [
+        analyze_graphs("job.py", program.replace("\n", f"\n# {n}\n", 1), config)
+        for n in range(2)
+    ]
+    pairs = [pair_jobs(base, version)[0] for version in versions]
+    assert pairs[0].base is pairs[1].base
+    first, second = (lookups._facts(pair, pair.base) for pair in pairs)
+    assert first is second
+    assert lookups._facts(pairs[0], pairs[0].new) is not lookups._facts(
+        pairs[1], pairs[1].new
+    )
+
+
 def _whole_diff(old: str, new: str) -> dict[int, int]:
     found: dict[int, int] = {}
     matcher = difflib.SequenceMatcher(

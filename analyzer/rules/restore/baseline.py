@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import operator
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from chainlens.analyzer.rules.operators import (
     state_info,
 )
 from chainlens.analyzer.rules.restore.ids import HeldIds
+from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 _T = TypeVar("_T")
 
@@ -336,6 +338,11 @@ class _Facts:
             for n in graph.nodes
         }
         self._before: dict[int, _Before] = {}
+        #: held while lists are made: the facts of a base job are shared by
+        #: the analyses of its document's versions, which may run at once
+        #: (an edit's beside the check of the last one's fixes), and a list
+        #: may extend the arrays it shares
+        self._making = threading.Lock()
 
     def before(self, node_id: int) -> _Before:
         """The operators before ``node_id``, nearest last (a topological
@@ -345,6 +352,13 @@ class _Facts:
         adds (no recursion: a chain of thousands).  The lists share their
         arrays (:class:`_Before`), so a chain's lists cost its length, not
         its length squared, and a branch costs what it adds."""
+        found = self._before.get(node_id)
+        if found is not None:
+            return found
+        with self._making:
+            return self._made_before(node_id)
+
+    def _made_before(self, node_id: int) -> _Before:
         memo, graph, signature = self._before, self.graph, self.signature
         pending = [node_id]
         while pending:
@@ -506,11 +520,14 @@ def _from(
 
 def _facts(pair: JobPair, job: CompiledJob) -> _Facts:
     """The facts of ``job`` (the pair's base job or its current one), read
-    once per pair."""
-    found = pair.memo.get(("facts", id(job)))
-    if not isinstance(found, _Facts):
-        found = pair.memo[("facts", id(job))] = _Facts(job)
-    return found
+    once per job: an editor compares each version of a document with one
+    base job, whose lists of the operators before each operator are then
+    built once, not per edit."""
+    return _FACTS.get(job, lambda: _Facts(job))
+
+
+#: the facts of the jobs compared last (the base jobs among them)
+_FACTS: KeptPerObject[_Facts] = KeptPerObject(16)
 
 
 def _surplus(
