@@ -289,3 +289,41 @@ def test_an_editors_check_leaves_out_the_findings_it_does_not_read(
     assert [f.diagnostic for f in full.findings] == list(full.result.diagnostics)
     assert all(f.fingerprint for f in full.findings)
     assert lean.findings == ()
+
+
+def test_the_fix_that_keeps_each_state_starts_from_the_restores_assignment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan of the fix that puts each saved state back in its operator
+    starts from the operators and the assignment the restore was judged by
+    (nothing is changed yet): the first of its rounds assigns nothing again,
+    and the findings and fixes are those of a plan that does."""
+    from dataclasses import replace
+
+    from chainlens.analyzer.gate.compare import EditorBaseline
+    from chainlens.analyzer.rules.restore import fix
+    from tests.support import first_arguments
+
+    path, edited = _committed_and_edited(tmp_path)
+
+    def check() -> tuple[object, ...]:
+        checked = check_document(
+            str(path), edited, CONFIG, baseline=EditorBaseline(None)
+        )
+        assert checked.result is not None
+        return checked.result.diagnostics
+
+    assigned = first_arguments(monkeypatch, fix, "assign")
+    reused = check()
+    rounds = len(assigned)
+    plan = fix.plan_restore_fix
+
+    def from_nothing(restore: fix.Restore, *args: object) -> object:
+        return plan(replace(restore, claimants=()), *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fix, "plan_restore_fix", from_nothing)
+    assigned.clear()
+    again = check()
+    assert any(d.code.code == "CL201" and d.fixes for d in reused)  # type: ignore[attr-defined]
+    assert reused == again
+    assert len(assigned) == rounds + 1

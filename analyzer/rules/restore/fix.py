@@ -13,6 +13,7 @@ the finding says why there is none.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -89,12 +90,18 @@ def plan_restore_fix(restore: Restore, text: str | None, plan: UidPlan) -> Resto
     inserts: dict[SourceRange, list[str]] = {}
     steps: list[str] = []
     for _ in range(2 * len(desired) + 4):
-        who = claimants(restore.job, changes)
-        if not who:
-            return RestorePlan(
-                None, "the pins would give two operators one ID (Flink rejects that)"
-            )
-        after = assign(who, restore.saved)
+        who: Sequence[Claimant]
+        if not changes and restore.claimants and not restore.allow_non_restored:
+            # nothing changed yet: the restore's own operators and assignment
+            who, after = restore.claimants, restore.assignment
+        else:
+            who = claimants(restore.job, changes)
+            if not who:
+                return RestorePlan(
+                    None,
+                    "the pins would give two operators one ID (Flink rejects that)",
+                )
+            after = assign(who, restore.saved)
         wrong = [
             (ident, owner)
             for ident, owner in desired.items()

@@ -26,6 +26,7 @@ from chainlens.analyzer.rules.operators import (
 )
 from chainlens.analyzer.rules.restore.assignment import (
     Assignment,
+    Claimant,
     Landing,
     Outcome,
     SavedOperator,
@@ -61,6 +62,8 @@ class Restore:
     allow_non_restored: bool = False
     #: the savepoint records operator names and uids (Flink 2.0 on, or the base)
     names_known: bool = True
+    #: the operators ``assignment`` restored into, with their IDs
+    claimants: tuple[Claimant, ...] = ()
     #: :meth:`foreign` of each landing, by identity (several rules ask it)
     _foreign: dict[int, tuple[Landing, str | None]] = field(
         default_factory=dict, init=False, compare=False, repr=False
@@ -289,7 +292,7 @@ def build_restores(
         if job is None or job.job_graph is None:
             return out
         saved = tuple(saved_in(s) for s in target.metadata.operators)
-        who = claimants(job)
+        who = tuple(claimants(job))
         out.append(
             Restore(
                 job,
@@ -299,6 +302,7 @@ def build_restores(
                 assign(who, saved, allow_non_restored=target.allow_non_restored),
                 allow_non_restored=target.allow_non_restored,
                 names_known=target.metadata.version >= 5,
+                claimants=who,
             )
         )
         return out
@@ -312,20 +316,18 @@ def build_restores(
         if predicted is None or pair.new.job_graph is None:
             continue
         saved = tuple(predicted)
+        who = tuple(claimants(pair.new))
         out.append(
             Restore(
                 pair.new,
                 pair.how,
                 baseline.label,
                 saved,
-                assign(
-                    claimants(pair.new),
-                    saved,
-                    allow_non_restored=baseline.allow_non_restored,
-                ),
+                assign(who, saved, allow_non_restored=baseline.allow_non_restored),
                 pair=pair,
                 lines=lines,
                 allow_non_restored=baseline.allow_non_restored,
+                claimants=who,
             )
         )
     return out
