@@ -219,6 +219,12 @@ def test_the_facts_of_a_base_job_are_read_once_for_every_version() -> None:
     assert lookups._facts(pairs[0], pairs[0].new) is not lookups._facts(
         pairs[1], pairs[1].new
     )
+    # what a savepoint of the base job holds: read once too
+    from chainlens.analyzer.rules.restore.assignment import saved_by
+
+    held = saved_by(pairs[0].base)
+    assert held
+    assert saved_by(pairs[1].base) is held
 
 
 def _whole_diff(old: str, new: str) -> dict[int, int]:

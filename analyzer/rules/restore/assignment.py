@@ -308,16 +308,25 @@ def _reversed_tasks(who: Sequence[Claimant]) -> list[Claimant]:
     return [c for task in reversed(list(tasks.values())) for c in task]
 
 
-def saved_by(job: CompiledJob) -> list[SavedOperator] | None:
+def saved_by(job: CompiledJob) -> tuple[SavedOperator, ...] | None:
     """What a savepoint of ``job`` holds: an entry per operator under its
     generated ID (with state for the stateful ones), as Flink writes it (None:
     the job has no graph; an operator whose ID chainlens cannot know is left
-    out)."""
+    out).  Read once per job: an editor asks it of one base job on every
+    edit."""
+    return _SAVED.get(job, lambda: _saved_by(job))
+
+
+#: what a savepoint of each job compared last holds
+_SAVED: KeptPerObject[tuple[SavedOperator, ...] | None] = KeptPerObject(16)
+
+
+def _saved_by(job: CompiledJob) -> tuple[SavedOperator, ...] | None:
     graph, job_graph = job.stream_graph, job.job_graph
     if graph is None or job_graph is None:
         return None
     if not keeps_savepoints(job):
-        return []
+        return ()
     out: list[SavedOperator] = []
     for vertex in job_graph.vertices:
         for node_id in vertex.node_ids:
@@ -340,7 +349,7 @@ def saved_by(job: CompiledJob) -> list[SavedOperator] | None:
                     else 0,
                 )
             )
-    return out
+    return tuple(out)
 
 
 def unknown_writers(job: CompiledJob) -> list[StreamNode]:
