@@ -8,6 +8,7 @@ ids PyFlink's rewrites consume.
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
@@ -215,7 +216,7 @@ def compile_jobs(
     for job in jobs:
         original_next = job.next_id
         shifted = _shift_job(job, shift)
-        compiled, consumed, fused = compile_job(shifted, default_parallelism, version)
+        compiled, consumed, fused = _compiled(shifted, default_parallelism, version)
         shift.add(original_next, consumed)
         reused = next((t for t in job.transformations if t in rewired), None)
         if reused is not None:
@@ -228,6 +229,57 @@ def compile_jobs(
             rewired.update(dict.fromkeys((original[t] for t in fused), job.range))
         result.append(compiled)
     return result
+
+
+def _compiled(
+    job: JobSpec,
+    default_parallelism: int | None,
+    version: VersionProfile,
+) -> tuple[CompiledJob, int, frozenset[int]]:
+    """:func:`compile_job`, or what it gave a submission equal to ``job``
+    before (the last versions of a program: an edit leaves most jobs as they
+    were, a comment or an edit inside a function's body often every job).
+
+    ``compile_job`` depends on its arguments alone, and a submission is
+    compared whole, the places of its calls included: what an equal one
+    compiled to is what this one compiles to."""
+    key = (
+        job.index,
+        job.next_id,
+        len(job.transformations),
+        default_parallelism,
+        version.version,
+    )
+    with _COMPILED_LOCK:
+        kept = _COMPILED.get(key)
+    if kept is not None and kept[0] == job:
+        return kept[1]
+    made = compile_job(job, default_parallelism, version)
+    size = len(job.transformations)
+    with _COMPILED_LOCK:
+        replaced = _COMPILED.pop(key, None)  # (a new version of the same job)
+        if replaced is not None:
+            _KEPT_SIZE[0] -= len(replaced[0].transformations)
+        if len(_COMPILED) >= _KEPT_COMPILED or _KEPT_SIZE[0] + size > _KEPT_MOST:
+            _COMPILED.clear()
+            _KEPT_SIZE[0] = 0
+        _COMPILED[key] = (job, made)
+        _KEPT_SIZE[0] += size
+    return made
+
+
+#: the last compilations: (submission, what it compiled to), by the
+#: submission's place, first id and size, the default parallelism and the line
+_COMPILED: dict[
+    tuple[int, int, int, int | None, str],
+    tuple[JobSpec, tuple[CompiledJob, int, frozenset[int]]],
+] = {}
+#: at most this many, of at most this many transformations in all (a fleet
+#: scan, which compiles each program once, keeps a few graphs, not all)
+_KEPT_COMPILED = 256
+_KEPT_MOST = 20_000
+_KEPT_SIZE = [0]
+_COMPILED_LOCK = threading.Lock()
 
 
 def _rewired(where: SourceRange | None, job: SourceRange | None) -> Unknown:
