@@ -26,7 +26,8 @@ import libcst as cst
 from chainlens.analyzer.compile.pipeline import compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
-from chainlens.analyzer.extract.modules import PARSED, ReadText
+from chainlens.analyzer.extract.lexer import same_code
+from chainlens.analyzer.extract.modules import PARSED, ModuleFinder, ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.model.flink_versions import profile
@@ -302,7 +303,10 @@ def _analyze_text(
             )
 
         pending: PendingPlan | None = None
-        program = replay(TableReplay() if config.planner else None)
+        kept = _kept_replay(cache, path, text, config)
+        program = kept or replay(TableReplay() if config.planner else None)
+        if cache is not None and kept is None:
+            cache.replayed = (_replay_key(path, config), text, program)
         if config.planner and program.tables and program.tables.statements:
             # the planner is asked about every statement at once (one JVM: its
             # operator names carry JVM-wide ids), then the program is replayed
@@ -382,6 +386,41 @@ def _analyze_text(
         options=tuple(program.options),
         pending_plan=pending,
     )
+
+
+def _replay_key(path: str, config: Config) -> tuple[object, ...]:
+    """What a replay is asked besides the text (the text is compared apart)."""
+    return (
+        path,
+        None if config.argv is None else tuple(config.argv),
+        tuple(sorted((config.flink_config or {}).items())),
+        config.default_parallelism,
+        config.flink_version.version,
+    )
+
+
+def _kept_replay(
+    cache: ModuleCache | None, path: str, text: str, config: Config
+) -> Program | None:
+    """The program the last version of the document replayed to, when this
+    version changes no code (comments, blank lines: every token where it
+    was) and the replay would be asked the same: replaying it again would
+    give it again.  None when it must be replayed: its own modules may have
+    changed on their own, one it looked for may have been written since, and
+    the planner's answers are never kept."""
+    if cache is None or config.planner or cache.replayed is None:
+        return None
+    key, old, program = cache.replayed
+    if not isinstance(program, Program) or program.modules or program.tables:
+        return None
+    if key != _replay_key(path, config) or not same_code(old, text):
+        return None
+    if program.missing_modules:
+        # one written since would be followed now
+        finder = ModuleFinder(Path(path))
+        if any(finder.find(name) is not None for name in program.missing_modules):
+            return None
+    return program
 
 
 #: LibCST's parser (native code) slows down steeply with nesting and crashes

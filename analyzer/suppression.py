@@ -19,10 +19,10 @@ inside a string is not a suppression.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from chainlens.analyzer.extract.lexer import scan as _scan
 from chainlens.analyzer.model.diagnostic import Diagnostic, Fix, TextEdit
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
@@ -130,97 +130,6 @@ def _suppressions(
             )
         )
     return tuple(found)
-
-
-#: what :func:`_scan` stops at: a comment, or a quote starting a string
-_LEXEME = re.compile(r"#[^\n]*|'|\"")
-#: the rest of a one-line string after its opening quote, up to its closing
-#: quote or a backslash ending the line (the string goes on below)
-_SINGLE_REST = {q: re.compile(rf"(?:[^\n{q}\\]|\\.)*(?:{q}|\\\n)") for q in ("'", '"')}
-#: a line going on with such a string: up to its closing quote
-_SINGLE_END = {q: re.compile(rf"(?:[^\n{q}\\]|\\.)*{q}") for q in ("'", '"')}
-#: the rest of a triple-quoted string after its opening quotes (lines and all)
-_TRIPLE_REST = {
-    q: re.compile(rf"(?:[^{q}\\]|\\.|{q}(?!{q}{q}))*{q}{q}{q}", re.DOTALL)
-    for q in ("'", '"')
-}
-
-
-def _scan(
-    text: str,
-) -> tuple[list[tuple[int, int, str]], list[tuple[int, int]], set[int]]:
-    """Return the comments (line, column, text), the multi-line tokens and the
-    lines ending in a comment, as Python's tokenizer finds them.
-
-    Only comments and strings are looked for, with regular expressions: no
-    other token holds a ``#`` or a quote, so what lies between them needs no
-    tokenizing (:mod:`tokenize` on a 4,000-line file took about 80 ms, on
-    every edit of a file with one suppression).  As the tokenizer does: a
-    one-line string not closed on its line is a lone quote (the rest of the
-    line is read as code, and its comment does not count), one continued by a
-    backslash that is not closed takes the line it fails on, and a
-    triple-quoted string not closed ends the scan.
-    """
-    # universal newlines: lines end at \r\n, \r or \n, as the tokenizer and
-    # LibCST count them (a file with \r alone is one line otherwise)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    starts = [0, *(m.end() for m in re.finditer("\n", text))]
-    comments: list[tuple[int, int, str]] = []
-    multiline: list[tuple[int, int]] = []
-    ends_in_comment: set[int] = set()
-    unterminated: set[int] = set()
-
-    def line_of(offset: int) -> int:
-        return bisect_right(starts, offset)
-
-    position = 0
-    while True:
-        found = _LEXEME.search(text, position)
-        if found is None:
-            break
-        at, lexeme = found.start(), found.group()
-        if lexeme[0] == "#":
-            line = line_of(at)
-            comments.append((line, at - starts[line - 1], lexeme))
-            ends_in_comment.add(line)
-            position = found.end()
-            continue
-        quote = lexeme
-        if text.startswith(quote * 3, at):
-            end = _TRIPLE_REST[quote].match(text, at + 3)
-            if end is None:
-                break  # not closed: the tokenizer stops at the end of the file
-            if "\n" in text[at : end.end()]:
-                multiline.append((line_of(at), line_of(end.end() - 1)))
-            position = end.end()
-            continue
-        rest = _SINGLE_REST[quote].match(text, at + 1)
-        if rest is None:  # a lone quote: what follows is read as code
-            unterminated.add(line_of(at))
-            position = at + 1
-            continue
-        position = rest.end()
-        if text[position - 1] == quote:
-            continue
-        # continued by a backslash: closed on a line below, or taking the
-        # line where it is neither closed nor continued (its first line has
-        # no comment to drop: the string runs to the end of that line)
-        while True:
-            close = _SINGLE_END[quote].match(text, position)
-            if close is not None:
-                multiline.append((line_of(at), line_of(close.end() - 1)))
-                position = close.end()
-                break
-            line_end = text.find("\n", position)
-            if line_end == -1:  # the last line
-                position = len(text)
-                break
-            continues = text[line_end - 1] == "\\"  # (the line break before: no)
-            position = line_end + 1
-            if not continues:
-                break
-    comments = [c for c in comments if c[0] not in unterminated]
-    return comments, multiline, ends_in_comment
 
 
 def suppression_fix(text: str, line: int, code: str) -> Fix | None:

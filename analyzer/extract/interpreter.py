@@ -105,6 +105,9 @@ def interpret(
             probed,
         )
         evaluator.run()
+        program.missing_modules = [
+            name for name, found in evaluator.modules.items() if found is None
+        ]
         evaluator.release()
         places.update(evaluator.places)
         return program, evaluator

@@ -239,6 +239,9 @@ class ModuleCache:
         #: what was read of the methods of the program's classes (their state
         #: descriptors), by node: kept between versions (``interpret``)
         self.method_scans: dict[int, tuple[object, object]] = {}
+        #: the last replay of the document: what it was asked, the text and
+        #: the program it replayed to (kept by the analysis, ``api``)
+        self.replayed: tuple[tuple[object, ...], str, object] | None = None
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
         """The piece of ``text``, parsed now if it was not before.

@@ -142,6 +142,9 @@ class Program:
     problems: list[Problem] = field(default_factory=list)
     #: the files of the program's own modules that were followed
     modules: list[str] = field(default_factory=list)
+    #: the modules it imports that were looked for in its project and are
+    #: not there (a library's, or one not written yet)
+    missing_modules: list[str] = field(default_factory=list)
     #: the options of the program's command line that switch variants on
     options: list[CommandLineOption] = field(default_factory=list)
     next_id: int = 1

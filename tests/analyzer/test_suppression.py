@@ -11,12 +11,13 @@ import pytest
 
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract.lexer import scan as _scan
 from chainlens.analyzer.fix import apply_fixes
 from chainlens.analyzer.model.diagnostic import Diagnostic, RuleCode, Severity
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.rules import apply_suppressions
 from chainlens.analyzer.rules.cl901_unused_suppression import UnusedSuppression
-from chainlens.analyzer.suppression import _scan, find_suppressions
+from chainlens.analyzer.suppression import find_suppressions
 from chainlens.hooks.cli import main
 from tests import support
 
