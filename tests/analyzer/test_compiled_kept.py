@@ -9,6 +9,8 @@ import pytest
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.compile import pipeline
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.result import CompiledJob
+from chainlens.analyzer.model.transformation import JobSpec
 from tests.support import first_arguments
 
 PROGRAM = """
@@ -37,13 +39,23 @@ def _fresh(text: str, monkeypatch: pytest.MonkeyPatch) -> object:
         return analyze_source("p.py", text, Config()).jobs
 
 
+def _edited(
+    monkeypatch: pytest.MonkeyPatch, old: str, new: str
+) -> tuple[str, tuple[CompiledJob, ...], list[JobSpec]]:
+    """The program edited (``old`` made ``new``) after an analysis of it:
+    the new text, its jobs and the submissions compiled for them."""
+    analyze_source("p.py", PROGRAM, Config())
+    compiled = first_arguments(monkeypatch, pipeline, "compile_job")
+    edited = PROGRAM.replace(old, new)
+    return edited, analyze_source("p.py", edited, Config()).jobs, compiled
+
+
 def test_a_comment_edited_compiles_no_job_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    analyze_source("p.py", PROGRAM, Config())
-    compiled = first_arguments(monkeypatch, pipeline, "compile_job")
-    edited = PROGRAM.replace("# the first job", "# the first job, upper-cased")
-    jobs = analyze_source("p.py", edited, Config()).jobs
+    edited, jobs, compiled = _edited(
+        monkeypatch, "# the first job", "# the first job, upper-cased"
+    )
     assert compiled == []
     assert len(jobs) == 2
     assert jobs == _fresh(edited, monkeypatch)
@@ -52,10 +64,9 @@ def test_a_comment_edited_compiles_no_job_again(
 def test_only_the_job_an_edit_changed_is_compiled_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    analyze_source("p.py", PROGRAM, Config())
-    compiled = first_arguments(monkeypatch, pipeline, "compile_job")
-    edited = PROGRAM.replace(".set_parallelism(4)", ".set_parallelism(5)")
-    jobs = analyze_source("p.py", edited, Config()).jobs
+    edited, jobs, compiled = _edited(
+        monkeypatch, ".set_parallelism(4)", ".set_parallelism(5)"
+    )
     assert [job.job_name for job in compiled] == ["second"]
     assert jobs == _fresh(edited, monkeypatch)
     # and the first job is the one compiled before, its graphs unchanged
@@ -69,10 +80,9 @@ def test_a_job_whose_calls_moved_is_compiled_again(
 ) -> None:
     """The places of a job's calls are part of what it compiles to (its
     findings are reported there): a line added above them compiles it again."""
-    analyze_source("p.py", PROGRAM, Config())
-    compiled = first_arguments(monkeypatch, pipeline, "compile_job")
-    edited = PROGRAM.replace("# the second job", "# the second job\n# (two lines)")
-    jobs = analyze_source("p.py", edited, Config()).jobs
+    edited, jobs, compiled = _edited(
+        monkeypatch, "# the second job", "# the second job\n# (two lines)"
+    )
     assert [job.job_name for job in compiled] == ["second"]
     assert jobs == _fresh(edited, monkeypatch)
     assert jobs[1].stream_graph is not None
