@@ -101,8 +101,6 @@ def scan(
     return comments, multiline, ends_in_comment
 
 
-#: Line breaks as Python's tokenizer counts them.
-_BREAK = re.compile(r"\r\n|\r|\n")
 #: what the bracket depth is counted over: a comment, a string (skipped
 #: whole: a bracket in it is none), or a bracket
 _BRACKETED = re.compile(
@@ -139,7 +137,7 @@ def same_code(old: str, new: str) -> bool:
     middles = [t[first:e].split("\n") for t, e in zip(texts, ends, strict=True)]
     if len(middles[0]) != len(middles[1]):
         return False  # a line more or less: the code after it moves
-    changed = [i for i, (x, y) in enumerate(zip(*middles, strict=True)) if x != y]
+    changed = {i for i, (x, y) in enumerate(zip(*middles, strict=True)) if x != y}
     for i in changed:
         # the code of a line ends at its comment, which starts at its first
         # '#' or after it (one in a string is none): lines whose parts before
@@ -153,7 +151,7 @@ def same_code(old: str, new: str) -> bool:
     codes = []
     for text, middle, until in zip(texts, middles, ends, strict=True):
         comments, multiline, _ = scan(text, until)
-        numbers = [line + i for i in changed]
+        numbers = [line + i for i in sorted(changed)]
         if any(f <= n <= last for n in numbers for f, last in multiline):
             return False  # a line of a string, or a string going on below it
         starts = {number: column for number, column, _ in comments}
