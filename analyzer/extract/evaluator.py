@@ -295,7 +295,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             for small in stmt.body:
                 self.exec_small(small, scope)
         elif isinstance(stmt, cst.FunctionDef):
-            closure = scope.outer if isinstance(scope, ClassBody) else scope
+            closure = scope
+            while isinstance(closure, ClassBody):  # (a class in a class too)
+                closure = closure.outer
             if closure is not self.globals:
                 self.closures[id(closure)] = closure
             func = FunctionDef(stmt, closure, stmt.name.value, self.top, self.context)

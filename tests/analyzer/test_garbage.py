@@ -104,10 +104,7 @@ main()
     assert not cycles, _kinds(cycles)
 
 
-def test_a_method_does_not_see_the_names_of_its_class_body() -> None:
-    """As in Python: a name a method reads is looked up around the class
-    (here the module), never in the class body."""
-    program = """
+_SCOPED = """
 from pyflink.datastream import StreamExecutionEnvironment
 
 P = 3
@@ -124,6 +121,31 @@ env = StreamExecutionEnvironment.get_execution_environment()
 Stage().build(env.from_collection([1, 2])).print()
 env.execute("scoped")
 """
+
+_NESTED = """
+from pyflink.datastream import StreamExecutionEnvironment
+
+P = 3
+
+
+class Outer:
+    P = 5
+
+    class Stage:
+        def build(self, stream):
+            return stream.map(lambda v: v).set_parallelism(P).name("stage")
+
+
+env = StreamExecutionEnvironment.get_execution_environment()
+Outer.Stage().build(env.from_collection([1, 2])).print()
+env.execute("scoped")
+"""
+
+
+@pytest.mark.parametrize("program", [_SCOPED, _NESTED], ids=["class", "nested class"])
+def test_a_method_does_not_see_the_names_of_its_class_body(program: str) -> None:
+    """As in Python: a name a method reads is looked up around the class
+    (here the module), never in a class body, its own or one around it."""
     result = analyze_source("p.py", program, Config(default_parallelism=4))
     graph = result.jobs[0].stream_graph
     assert graph is not None
