@@ -76,15 +76,17 @@ def _counterpart_by_walk(
                 return other
     if node.range is not None:
         line = lines(node.range.start.line)
-        for other in candidates:
-            if (
-                line is not None
-                and other.api == node.api
-                and other.range is not None
-                and other.range.start.line == line
-                and other.hidden == node.hidden
-            ):
-                return other
+        placed = [
+            other
+            for other in candidates
+            if line is not None
+            and other.api == node.api
+            and other.range is not None
+            and other.range.start.line == line
+            and other.hidden == node.hidden
+        ]
+        if len(placed) == 1:  # (two calls of a kind on a line: not told apart)
+            return placed[0]
     kind = [n for n in candidates if n.api == node.api and n.hidden == node.hidden]
     if node.functions:
         same = [n for n in kind if n.functions == node.functions]
@@ -226,6 +228,34 @@ def test_the_facts_of_a_base_job_are_read_once_for_every_version() -> None:
     held = saved_by(pairs[0].base)
     assert held
     assert saved_by(pairs[1].base) is held
+
+
+def test_calls_of_one_kind_on_one_line_are_told_apart_by_more_than_it() -> None:
+    """A helper called twice makes two sources on its one line: the line the
+    base line became does not tell which one took a source's place (the
+    first of them was taken for both, and the state of one was said to land
+    in the wrong one); their names do."""
+    from chainlens.analyzer.rules import run_rules
+    from chainlens.analyzer.rules.restore.baseline import Baseline
+
+    config = Config(default_parallelism=4, select=("CL2",))
+    text = (ROOT / "tests" / "fixtures" / "pipelines" / "example_orders.py").read_text()
+    edited = "# a line above everything\n" + text  # every line one down
+    base = analyze_graphs("job.py", text, config)
+    result = analyze_graphs("job.py", edited, config)
+    found = run_rules(result, config, edited, baseline=Baseline(base, text, "base"))
+    assert [d.code.code for d in found] == []
+    (pair,) = pair_jobs(base, result)
+    old, new = pair.base.stream_graph, pair.new.stream_graph
+    assert old is not None
+    assert new is not None
+    sources = [n for n in old.nodes if n.is_source]
+    assert len({n.range.start.line for n in sources if n.range}) == 1 < len(sources)
+    lines = LineMap(text, edited)
+    for node in sources:
+        found_node = counterpart(pair, node, lines)
+        assert found_node is not None
+        assert found_node.name == node.name
 
 
 def _whole_diff(old: str, new: str) -> dict[int, int]:

@@ -84,7 +84,9 @@ def test_the_savepoint_rules_on_every_pipeline_with_its_uids_renamed() -> None:
         )
         _check(found, path)
         seen |= {d.code.code for d in found}
-    assert {"CL201", "CL205"} <= seen
+    # (uids renamed misassign no state: CL205's texts are checked on the
+    # restores recorded from Flink below, a swap among them)
+    assert "CL201" in seen
 
 
 @pytest.mark.parametrize(

@@ -206,7 +206,8 @@ def _uids(node: StreamNode) -> set[str]:
 
 class _Index:
     """The current job's operators by what :func:`counterpart` looks them up
-    by, in the graph's order (the first of each is the one it takes)."""
+    by, in the graph's order (the first of each is the one it takes; by
+    line, only the one call of its kind on its line)."""
 
     def __init__(self, graph: StreamGraph, hidden: bool) -> None:
         candidates = [n for n in graph.nodes if not n.hidden or hidden]
@@ -216,15 +217,22 @@ class _Index:
         self.by_functions: dict[tuple[str, bool, tuple[str, ...]], list[StreamNode]]
         self.by_functions = {}
         self.by_name: dict[tuple[str, bool, str], list[StreamNode]] = {}
+        #: calls of one kind on one line (a helper's, called twice): the line
+        #: does not tell which is which
+        shared_lines: set[tuple[str, int, bool]] = set()
         for n in candidates:
             for uid in _uids(n):
                 self.by_uid.setdefault(uid, n)
             if n.range is not None:
-                self.by_line.setdefault((n.api, n.range.start.line, n.hidden), n)
+                place = (n.api, n.range.start.line, n.hidden)
+                if self.by_line.setdefault(place, n) is not n:
+                    shared_lines.add(place)
             self.kinds.setdefault((n.api, n.hidden), []).append(n)
             key = (n.api, n.hidden, n.functions)
             self.by_functions.setdefault(key, []).append(n)
             self.by_name.setdefault((n.api, n.hidden, str(n.name)), []).append(n)
+        for place in shared_lines:
+            del self.by_line[place]
 
 
 def _index(pair: JobPair, graph: StreamGraph, hidden: bool) -> _Index:
