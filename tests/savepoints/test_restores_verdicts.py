@@ -23,6 +23,7 @@ Flink line of the record.  What Flink did decides what the gate must say:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from chainlens.analyzer.model.flink_versions import FlinkVersion
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.baseline import Baseline
 from tests.savepoints.restores import cases as cs
+from tests.savepoints.restores.chainlens_view import chainlens_says, record_of
 from tests.support import FIXTURES
 
 OBSERVED = FIXTURES / "restores" / "observed"
@@ -147,3 +149,34 @@ def test_every_class_of_outcome_is_recorded() -> None:
         if "-to-" not in line:  # a crossing of versions: two cases only
             assert wanted <= outcomes, (line, wanted - outcomes)
     assert len(RECORDS) >= 40
+
+
+#: cases whose change is exactly what the savepoint gate's fix writes for
+#: another case's change (``savepoint --fix``): (the case, the case of its fix)
+GATE_FIXES = (
+    ("uid-renamed", "uid-renamed-fixed"),
+    ("windows-uid-renamed", "windows-uid-renamed-fixed"),
+)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize(("case", "fixed"), GATE_FIXES)
+@pytest.mark.parametrize("line", cs.LINES)
+def test_the_gates_fix_is_what_flink_restored_with_every_state_intact(
+    case: str, fixed: str, line: str, tmp_path: Path
+) -> None:
+    """The gate's fix, applied by ``savepoint --fix`` to the recorded change,
+    writes the very program Flink restored from the base's savepoint in the
+    record of ``fixed``: each state read back as it was saved (the windows
+    there are fused with the filter after them, which the pins must follow)."""
+    broken = record_of(case, line)
+    assert not broken["restore"]["submitted"]  # Flink refused the change itself
+    said = chainlens_says(broken, extra=("--fix",), folder=tmp_path)
+    assert said.exit_code == 0, said.stdout[-2000:] + said.stderr[-2000:]
+    written = (tmp_path / "repo" / "jobs" / "job.py").read_text(encoding="utf-8")
+    restored = record_of(fixed, line)
+    assert written == restored["variant"]["source"]
+    assert restored["restore"] == {"submitted": True}, restored["restore"]
+    outcomes = _outcomes(restored)
+    assert outcomes
+    assert all(o == {"intact"} for o in outcomes.values()), outcomes

@@ -63,6 +63,10 @@ def _uids_removed(text: str) -> str:
 
 PIN = "0123456789abcdef0123456789abcdef"
 OTHER_HEX = "fedcba9876543210fedcba9876543210"
+#: the uids of two windows of ``windows.py`` renamed
+WINDOW_UIDS_RENAMED: tuple[Edit, ...] = tuple(
+    (f'.uid("{uid}")', f'.uid("{uid}-v2")') for uid in ("count-reduce", "time-reduce")
+)
 
 BASES: dict[str, Base] = {
     b.name: b
@@ -190,6 +194,25 @@ CASES: list[Case] = [
         "counters",
         "uid 'counter' renamed 'counter-v2'",
         (('.uid("counter")', '.uid("counter-v2")'),),
+        group="uids",
+    ),
+    Case(
+        "uid-renamed-fixed",
+        "counters",
+        "uid-renamed with the savepoint gate's fix (`savepoint --fix`: "
+        "set_uid_hash of the saved ID; the line it makes too long wrapped)",
+        (
+            (
+                'counts = keyed.process(CountByOne("counter"), '
+                'output_type=Types.INT()).uid("counter").name("counter")',
+                "counts = (\n"
+                '    keyed.process(CountByOne("counter"), output_type=Types.INT())\n'
+                '    .set_uid_hash("{id:counter}")\n'
+                '    .uid("counter-v2")\n'
+                '    .name("counter")\n'
+                ")",
+            ),
+        ),
         group="uids",
     ),
     Case(
@@ -628,6 +651,27 @@ CASES: list[Case] = [
         "windows-unchanged",
         "windows",
         "nothing (count, event-time and process windows)",
+        group="PyFlink operators",
+        max_wait=90.0,
+    ),
+    Case(
+        "windows-uid-renamed",
+        "windows",
+        "the uids of the windows 'count-reduce' and 'time-reduce' renamed (each "
+        "fused with the filter after it)",
+        WINDOW_UIDS_RENAMED,
+        group="PyFlink operators",
+        max_wait=90.0,
+    ),
+    Case(
+        "windows-uid-renamed-fixed",
+        "windows",
+        "windows-uid-renamed with the savepoint gate's fix (`savepoint --fix`: "
+        "set_uid_hash of each window's saved ID)",
+        tuple(
+            (f'.uid("{uid}")', f'.set_uid_hash("{{id:{uid}}}").uid("{uid}-v2")')
+            for uid in ("count-reduce", "time-reduce")
+        ),
         group="PyFlink operators",
         max_wait=90.0,
     ),
