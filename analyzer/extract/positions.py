@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from chainlens.analyzer.kept import KeptPerObject
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
 # Fields that never contain a call: whitespace, punctuation, operators.
@@ -342,25 +343,18 @@ def statement_calls(module: cst.Module, text: str) -> list[CallRanges] | None:
 _EMPTY = cst.Module(body=())
 #: a lambda's text by its node (kept with the node: the nodes of statements
 #: an edit left alone are the same objects in the next version's tree)
-_LAMBDA_TEXTS: dict[int, tuple[cst.Lambda, str]] = {}
-_LAMBDA_TEXTS_KEPT = 4096
+_LAMBDA_TEXTS: KeptPerObject[str] = KeptPerObject(4096)
 
 
 def lambda_text(node: cst.Lambda) -> str:
     """The text of a lambda of the program, its whitespace folded (``lambda
     e: e[0]`` however it is laid out): what tells two lambdas apart."""
-    found = _LAMBDA_TEXTS.get(id(node))
-    if found is not None and found[0] is node:
-        return found[1]
+    found = _LAMBDA_TEXTS.find(node)
+    if found is not None:
+        return found
     text = " ".join(_EMPTY.code_for_node(node).split())
-    _keep_lambda_text(node, text)
+    _LAMBDA_TEXTS.keep(node, text)
     return text
-
-
-def _keep_lambda_text(node: cst.Lambda, text: str) -> None:
-    if len(_LAMBDA_TEXTS) >= _LAMBDA_TEXTS_KEPT:
-        _LAMBDA_TEXTS.clear()
-    _LAMBDA_TEXTS[id(node)] = (node, text)
 
 
 def _remember_lambda_texts(
@@ -394,7 +388,7 @@ def _remember_lambda_texts(
             return
         opening = "".join(_EMPTY.code_for_node(paren) for paren in node.lpar)
         closing = "".join(_EMPTY.code_for_node(paren) for paren in node.rpar)
-        _keep_lambda_text(node, " ".join((opening + inner + closing).split()))
+        _LAMBDA_TEXTS.keep(node, " ".join((opening + inner + closing).split()))
 
 
 class CallLocator:

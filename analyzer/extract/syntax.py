@@ -13,6 +13,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from chainlens.analyzer.extract.values import FunctionDef
+from chainlens.analyzer.kept import KeptPerObject
 
 
 def string_value(node: cst.SimpleString) -> str | bytes:
@@ -137,19 +138,17 @@ class _CodeStart(CodegenState):
 #: The start of the code of nodes shown lately (by id, the node kept so its id
 #: is not reused): a program replayed until its budget shows the same few
 #: nodes tens of thousands of times.
-_CODES: dict[int, tuple[cst.CSTNode, str]] = {}
+_CODES: KeptPerObject[str] = KeptPerObject(4096)
 
 
 def code_of(node: cst.CSTNode) -> str:
-    known = _CODES.get(id(node))
-    if known is not None and known[0] is node:
-        return known[1]
+    known = _CODES.find(node)
+    if known is not None:
+        return known
     state = _CodeStart(default_indent="    ", default_newline="\n")
     with contextlib.suppress(_EnoughError):
         node._codegen(state)
     text = "".join(state.tokens).strip()
     text = text if len(text) <= 60 else text[:57] + "..."
-    if len(_CODES) >= 4096:
-        _CODES.clear()
-    _CODES[id(node)] = (node, text)
+    _CODES.keep(node, text)
     return text

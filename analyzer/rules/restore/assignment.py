@@ -35,12 +35,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.compile.hashing import Rehasher
+from chainlens.analyzer.kept import KeptPerObject
 from chainlens.analyzer.model.job_graph import JobGraph, JobGraphError, JobVertex
 from chainlens.analyzer.model.result import CompiledJob
 from chainlens.analyzer.model.savepoint import SavedState
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import keeps_savepoints, state_info
-from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 
 @dataclass(frozen=True, slots=True)

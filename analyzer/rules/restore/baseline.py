@@ -29,6 +29,7 @@ from itertools import chain, compress, count, filterfalse, repeat
 from operator import attrgetter
 from typing import TypeVar
 
+from chainlens.analyzer.kept import KeptPerObject
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph, StreamNode
 from chainlens.analyzer.rules.operators import (
@@ -37,7 +38,6 @@ from chainlens.analyzer.rules.operators import (
     state_info,
 )
 from chainlens.analyzer.rules.restore.ids import HeldIds
-from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 _T = TypeVar("_T")
 

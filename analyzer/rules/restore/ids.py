@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from chainlens.analyzer.kept import KeptPerObject
 from chainlens.analyzer.model.job_graph import JobGraph
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
 from chainlens.analyzer.model.stream_graph import StreamGraph
@@ -34,7 +35,6 @@ from chainlens.analyzer.rules.restore.assignment import (
     generated_after,
     task_nodes,
 )
-from chainlens.analyzer.rules.restore.kept import KeptPerObject
 
 #: (job index, node id) -> the ID its state is saved under (None: not known)
 RestoreIds = dict[tuple[int, int], str | None]

@@ -1,0 +1,57 @@
+"""What is derived from an object, kept by the object's identity.
+
+For objects that are never changed and would cost a whole comparison to
+compare by value: a LibCST node (the nodes of statements an edit left alone
+are the same objects in the next version's tree), a job graph (a uid fix is
+checked in rounds, each asking again for what one graph's tasks order, its
+operators' pins and its hashes are).  The last ``size`` objects' values are
+kept; past that, all are dropped at once (what an analysis asks for again is
+what it asked for last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+_V = TypeVar("_V")
+
+
+class KeptPerObject(Generic[_V]):
+    """Values derived from objects, the last ``size`` objects' kept."""
+
+    __slots__ = ("_kept", "_size")
+
+    def __init__(self, size: int = 8) -> None:
+        self._size = size
+        #: id of the object -> (the object, held so that its id is not reused; value)
+        self._kept: dict[int, tuple[object, _V]] = {}
+
+    def get(self, owner: object, make: Callable[[], _V]) -> _V:
+        """The value derived from ``owner``: kept, or made now by ``make``."""
+        found = self._kept.get(id(owner))
+        if found is not None and found[0] is owner:
+            return found[1]
+        value = make()
+        self.keep(owner, value)
+        return value
+
+    def find(self, owner: object) -> _V | None:
+        """The value kept for ``owner`` (None: none is; for values that are
+        never None, on paths where making a function for :meth:`get` costs)."""
+        found = self._kept.get(id(owner))
+        return found[1] if found is not None and found[0] is owner else None
+
+    def keep(self, owner: object, value: _V) -> None:
+        """Keep ``value`` as derived from ``owner``."""
+        if len(self._kept) >= self._size:
+            self._kept.clear()
+        self._kept[id(owner)] = (owner, value)
+
+    def clear(self) -> None:
+        """Drop every value kept."""
+        self._kept.clear()
+
+    def values(self) -> list[tuple[object, _V]]:
+        """The objects and values kept (for tests)."""
+        return list(self._kept.values())
