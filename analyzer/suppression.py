@@ -67,13 +67,16 @@ def find_suppressions(text: str) -> tuple[Suppression, ...]:
     """Return the suppression comments of ``text`` (never raises)."""
     if "chainlens" not in text:
         return ()
+    comments, lines, target = _read(text)
+    return _suppressions(comments, lines, target) if comments else ()
+
+
+def _read(text: str) -> tuple[list[tuple[int, int, str]], list[str], dict[int, int]]:
+    """The comments of ``text`` (line, column, text), its lines, and for each
+    line that cannot carry a comment the line whose comment covers it."""
     comments, multiline, ends_in_comment = _scan(text)
-    if not comments:
-        return ()
     lines = _LINE_BREAK.split(text)
-    return _suppressions(
-        comments, lines, _comment_lines(lines, multiline, ends_in_comment)
-    )
+    return comments, lines, _comment_lines(lines, multiline, ends_in_comment)
 
 
 def _suppressions(
@@ -140,9 +143,7 @@ def suppression_fix(text: str, line: int, code: str) -> Fix | None:
     statement's comment goes (after a backslash continuation or a multi-line
     string: its last line).  None when the line is already fully suppressed.
     """
-    comments, multiline, ends_in_comment = _scan(text)
-    lines = _LINE_BREAK.split(text)
-    target = _comment_lines(lines, multiline, ends_in_comment)
+    comments, lines, target = _read(text)
     found = _suppressions(comments, lines, target) if "chainlens" in text else ()
     for suppression in found:
         if line not in suppression.lines or suppression.malformed is not None:
