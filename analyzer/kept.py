@@ -5,13 +5,16 @@ compare by value: a LibCST node (the nodes of statements an edit left alone
 are the same objects in the next version's tree), a job graph (a uid fix is
 checked in rounds, each asking again for what one graph's tasks order, its
 operators' pins and its hashes are).  The last ``size`` objects' values are
-kept; past that, all are dropped at once (what an analysis asks for again is
-what it asked for last).
+kept; past that, the older half is dropped at once (what an analysis asks
+for again is what it asked for last, and what it has just kept of a large
+statement, e.g. the texts of its 1,800 lambdas, must not be dropped before it
+is asked for).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import Generic, TypeVar
 
 _V = TypeVar("_V")
@@ -44,9 +47,11 @@ class KeptPerObject(Generic[_V]):
 
     def keep(self, owner: object, value: _V) -> None:
         """Keep ``value`` as derived from ``owner``."""
-        if len(self._kept) >= self._size:
-            self._kept.clear()
-        self._kept[id(owner)] = (owner, value)
+        kept = self._kept
+        if len(kept) >= self._size:
+            for key in list(islice(kept, max(1, self._size // 2))):
+                del kept[key]
+        kept[id(owner)] = (owner, value)
 
     def clear(self) -> None:
         """Drop every value kept."""

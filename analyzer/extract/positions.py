@@ -121,6 +121,40 @@ def _fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+def nodes_of(root: cst.CSTNode, kinds: frozenset[type]) -> list[cst.CSTNode]:
+    """The nodes of ``kinds`` (exact types) under ``root`` (itself included),
+    in the order a LibCST visitor enters them (pre-order, source order),
+    f-strings' expressions included: what a ``CSTVisitor``'s ``visit_X``
+    methods would be called with, without its cost (it builds every node of
+    the tree again as it leaves it: 160 ms for the 600 methods of a
+    4,200-line program, where this walk takes a tenth of that)."""
+    found: list[cst.CSTNode] = []
+    stack: list[object] = [root]
+    fields_of = _WALKED
+    while stack:
+        current = stack.pop()
+        cls = type(current)
+        if cls is tuple or cls is list:
+            stack.extend(reversed(current))  # type: ignore[call-overload]
+            continue
+        fields = fields_of.get(cls)
+        if fields is None:
+            fields = fields_of[cls] = (
+                ("parts",) if cls is cst.FormattedString else _fields(cls)
+            )
+        if cls in kinds:
+            found.append(current)  # type: ignore[arg-type]
+        for name in reversed(fields):
+            value = getattr(current, name)
+            if value is not None:
+                stack.append(value)
+    return found
+
+
+#: the fields :func:`nodes_of` walks, per node class
+_WALKED: dict[type, tuple[str, ...]] = {}
+
+
 class _CstCalls:
     """Collect LibCST calls in source order (pre-order), skipping f-strings.
 
@@ -462,17 +496,21 @@ class CallLocator:
             self._from_metadata()
             return
         assert self._tree is not None
-        collector = _CstCalls()
+        collector = _CstCalls(lambdas=True)
         collector.walk(self._module.body[top])
         statements = self._tree.body[self._ast_start[top] : self._ast_start[top + 1]]
         calls: list[ast.Call] = []
+        lambdas: list[ast.Lambda] = []
         for stmt in statements:
-            calls.extend(_ast_calls(stmt))
+            calls.extend(_ast_calls(stmt, lambdas=lambdas))
         if len(calls) != len(collector.calls):
             self._from_metadata()
             return
         for cst_call, ast_call in zip(collector.calls, calls, strict=True):
             self._pending[id(cst_call)] = ast_call
+        # the texts of its lambdas cut from the source, not generated from
+        # the nodes (80 ms for the 1,800 lambdas of a 4,200-line program)
+        _remember_lambda_texts(collector.lambdas or [], lambdas, self._lines)
 
     def _index_controls(self, top: int) -> None:
         """Locate the conditions and iterables of statement ``top`` (asked for

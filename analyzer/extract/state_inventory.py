@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from chainlens.analyzer.extract.positions import CallLocator
+from chainlens.analyzer.extract.positions import CallLocator, nodes_of
 from chainlens.analyzer.extract.pyflink_values import PyObject, TypeInfo
 from chainlens.analyzer.extract.syntax import string_value
 from chainlens.analyzer.extract.values import ClassDef, FunctionDef, Instance
@@ -86,31 +86,39 @@ def _methods(cls: ClassDef) -> list[FunctionDef]:
     return found
 
 
-class _Method(cst.CSTVisitor):
-    """The calls and simple assignments of one method."""
+#: what a method's scan looks for
+_SCANNED: frozenset[type] = frozenset({cst.Call, cst.Assign, cst.AnnAssign})
 
-    def __init__(self) -> None:
+
+class _Method:
+    """The calls and simple assignments of one method (its nodes in the
+    order a LibCST visitor meets them: a later assignment of a name wins)."""
+
+    def __init__(self, node: cst.CSTNode) -> None:
         self.calls: list[cst.Call] = []
         self.assigned: dict[str, cst.BaseExpression] = {}
+        for found in nodes_of(node, _SCANNED):
+            if isinstance(found, cst.Call):
+                self.calls.append(found)
+            elif isinstance(found, cst.Assign):
+                for target in found.targets:
+                    key = _target(target.target)
+                    if key is not None:
+                        self.assigned[key] = found.value
+            elif isinstance(found, cst.AnnAssign) and found.value is not None:
+                key = _target(found.target)
+                if key is not None:
+                    self.assigned[key] = found.value
         #: the calls that build a descriptor or take one, in order, with what
         #: their nodes alone say (:func:`_state_calls`)
-        self.states: list[_StateCall] = []
+        self.states: list[_StateCall] = _state_calls(self.calls)
         #: the calls ``x.enable_time_to_live(...)``, in order
-        self.ttl_calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:  # noqa: N802 (LibCST's names)
-        self.calls.append(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:  # noqa: N802 (LibCST's names)
-        for target in node.targets:
-            key = _target(target.target)
-            if key is not None:
-                self.assigned[key] = node.value
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:  # noqa: N802 (LibCST's names)
-        key = _target(node.target)
-        if key is not None and node.value is not None:
-            self.assigned[key] = node.value
+        self.ttl_calls: list[cst.Call] = [
+            call
+            for call in self.calls
+            if _callee(call) == "enable_time_to_live"
+            and isinstance(call.func, cst.Attribute)
+        ]
 
 
 def _target(node: cst.BaseExpression) -> str | None:
@@ -318,15 +326,7 @@ def _scan(
     if known is not None and known[0] is fn.node and isinstance(known[1], _Method):
         scans[id(fn.node)] = known  # still used: kept for the next analysis
         return known[1]
-    method = _Method()
-    fn.node.visit(method)
-    method.states = _state_calls(method.calls)
-    method.ttl_calls = [
-        call
-        for call in method.calls
-        if _callee(call) == "enable_time_to_live"
-        and isinstance(call.func, cst.Attribute)
-    ]
+    method = _Method(fn.node)
     scans[id(fn.node)] = (fn.node, method)
     return method
 

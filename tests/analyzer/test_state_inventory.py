@@ -331,3 +331,108 @@ def test_descriptors_cl204_skips_as_alike_give_no_finding() -> None:
                 differing += 1
     assert skipped > 1000
     assert differing > 1000
+
+
+# -- the scan of a method's nodes ------------------------------------------------
+
+_ODD = """
+class Odd(KeyedProcessFunction):
+    @staticmethod
+    def helper(x=ctx_default(), *args, y: int = anno(), **kw) -> returns():
+        total: int = 0
+        total: int
+        self.a = self.b = ValueStateDescriptor("a", Types.INT())
+        print(f"{rt.get_state(ValueStateDescriptor('f', Types.LONG()))!r:>{width()}}")
+        inner = lambda q=default(): q.get_state(ValueStateDescriptor("l", Types.INT()))
+        [ctx.get_list_state(d) for d in descriptors() if keep(d)]
+        if (walrus := make()) and (x if cond() else y()):
+            self.total = ctx.get_state(MapStateDescriptor("m", Types.STRING(), T()))
+        with opened() as handle, other():
+            pass
+        try:
+            risky()
+        except (Err, Other) as e:
+            handled(e)
+        class Inner:
+            def method(self, a=deflt()):
+                self.s = a.get_state(Desc())
+        del self.a, thing()[0]
+        return {k: v() for k, v in pairs()}, (yield lazily())
+"""
+
+
+def _visited(node: object) -> tuple[list[object], dict[str, object]]:
+    """What a LibCST visitor meets, as the scan did with one."""
+    import libcst as cst
+
+    from chainlens.analyzer.extract.state_inventory import _target
+
+    class Visitor(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.calls: list[object] = []
+            self.assigned: dict[str, object] = {}
+
+        def visit_Call(self, node: cst.Call) -> None:  # noqa: N802
+            self.calls.append(node)
+
+        def visit_Assign(self, node: cst.Assign) -> None:  # noqa: N802
+            for target in node.targets:
+                key = _target(target.target)
+                if key is not None:
+                    self.assigned[key] = node.value
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:  # noqa: N802
+            key = _target(node.target)
+            if key is not None and node.value is not None:
+                self.assigned[key] = node.value
+
+    visitor = Visitor()
+    assert isinstance(node, cst.CSTNode)
+    node.visit(visitor)
+    return visitor.calls, visitor.assigned
+
+
+def _functions(module: object) -> list[object]:
+    import libcst as cst
+
+    found: list[object] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:  # noqa: N802
+            found.append(node)
+
+    assert isinstance(module, cst.Module)
+    module.visit(Finder())
+    return found
+
+
+def test_a_methods_scan_meets_what_a_libcst_visitor_meets() -> None:
+    """The scan of a method's calls and assignments (read without LibCST's
+    visitor, which builds every node again) meets the nodes a visitor meets,
+    in its order, over every function of the fixtures and one of every
+    kind of node a method can hold (f-strings and nested definitions too)."""
+    import libcst as cst
+
+    from chainlens.analyzer.extract.state_inventory import _Method
+    from tests.support import FIXTURES
+
+    texts = [_ODD] + [
+        p.read_text(encoding="utf-8") for p in sorted(FIXTURES.rglob("*.py"))
+    ]
+    compared = 0
+    for text in texts:
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError:
+            continue
+        for function in _functions(module):
+            calls, assigned = _visited(function)
+            scanned = _Method(function)
+            assert [id(c) for c in scanned.calls] == [id(c) for c in calls]
+            assert list(scanned.assigned) == list(assigned)
+            assert all(scanned.assigned[k] is assigned[k] for k in assigned)
+            compared += 1
+    assert compared > 400
+    odd = _Method(cst.parse_module(_ODD).body[0].body.body[0])  # type: ignore[attr-defined]
+    assert len(odd.calls) >= 25
+    assert {"total", "self.a", "self.b", "inner", "self.total"} <= set(odd.assigned)
