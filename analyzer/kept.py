@@ -49,8 +49,10 @@ class KeptPerObject(Generic[_V]):
         """Keep ``value`` as derived from ``owner``."""
         kept = self._kept
         if len(kept) >= self._size:
+            # the oldest keys, listed at once (no other thread runs while a
+            # dict of ints is read in C); one may meanwhile drop them too
             for key in list(islice(kept, max(1, self._size // 2))):
-                del kept[key]
+                kept.pop(key, None)
         kept[id(owner)] = (owner, value)
 
     def clear(self) -> None:

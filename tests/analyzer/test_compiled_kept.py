@@ -107,3 +107,20 @@ def test_what_is_kept_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         kept = sum(len(job.transformations) for job, _ in pipeline._COMPILED.values())
         assert kept == pipeline._KEPT_SIZE[0] <= 300
     assert pipeline._COMPILED
+
+
+def test_what_is_kept_per_object_drops_its_older_half_when_full() -> None:
+    """The newest values stay when the kept ones are at their bound (a
+    statement's own lambda texts, kept as they are made, are asked for next)."""
+    from chainlens.analyzer.kept import KeptPerObject
+
+    kept: KeptPerObject[int] = KeptPerObject(8)
+    owners = [object() for _ in range(13)]
+    for number, owner in enumerate(owners):
+        kept.keep(owner, number)
+    assert [kept.find(o) for o in owners] == [None] * 8 + [8, 9, 10, 11, 12]
+    assert kept.get(owners[12], lambda: -1) == 12
+    assert kept.get(owners[0], lambda: -1) == -1  # made again, kept since
+    assert kept.find(owners[0]) == -1
+    kept.clear()
+    assert kept.values() == []

@@ -511,5 +511,6 @@ def test_the_lambda_texts_of_a_program_are_cut_from_its_source_run_after_run(
     for run in range(3):  # 4,500 texts kept in all, more than are kept at once
         generated = 0
         result = analyze_source("lambdas.py", text + "\n" * run)
-        assert result.jobs and result.jobs[0].stream_graph is not None
+        assert result.jobs
+        assert result.jobs[0].stream_graph is not None
         assert generated == 0, run
