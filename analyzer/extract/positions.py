@@ -128,20 +128,39 @@ def nodes_of(root: cst.CSTNode, kinds: frozenset[type]) -> list[cst.CSTNode]:
     methods would be called with, without its cost (it builds every node of
     the tree again as it leaves it: 160 ms for the 600 methods of a
     4,200-line program, where this walk takes a tenth of that)."""
+    return _collect(root, kinds, _WALKED, _walked_fields)
+
+
+def _walked_fields(cls: type) -> tuple[str, ...]:
+    return ("parts",) if cls is cst.FormattedString else _fields(cls)
+
+
+#: the fields :func:`nodes_of` walks, per node class
+_WALKED: dict[type, tuple[str, ...]] = {}
+
+
+def _collect(
+    root: object,
+    kinds: frozenset[type],
+    table: dict[type, tuple[str, ...]],
+    fields_of: Callable[[type], tuple[str, ...]],
+) -> list[cst.CSTNode]:
+    """The nodes of ``kinds`` under ``root`` in pre-order, walking the fields
+    ``table`` gives each class (``fields_of`` the first time), dispatching on
+    the exact type: ``CSTNode.children`` runs a whole visitor per node and
+    ``isinstance`` on LibCST's abstract classes is slow; both would cost more
+    than parsing."""
     found: list[cst.CSTNode] = []
     stack: list[object] = [root]
-    fields_of = _WALKED
     while stack:
         current = stack.pop()
         cls = type(current)
         if cls is tuple or cls is list:
             stack.extend(reversed(current))  # type: ignore[call-overload]
             continue
-        fields = fields_of.get(cls)
+        fields = table.get(cls)
         if fields is None:
-            fields = fields_of[cls] = (
-                ("parts",) if cls is cst.FormattedString else _fields(cls)
-            )
+            fields = table[cls] = fields_of(cls)
         if cls in kinds:
             found.append(current)  # type: ignore[arg-type]
         for name in reversed(fields):
@@ -151,17 +170,9 @@ def nodes_of(root: cst.CSTNode, kinds: frozenset[type]) -> list[cst.CSTNode]:
     return found
 
 
-#: the fields :func:`nodes_of` walks, per node class
-_WALKED: dict[type, tuple[str, ...]] = {}
-
-
 class _CstCalls:
-    """Collect LibCST calls in source order (pre-order), skipping f-strings.
-
-    Walks dataclass fields directly, dispatching on the exact type:
-    ``CSTNode.children`` runs a whole visitor per node and ``isinstance`` on
-    LibCST's abstract classes is slow; both would cost more than parsing.
-    """
+    """Collect LibCST calls in source order (pre-order), skipping f-strings
+    (:func:`_collect` over the fields that can hold a call)."""
 
     def __init__(self, controls: bool = False, lambdas: bool = False) -> None:
         self.calls: list[cst.Call] = []
@@ -170,36 +181,26 @@ class _CstCalls:
         #: with ``controls``: if/while/for statements, conditional expressions
         #: and match statements (where an unknown about a branch or loop points)
         self.controls: list[cst.CSTNode] = []
-        self._kinds = _CST_CONTROLS if controls else {}
+        self._kinds: frozenset[type] = (
+            frozenset(_CST_CONTROLS) if controls else frozenset()
+        )
+        self._wanted = frozenset(
+            {cst.Call, *self._kinds, *((cst.Lambda,) if lambdas else ())}
+        )
 
     def walk(self, node: object) -> None:
-        stack: list[object] = [node]
         calls = self.calls
         controls = self.controls
         kinds = self._kinds
         lambdas = self.lambdas
-        fields_of = _FIELDS
-        while stack:
-            current = stack.pop()
-            cls = type(current)
-            if cls is tuple or cls is list:
-                stack.extend(reversed(current))  # type: ignore[call-overload]
-                continue
-            fields = fields_of.get(cls)
-            if fields is None:
-                fields = _fields(cls)
-            if not fields:
-                continue
+        for found in _collect(node, self._wanted, _FIELDS, _fields):
+            cls = type(found)
             if cls is cst.Call:
-                calls.append(current)  # type: ignore[arg-type]
+                calls.append(found)  # type: ignore[arg-type]
             elif cls in kinds:
-                controls.append(current)  # type: ignore[arg-type]
-            elif cls is cst.Lambda and lambdas is not None:
-                lambdas.append(current)  # type: ignore[arg-type]
-            for name in reversed(fields):
-                value = getattr(current, name)
-                if value is not None:
-                    stack.append(value)
+                controls.append(found)
+            elif lambdas is not None:
+                lambdas.append(found)  # type: ignore[arg-type]
 
 
 _AST_SKIP_FIELDS = frozenset({"ctx", "op", "type_comment", "kind"})
