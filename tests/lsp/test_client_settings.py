@@ -66,31 +66,51 @@ def test_what_the_first_analysis_leaves_alive_is_frozen_out_of_collections(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A full collection after an edit scans only what the edit made: the
-    modules, tables and caches alive after the first analysis are frozen."""
+    modules, tables and caches alive after the first analysis are frozen,
+    once, in the idle time after its findings were sent (the whole
+    collection before them delayed the first findings of a large file)."""
     import asyncio
     import gc
 
-    from chainlens.server.session import Session
+    from chainlens.server.session import COLLECT_IDLE_SECONDS, Session, Snapshot
 
+    text = (FIXTURES / "pipelines" / "broadcast_state_keyed.py").read_text()
+    uri = "file:///work/p.py"
+    snapshot = Snapshot(uri, 1, text)
     freezes: list[int] = []
     freeze = gc.freeze
+    frozen_when_sent: list[bool] = []
 
     def counted() -> None:
         freezes.append(1)
         freeze()
 
     monkeypatch.setattr(gc, "freeze", counted)
-    session = Session(lambda uri: None, lambda analysis: None, lambda: "utf-16")
+    session = Session(
+        lambda _uri: snapshot,
+        lambda _analysis: frozen_when_sent.append(session.frozen),
+        lambda: "utf-16",
+    )
     assert not session.frozen
-    try:
-        assert asyncio.run(session._in_thread(lambda: 42)) == 42
+
+    async def edits() -> None:
+        nonlocal snapshot
+        assert (await session.current(uri)) is not None
+        assert frozen_when_sent == [False]  # sent first
+        await asyncio.sleep(COLLECT_IDLE_SECONDS * 5)
         assert session.frozen
         assert gc.isenabled()
         assert gc.get_freeze_count() > 0
+        snapshot = Snapshot(uri, 2, text + "\n# edit\n")
+        assert (await session.current(uri)) is not None
+        await asyncio.sleep(COLLECT_IDLE_SECONDS * 5)
+
+    try:
+        asyncio.run(edits())
         # frozen once only (the count itself may fall a little: what the
         # analysis thread still held when it was frozen is freed later)
-        assert asyncio.run(session._in_thread(lambda: 43)) == 43
         assert freezes == [1]
+        assert frozen_when_sent == [False, True]
     finally:
         gc.unfreeze()
 
@@ -136,11 +156,11 @@ def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
 
         async def edits() -> None:
             nonlocal snapshot
-            # the first analysis freezes what it leaves alive (a collection of
-            # its own, once, before its findings are sent)
+            # the first analysis: no collection before its findings are
+            # sent either; what it leaves alive is frozen in idle time after
             assert (await session.current(uri)) is not None
+            await asyncio.sleep(COLLECT_IDLE_SECONDS * 5)
             assert session.frozen
-            seen.clear()
             for _ in range(3):
                 snapshot = Snapshot(uri, next(versions), text + "\n# edit\n")
                 assert (await session.current(uri)) is not None
@@ -158,8 +178,8 @@ def test_the_garbage_of_an_analysis_is_collected_after_its_findings_are_sent(
         gc.callbacks.remove(log)
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    assert len(seen) == 3
-    assert seen == [(False, [])] * 3
+    assert len(seen) == 4
+    assert seen == [(False, [])] * 4
 
 
 def test_a_burst_of_edits_collects_its_garbage_once_per_few_analyses() -> None:
