@@ -12,6 +12,7 @@ reliable positions there).  If the two lists ever disagree, LibCST's
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -112,10 +113,13 @@ def _fields(cls: type) -> tuple[str, ...]:
     elif cls in _ONLY:
         names = _ONLY[cls]
     else:
+        # the dataclass's fields (``__dataclass_fields__`` also names its
+        # class variables: LibCST's ``__slots__``, whose names the walk
+        # would push and pop for every node)
         names = _SOURCE_ORDER.get(cls) or tuple(
-            name
-            for name in cls.__dataclass_fields__
-            if not name.startswith(_SKIP_PREFIXES)
+            f.name
+            for f in dataclasses.fields(cls)
+            if not f.name.startswith(_SKIP_PREFIXES)
         )
     _FIELDS[cls] = names
     return names

@@ -514,3 +514,25 @@ def test_the_lambda_texts_of_a_program_are_cut_from_its_source_run_after_run(
         assert result.jobs
         assert result.jobs[0].stream_graph is not None
         assert generated == 0, run
+
+
+def test_the_walk_of_libcst_nodes_reads_their_fields_only() -> None:
+    """The call index's walk reads each node class's dataclass fields, not
+    its class variables (``__dataclass_fields__`` names LibCST's
+    ``__slots__`` too, whose names the walk pushed for every node: most of
+    what it popped)."""
+    import dataclasses
+
+    from chainlens.analyzer.extract import positions
+
+    classes = [
+        c
+        for c in vars(cst).values()
+        if isinstance(c, type) and issubclass(c, cst.CSTNode) and c is not cst.CSTNode
+    ]
+    assert len(classes) > 100
+    for cls in classes:
+        if not dataclasses.is_dataclass(cls):
+            continue
+        names = {f.name for f in dataclasses.fields(cls)}
+        assert set(positions._fields(cls)) <= names, cls
