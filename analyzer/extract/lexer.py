@@ -148,10 +148,10 @@ def same_code(old: str, new: str) -> bool:
         ):
             return False
     line = a.count("\n", 0, first) + 1  # the number of the middles' first line
+    numbers = [line + i for i in sorted(changed)]
     codes = []
     for text, middle, until in zip(texts, middles, ends, strict=True):
         comments, multiline, _ = scan(text, until)
-        numbers = [line + i for i in sorted(changed)]
         if any(f <= n <= last for n in numbers for f, last in multiline):
             return False  # a line of a string, or a string going on below it
         starts = {number: column for number, column, _ in comments}
