@@ -72,9 +72,16 @@ class TextLines:
 
     def _point(self, position: SourcePosition) -> tuple[int, int]:
         """The LSP line and character of a chainlens position (clamped)."""
-        index = min(max(position.line - 1, 0), len(self._lines) - 1)
-        line = self._lines[index]
-        column = min(max(position.column, 0), len(line))
+        lines = self._lines
+        index = position.line - 1
+        if not 0 <= index < len(lines):
+            index = min(max(index, 0), len(lines) - 1)
+        line = lines[index]
+        column = position.column
+        if not 0 <= column <= len(line):
+            column = min(max(column, 0), len(line))
+        if line.isascii():  # a code point is a unit in every encoding
+            return index, column
         return index, _units(line[:column], self._encoding)
 
     def to_lsp_position(self, position: SourcePosition) -> types.Position:
