@@ -30,6 +30,7 @@ from chainlens.analyzer.extract.lexer import same_code
 from chainlens.analyzer.extract.modules import PARSED, ModuleFinder, ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
+from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.planner import PendingPlan
 
@@ -79,7 +80,9 @@ def analyze_source(
     result = _analyze(path, text, config, cache, read)
     if callable(held):
         held = held(result)
-    return with_findings(result, text, config, held=held, verify_fixes=verify_fixes)
+    return with_findings(
+        result, text, config, held=held, verify_fixes=verify_fixes, cache=cache
+    )
 
 
 def with_findings(
@@ -90,9 +93,18 @@ def with_findings(
     held: HeldIds | None = None,
     verify_fixes: bool = True,
     verify_lines: tuple[int, int] | None = None,
+    cache: ModuleCache | None = None,
 ) -> AnalysisResult:
     """Attach the rules' findings (after suppression comments) to ``result``
-    (``verify_lines``: see ``run_rules``)."""
+    (``verify_lines``: see ``run_rules``).
+
+    With the ``cache`` of the document ``result`` analyses a version of, the
+    rules' findings for a version that changed no code since the last are
+    those found then (:func:`_kept_findings`); the suppression comments are
+    read again."""
+    found, keep = _kept_findings(
+        cache, result, text, config, (held, verify_fixes, verify_lines)
+    )
     try:
         with _quiet():
             diagnostics = run_rules(
@@ -102,6 +114,8 @@ def with_findings(
                 held=held,
                 verify_fixes=verify_fixes,
                 verify_lines=verify_lines,
+                found=found,
+                keep=keep,
             )
     except Exception as exc:
         problem = Problem(
@@ -193,6 +207,8 @@ def _analyze(
     cache: ModuleCache | None = None,
     read: ReadText | None = None,
 ) -> AnalysisResult:
+    if cache is not None:
+        cache.kept_replay = False
     with _quiet(), _process_settings():
         result = _analyze_text(path, text, config, cache, read)
         return replace(result, flink_version=config.flink_version)
@@ -304,6 +320,8 @@ def _analyze_text(
 
         pending: PendingPlan | None = None
         kept = _kept_replay(cache, path, text, config)
+        if cache is not None:
+            cache.kept_replay = kept is not None
         program = kept or replay(TableReplay() if config.planner else None)
         if cache is not None and kept is None:
             cache.replayed = (_replay_key(path, config), text, program)
@@ -385,6 +403,59 @@ def _analyze_text(
         modules=tuple(program.modules),
         options=tuple(program.options),
         pending_plan=pending,
+    )
+
+
+def _kept_findings(
+    cache: ModuleCache | None,
+    result: AnalysisResult,
+    text: str | None,
+    config: Config,
+    asked: tuple[object, ...],
+) -> tuple[
+    tuple[Diagnostic, ...] | None, Callable[[tuple[Diagnostic, ...]], None] | None
+]:
+    """What the rules found (before suppression comments) for the last version
+    of a document, when this version kept its program: it changed no code
+    (every token where it was, :func:`_kept_replay`), its jobs are the very
+    ones, and the rules are asked the same.  The rules read the program's
+    code, not its comments, except the quote its uid fixes use (the one the
+    text mostly uses, comments included), which is compared too.  Returns
+    them (None: run the rules) and what keeps the new ones (None: nothing is
+    kept)."""
+    if cache is None or text is None or cache.replayed is None:
+        return None, None
+    program = cache.replayed[2]
+    quote = "'" if text.count("'") > text.count('"') else '"'
+    key = (program, result.jobs, config, asked, quote)
+    kept = cache.found
+    if (
+        kept is not None
+        and cache.kept_replay
+        and _same_findings_key(kept[0], key)
+        and isinstance(kept[1], tuple)
+    ):
+        return kept[1], None
+
+    def keep(found: tuple[Diagnostic, ...]) -> None:
+        cache.found = (key, found)
+
+    return None, keep
+
+
+def _same_findings_key(old: tuple[object, ...], new: tuple[object, ...]) -> bool:
+    """The same program and jobs (the objects), asked the same."""
+    program, jobs, config, asked, quote = old
+    new_jobs = new[1]
+    assert isinstance(jobs, tuple)
+    assert isinstance(new_jobs, tuple)
+    return (
+        program is new[0]
+        and len(jobs) == len(new_jobs)
+        and all(a is b for a, b in zip(jobs, new_jobs, strict=True))
+        and quote == new[4]
+        and config == new[2]
+        and asked == new[3]
     )
 
 

@@ -251,6 +251,11 @@ class ModuleCache:
         #: the last replay of the document: what it was asked, the text and
         #: the program it replayed to (kept by the analysis, ``api``)
         self.replayed: tuple[tuple[object, ...], str, object] | None = None
+        #: whether the latest analysis kept that program (its text changed no
+        #: code), and what the rules found for it before suppression comments,
+        #: with what they were asked (kept by the analysis, ``api``)
+        self.kept_replay = False
+        self.found: tuple[tuple[object, ...], object] | None = None
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
         """The piece of ``text``, parsed now if it was not before.

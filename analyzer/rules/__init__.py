@@ -6,7 +6,7 @@ configuration enables and returns their findings sorted by position.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from chainlens.analyzer.config import Config
@@ -121,6 +121,8 @@ def run_rules(
     held: HeldIds | None = None,
     verify_fixes: bool = True,
     verify_lines: tuple[int, int] | None = None,
+    found: Sequence[Diagnostic] | None = None,
+    keep: Callable[[tuple[Diagnostic, ...]], None] | None = None,
 ) -> tuple[Diagnostic, ...]:
     """Return the findings of every enabled rule for ``result``, sorted by position.
 
@@ -134,6 +136,9 @@ def run_rules(
     offers the plain uid fixes unchecked
     (:func:`~chainlens.analyzer.rules.uid_plan.build_uid_plan`);
     ``verify_lines`` (first, last) checks only those of the findings there.
+    ``found``: what the rules found before suppression comments, known to hold
+    for this text (the caller's); else the rules run, and ``keep`` is given
+    what they found.
     """
     rules = enabled_rules(config)
     context = RuleContext(
@@ -147,8 +152,11 @@ def run_rules(
         verify_fixes=verify_fixes,
         verify_lines=verify_lines,
     )
-    first = [rule for rule in rules if not _after_suppressions(rule)]
-    found = _run(first, context, rules)
+    if found is None:
+        first = [rule for rule in rules if not _after_suppressions(rule)]
+        found = tuple(_run(first, context, rules))
+        if keep is not None:
+            keep(found)
     if text is not None:
         found = list(_suppressed(found, context, rules))
     return tuple(sorted(found, key=sort_key))

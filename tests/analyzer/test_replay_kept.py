@@ -9,12 +9,13 @@ import re
 
 import pytest
 
-from chainlens.analyzer import api
+from chainlens.analyzer import api, rules
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.check import check_text
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.lexer import same_code
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.rules.cl101_missing_uid import MissingUid
 from tests.support import ROOT, first_arguments
 
 BASE = '''from pyflink.datastream import StreamExecutionEnvironment
@@ -74,6 +75,45 @@ def test_an_edit_of_a_comment_is_not_replayed(monkeypatch: pytest.MonkeyPatch) -
     assert kept.jobs == analyze_source("p.py", edited, Config()).jobs
 
 
+STATEFUL = BASE.replace(
+    "words.map(",
+    "counts = words.key_by(lambda w: w).reduce(lambda a, b: a)  # counted\ncounts.map(",
+)
+
+
+def test_an_edit_of_a_comment_runs_no_rule_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the rules found is kept with the program; suppression comments
+    are read again, and a comment that changes the quote the text mostly uses
+    (the uid fixes' quote) runs the rules again."""
+    cache = ModuleCache(keep_current_only=True)
+    first = analyze_source("p.py", STATEFUL, Config(), cache=cache)
+    assert "CL101" in {d.code.code for d in first.diagnostics}  # a real test
+    ran = first_arguments(monkeypatch, rules, "_run")
+    edited = STATEFUL.replace("# the environment", "# the environment, made")
+    kept = analyze_source("p.py", edited, Config(), cache=cache)
+    assert all(MissingUid not in {type(r) for r in rules_run} for rules_run in ran)
+    assert kept.diagnostics == first.diagnostics
+    # a suppression comment: its findings are gone, and no rule ran for it
+    suppressed = edited.replace("# counted", "# chainlens: ignore")
+    assert same_code(edited, suppressed)
+    quiet = analyze_source("p.py", suppressed, Config(), cache=cache)
+    assert all(MissingUid not in {type(r) for r in rules_run} for rules_run in ran)
+    assert "CL101" not in {d.code.code for d in quiet.diagnostics}
+    assert quiet.diagnostics == analyze_source("p.py", suppressed, Config()).diagnostics
+    # the quote a uid fix uses follows the text's, comments included
+    quoted = edited.replace("# the environment, made", "# '" + "'" * 40)
+    assert same_code(edited, quoted)
+    ran.clear()
+    flipped = analyze_source("p.py", quoted, Config(), cache=cache)
+    assert any(MissingUid in {type(r) for r in rules_run} for rules_run in ran)
+    fix = next(d.fix for d in flipped.diagnostics if d.code.code == "CL101")
+    assert fix is not None
+    assert ".uid('" in fix.edits[0].new_text
+    assert flipped.diagnostics == analyze_source("p.py", quoted, Config()).diagnostics
+
+
 def test_a_program_replayed_with_other_arguments_is_replayed_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -109,6 +149,12 @@ def _comment_edits(text: str, rng: random.Random) -> list[str]:
     blank = [m.start() for m in re.finditer(r"^\n", text, re.MULTILINE)]
     for at in rng.sample(blank, min(2, len(blank))):
         out.append(text[:at] + "# a note" + text[at:])
+    for at in rng.sample(blank, min(2, len(blank))):  # the finding below, if any
+        out.append(text[:at] + "# chainlens: ignore" + text[at:])
+    for at in rng.sample(blank, min(1, len(blank))):  # the quote uid fixes use
+        quote = "'" if text.count("'") <= text.count('"') else '"'
+        count = abs(text.count("'") - text.count('"')) + 1
+        out.append(text[:at] + "# " + quote * count + text[at:])
     return out
 
 
