@@ -568,6 +568,13 @@ class ModuleCache:
         starts = statement_starts(tree, region)
         if not starts:
             return None
+        end = tree.body[-1].end_lineno or len(region)
+        if any(_INDENTED_COMMENT.match(line) for line in region[end:]):
+            # an indented comment after the region's last statement: LibCST
+            # gives a piece ending so without the blank lines before it (and
+            # the next statement may be given it): the wider region, or the
+            # whole text, is parsed instead
+            return None
         return first, last, tree, starts, shift
 
     def _with_region(

@@ -372,6 +372,18 @@ def test_edits_inside_bodies_cut_into_chunks_equal_parsing_the_whole_text(
         _assert_same_calls(version, cache)
 
 
+def test_an_indented_comment_between_top_level_statements_survives_a_reparse() -> None:
+    """LibCST parses a piece that ends with an indented comment without the
+    blank lines before it: such a piece is never cut."""
+    before = "import x\n\n\nclass A:\n    pass\n"
+    after = "import x\n\n    # deeper\n\nclass A:\n    pass\n"
+    cache = ModuleCache(keep_current_only=True)
+    cache.parse_module(before, ast.parse(before))
+    module = cache.reparse(after) or cache.parse_module(after, ast.parse(after))
+    assert module.code == after
+    assert module.deep_equals(cst.parse_module(after))
+
+
 def test_reparse_refuses_what_does_not_parse_alone() -> None:
     text = "def f():\n    return 1\n\n\nx = f()\n\n\ny = 2\n"
     cache = ModuleCache()
