@@ -30,6 +30,8 @@ from chainlens.analyzer.extract.lexer import same_code
 from chainlens.analyzer.extract.modules import PARSED, ModuleFinder, ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
+from chainlens.analyzer.extract.resume import Resume, Snapshot
+from chainlens.analyzer.extract.resume import plan as plan_resume
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.planner import PendingPlan
@@ -300,6 +302,7 @@ def _analyze_text(
         )
     parsed = time.perf_counter()
     try:
+        resume = _resume_plan(cache, path, text, config, module)
 
         def replay(tables: TableReplay | None) -> Program:
             return interpret(
@@ -316,6 +319,7 @@ def _analyze_text(
                 flink_version=config.flink_version.version,
                 method_scans=cache.method_scans if cache is not None else None,
                 tables=tables,
+                resume=resume if tables is None else None,
             )
 
         pending: PendingPlan | None = None
@@ -325,6 +329,8 @@ def _analyze_text(
         program = kept or replay(TableReplay() if config.planner else None)
         if cache is not None and kept is None:
             cache.replayed = (_replay_key(path, config), text, program)
+            if resume is not None and resume.made:
+                cache.snapshot = resume.made[-1]
         if config.planner and program.tables and program.tables.statements:
             # the planner is asked about every statement at once (one JVM: its
             # operator names carry JVM-wide ids), then the program is replayed
@@ -456,6 +462,31 @@ def _same_findings_key(old: tuple[object, ...], new: tuple[object, ...]) -> bool
         and quote == new[4]
         and config == new[2]
         and asked == new[3]
+    )
+
+
+def _resume_plan(
+    cache: ModuleCache | None,
+    path: str,
+    text: str,
+    config: Config,
+    module: cst.Module,
+) -> Resume | None:
+    """How an editor's document's replay starts (from the state its last
+    versions' replays recorded, when it holds for this text) and where it
+    records its own (``resume.py``); never with the planner."""
+    if cache is None or config.planner:
+        return None
+    last = cache.replayed[1] if cache.replayed is not None else None
+    snapshot = cache.snapshot if isinstance(cache.snapshot, Snapshot) else None
+    return plan_resume(
+        snapshot,
+        last,
+        _replay_key(path, config),
+        text,
+        module,
+        lambda top: cache.chunk_starts(module, top),
+        lambda top: cache.statement_line(module, top),
     )
 
 

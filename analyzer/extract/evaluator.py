@@ -100,6 +100,9 @@ from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import Symbol
 
 MAX_CALL_DEPTH = 40
+#: what a call of a function restores when it returns: the top-level statement
+#: running, the module's context and where the program calls into it
+Caller = tuple[int, object, "SourceRange | None"]
 MAX_LOOP_ITERATIONS = 1000
 #: Statements executed per analysis; past it, loops stop and calls of the
 #: program's functions are not followed (each said as an unknown, once).
@@ -202,15 +205,34 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         self.failed_after: (
             tuple[str, SourceRange | None, tuple[Assumption, ...]] | None
         ) = None
+        #: where the run records its state, if anywhere (``resume.py``): the
+        #: statement of a function's body called now to record it before, and
+        #: what records it (given the function's scope and what its call
+        #: restores)
+        self.record_at: (
+            Callable[[Evaluator, FunctionDef, cst.CSTNode], int | None] | None
+        )
+        self.record_at = None
+        self.on_point: Callable[[Evaluator, dict[str, object], Caller], None] | None = (
+            None
+        )
 
     # ------------------------------------------------------------------ driver
 
     def run(self) -> None:
         """Execute the module's statements in order."""
+        self._ending(self._statements_from, 0)
+
+    def _statements_from(self, first: int) -> None:
+        for index in range(first, len(self.module.body)):
+            self.top = index
+            self.exec_statement(self.module.body[index], self.globals)
+
+    def _ending(self, run: Callable[..., None], *args: object) -> None:
+        """Run the program's code (``run(*args)``) to its end, as a program
+        ends: a ``raise``, PyFlink raising, or what chainlens cannot follow."""
         try:
-            for index, stmt in enumerate(self.module.body):
-                self.top = index
-                self.exec_statement(stmt, self.globals)
+            run(*args)
         except (StopError, ReturnError, BreakError, ContinueError, ProbeDoneError):
             pass
         except ProgramStopError as stop:
@@ -219,6 +241,52 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
             self.stopped_at(f"it is too large or too deep to follow ({exc!r})")
         except Exception as exc:  # a case chainlens does not handle: say where
             self.stopped_at(f"chainlens failed on it ({exc!r})")
+
+    def resume(
+        self,
+        rest: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        scope: dict[str, object],
+        caller: Caller,
+        site: tuple[int, int | None],
+        record: int | None = None,
+    ) -> None:
+        """Go on with a run whose state was recorded inside a function called
+        from the module level (``resume.py``): the rest of the function's
+        body (``rest``; the state recorded again before statement ``record``
+        of it), its return to the call at ``site`` (a top-level statement, or
+        a statement of its ``if`` body) and what follows the call, as
+        :meth:`run` would."""
+        self._ending(self._resumed, rest, scope, caller, site, record)
+
+    def _resumed(
+        self,
+        rest: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        scope: dict[str, object],
+        caller: Caller,
+        site: tuple[int, int | None],
+        record: int | None,
+    ) -> None:
+        try:
+            if record is not None and self.on_point is not None:
+                self.exec_block(rest[:record], scope)
+                self.on_point(self, scope, caller)
+                rest = rest[record:]
+            self.exec_block(rest, scope)
+        except ReturnError:
+            pass
+        except (BreakError, ContinueError):
+            pass
+        finally:
+            self.depth -= 1
+            self.top, context, self.via = caller
+            assert isinstance(context, Context)
+            self.context = context
+        index, inner = site
+        statement = self.module.body[index]
+        if inner is not None:
+            assert isinstance(statement, cst.If)
+            self.exec_block(body_of(statement.body)[inner + 1 :], self.globals)
+        self._statements_from(index + 1)
 
     def release(self) -> None:
         """Drop the namespaces of the program, its modules and the functions
@@ -1205,8 +1273,13 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 self.via = call.where  # the program calls into its module
             self.context = func.context
         try:
-            body = func.node.body
-            self.exec_block(body_of(body), scope)
+            statements = body_of(func.node.body)
+            record = self.record_at(self, func, node) if self.record_at else None
+            if record is not None and self.on_point is not None:
+                self.exec_block(statements[:record], scope)
+                self.on_point(self, scope, (caller_top, caller_context, caller_via))
+                statements = statements[record:]
+            self.exec_block(statements, scope)
         except ReturnError as ret:
             return ret.value
         except (BreakError, ContinueError):

@@ -23,6 +23,8 @@ from chainlens.analyzer.extract.modules import Guard, ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
 from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
+from chainlens.analyzer.extract.resume import Resume, Snapshot, recorder, restored
+from chainlens.analyzer.extract.syntax import body_of
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import Unknown
@@ -48,6 +50,7 @@ def interpret(
     flink_version: str = NEWEST,
     method_scans: dict[int, tuple[object, object]] | None = None,
     tables: TableReplay | None = None,
+    resume: Resume | None = None,
 ) -> Program:
     """Replay ``module`` (its source is ``text``) and return what it built.
 
@@ -62,6 +65,9 @@ def interpret(
     again; after the run it holds the methods this version used.  ``tables``
     (``--planner``) records the program's Table statements, and holds the
     planner's answer for them when it is known (a copy is used per replay).
+    ``resume`` (an editor's document): the state of the last version's
+    replay to go on from, and where to record this one's (``resume.py``);
+    only the first run uses it.
 
     A failure (PyFlink raising) reached only through branches on conditions
     that are not known statically is not the program's end: it is recorded as
@@ -76,11 +82,18 @@ def interpret(
     """
     current: dict[int, tuple[object, object]] = {}
     places: dict[tuple[object, ...], SourceRange | None] = {}
+    first = [resume]
 
     def run(
         decided: dict[tuple[object, ...], bool],
         probed: tuple[tuple[object, ...], ...] = (),
     ) -> tuple[Program, Evaluator]:
+        plan, first[0] = first[0], None
+        if plan is not None and not decided and not probed:
+            if plan.snapshot is not None:
+                return resumed(plan, plan.snapshot)
+        else:
+            plan = None
         program = Program()
         if method_scans is not None:
             program.method_scans = ChainMap(current, method_scans)
@@ -104,13 +117,41 @@ def interpret(
             decided,
             probed,
         )
+        if plan is not None and plan.point is not None:
+            evaluator.record_at, evaluator.on_point = recorder(
+                plan, module, _kept(method_scans)
+            )
         evaluator.run()
+        return ended(program, evaluator)
+
+    def ended(program: Program, evaluator: Evaluator) -> tuple[Program, Evaluator]:
         program.missing_modules = [
             name for name, found in evaluator.modules.items() if found is None
         ]
         evaluator.release()
         places.update(evaluator.places)
         return program, evaluator
+
+    def resumed(plan: Resume, snapshot: Snapshot) -> tuple[Program, Evaluator]:
+        evaluator, scope, caller = restored(snapshot, module, text, tree, known)
+        program = evaluator.record
+        assert isinstance(program, Program)
+        scans = program.method_scans
+        if isinstance(scans, ChainMap):  # this version's methods: ``current``
+            current.update(scans.maps[0])
+            scans.maps[0] = current
+        function = module.body[snapshot.point.top]
+        assert isinstance(function, cst.FunctionDef)
+        rest = body_of(function.body)[snapshot.point.index :]
+        again = None
+        if plan.point is not None:
+            site = (snapshot.site_index, snapshot.inner)
+            _, evaluator.on_point = recorder(plan, module, _kept(method_scans), site)
+            again = plan.point.index - snapshot.point.index
+        evaluator.resume(
+            rest, scope, caller, (snapshot.site_index, snapshot.inner), again
+        )
+        return ended(program, evaluator)
 
     decided: dict[tuple[object, ...], bool] = {}
     failures: list[tuple[str, SourceRange | None]] = []
@@ -173,6 +214,11 @@ def interpret(
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+def _kept(method_scans: object) -> list[object]:
+    """What a recorded state shares with the caller, not copied."""
+    return [method_scans] if method_scans is not None else []
 
 
 def depends_on_ended_branch(

@@ -255,6 +255,9 @@ class ModuleCache:
         #: code), and what the rules found for it before suppression comments,
         #: with what they were asked (kept by the analysis, ``api``)
         self.kept_replay = False
+        #: the state the last versions' replays recorded where their edits
+        #: were (``resume.py``)
+        self.snapshot: object = None
         self.found: tuple[tuple[object, ...], object] | None = None
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
@@ -429,6 +432,38 @@ class ModuleCache:
             return piece.shifted_calls(index, offset)
 
         return of_statement
+
+    def chunk_starts(
+        self, module: cst.Module, top: int
+    ) -> list[tuple[int, int]] | None:
+        """Where the chunks of top-level statement ``top`` (a long function
+        parsed in chunks) start: per chunk, its first line (1-based, the
+        lines leading its first statement included) and the index in the
+        body of its first statement.  None: ``module`` was not built here,
+        or the statement is not made of chunks."""
+        if module is not self._last or not 0 <= top < len(self._layout):
+            return None
+        piece, index, offset = self._layout[top]
+        if not piece.parts or index != 0 or len(piece.module.body) != 1:
+            return None
+        starts: list[tuple[int, int]] = []
+        count = 0
+        for chunk, cut in zip(piece.parts[1:], piece.cuts, strict=False):
+            starts.append((offset + cut + 1, count))
+            wrapper = chunk.module.body[0]
+            assert isinstance(wrapper, cst.If)
+            assert isinstance(wrapper.body, cst.IndentedBlock)
+            count += len(wrapper.body.body)
+        return starts
+
+    def statement_line(self, module: cst.Module, top: int) -> int | None:
+        """The first line (1-based) of the piece top-level statement ``top``
+        starts (None: not known: ``module`` was not built here, or the
+        statement shares its piece with the one before it)."""
+        if module is not self._last or not 0 <= top < len(self._layout):
+            return None
+        _, index, offset = self._layout[top]
+        return offset + 1 if index == 0 else None
 
     def regions(self, module: cst.Module) -> list[Region] | None:
         """The pieces ``module`` was assembled from, in the order of their

@@ -1,0 +1,437 @@
+"""A replay resumed where the last edit of a document was, not from its start.
+
+An editor's edits inside the function that builds the job (``main()``, called
+from the module's last statements) leave the statements before the edit as
+they were.  The replay of the version before records, at the start of the
+chunk of that function's body the edit is in (:meth:`ModuleCache.chunk_starts`),
+the whole state of the replay: the evaluator, the program, the resolver and the
+function's scope, pickled.  The next version, changed only from that chunk on,
+loads a copy of that state and runs the rest of the function's body and what
+follows its call; what came before is not run again.
+
+What the state holds of the program's code is shared, not copied: LibCST and
+``ast`` nodes, the model's frozen values, functions.  Loading the copy costs
+a tenth of running what it holds (0.24 ms against 2.3 ms for the first half
+of a 141-operator job's ``main()``, 2 ms against 27 ms for a 1,791-operator
+one); recording it, once per place edited, about half.
+
+A resumed replay must be the replay from the start, so it is made only when
+what ran before the point is the same code at the same lines, and what runs
+after it is the new version's:
+
+* every line before the chunk is as it was, and every line after the
+  function (moved down or up by the lines the edit added or removed only
+  when the function's call follows the function right away: a function
+  defined between them may have run before the point, at its old lines);
+* the module's statements up to the call's, the function aside, and the
+  function's statements before the point are the very nodes the state holds;
+* the call is a statement of its own (``main()``), at the module level or
+  in an ``if`` there, after the function, with only functions (undecorated)
+  between them;
+* the replay is asked the same (path, command line, configuration, default
+  parallelism, Flink version), and the program followed no module of its own
+  before the point (its modules change on their own).
+
+The state is recorded in a first run only (never in a run that decides a
+branch on an unknown condition), in the function's first call, outside any
+branch on an unknown condition, method or ``try``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from chainlens.analyzer.extract.evaluator import Caller, Evaluator
+from chainlens.analyzer.extract.flow import Context
+from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
+from chainlens.analyzer.extract.values import FunctionDef
+from chainlens.analyzer.model.result import Problem
+from chainlens.analyzer.model.source import SourcePosition, SourceRange
+from chainlens.analyzer.model.state import StateDescriptor, StateTtl
+from chainlens.analyzer.model.transformation import EnvSettings, Transformation
+from chainlens.analyzer.model.values import CommandLineOption, Symbol, Unknown
+
+#: A statement of a module or a function's body.
+Statement = cst.BaseStatement | cst.BaseSmallStatement
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Where a replay records its state: before statement ``index`` of the
+    body of top-level function ``top``, whose chunk starts at ``line``."""
+
+    top: int
+    index: int
+    line: int
+
+
+@dataclass(eq=False, slots=True)
+class Snapshot:
+    """The state of a replay at a :class:`Point`, and what it was made from."""
+
+    key: tuple[object, ...]
+    text: str
+    point: Point
+    #: the function's statements before the point, and the module's
+    #: statements (the nodes the state holds)
+    before: tuple[Statement, ...]
+    tops: tuple[cst.BaseStatement, ...]
+    #: the top-level statement that calls the function, and the statement of
+    #: its ``if`` body that does (None: the statement itself)
+    site: cst.BaseStatement
+    site_index: int
+    inner: int | None
+    #: the pickled state and the objects it shares
+    payload: bytes
+    shared: list[object]
+
+
+@dataclass(eq=False, slots=True)
+class Resume:
+    """What a replay of a document's new version is given: the state to
+    resume from (None: run from the start), and where to record its own."""
+
+    key: tuple[object, ...]
+    text: str
+    module: cst.Module
+    snapshot: Snapshot | None
+    point: Point | None
+    #: the records made (the replay's, kept by the caller)
+    made: list[Snapshot] = field(default_factory=list)
+
+
+def plan(
+    previous: Snapshot | None,
+    last_text: str | None,
+    key: tuple[object, ...],
+    text: str,
+    module: cst.Module,
+    chunks: Callable[[int], list[tuple[int, int]] | None],
+    starts: Callable[[int], int | None],
+) -> Resume | None:
+    """Decide how the replay of ``text`` (parsed into ``module``) starts and
+    where it records its state: ``previous`` is the state recorded last,
+    ``last_text`` the version replayed last; ``chunks`` and ``starts`` say
+    where the chunks of a top-level function start and where a top-level
+    statement does (``ModuleCache``).  None: neither."""
+    resumed = previous if _resumable(previous, key, text, module, starts) else None
+    since = resumed.text if resumed is not None else last_text
+    if since is None or since == text:
+        return Resume(key, text, module, resumed, None) if resumed else None
+    first, last = _changed_lines(since, text)
+    point = _point(module, first, last, chunks, starts)
+    if resumed is not None and (point is None or point.index <= resumed.point.index):
+        point = None  # (the state recorded holds)
+    if resumed is None and point is None:
+        return None
+    return Resume(key, text, module, resumed, point)
+
+
+def _changed_lines(old: str, new: str) -> tuple[int, int]:
+    """The first and the last line (1-based, of ``new``) where ``new``
+    differs from ``old``: what they start and end with alike is found by
+    halving (slices compared in C).  The last may come before the first
+    (lines added that repeat their neighbours): every line before the first
+    is as it was, and every line after the last, moved by as many lines as
+    were added."""
+    low, high = 0, min(len(old), len(new))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[low:middle] == new[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    first = new.count("\n", 0, low) + 1
+    size_old, size_new = len(old), len(new)
+    low, high = 0, min(size_old, size_new)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if (
+            old[size_old - middle : size_old - low]
+            == new[size_new - middle : size_new - low]
+        ):
+            low = middle
+        else:
+            high = middle - 1
+    return first, new.count("\n", 0, size_new - low) + 1
+
+
+def _point(
+    module: cst.Module,
+    first: int,
+    last: int,
+    chunks: Callable[[int], list[tuple[int, int]] | None],
+    starts: Callable[[int], int | None],
+) -> Point | None:
+    """The start of the chunk of a function's body holding line ``first``,
+    when the lines changed (``first`` to ``last``) are all in that function
+    and it is not the first chunk."""
+    for top, statement in enumerate(module.body[:-1]):
+        if not isinstance(statement, cst.FunctionDef):
+            continue
+        found = chunks(top)
+        end = starts(top + 1)
+        if not found or end is None or not found[0][0] <= first < end:
+            continue
+        if last >= end:
+            return None
+        line, index = max(s for s in found if s[0] <= first)
+        return Point(top, index, line) if index > 0 else None
+    return None
+
+
+def _resumable(
+    snapshot: Snapshot | None,
+    key: tuple[object, ...],
+    text: str,
+    module: cst.Module,
+    starts: Callable[[int], int | None],
+) -> bool:
+    """Whether the state ``snapshot`` holds is where the replay of ``text``
+    would be at its point (see the module's documentation)."""
+    if snapshot is None or snapshot.key != key:
+        return False
+    point = snapshot.point
+    body = module.body
+    if len(body) != len(snapshot.tops) or not point.top < snapshot.site_index:
+        return False
+    first, last = _changed_lines(snapshot.text, text)
+    end = starts(point.top + 1)
+    if first < point.line or end is None or last >= end:
+        return False  # a line changed before the point, or after the function
+    shift = text.count("\n") - snapshot.text.count("\n")
+    if shift and snapshot.site_index != point.top + 1:
+        return False  # what runs before the call and after the function moved
+    if any(
+        new is not old
+        for index, (new, old) in enumerate(zip(body, snapshot.tops, strict=True))
+        if index != point.top and index <= snapshot.site_index
+    ):
+        return False
+    function = body[point.top]
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    statements = _statements(function)
+    return len(statements) > point.index and all(
+        a is b for a, b in zip(statements, snapshot.before, strict=False)
+    )
+
+
+def _statements(function: cst.FunctionDef) -> Sequence[Statement]:
+    body = function.body
+    return body.body if isinstance(body, cst.IndentedBlock) else ()
+
+
+# ------------------------------------------------------------------ recording
+
+
+def call_site(
+    module: cst.Module, top: int, statement: cst.CSTNode, call: cst.Call
+) -> tuple[int, int | None] | None:
+    """Where the module calls a function whose state may be recorded: the
+    top-level statement ``top`` is ``statement`` (the whole statement
+    ``f()``), or an ``if`` whose body holds it; None otherwise."""
+    if not (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and statement.body[0].value is call
+    ):
+        return None
+    if not 0 <= top < len(module.body):
+        return None
+    site = module.body[top]
+    if site is statement:
+        return top, None
+    if isinstance(site, cst.If) and isinstance(site.body, cst.IndentedBlock):
+        for inner, item in enumerate(site.body.body):
+            if item is statement:
+                return top, inner
+    return None
+
+
+#: values the state shares with its copies: frozen, and holding nothing that
+#: changes (a ``JobSpec``, frozen but holding a dict, is copied)
+_SHARED_TYPES: frozenset[type] = frozenset(
+    {
+        CommandLineOption,
+        EnvSettings,
+        Problem,
+        SourcePosition,
+        SourceRange,
+        StateDescriptor,
+        StateTtl,
+        Symbol,
+        Transformation,
+        Unknown,
+    }
+)
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles the replay's state, sharing what it holds of the code and
+    what never changes."""
+
+    def __init__(self, out: io.BytesIO, shared: list[object], keep: set[int]) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.shared = shared
+        self.keep = keep
+
+    def persistent_id(self, obj: Any) -> int | None:
+        if (
+            isinstance(obj, cst.CSTNode | ast.AST | CallLocator)
+            or id(obj) in self.keep
+            or type(obj) in _SHARED_TYPES
+            or (callable(obj) and not isinstance(obj, type | FunctionDef))
+        ):
+            self.shared.append(obj)
+            return len(self.shared) - 1
+        return None
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data: io.BytesIO, shared: list[object]) -> None:
+        super().__init__(data)
+        self.shared = shared
+
+    def persistent_load(self, pid: Any) -> object:
+        return self.shared[pid]
+
+
+def record(
+    resume: Resume,
+    evaluator: Evaluator,
+    scope: dict[str, object],
+    caller: Caller,
+    site: tuple[int, int | None],
+    keep: Sequence[object],
+) -> None:
+    """Record the state of ``evaluator`` at ``resume.point`` (``scope``: the
+    function's; ``caller``: the top, context and ``via`` its call restores;
+    ``keep``: objects shared, not copied: the caller's)."""
+    point = resume.point
+    assert point is not None
+    function = resume.module.body[point.top]
+    assert isinstance(function, cst.FunctionDef)
+    out = io.BytesIO()
+    shared: list[object] = []
+    hooks = evaluator.record_at, evaluator.on_point
+    evaluator.record_at = evaluator.on_point = None  # (this run's, not the copy's)
+    try:
+        _Pickler(out, shared, {id(k) for k in keep}).dump((evaluator, scope, caller))
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return  # a value that cannot be copied: no state recorded
+    finally:
+        evaluator.record_at, evaluator.on_point = hooks
+    site_index, inner = site
+    resume.made.append(
+        Snapshot(
+            resume.key,
+            resume.text,
+            point,
+            tuple(_statements(function)[: point.index]),
+            tuple(resume.module.body),
+            resume.module.body[site_index],
+            site_index,
+            inner,
+            out.getvalue(),
+            shared,
+        )
+    )
+
+
+def restored(
+    snapshot: Snapshot,
+    module: cst.Module,
+    text: str,
+    tree: ast.Module | None,
+    known: KnownCalls | None,
+) -> tuple[Evaluator, dict[str, object], Caller]:
+    """A copy of the state ``snapshot`` holds, made to go on in ``module``:
+    the evaluator, the function's scope and what its call restores."""
+    loaded = _Unpickler(io.BytesIO(snapshot.payload), snapshot.shared).load()
+    evaluator, scope, caller = loaded
+    assert isinstance(evaluator, Evaluator)
+    assert isinstance(evaluator.context, Context)
+    evaluator.module = module
+    # the module's context (the functions defined in it share it): its
+    # positions are the new version's
+    evaluator.context.locator = CallLocator(module, text, tree, known)
+    function = module.body[snapshot.point.top]
+    assert isinstance(function, cst.FunctionDef)
+    defined = evaluator.globals.get(function.name.value)
+    if isinstance(defined, FunctionDef) and defined.node is not function:
+        defined.node = function
+    return evaluator, scope, caller
+
+
+#: what a run's state is recorded with (see :func:`recorder`)
+RecordAt = Callable[[Evaluator, FunctionDef, cst.CSTNode], "int | None"]
+OnPoint = Callable[[Evaluator, dict[str, object], Caller], None]
+
+
+def recorder(
+    resume: Resume,
+    module: cst.Module,
+    keep: Sequence[object],
+    site: tuple[int, int | None] | None = None,
+) -> tuple[RecordAt, OnPoint]:
+    """What a run records its state with: where (the statement of the body
+    of the function at ``resume.point``, in its one call from the module
+    level, outside what would make its state differ from a run's of the same
+    code: see the module's documentation), and how.  ``site``: where the
+    module calls the function, for a run resumed inside it."""
+    point = resume.point
+    assert point is not None
+    sites: list[tuple[int, int | None]] = [site] if site is not None else []
+
+    def record_at(
+        evaluator: Evaluator, func: FunctionDef, node: cst.CSTNode
+    ) -> int | None:
+        current = evaluator.current
+        if (
+            sites
+            or func.node is not module.body[point.top]
+            or func.top != point.top
+            or evaluator.depth != 1
+            or evaluator.methods
+            or evaluator.assumed
+            or evaluator.guarded
+            or evaluator.decided
+            or evaluator.probed
+            or evaluator.modules
+            or func.context is not evaluator.context
+            or current is None
+            or not isinstance(node, cst.Call)
+        ):
+            return None
+        statement, _, top, _ = current
+        site = call_site(module, top, statement, node)
+        if site is None or not point.top < site[0]:
+            return None
+        between = module.body[point.top + 1 : site[0]]
+        if not all(
+            isinstance(s, cst.FunctionDef) and not s.decorators for s in between
+        ):
+            return None
+        sites.append(site)
+        return point.index
+
+    def on_point(
+        evaluator: Evaluator,
+        scope: dict[str, object],
+        caller: Caller,
+    ) -> None:
+        # (a module of the program's own, imported before the point, may
+        # change on its own: its state is not recorded)
+        if sites and not evaluator.modules:
+            record(resume, evaluator, scope, caller, sites[0], keep)
+
+    return record_at, on_point
