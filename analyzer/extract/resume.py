@@ -285,15 +285,33 @@ class _Pickler(pickle.Pickler):
         self.keep = keep
 
     def persistent_id(self, obj: Any) -> int | None:
-        if (
-            isinstance(obj, cst.CSTNode | ast.AST | CallLocator)
-            or id(obj) in self.keep
-            or type(obj) in _SHARED_TYPES
-            or (callable(obj) and not isinstance(obj, type | FunctionDef))
-        ):
+        # (asked of every object pickled: decided once per type)
+        kind = type(obj)
+        shared = _SHARED_BY_TYPE.get(kind)
+        if shared is None:
+            shared = _SHARED_BY_TYPE[kind] = _shared_type(kind)
+        if shared or id(obj) in self.keep:
             self.shared.append(obj)
             return len(self.shared) - 1
         return None
+
+
+#: per type, whether its objects are shared (see :func:`_shared_type`)
+_SHARED_BY_TYPE: dict[type, bool] = {}
+
+
+def _shared_type(kind: type) -> bool:
+    """Whether a recorded state shares the objects of type ``kind``: the
+    code's nodes, positions, the model's frozen values and what is called
+    (functions, methods), not the values of the program."""
+    return (
+        issubclass(kind, cst.CSTNode | ast.AST | CallLocator)
+        or kind in _SHARED_TYPES
+        or (
+            not issubclass(kind, type)  # (a class is pickled by its name)
+            and any("__call__" in vars(base) for base in kind.__mro__)
+        )
+    )
 
 
 class _Unpickler(pickle.Unpickler):
