@@ -256,37 +256,40 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         of it), its return to the call at ``site`` (a top-level statement, or
         a statement of its ``if`` body) and what follows the call, as
         :meth:`run` would."""
-        self._ending(self._resumed, rest, scope, caller, site, record)
 
-    def _resumed(
+        def rest_of_run() -> None:
+            try:
+                self._body(rest, scope, record, caller)
+            except (ReturnError, BreakError, ContinueError):
+                pass
+            finally:
+                self.depth -= 1
+                self.top, context, self.via = caller
+                assert isinstance(context, Context)
+                self.context = context
+            index, inner = site
+            statement = self.module.body[index]
+            if inner is not None:
+                assert isinstance(statement, cst.If)
+                self.exec_block(body_of(statement.body)[inner + 1 :], self.globals)
+            self._statements_from(index + 1)
+
+        self._ending(rest_of_run)
+
+    def _body(
         self,
-        rest: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+        statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
         scope: dict[str, object],
-        caller: Caller,
-        site: tuple[int, int | None],
         record: int | None,
+        caller: Caller,
     ) -> None:
-        try:
-            if record is not None and self.on_point is not None:
-                self.exec_block(rest[:record], scope)
-                self.on_point(self, scope, caller)
-                rest = rest[record:]
-            self.exec_block(rest, scope)
-        except ReturnError:
-            pass
-        except (BreakError, ContinueError):
-            pass
-        finally:
-            self.depth -= 1
-            self.top, context, self.via = caller
-            assert isinstance(context, Context)
-            self.context = context
-        index, inner = site
-        statement = self.module.body[index]
-        if inner is not None:
-            assert isinstance(statement, cst.If)
-            self.exec_block(body_of(statement.body)[inner + 1 :], self.globals)
-        self._statements_from(index + 1)
+        """Run a function's body, its state recorded before statement
+        ``record`` (None: not recorded)."""
+        if record is not None and self.on_point is not None:
+            self.exec_block(statements[:record], scope)
+            self.on_point(self, scope, caller)
+            statements = statements[record:]
+        self.exec_block(statements, scope)
 
     def release(self) -> None:
         """Drop the namespaces of the program, its modules and the functions
@@ -1273,13 +1276,13 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
                 self.via = call.where  # the program calls into its module
             self.context = func.context
         try:
-            statements = body_of(func.node.body)
             record = self.record_at(self, func, node) if self.record_at else None
-            if record is not None and self.on_point is not None:
-                self.exec_block(statements[:record], scope)
-                self.on_point(self, scope, (caller_top, caller_context, caller_via))
-                statements = statements[record:]
-            self.exec_block(statements, scope)
+            self._body(
+                body_of(func.node.body),
+                scope,
+                record,
+                (caller_top, caller_context, caller_via),
+            )
         except ReturnError as ret:
             return ret.value
         except (BreakError, ContinueError):
