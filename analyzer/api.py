@@ -302,7 +302,10 @@ def _analyze_text(
         )
     parsed = time.perf_counter()
     try:
-        resume = _resume_plan(cache, path, text, config, module)
+        kept = _kept_replay(cache, path, text, config)
+        if cache is not None:
+            cache.kept_replay = kept is not None
+        resume = None if kept else _resume_plan(cache, path, text, config, module)
 
         def replay(tables: TableReplay | None) -> Program:
             return interpret(
@@ -323,9 +326,6 @@ def _analyze_text(
             )
 
         pending: PendingPlan | None = None
-        kept = _kept_replay(cache, path, text, config)
-        if cache is not None:
-            cache.kept_replay = kept is not None
         program = kept or replay(TableReplay() if config.planner else None)
         if cache is not None and kept is None:
             cache.replayed = (_replay_key(path, config), text, program)
