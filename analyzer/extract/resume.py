@@ -29,8 +29,9 @@ after it is the new version's:
   in an ``if`` there, after the function, with only functions (undecorated)
   between them;
 * the replay is asked the same (path, command line, configuration, default
-  parallelism, Flink version), and the program followed no module of its own
-  before the point (its modules change on their own).
+  parallelism, Flink version), the program followed no module of its own
+  before the point (its modules change on their own), and none it looked
+  for in its project and did not find has been written since.
 
 The state is recorded in a first run only (never in a run that decides a
 branch on an unknown condition), in the function's first call, outside any
@@ -44,12 +45,14 @@ import io
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from chainlens.analyzer.extract.evaluator import Caller, Evaluator
 from chainlens.analyzer.extract.flow import Context
+from chainlens.analyzer.extract.modules import ModuleFinder
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
 from chainlens.analyzer.extract.values import FunctionDef
 from chainlens.analyzer.model.result import Problem
@@ -91,6 +94,9 @@ class Snapshot:
     #: the pickled state and the objects it shares
     payload: bytes
     shared: list[object]
+    #: the modules the program looked for in its project before the point
+    #: and did not find (one written since makes the state another's)
+    missing: tuple[str, ...] = ()
 
 
 @dataclass(eq=False, slots=True)
@@ -219,9 +225,16 @@ def _resumable(
     if not isinstance(function, cst.FunctionDef):
         return False
     statements = _statements(function)
-    return len(statements) > point.index and all(
-        a is b for a, b in zip(statements, snapshot.before, strict=False)
-    )
+    if not (
+        len(statements) > point.index
+        and all(a is b for a, b in zip(statements, snapshot.before, strict=False))
+    ):
+        return False
+    path = snapshot.key[0]
+    if snapshot.missing and isinstance(path, str):
+        finder = ModuleFinder(Path(path))
+        return all(finder.find(name) is None for name in snapshot.missing)
+    return True
 
 
 def _statements(function: cst.FunctionDef) -> Sequence[Statement]:
@@ -361,6 +374,7 @@ def record(
             inner,
             out.getvalue(),
             shared,
+            tuple(evaluator.modules),
         )
     )
 
@@ -424,7 +438,7 @@ def recorder(
             or evaluator.guarded
             or evaluator.decided
             or evaluator.probed
-            or evaluator.modules
+            or any(found is not None for found in evaluator.modules.values())
             or func.context is not evaluator.context
             or current is None
             or not isinstance(node, cst.Call)
@@ -448,8 +462,9 @@ def recorder(
         caller: Caller,
     ) -> None:
         # (a module of the program's own, imported before the point, may
-        # change on its own: its state is not recorded)
-        if sites and not evaluator.modules:
+        # change on its own: its state is not recorded; one looked for and
+        # not found is looked for again when the state is used)
+        if sites and all(found is None for found in evaluator.modules.values()):
             record(resume, evaluator, scope, caller, sites[0], keep)
 
     return record_at, on_point

@@ -276,3 +276,29 @@ def test_an_edit_of_a_function_defined_after_it_replays_from_the_start(
         jobs = analyze_source("p.py", version, Config(), cache=cache).jobs
         assert _jobs(jobs) == _jobs(analyze_source("p.py", version, Config()).jobs)
     assert counts == {"resumed": 1, "recorded": 2}
+
+
+def test_a_module_looked_for_and_not_found_is_looked_for_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A module the program imports that its project does not have (a
+    library's) does not keep a replay from resuming; once a file of that
+    name is written beside the program, the replay runs from the start and
+    follows it."""
+    text = _program(60).replace(
+        "def main():\n", "import helpers_to_come\n\n\ndef main():\n", 1
+    )
+    path = str(tmp_path / "p.py")
+    cache = ModuleCache(keep_current_only=True)
+    counts = _spy(monkeypatch)
+
+    def analysed(version: str) -> None:
+        jobs = analyze_source(path, version, Config(), cache=cache).jobs
+        assert _jobs(jobs) == _jobs(analyze_source(path, version, Config()).jobs)
+
+    for n in (40, 41, 42):
+        analysed(text.replace("v + 40)", f"v + {n})"))
+    assert counts == {"resumed": 1, "recorded": 1}
+    (tmp_path / "helpers_to_come.py").write_text("X = 1\n", encoding="utf-8")
+    analysed(text.replace("v + 40)", "v + 43)"))
+    assert counts == {"resumed": 1, "recorded": 1}
