@@ -662,6 +662,68 @@ async def test_edits_in_quick_succession_publish_only_the_newest(lsp: Session) -
     assert "uid `totals`" in hover.contents.value
 
 
+def _long_job(name: str) -> str:
+    """A job built by one long function (parsed in chunks): the name of its
+    stage 30 is ``name``, fused with its neighbours into the names of the
+    keyed reduces after it."""
+    stages = "\n".join(
+        f"    s = s.map(lambda v: v + {n}).name('"
+        + (name if n == 30 else f"stage {n}")
+        + "')"
+        + (".key_by(lambda v: v).reduce(lambda a, b: a + b)" if n % 10 == 5 else "")
+        for n in range(60)
+    )
+    return (
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n\n"
+        "def main():\n"
+        "    env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "    s = env.from_collection([1, 2, 3])\n"
+        f"{stages}\n"
+        "    s.print()\n"
+        "    env.execute('stages')\n\n\n"
+        'if __name__ == "__main__":\n'
+        "    main()\n"
+    )
+
+
+async def test_edits_inside_a_long_function_give_what_a_whole_analysis_gives(
+    lsp: Session,
+) -> None:
+    """Typed inside the function that builds the job, edits resume the replay
+    where they are (``resume.py``): every version's findings, explanations
+    included, are the analyzer's of its text from nothing."""
+    text = _long_job("stage 30")
+    uri = lsp.open("long.py", text)
+    path = str(lsp.workspace / "long.py")
+    await lsp.diagnostics(uri)
+    seen = set()
+    for typed in ("s", "st", "ste", "step", "step 3", "step 30"):
+        text = _long_job(typed)
+        lsp.replace(uri, text)
+        got = await lsp.diagnostics(uri)
+        shown = sorted(
+            (
+                d.code,
+                d.range.start.line,
+                d.message,
+                d.related_information[-1].message if d.related_information else "",
+            )
+            for d in got
+        )
+        result = analyze_source(path, text, held=OUTSIDE_GIT)
+        assert shown == sorted(
+            (
+                d.code.code,
+                d.range.start.line - 1,
+                d.message,
+                d.explanation or (d.related[-1].message if d.related else ""),
+            )
+            for d in result.diagnostics
+        )
+        seen.add(tuple(shown))
+    assert len(seen) == 6  # a real test: each name is in some finding
+
+
 async def test_cancelled_request_leaves_the_server_working(lsp: Session) -> None:
     # a long program, so that its analysis takes long enough to cancel a request
     long = PIPELINE.replace(
