@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
 
 #: what :func:`scan` stops at: a comment, or a quote starting a string
 _LEXEME = re.compile(r"#[^\n]*|'|\"")
@@ -127,10 +126,8 @@ def same_code(old: str, new: str) -> bool:
     if a == b:
         return True
     # the lines between what both start and end with (found in C, halving)
-    start = _shared(min(len(a), len(b)), lambda n: a[:n] == b[:n])
-    end = _shared(
-        min(len(a), len(b)) - start, lambda n: a[len(a) - n :] == b[len(b) - n :]
-    )
+    start = shared_start(a, b)
+    end = shared_end(a, b, min(len(a), len(b)) - start)
     first = a.rfind("\n", 0, start) + 1
     ends = [t.find("\n", len(t) - end) for t in texts]
     ends = [len(t) if e < 0 else e for t, e in zip(texts, ends, strict=True)]
@@ -169,13 +166,27 @@ def same_code(old: str, new: str) -> bool:
     return codes[0] == codes[1]
 
 
-def _shared(most: int, same: Callable[[int], bool]) -> int:
-    """The longest ``n`` up to ``most`` for which ``same(n)`` holds (it holds
-    for every shorter one)."""
+def shared_start(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` start with alike: found by
+    halving, each step comparing (in C) only the part not yet known."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def shared_end(a: str, b: str, most: int) -> int:
+    """How many characters, up to ``most``, ``a`` and ``b`` end with alike
+    (as :func:`shared_start`)."""
+    size_a, size_b = len(a), len(b)
     low, high = 0, most
     while low < high:
         middle = (low + high + 1) // 2
-        if same(middle):
+        if a[size_a - middle : size_a - low] == b[size_b - middle : size_b - low]:
             low = middle
         else:
             high = middle - 1

@@ -52,6 +52,7 @@ import libcst as cst
 
 from chainlens.analyzer.extract.evaluator import Caller, Evaluator
 from chainlens.analyzer.extract.flow import Context
+from chainlens.analyzer.extract.lexer import shared_end, shared_start
 from chainlens.analyzer.extract.modules import ModuleFinder
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
 from chainlens.analyzer.extract.values import FunctionDef
@@ -142,31 +143,12 @@ def plan(
 
 def _changed_lines(old: str, new: str) -> tuple[int, int]:
     """The first and the last line (1-based, of ``new``) where ``new``
-    differs from ``old``: what they start and end with alike is found by
-    halving (slices compared in C).  The last may come before the first
-    (lines added that repeat their neighbours): every line before the first
-    is as it was, and every line after the last, moved by as many lines as
-    were added."""
-    low, high = 0, min(len(old), len(new))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if old[low:middle] == new[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    first = new.count("\n", 0, low) + 1
-    size_old, size_new = len(old), len(new)
-    low, high = 0, min(size_old, size_new)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if (
-            old[size_old - middle : size_old - low]
-            == new[size_new - middle : size_new - low]
-        ):
-            low = middle
-        else:
-            high = middle - 1
-    return first, new.count("\n", 0, size_new - low) + 1
+    differs from ``old``.  The last may come before the first (lines added
+    that repeat their neighbours): every line before the first is as it was,
+    and every line after the last, moved by as many lines as were added."""
+    start = shared_start(old, new)
+    end = shared_end(old, new, min(len(old), len(new)))
+    return new.count("\n", 0, start) + 1, new.count("\n", 0, len(new) - end) + 1
 
 
 def _point(
