@@ -128,11 +128,12 @@ def plan(
     ``last_text`` the version replayed last; ``chunks`` and ``starts`` say
     where the chunks of a top-level function start and where a top-level
     statement does (``ModuleCache``).  None: neither."""
-    resumed = previous if _resumable(previous, key, text, module, starts) else None
+    changed = _resumable(previous, key, text, module, starts)
+    resumed = previous if changed is not None else None
     since = resumed.text if resumed is not None else last_text
     if since is None or since == text:
         return Resume(key, text, module, resumed, None) if resumed else None
-    first, last = _changed_lines(since, text)
+    first, last = changed or _changed_lines(since, text)
     point = _point(module, first, last, chunks, starts)
     if resumed is not None and (point is None or point.index <= resumed.point.index):
         point = None  # (the state recorded holds)
@@ -181,42 +182,45 @@ def _resumable(
     text: str,
     module: cst.Module,
     starts: Callable[[int], int | None],
-) -> bool:
-    """Whether the state ``snapshot`` holds is where the replay of ``text``
-    would be at its point (see the module's documentation)."""
+) -> tuple[int, int] | None:
+    """The lines ``text`` changed since the state ``snapshot`` holds was
+    recorded (:func:`_changed_lines`), when that state is where the replay
+    of ``text`` would be at its point (see the module's documentation);
+    None when it is not."""
     if snapshot is None or snapshot.key != key:
-        return False
+        return None
     point = snapshot.point
     body = module.body
     if len(body) != len(snapshot.tops) or not point.top < snapshot.site_index:
-        return False
+        return None
     first, last = _changed_lines(snapshot.text, text)
     end = starts(point.top + 1)
     if first < point.line or end is None or last >= end:
-        return False  # a line changed before the point, or after the function
+        return None  # a line changed before the point, or after the function
     shift = text.count("\n") - snapshot.text.count("\n")
     if shift and snapshot.site_index != point.top + 1:
-        return False  # what runs before the call and after the function moved
+        return None  # what runs before the call and after the function moved
     if any(
         new is not old
         for index, (new, old) in enumerate(zip(body, snapshot.tops, strict=True))
         if index != point.top and index <= snapshot.site_index
     ):
-        return False
+        return None
     function = body[point.top]
     if not isinstance(function, cst.FunctionDef):
-        return False
+        return None
     statements = _statements(function)
     if not (
         len(statements) > point.index
         and all(a is b for a, b in zip(statements, snapshot.before, strict=False))
     ):
-        return False
+        return None
     path = snapshot.key[0]
     if snapshot.missing and isinstance(path, str):
         finder = ModuleFinder(Path(path))
-        return all(finder.find(name) is None for name in snapshot.missing)
-    return True
+        if any(finder.find(name) is not None for name in snapshot.missing):
+            return None
+    return first, last
 
 
 def _statements(function: cst.FunctionDef) -> Sequence[Statement]:
