@@ -46,6 +46,7 @@ from chainlens.analyzer.model.values import Unknown
 from chainlens.analyzer.rules import run_rules
 from chainlens.analyzer.rules.restore.ids import HeldIds
 from chainlens.analyzer.rules.source_calls import remember_regions, remember_tree
+from chainlens.analyzer.rules.uid_plan import quote_of
 
 
 def uses_pyflink(text: str) -> bool:
@@ -432,8 +433,7 @@ def _kept_findings(
     if cache is None or text is None or cache.replayed is None:
         return None, None
     program = cache.replayed[2]
-    quote = "'" if text.count("'") > text.count('"') else '"'
-    key = (program, result.jobs, config, asked, quote)
+    key = (program, result.jobs, config, asked, quote_of(text))
     kept = cache.found
     if (
         kept is not None

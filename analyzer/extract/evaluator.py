@@ -103,6 +103,11 @@ MAX_CALL_DEPTH = 40
 #: what a call of a function restores when it returns: the top-level statement
 #: running, the module's context and where the program calls into it
 Caller = tuple[int, object, "SourceRange | None"]
+#: where a run records its state (``resume.py``): given the function called
+#: and the call, the statement of its body to record the state before
+RecordAt = Callable[["Evaluator", FunctionDef, cst.CSTNode], "int | None"]
+#: what records it, given the function's scope and what its call restores
+OnPoint = Callable[["Evaluator", dict[str, object], Caller], None]
 MAX_LOOP_ITERATIONS = 1000
 #: Statements executed per analysis; past it, loops stop and calls of the
 #: program's functions are not followed (each said as an unknown, once).
@@ -205,17 +210,9 @@ class Evaluator(OwnModules, BuiltinCalls, ClassCalls):
         self.failed_after: (
             tuple[str, SourceRange | None, tuple[Assumption, ...]] | None
         ) = None
-        #: where the run records its state, if anywhere (``resume.py``): the
-        #: statement of a function's body called now to record it before, and
-        #: what records it (given the function's scope and what its call
-        #: restores)
-        self.record_at: (
-            Callable[[Evaluator, FunctionDef, cst.CSTNode], int | None] | None
-        )
-        self.record_at = None
-        self.on_point: Callable[[Evaluator, dict[str, object], Caller], None] | None = (
-            None
-        )
+        #: where the run records its state, if anywhere, and what records it
+        self.record_at: RecordAt | None = None
+        self.on_point: OnPoint | None = None
 
     # ------------------------------------------------------------------ driver
 

@@ -50,7 +50,7 @@ from typing import Any
 
 import libcst as cst
 
-from chainlens.analyzer.extract.evaluator import Caller, Evaluator
+from chainlens.analyzer.extract.evaluator import Caller, Evaluator, OnPoint, RecordAt
 from chainlens.analyzer.extract.flow import Context
 from chainlens.analyzer.extract.lexer import shared_end, shared_start
 from chainlens.analyzer.extract.modules import ModuleFinder
@@ -388,11 +388,6 @@ def restored(
     if isinstance(defined, FunctionDef) and defined.node is not function:
         defined.node = function
     return evaluator, scope, caller
-
-
-#: what a run's state is recorded with (see :func:`recorder`)
-RecordAt = Callable[[Evaluator, FunctionDef, cst.CSTNode], "int | None"]
-OnPoint = Callable[[Evaluator, dict[str, object], Caller], None]
 
 
 def recorder(
