@@ -255,10 +255,10 @@ class ModuleCache:
         #: code), and what the rules found for it before suppression comments,
         #: with what they were asked (kept by the analysis, ``api``)
         self.kept_replay = False
+        self.found: tuple[tuple[object, ...], object] | None = None
         #: the state the last versions' replays recorded where their edits
         #: were (``resume.py``)
         self.snapshot: object = None
-        self.found: tuple[tuple[object, ...], object] | None = None
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
         """The piece of ``text``, parsed now if it was not before.
@@ -805,9 +805,9 @@ def _assemble(entries: list[_Piece]) -> cst.Module:
     of a 4,000-line program's 300 classes were made again on every edit)."""
     body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
-    pieces = [entry.module for entry in entries]
-    first = pieces[0]
-    for index, (entry, piece) in enumerate(zip(entries, pieces, strict=True)):
+    first = entries[0].module
+    for index, entry in enumerate(entries):
+        piece = entry.module
         statements = list(piece.body)
         lead = (*carried, *(piece.header if index else ()))
         if lead and statements:
@@ -829,9 +829,9 @@ def _assemble(entries: list[_Piece]) -> cst.Module:
             lead = ()
         body.extend(statements)
         carried = [*lead, *piece.footer]
-    last = pieces[-1]
+    last = entries[-1].module
     return first.with_changes(
         body=body,
-        footer=carried if len(pieces) > 1 else first.footer,
+        footer=carried if len(entries) > 1 else first.footer,
         has_trailing_newline=last.has_trailing_newline,
     )
