@@ -22,7 +22,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
 from chainlens.server import routes, version
-from chainlens.server.convert import apply_content_change
+from chainlens.server.convert import JsonResult, apply_content_change
 from chainlens.server.handlers import diagnostic
 from chainlens.server.session import Analysis, Session, Snapshot
 
@@ -82,7 +82,28 @@ class ChainlensProtocol(LanguageServerProtocol):
 
     def notify_json(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification whose parameters are JSON already (pygls'
-        ``notify`` wants the protocol's objects, and turns them into it).
+        ``notify`` wants the protocol's objects, and turns them into it)."""
+        self._write_json({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def _send_response(
+        self,
+        msg_id: Any,
+        result: Any | None = None,
+        error: types.ResponseError | None = None,
+    ) -> None:
+        """pygls' response, or, for a result that is JSON already
+        (:class:`JsonResult`: the diagnostics a client pulls), that JSON as
+        it is.  pygls' ``_send_data`` had cattrs walk the whole result, then
+        ``json.dumps`` it: a pull of 92 findings answered 3 ms later than the
+        same findings pushed."""
+        if error is None and isinstance(result, JsonResult):
+            self._result_types.pop(msg_id, None)
+            self._write_json({"jsonrpc": "2.0", "id": msg_id, "result": result})
+            return
+        super()._send_response(msg_id, result, error)
+
+    def _write_json(self, message: dict[str, Any]) -> None:
+        """Write a message that is JSON already.
 
         Encoded with orjson: the 1,192 findings of a 4,000-line job are 0.9 MB
         of JSON, which ``json.dumps`` (pygls' ``_send_data``) wrote in 10 to
@@ -90,7 +111,6 @@ class ChainlensProtocol(LanguageServerProtocol):
         if self.writer is None:
             log.error("Unable to send data, no available transport!")
             return
-        message = {"jsonrpc": "2.0", "method": method, "params": params}
         body = orjson.dumps(message)
         if self._include_headers:
             header = (

@@ -45,6 +45,11 @@ def _units(text: str, encoding: str) -> int:
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
+class JsonResult(dict[str, Any]):
+    """A request's result built as the protocol's JSON already: the server
+    sends it as it is, not through the protocol's objects."""
+
+
 class TextLines:
     """One version of a document's text, split into lines, for position conversion."""
 

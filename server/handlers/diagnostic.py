@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lsprotocol import types
 
-from chainlens.server.convert import lsp_diagnostic_json
+from chainlens.server.convert import JsonResult, lsp_diagnostic_json
 
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
@@ -79,10 +79,10 @@ OPTIONS: Final = types.DiagnosticOptions(
 
 def diagnostic(
     ls: ChainlensServer, analysis: Analysis, params: types.DocumentDiagnosticParams
-) -> dict[str, Any]:
+) -> JsonResult:
     """``textDocument/diagnostic``: the findings, for clients that pull them (a
-    full report, in JSON)."""
-    return {"kind": "full", "items": lsp_diagnostics(analysis)}
+    full report, in JSON, sent as it is)."""
+    return JsonResult(kind="full", items=lsp_diagnostics(analysis))
 
 
 #: what a document that is not open has to say
