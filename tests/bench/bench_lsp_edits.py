@@ -12,8 +12,12 @@ client, on two shapes of program:
 
 Each program gets three kinds of edit in turn: a comment (the text changes, the
 graph not), an operator's parallelism (the graph changes: chaining and every
-operator ID upstream of it) and an operator's name.  The latency is measured
-from sending ``didChange`` to receiving the diagnostics of that version, and
+operator ID upstream of it) and an operator's name.  Each edit is sent as an
+editor sends it (the characters changed), and the client pulls the
+diagnostics after it, as Neovim 0.11 and VS Code's language client do with a
+server that offers them (``--push``: the server pushes them instead, as it
+does to a client that does not pull).  The latency is measured from sending
+``didChange`` to having the diagnostics of that version, decoded, and
 the server process's CPU time over the edits of each kind (user + system, all
 its threads: the analysis and what the event loop does around it) is divided
 by their number.  The first diagnostics after ``didOpen`` are timed too (a
@@ -46,6 +50,9 @@ the edits, as a user's file is: every edit is then also compared with the
 file at its git base (the savepoint rules, CL2xx, run on each edit, and the
 operators an edit moves are each explained), which a file outside git never
 pays.
+
+An independent client's figures for the same edits: ``bench_nvim_edits.py``
+(a real Neovim).
 
 Not a test: nothing here asserts a time.
 """
@@ -327,7 +334,7 @@ def cpu(args: argparse.Namespace) -> None:
     gc.disable()  # as the server does while it analyses
     print(
         f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}; "
-        f"in git: {args.git}"
+        f"in git: {args.git}; diagnostics {'pushed' if args.push else 'pulled'}"
     )
     programs = shapes(args.shapes.split(","), args.suppressed)
     paths = {shape: f"/bench/{shape}.py" for shape, _, _ in programs}
@@ -380,16 +387,21 @@ async def main() -> None:
         action="store_true",
         help="each program with one '# chainlens: ignore' comment",
     )
+    parser.add_argument(
+        "--push",
+        action="store_true",
+        help="the server pushes diagnostics (the client does not pull them)",
+    )
     args = parser.parse_args()
     if args.cpu:
         cpu(args)
         return
-    servers = [Server(sys.executable, "this")]
+    servers = [Server(sys.executable, "this", pull=not args.push)]
     if args.baseline:
-        servers.append(Server(args.baseline, "baseline"))
+        servers.append(Server(args.baseline, "baseline", pull=not args.push))
     print(
         f"{os.cpu_count()} cores; load {load()}; {args.edits} edits of each kind; "
-        f"in git: {args.git}"
+        f"in git: {args.git}; diagnostics {'pushed' if args.push else 'pulled'}"
     )
     for server in servers:
         started = await server.start()

@@ -1,12 +1,19 @@
 """The language server driven over stdio for the benchmarks: one server
 process (``python -m chainlens.server``, started with a given Python), pygls'
-client, and when each version's diagnostics arrived."""
+client, and when each version's diagnostics arrived.
+
+Each edit is sent as editors send one: an incremental ``didChange`` of the
+characters that changed.  With ``pull`` the client says it pulls diagnostics,
+as Neovim 0.11 and VS Code's language client do with a server that offers
+them (chainlens does), and asks for them after each change; without it the
+server pushes them (``publishDiagnostics``)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
@@ -25,9 +32,12 @@ def load() -> str:
 class Server:
     """One language server process and the diagnostics it published."""
 
-    def __init__(self, python: str, label: str) -> None:
+    def __init__(self, python: str, label: str, *, pull: bool = False) -> None:
         self.python = python
         self.label = label
+        self.pull = pull
+        #: each document's text as last sent
+        self.sent: dict[str, str] = {}
         self.client = LanguageClient("chainlens-bench", "1")
         self.arrived: dict[tuple[str, int], float] = {}
         self.counts: dict[tuple[str, int], int] = {}
@@ -58,7 +68,10 @@ class Server:
                             resolve_support=types.ClientCodeActionResolveOptions(
                                 properties=["edit"]
                             )
-                        )
+                        ),
+                        diagnostic=types.DiagnosticClientCapabilities()
+                        if self.pull
+                        else None,
                     ),
                 )
             )
@@ -94,25 +107,68 @@ class Server:
                 )
             )
         )
+        self.sent[uri] = text
+        if self.pull:
+            await self.pulled(uri, 1)
         return await self.wait_for(uri, 1) - sent
 
     async def change(self, uri: str, version: int, text: str) -> float:
         """Send a new version and time it to its diagnostics."""
+        change = self.content_change(uri, text)
         sent = time.perf_counter()
-        self.send_change(uri, version, text)
+        self.send(uri, version, change)
+        self.sent[uri] = text
+        if self.pull:
+            await self.pulled(uri, version)
         return await self.wait_for(uri, version) - sent
 
+    async def pulled(self, uri: str, version: int) -> None:
+        """Ask for the document's diagnostics, as they are once ``version``
+        is analysed (the server answers when it is)."""
+        report = await self.client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(
+                text_document=types.TextDocumentIdentifier(uri=uri)
+            )
+        )
+        items = getattr(report, "items", None)
+        if items is not None:
+            self.latest[uri] = items
+        self.counts[(uri, version)] = len(self.latest.get(uri, []))
+        self.arrived[(uri, version)] = time.perf_counter()
+
     def send_change(self, uri: str, version: int, text: str) -> None:
-        """Send a new version without waiting for its diagnostics."""
+        """Send a new version without waiting for its diagnostics (pushed
+        ones: pulled, they are asked for by :meth:`pulled`)."""
+        self.send(uri, version, self.content_change(uri, text))
+        self.sent[uri] = text
+
+    def send(
+        self, uri: str, version: int, change: types.TextDocumentContentChangeEvent
+    ) -> None:
         self.client.text_document_did_change(
             types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(
                     uri=uri, version=version
                 ),
-                content_changes=[
-                    types.TextDocumentContentChangeWholeDocument(text=text)
-                ],
+                content_changes=[change],
             )
+        )
+
+    def content_change(
+        self, uri: str, text: str
+    ) -> types.TextDocumentContentChangeEvent:
+        """The change from the text last sent to ``text``: the characters
+        between what both share at the start and at the end (the programs
+        are ASCII: a character is a UTF-16 unit)."""
+        old = self.sent.get(uri)
+        if old is None:
+            return types.TextDocumentContentChangeWholeDocument(text=text)
+        start = shared(old, text, lambda s, n: s[:n])
+        most = min(len(old), len(text)) - start
+        end = shared(old, text, lambda s, n: s[len(s) - n :], most)
+        return types.TextDocumentContentChangePartial(
+            range=types.Range(position(old, start), position(old, len(old) - end)),
+            text=text[start : len(text) - end],
         )
 
     async def code_actions(self, uri: str) -> float:
@@ -148,6 +204,28 @@ class Server:
         await self.client.shutdown_async(None)
         self.client.exit(None)
         await self.client.stop()
+
+
+def shared(
+    a: str, b: str, part: Callable[[str, int], str], most: int | None = None
+) -> int:
+    """How many characters ``a`` and ``b`` share at one end (``part``: the
+    first or last n of a text), at most ``most``: found by halving, each
+    comparison a slice."""
+    low, high = 0, min(len(a), len(b)) if most is None else most
+    while low < high:
+        middle = (low + high + 1) // 2
+        if part(a, middle) == part(b, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def position(text: str, offset: int) -> types.Position:
+    """The LSP position of a character offset of ``text``."""
+    line = text.count("\n", 0, offset)
+    return types.Position(line, offset - (text.rfind("\n", 0, offset) + 1))
 
 
 def rss_mb(pid: int) -> float:
