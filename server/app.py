@@ -187,8 +187,13 @@ class ChainlensServer(LanguageServer):
         self.documents[uri] = Snapshot(uri, params.text_document.version, text)
 
     def encoding(self) -> str:
-        """Return the negotiated position encoding."""
-        return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+        """Return the negotiated position encoding (``utf-16`` ...: pygls
+        keeps the protocol's enum member when the client named none, whose
+        ``str`` is its name)."""
+        encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        if isinstance(encoding, types.PositionEncodingKind):
+            return encoding.value
+        return str(encoding)
 
     def on_analysis(self, analysis: Analysis) -> None:
         """Publish a fresh analysis (push mode) — never an outdated one."""

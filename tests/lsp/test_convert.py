@@ -9,6 +9,8 @@ protocol's types), and read back as the protocol's diagnostics."""
 from __future__ import annotations
 
 import json
+import random
+import re
 
 import pytest
 from lsprotocol import types
@@ -20,6 +22,7 @@ from chainlens.server.convert import (
     SOURCE,
     TextLines,
     _location,
+    apply_content_change,
     lsp_diagnostic_json,
     rule_docs_href,
     severity,
@@ -121,3 +124,64 @@ def test_non_ascii_lines_in_each_encoding(encoding: str, docs: str | None) -> No
     objects, built = _both(text, "/w/p.py", encoding, docs)
     assert built == objects
     assert json.loads(built), "the program has findings to convert"
+
+
+def _reference_change(
+    text: str, change: types.TextDocumentContentChangePartial, encoding: str
+) -> str:
+    """A change applied as the protocol defines it, the slow way: every line
+    split off (ended by ``\\n``, ``\\r\\n`` or ``\\r``), a position's line
+    found by its number and its character counted in ``encoding``'s units,
+    both clamped to the text."""
+    pieces = re.split(r"(\r\n|\r|\n)", text)
+    lines = pieces[0::2]
+    breaks = [*pieces[1::2], ""]
+    starts = [0]
+    for line, ended in zip(lines, breaks, strict=True):
+        starts.append(starts[-1] + len(line) + len(ended))
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        line = lines[position.line]
+        units = 0
+        for column, char in enumerate(line):
+            if units >= position.character:
+                return starts[position.line] + column
+            codec, unit = _CODECS[encoding]
+            units += len(char.encode(codec, "surrogatepass")) // unit
+        return starts[position.line] + len(line)
+
+    start, end = sorted((offset(change.range.start), offset(change.range.end)))
+    return text[:start] + change.text + text[end:]
+
+
+#: each encoding's codec and the bytes of its code unit
+_CODECS: dict[str, tuple[str, int]] = {
+    types.PositionEncodingKind.Utf8: ("utf-8", 1),
+    types.PositionEncodingKind.Utf16: ("utf-16-le", 2),
+    types.PositionEncodingKind.Utf32: ("utf-32-le", 4),
+}
+
+
+@pytest.mark.parametrize("encoding", [kind.value for kind in _CODECS])
+def test_a_change_lands_where_the_protocol_puts_it(encoding: str) -> None:
+    """Ranges anywhere (inside a line, past its end, past the last line,
+    backwards), in texts with every kind of line end, non-ASCII and astral
+    characters, form feeds and U+2028 (not line ends for the protocol)."""
+    generator = random.Random(1729)
+    alphabet = ["a", "b", " ", "\n", "\n", "\r\n", "\r", "é", "😀", "\f", "\u2028"]
+    for _ in range(3000):
+        text = "".join(generator.choices(alphabet, k=generator.randrange(0, 40)))
+        lines = text.count("\n") + text.count("\r") + 2
+        ends = [
+            types.Position(generator.randrange(0, lines), generator.randrange(0, 12))
+            for _ in range(2)
+        ]
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(*ends),
+            text=generator.choice(["", "x", "\n", "é\r\n", "😀"]),
+        )
+        assert apply_content_change(text, change, encoding) == _reference_change(
+            text, change, encoding
+        ), (text, change)
