@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from chainlens.analyzer.compile.chaining import (
     ChainingVerdict,
+    chaining_verdict,
     chaining_verdicts,
     is_chainable_source,
 )
@@ -72,6 +73,7 @@ _RECONSUMABLE_TYPES = (ResultPartitionType.BLOCKING, ResultPartitionType.HYBRID_
 #: partitioner is part of them), so outputs using them are never reused.
 _UNIQUE_PARTITIONERS = (Partitioner.HASH, Partitioner.CUSTOM)
 _POINTWISE = tuple(p for p in Partitioner if p.is_pointwise)
+_YIELDING = tuple(k for k in OperatorKind if k.is_yielding)
 # Members compared for every node and edge, bound once: on CPython 3.11
 # reading a member off its enum class costs several times a global (EnumType
 # has __getattr__).
@@ -982,6 +984,218 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
     and the vertex index prefix.  Raises :class:`JobGraphError` with Flink's
     message where Flink refuses the graph (e.g. a uid used twice).
     """
+    return _build(graph)[0]
+
+
+@dataclass(slots=True)
+class KeptBuild:
+    """A JobGraph with what it was built from and with: the next graph of the
+    same job, where it differs only in values no chain, ID, edge or slot
+    sharing group depends on, is built from it (:func:`build_job_graph_again`)."""
+
+    graph: StreamGraph
+    job_graph: JobGraph
+    builder: _JobGraphBuilder
+    symbolic: dict[int, Symbol]
+    #: each vertex's place in ``job_graph.vertices``, by its head node
+    places: dict[int, int]
+    #: each node's vertex, by head node (chained sources included)
+    heads: dict[int, int]
+
+
+#: the node fields a graph may change for its JobGraph to be built from the
+#: last one: each is read, by the JobGraph, only into the values of its own
+#: task (names, descriptions, parallelism, the operators' facts), or by the
+#: chaining predicates, whose verdicts are compared
+_VALUE_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "parallelism",
+        "max_parallelism",
+        "parallelism_configured",
+        "api",
+        "hidden",
+        "members",
+        "range",
+        "state",
+        "functions",
+    }
+)
+_NODE_FIELDS = tuple(StreamNode.__dataclass_fields__)
+
+
+def build_job_graph_kept(
+    graph: StreamGraph, kept: KeptBuild | None = None
+) -> tuple[JobGraph, KeptBuild | None]:
+    """:func:`build_job_graph`, from ``kept`` (the last graph of the same
+    job) when the graph allows it, and what to keep for the next one (None:
+    a graph whose JobGraph is always built whole)."""
+    if kept is not None:
+        again = build_job_graph_again(graph, kept)
+        if again is not None:
+            return again.job_graph, again
+    job_graph, builder, symbolic = _build(graph)
+    if not _keepable(graph, job_graph):
+        return job_graph, None
+    places = {vertex.head_node_id: i for i, vertex in enumerate(job_graph.vertices)}
+    heads = {
+        node: vertex.head_node_id
+        for vertex in job_graph.vertices
+        for node in vertex.node_ids
+    }
+    return job_graph, KeptBuild(graph, job_graph, builder, symbolic, places, heads)
+
+
+def _keepable(graph: StreamGraph, job_graph: JobGraph) -> bool:
+    """Whether the JobGraph of the graph's next version may be built from
+    this one: a STREAMING graph (no parallelism decided per forward group),
+    every result pipelined (no output reused, which compares its consumers'
+    parallelism) and no yielding operator (whose chaining looks past its
+    neighbours, at the head of its input's chain)."""
+    return (
+        not graph.settings.dynamic
+        and all(e.result_partition_type in _PIPELINED_TYPES for e in job_graph.edges)
+        and not any(node.operator in _YIELDING for node in graph.nodes)
+    )
+
+
+def build_job_graph_again(graph: StreamGraph, kept: KeptBuild) -> KeptBuild | None:
+    """The JobGraph of ``graph`` from the one of ``kept.graph``, when ``graph``
+    is that graph with values changed in some nodes that leave every edge's
+    chaining verdict as it was: then the chains, the operator IDs (the hashes
+    count the chainable outputs and mix uids, neither changed), the edges,
+    their results and the slot sharing groups are the last ones, and only the
+    tasks of the changed nodes are made again (their names, descriptions,
+    parallelism and operators).  None when ``graph`` differs otherwise (its
+    JobGraph is then built whole).
+
+    ``graph`` must share ``kept.graph``'s edges (the same tuple:
+    :func:`~chainlens.analyzer.compile.stream_graph_gen.build_stream_graph`
+    keeps it for equal edges), so that what ``kept`` holds of them by
+    identity holds for ``graph``.  ``kept`` is changed to ``graph``'s."""
+    old = kept.graph
+    if (
+        graph.edges is not old.edges
+        or graph.settings != old.settings
+        or len(graph.nodes) != len(old.nodes)
+        or graph.in_edge_order != old.in_edge_order
+    ):
+        return None
+    changed: list[StreamNode] = []
+    for new, before in zip(graph.nodes, old.nodes, strict=True):
+        if new is before or new == before:
+            continue
+        if new.id != before.id or any(
+            getattr(new, name) != getattr(before, name)
+            for name in _NODE_FIELDS
+            if name not in _VALUE_FIELDS
+        ):
+            return None
+        changed.append(new)
+    builder = kept.builder
+    if changed and not _same_verdicts(graph, old, changed, builder.verdicts):
+        return None
+    if not changed:
+        job_graph = kept.job_graph
+    else:
+        job_graph = _with_tasks_again(graph, kept, changed)
+    return KeptBuild(
+        graph,
+        job_graph,
+        builder,
+        kept.symbolic,
+        kept.places,
+        kept.heads,
+    )
+
+
+def _same_verdicts(
+    graph: StreamGraph,
+    old: StreamGraph,
+    changed: list[StreamNode],
+    verdicts: dict[int, ChainingVerdict],
+) -> bool:
+    """Whether every edge at a changed node chains as it did (with the same
+    reasons, decided or not), and every FLIP-27 source next to one runs in
+    its consumer's task as it did."""
+    for node in changed:
+        for edge in (*graph.in_edges(node.id), *graph.out_edges(node.id)):
+            verdict = chaining_verdict(edge, graph)
+            before = verdicts[id(edge)]
+            if (
+                verdict.reasons != before.reasons
+                or verdict.undecided != before.undecided
+            ):
+                return False
+            source = graph.node(edge.source_id)
+            if source.operator.is_source_operator_factory and is_chainable_source(
+                source, graph
+            ) != is_chainable_source(old.node(source.id), old):
+                return False
+    return True
+
+
+def _with_tasks_again(
+    graph: StreamGraph, kept: KeptBuild, changed: list[StreamNode]
+) -> JobGraph:
+    """``kept.job_graph`` with the tasks of ``changed`` made again from
+    ``graph`` (their chains, IDs and slot sharing groups as they were)."""
+    builder = kept.builder
+    builder.graph = graph
+    for node in changed:
+        builder.nodes[node.id] = node
+    vertices = list(kept.job_graph.vertices)
+    prefix = graph.settings.vertex_name_include_index_prefix
+    for start in dict.fromkeys(kept.heads[node.id] for node in changed):
+        vertex = builder.vertices[start]
+        info = vertex.chain
+        for node_id in info.nodes:  # post-order: a node after its outputs
+            chainable = [
+                e
+                for e in graph.out_edges(node_id)
+                if not builder.verdicts[id(e)].reasons
+            ]
+            info.chained_names[node_id] = builder.create_chained_name(
+                node_id,
+                chainable,
+                builder.chain_entry_points.get(node_id),
+                info.chained_names,
+            )
+        place = kept.places[start]
+        vertex.name = info.chained_names[start]
+        if prefix:
+            vertex.name = f"[vertex-{place}]{vertex.name}"
+        head = builder.nodes[start]
+        vertex.parallelism = (
+            head.parallelism if _is_positive(head.parallelism) else PARALLELISM_DEFAULT
+        )
+        vertex.max_parallelism = head.max_parallelism
+        vertex.parallelism_configured = any(
+            builder.nodes[n].parallelism_configured
+            for n in (*info.chained_sources, *info.nodes)
+        )
+        vertices[place] = builder.job_vertex(
+            vertex, vertices[place].slot_sharing_group_index
+        )
+    before = kept.job_graph
+    uncertain, unknowns = _uncertain_nodes(builder, kept.symbolic)
+    return JobGraph(
+        job_name=graph.settings.job_name,
+        vertices=tuple(vertices),
+        edges=before.edges,
+        chain_breaks=before.chain_breaks,
+        operator_ids=before.operator_ids,
+        unknowns=unknowns,
+        uncertain_nodes=uncertain,
+        node_to_vertex=before.node_to_vertex,
+        chainable_outputs=before.chainable_outputs,
+    )
+
+
+def _build(graph: StreamGraph) -> tuple[JobGraph, _JobGraphBuilder, dict[int, Symbol]]:
+    """:func:`build_job_graph`, with its builder and the nodes whose uid is
+    not known."""
     symbolic: dict[int, Symbol] = {}
     # every edge's verdict once: the hashes count the chainable out-edges
     verdicts = chaining_verdicts(graph)
@@ -1033,7 +1247,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
     node_to_vertex = {
         node_id: vertex.id for vertex in vertices for node_id in vertex.node_ids
     }
-    return JobGraph(
+    job_graph = JobGraph(
         job_name=graph.settings.job_name,
         vertices=tuple(vertices),
         edges=tuple(edges),
@@ -1044,6 +1258,7 @@ def build_job_graph(graph: StreamGraph) -> JobGraph:
         node_to_vertex=dict(sorted(node_to_vertex.items())),
         chainable_outputs=chainable,
     )
+    return job_graph, builder, symbolic
 
 
 def _chain_breaks(

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 
-from chainlens.analyzer.compile.job_graph_gen import build_job_graph
+from chainlens.analyzer.compile.job_graph_gen import KeptBuild, build_job_graph_kept
 from chainlens.analyzer.compile.python_fusion import (
     Workspace,
     align_transformations,
@@ -98,17 +98,35 @@ def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
     )
 
 
+#: what compiling a submission gives: the job compiled, how many ids the
+#: rewrites consumed, and which of the transformations PyFlink aligned before
+#: it its Python chaining fused away
+Compiled = tuple[CompiledJob, int, frozenset[int]]
+
+
 def compile_job(
     job: JobSpec,
     default_parallelism: int | None,
     version: VersionProfile = NEWEST_PROFILE,
-) -> tuple[CompiledJob, int, frozenset[int]]:
+) -> Compiled:
     """Compile one submission; also return how many ids the rewrites consumed,
     and which of the transformations PyFlink aligned before it (``aligned``:
     a Table API job's DataStream parts) its Python chaining fused away.
 
     ``version`` is the Flink line compiled for (its facts, see
     ``model/flink_versions.py``)."""
+    return _compile_job(job, default_parallelism, version, None)[0]
+
+
+def _compile_job(
+    job: JobSpec,
+    default_parallelism: int | None,
+    version: VersionProfile,
+    kept: KeptBuild | None,
+) -> tuple[Compiled, KeptBuild | None]:
+    """:func:`compile_job`, its JobGraph built from ``kept`` (the job's last
+    version's, which this changes) where it can be; and what to keep of
+    this one's for the next."""
     counter = _Counter(job.next_id)
     transformations, env = resolve_default_parallelism(
         dict(job.transformations), job.env, default_parallelism
@@ -120,6 +138,7 @@ def compile_job(
     stream_graph: StreamGraph | None = None
     job_graph: JobGraph | None = None
     error: JobGraphError | None = None
+    keep: KeptBuild | None = None
     replaced: dict[int, int] = {}
     if len(job.transformations) > MAX_JOB_TRANSFORMATIONS:
         too_many = Unknown(
@@ -131,7 +150,7 @@ def compile_job(
         )
         unknowns = (*job.escapes, *job.unknowns, too_many)
         compiled = CompiledJob(job, job_name, None, None, None, _dedupe(unknowns))
-        return compiled, 0, frozenset()
+        return (compiled, 0, frozenset()), None
     try:
         if not ws.env_order and job.collect_input is None:
             if job.escapes:
@@ -140,7 +159,7 @@ def compile_job(
                 compiled = CompiledJob(
                     job, job_name, None, None, None, _dedupe(job.escapes)
                 )
-                return compiled, 0, frozenset()
+                return (compiled, 0, frozenset()), None
             raise JobGraphError(
                 "No operators defined in streaming topology. Cannot execute."
             )
@@ -174,9 +193,10 @@ def compile_job(
             counter,
             sink_parallelism_configured=version.value("sink-v2.parallelism-configured")
             is True,
+            last=kept.graph if kept is not None else None,
         )
         ws.unknowns.extend(p3_unknowns)
-        job_graph = build_job_graph(stream_graph)
+        job_graph, keep = build_job_graph_kept(stream_graph, kept)
     except JobGraphError as exc:
         # kept without its traceback: its frames would keep the whole
         # compilation alive (and, holding it, be a reference cycle)
@@ -188,7 +208,7 @@ def compile_job(
         job, job_name, stream_graph, job_graph, error, _dedupe(unknowns)
     )
     fused_away = frozenset(t for t in job.aligned if t in replaced)
-    return compiled, counter.value - job.next_id, fused_away
+    return (compiled, counter.value - job.next_id, fused_away), keep
 
 
 def _collect_uid(version: VersionProfile, sink_id: int) -> str | None:
@@ -235,14 +255,17 @@ def _compiled(
     job: JobSpec,
     default_parallelism: int | None,
     version: VersionProfile,
-) -> tuple[CompiledJob, int, frozenset[int]]:
+) -> Compiled:
     """:func:`compile_job`, or what it gave a submission equal to ``job``
     before (the last versions of a program: an edit leaves most jobs as they
     were, a comment or an edit inside a function's body often every job).
 
     ``compile_job`` depends on its arguments alone, and a submission is
     compared whole, the places of its calls included: what an equal one
-    compiled to is what this one compiles to."""
+    compiled to is what this one compiles to.  A new version of a job (the
+    same place, first id and size) has its JobGraph built from the last
+    version's where only values in some tasks changed (``KeptBuild``, taken
+    out of the cache while it is used: one compile changes it)."""
     key = (
         job.index,
         job.next_id,
@@ -252,9 +275,13 @@ def _compiled(
     )
     with _COMPILED_LOCK:
         kept = _COMPILED.get(key)
-    if kept is not None and kept[0] == job:
-        return kept[1]
-    made = compile_job(job, default_parallelism, version)
+        if kept is not None and kept[0] == job:
+            return kept[1]
+        build = None
+        if kept is not None and kept[2] is not None:
+            build = kept[2]
+            _COMPILED[key] = (kept[0], kept[1], None)
+    made, build = _compile_job(job, default_parallelism, version, build)
     size = len(job.transformations)
     with _COMPILED_LOCK:
         replaced = _COMPILED.pop(key, None)  # (a new version of the same job)
@@ -263,16 +290,17 @@ def _compiled(
         if len(_COMPILED) >= _KEPT_COMPILED or _KEPT_SIZE[0] + size > _KEPT_MOST:
             _COMPILED.clear()
             _KEPT_SIZE[0] = 0
-        _COMPILED[key] = (job, made)
+        _COMPILED[key] = (job, made, build)
         _KEPT_SIZE[0] += size
     return made
 
 
-#: the last compilations: (submission, what it compiled to), by the
-#: submission's place, first id and size, the default parallelism and the line
+#: the last compilations: (submission, what it compiled to, what its
+#: JobGraph's next version may be built from), by the submission's place,
+#: first id and size, the default parallelism and the line
 _COMPILED: dict[
     tuple[int, int, int, int | None, str],
-    tuple[JobSpec, tuple[CompiledJob, int, frozenset[int]]],
+    tuple[JobSpec, Compiled, KeptBuild | None],
 ] = {}
 #: at most this many, of at most this many transformations in all (a fleet
 #: scan, which compiles each program once, keeps a few graphs, not all)

@@ -484,11 +484,15 @@ def build_stream_graph(
     new_id: Callable[[], int],
     *,
     sink_parallelism_configured: bool = False,
+    last: StreamGraph | None = None,
 ) -> tuple[StreamGraph, list[Unknown]]:
     """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list ``order``.
 
     ``sink_parallelism_configured`` is the version fact
     ``sink-v2.parallelism-configured`` (``model/flink_versions.py``).
+    ``last``: the graph of the job's last version; its very edges are kept
+    when the graph's are equal to them (what was built from them by identity
+    then holds for this graph: see ``build_job_graph_again``).
     Raises :class:`JobGraphError` when Flink would refuse to build the graph.
     """
     job_type, mode_unknown = resolve_job_type(env, transformations)
@@ -530,9 +534,12 @@ def build_stream_graph(
     in_order: dict[int, list[int]] = {}
     for index, edge in enumerate(builder.edges):
         in_order.setdefault(edge.target_id, []).append(position[index])
+    edges = tuple(builder.edges[i] for i in ordered)
+    if last is not None and last.edges == edges:
+        edges = last.edges
     graph = StreamGraph(
         nodes=tuple(builder.nodes[n] for n in sorted(builder.nodes)),
-        edges=tuple(builder.edges[i] for i in ordered),
+        edges=edges,
         in_edge_order={k: tuple(v) for k, v in in_order.items()},
         settings=settings,
     )

@@ -45,7 +45,7 @@ def _edited(
     """The program edited (``old`` made ``new``) after an analysis of it:
     the new text, its jobs and the submissions compiled for them."""
     analyze_source("p.py", PROGRAM, Config())
-    compiled = first_arguments(monkeypatch, pipeline, "compile_job")
+    compiled = first_arguments(monkeypatch, pipeline, "_compile_job")
     edited = PROGRAM.replace(old, new)
     return edited, analyze_source("p.py", edited, Config()).jobs, compiled
 
@@ -104,7 +104,7 @@ def test_what_is_kept_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     programs = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))[:60]
     for path in programs:
         analyze_source(str(path), path.read_text(encoding="utf-8"), Config())
-        kept = sum(len(job.transformations) for job, _ in pipeline._COMPILED.values())
+        kept = sum(len(job.transformations) for job, *_ in pipeline._COMPILED.values())
         assert kept == pipeline._KEPT_SIZE[0] <= 300
     assert pipeline._COMPILED
 

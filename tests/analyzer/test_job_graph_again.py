@@ -1,0 +1,157 @@
+"""A JobGraph built from the last version of its job is the JobGraph built whole.
+
+An edit that changes values of some operators (a name, a parallelism, a
+description) but no edge's chaining has its JobGraph made from the last one:
+only the tasks of the changed operators are made again
+(``job_graph_gen.build_job_graph_again``).  Every fixture program goes through
+versions each changing one number or one word of a string of the last, and
+each version's jobs must equal those compiled from nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.compile import job_graph_gen, pipeline
+from chainlens.analyzer.config import Config
+from chainlens.analyzer.model.result import CompiledJob
+from tests.support import ROOT
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_STRING = re.compile(r"([\"'])([A-Za-z][\w .-]*)\1")
+
+
+def _jobs(jobs: Sequence[CompiledJob]) -> list[object]:
+    """Jobs compared with the message of the error Flink rejects one with
+    (an exception is equal to itself only)."""
+    return [(job.error and str(job.error), replace(job, error=None)) for job in jobs]
+
+
+def _versions(text: str, rng: random.Random, count: int) -> list[str]:
+    """``count`` versions of ``text``, each the last with one number made
+    larger (by 1 to 3: a parallelism, a window's size) or one string's word
+    lengthened (an operator's name), on a line that is not a comment."""
+    versions: list[str] = []
+    lines = text.split("\n")
+    for _ in range(count):
+        candidates = [
+            (i, m)
+            for i, line in enumerate(lines)
+            if not line.lstrip().startswith(("#", "import", "from"))
+            for m in (*_NUMBER.finditer(line), *_STRING.finditer(line))
+        ]
+        if not candidates:
+            break
+        index, found = rng.choice(candidates)
+        line = lines[index]
+        if found.re is _NUMBER:
+            new = str(int(found.group()) + rng.randint(1, 3))
+            lines[index] = line[: found.start()] + new + line[found.end() :]
+        else:
+            lines[index] = line[: found.end(2)] + " x" + line[found.end(2) :]
+        versions.append("\n".join(lines))
+    return versions
+
+
+def test_a_job_graph_built_again_is_the_one_built_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built = {"again": 0, "whole": 0}
+    again = job_graph_gen.build_job_graph_again
+
+    def counted(*args: object, **kwargs: object) -> object:
+        made = again(*args, **kwargs)  # type: ignore[arg-type]
+        built["again" if made is not None else "whole"] += 1
+        return made
+
+    monkeypatch.setattr(job_graph_gen, "build_job_graph_again", counted)
+    rng = random.Random(7)
+    compared = 0
+    programs = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
+    for path in programs:
+        text = path.read_text(encoding="utf-8")
+        analyze_source(str(path), text, Config())
+        for version in _versions(text, rng, 6):
+            jobs = analyze_source(str(path), version, Config()).jobs
+            with monkeypatch.context() as patch:
+                patch.setattr(pipeline, "_COMPILED", {})
+                fresh = analyze_source(str(path), version, Config()).jobs
+            assert _jobs(jobs) == _jobs(fresh), (path, version)
+            # what the JobGraph was built from is the StreamGraph given
+            for job in jobs:
+                if job.job_graph is not None and job.stream_graph is not None:
+                    edges = {id(e) for e in job.stream_graph.edges}
+                    assert all(id(e.stream_edge) in edges for e in job.job_graph.edges)
+            compared += 1
+    assert compared > 600
+    assert built["again"] > 150, built
+
+
+def test_only_the_tasks_of_the_changed_operators_are_made_again() -> None:
+    """A name changed: the other tasks are the very objects they were."""
+    program = """
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+s = env.from_collection([1, 2, 3])
+s = s.map(lambda v: v + 1).name('first').set_parallelism(2)
+s = s.key_by(lambda v: v).reduce(lambda a, b: a + b).name('sum')
+s.map(lambda v: v * 2).name('last').print()
+env.execute('tasks')
+"""
+    before = analyze_source("p.py", program, Config()).jobs[0].job_graph
+    after = (
+        analyze_source("p.py", program.replace("'sum'", "'total'"), Config())
+        .jobs[0]
+        .job_graph
+    )
+    assert before is not None
+    assert after is not None
+    kept = [a is b for a, b in zip(after.vertices, before.vertices, strict=True)]
+    renamed = ["total" in str(v.name) for v in after.vertices]
+    assert kept == [not r for r in renamed]
+    assert any(renamed)
+    assert after.edges is before.edges
+
+
+_REASONS = """
+from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(4)
+s = env.from_collection([1, 2, 3]).map(lambda v: v).name('m')
+s = s.key_by(lambda v: v).reduce(lambda a, b: a + b).name('r').set_parallelism({r})
+s.shuffle().map(lambda v: v).name('after').print()
+env.execute('reasons')
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    # the keyed edge into the reduce and the shuffled one out of it break
+    # the chain for one reason more (their parallelism differs), then one less
+    [(4, 2), (2, 4)],
+)
+def test_an_edit_that_changes_why_an_edge_breaks_a_chain(
+    monkeypatch: pytest.MonkeyPatch, old: int, new: int
+) -> None:
+    """Values whose edges stay as they were but chain otherwise, or break
+    their chain for other reasons: the JobGraph is built whole."""
+    program, edited = _REASONS.format(r=old), _REASONS.format(r=new)
+    before = analyze_source("p.py", program, Config()).jobs[0].job_graph
+    jobs = analyze_source("p.py", edited, Config()).jobs
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "_COMPILED", {})
+        fresh = analyze_source("p.py", edited, Config()).jobs
+    assert _jobs(jobs) == _jobs(fresh)
+    assert before is not None
+    assert jobs[0].job_graph is not None
+    assert [b.reasons for b in jobs[0].job_graph.chain_breaks] != [
+        b.reasons for b in before.chain_breaks
+    ]
