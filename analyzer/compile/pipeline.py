@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from chainlens.analyzer.compile.job_graph_gen import KeptBuild, build_job_graph_kept
 from chainlens.analyzer.compile.python_fusion import (
@@ -20,7 +20,8 @@ from chainlens.analyzer.compile.python_fusion import (
     optimize,
 )
 from chainlens.analyzer.compile.stream_graph_gen import (
-    build_stream_graph,
+    KeptStreamGraph,
+    build_stream_graph_kept,
     resolve_default_parallelism,
 )
 from chainlens.analyzer.model.enums import OperatorKind
@@ -98,6 +99,14 @@ def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
     )
 
 
+@dataclass(slots=True)
+class Kept:
+    """What the graphs of a job's next version may be made from."""
+
+    stream: KeptStreamGraph
+    build: KeptBuild | None
+
+
 #: what compiling a submission gives: the job compiled, how many ids the
 #: rewrites consumed, and which of the transformations PyFlink aligned before
 #: it its Python chaining fused away
@@ -122,11 +131,11 @@ def _compile_job(
     job: JobSpec,
     default_parallelism: int | None,
     version: VersionProfile,
-    kept: KeptBuild | None,
-) -> tuple[Compiled, KeptBuild | None]:
-    """:func:`compile_job`, its JobGraph built from ``kept`` (the job's last
-    version's, which this changes) where it can be; and what to keep of
-    this one's for the next."""
+    kept: Kept | None,
+) -> tuple[Compiled, Kept | None]:
+    """:func:`compile_job`, its StreamGraph and JobGraph made from ``kept``
+    (the job's last version's, which this changes) where they can be; and
+    what to keep of this one's for the next."""
     counter = _Counter(job.next_id)
     transformations, env = resolve_default_parallelism(
         dict(job.transformations), job.env, default_parallelism
@@ -138,7 +147,7 @@ def _compile_job(
     stream_graph: StreamGraph | None = None
     job_graph: JobGraph | None = None
     error: JobGraphError | None = None
-    keep: KeptBuild | None = None
+    keep: Kept | None = None
     replaced: dict[int, int] = {}
     if len(job.transformations) > MAX_JOB_TRANSFORMATIONS:
         too_many = Unknown(
@@ -185,7 +194,8 @@ def _compile_job(
                 )
             )
             ws.env_order.append(sink_id)
-        stream_graph, p3_unknowns = build_stream_graph(
+        first = counter.value
+        stream_graph, p3_unknowns, stream_kept = build_stream_graph_kept(
             ws.transformations,
             ws.env_order,
             env,
@@ -193,10 +203,15 @@ def _compile_job(
             counter,
             sink_parallelism_configured=version.value("sink-v2.parallelism-configured")
             is True,
-            last=kept.graph if kept is not None else None,
+            first_id=first,
+            kept=kept.stream if kept is not None else None,
         )
         ws.unknowns.extend(p3_unknowns)
-        job_graph, keep = build_job_graph_kept(stream_graph, kept)
+        job_graph, build_kept = build_job_graph_kept(
+            stream_graph, kept.build if kept is not None else None
+        )
+        if stream_kept is not None:
+            keep = Kept(stream_kept, build_kept)
     except JobGraphError as exc:
         # kept without its traceback: its frames would keep the whole
         # compilation alive (and, holding it, be a reference cycle)
@@ -263,9 +278,10 @@ def _compiled(
     ``compile_job`` depends on its arguments alone, and a submission is
     compared whole, the places of its calls included: what an equal one
     compiled to is what this one compiles to.  A new version of a job (the
-    same place, first id and size) has its JobGraph built from the last
-    version's where only values in some tasks changed (``KeptBuild``, taken
-    out of the cache while it is used: one compile changes it)."""
+    same place, first id and size) has its StreamGraph and JobGraph made
+    from the last version's where only values of some operators changed
+    (:class:`Kept`, taken out of the cache while it is used: one compile
+    changes what it holds)."""
     key = (
         job.index,
         job.next_id,
@@ -300,7 +316,7 @@ def _compiled(
 #: first id and size, the default parallelism and the line
 _COMPILED: dict[
     tuple[int, int, int, int | None, str],
-    tuple[JobSpec, Compiled, KeptBuild | None],
+    tuple[JobSpec, Compiled, Kept | None],
 ] = {}
 #: at most this many, of at most this many transformations in all (a fleet
 #: scan, which compiles each program once, keeps a few graphs, not all)

@@ -88,6 +88,8 @@ class _Builder:
     virtual: dict[int, _Virtual] = field(default_factory=dict)
     done: dict[int, tuple[int, ...]] = field(default_factory=dict)
     unknowns: list[Unknown] = field(default_factory=list)
+    #: every edge made, in order: how, and the unknowns it said
+    calls: list[tuple[_EdgeCall, list[Unknown]]] = field(default_factory=list)
     #: Sink V2 Writer and Committer always count as parallelism-configured
     #: (Flink 1.18's SinkTransformationTranslator); else as the sink says
     sink_parallelism_configured: bool = False
@@ -181,6 +183,20 @@ class _Builder:
     def translate_operator(self, t: Transformation) -> tuple[int, ...]:
         inputs = [self.transform(i) for i in t.inputs]
         flat = inputs[0] if len(inputs) == 1 else tuple(i for g in inputs for i in g)
+        node = self.node_of(
+            t, self.determine_slot_sharing_group(t.slot_sharing_group, flat)
+        )
+        self.nodes[t.id] = node
+        two_input = len(t.inputs) > 1
+        for position, group in enumerate(inputs):
+            type_number = position + 1 if two_input else 0
+            for upstream in group:
+                self.add_edge(upstream, t.id, type_number)
+        return (t.id,)
+
+    def node_of(self, t: Transformation, group: Text) -> StreamNode:
+        """The StreamNode of an operator's transformation in slot sharing group
+        ``group``."""
         kind = t.kind
         is_source = kind in _SOURCES
         is_sink = kind is _LEGACY_SINK
@@ -202,16 +218,14 @@ class _Builder:
             strategy = (
                 ChainingStrategy.HEAD
             )  # BatchExecutionUtils.adjustChainingStrategy
-        node = StreamNode(
+        return StreamNode(
             id=t.id,
             name=name,
             operator=t.operator,
             chaining_strategy=strategy,
             parallelism=self.parallelism_of(t),
             max_parallelism=self.max_parallelism_of(t),
-            slot_sharing_group=self.determine_slot_sharing_group(
-                t.slot_sharing_group, flat
-            ),
+            slot_sharing_group=group,
             uid=t.uid,
             user_hash=t.uid_hash,
             is_source=is_source,
@@ -226,13 +240,6 @@ class _Builder:
             state=t.state,
             functions=t.functions,
         )
-        self.nodes[t.id] = node
-        two_input = len(t.inputs) > 1
-        for position, group in enumerate(inputs):
-            type_number = position + 1 if two_input else 0
-            for upstream in group:
-                self.add_edge(upstream, t.id, type_number)
-        return (t.id,)
 
     def expand_sink(self, t: Transformation) -> tuple[int, ...]:
         """Mirror ``SinkTransformationTranslator``: Writer, then Committer if any."""
@@ -350,8 +357,36 @@ class _Builder:
         detail: PartitionerDetail | None = None,
     ) -> None:
         """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
-        up = self.nodes[upstream]
-        down = self.nodes[downstream]
+        call = _EdgeCall(
+            upstream, downstream, type_number, partitioner, output_tag, exchange_mode
+        )
+        call.detail = detail
+        edge, unknowns = call.made(self.nodes[upstream], self.nodes[downstream], self)
+        self.edges.append(edge)
+        self.unknowns.extend(unknowns)
+        self.calls.append((call, unknowns))
+
+
+@dataclass(slots=True)
+class _EdgeCall:
+    """The arguments of one ``createActualEdge`` call (virtual nodes resolved)."""
+
+    upstream: int
+    downstream: int
+    type_number: int
+    partitioner: Partitioner | None
+    output_tag: str | None
+    exchange_mode: ExchangeMode | None
+    detail: PartitionerDetail | None = None
+
+    def made(
+        self, up: StreamNode, down: StreamNode, builder: _Builder
+    ) -> tuple[StreamEdge, list[Unknown]]:
+        """The edge the call makes between ``up`` and ``down``, and what it
+        says is not known; raises :class:`JobGraphError` where Flink refuses
+        the edge."""
+        unknowns: list[Unknown] = []
+        partitioner, detail = self.partitioner, self.detail
         same = (
             True
             if up.parallelism == down.parallelism
@@ -359,7 +394,7 @@ class _Builder:
         )
         if partitioner is None:
             if same is None:
-                self.unknowns.append(
+                unknowns.append(
                     Unknown(
                         f"edge {up.name} -> {down.name}",
                         f"parallelism {up.parallelism} vs {down.parallelism} cannot be "
@@ -371,7 +406,7 @@ class _Builder:
             if same:
                 partitioner = (
                     Partitioner.FORWARD_FOR_UNSPECIFIED
-                    if self.dynamic
+                    if builder.dynamic
                     else _FORWARD_PARTITIONER
                 )
             else:
@@ -390,7 +425,7 @@ class _Builder:
                     down.id,
                 )
             else:
-                self.unknowns.append(
+                unknowns.append(
                     Unknown(
                         f"edge {up.name} -> {down.name}",
                         "a forward partition between parallelisms that cannot be "
@@ -398,18 +433,17 @@ class _Builder:
                         down.range,
                     )
                 )
-        self.edges.append(
-            StreamEdge(
-                source_id=upstream,
-                target_id=downstream,
-                partitioner=partitioner,
-                exchange_mode=exchange_mode or _UNDEFINED_EXCHANGE,
-                type_number=type_number,
-                output_tag=output_tag,
-                range=down.range,
-                detail=detail,
-            )
+        edge = StreamEdge(
+            source_id=up.id,
+            target_id=down.id,
+            partitioner=partitioner,
+            exchange_mode=self.exchange_mode or _UNDEFINED_EXCHANGE,
+            type_number=self.type_number,
+            output_tag=self.output_tag,
+            range=down.range,
+            detail=detail,
         )
+        return edge, unknowns
 
 
 def _prefixed(prefix: str, name: Text, suffix: str = "") -> Text:
@@ -484,27 +518,123 @@ def build_stream_graph(
     new_id: Callable[[], int],
     *,
     sink_parallelism_configured: bool = False,
-    last: StreamGraph | None = None,
 ) -> tuple[StreamGraph, list[Unknown]]:
     """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list ``order``.
 
     ``sink_parallelism_configured`` is the version fact
     ``sink-v2.parallelism-configured`` (``model/flink_versions.py``).
-    ``last``: the graph of the job's last version; its very edges are kept
-    when the graph's are equal to them (what was built from them by identity
-    then holds for this graph: see ``build_job_graph_again``).
     Raises :class:`JobGraphError` when Flink would refuse to build the graph.
     """
+    graph, unknowns, _ = build_stream_graph_kept(
+        transformations,
+        order,
+        env,
+        job_name,
+        new_id,
+        sink_parallelism_configured=sink_parallelism_configured,
+    )
+    return graph, unknowns
+
+
+@dataclass(slots=True)
+class KeptStreamGraph:
+    """A StreamGraph with what it was built from and how: the graph of the
+    same job's next version, where only values of some operators changed,
+    is made from it (:func:`build_stream_graph_again`)."""
+
+    transformations: dict[int, Transformation]
+    order: list[int]
+    env: EnvSettings
+    job_name: Text
+    #: the id the counter gave first, and how many ids the build took
+    first_id: int
+    used: int
+    sink_parallelism_configured: bool
+    graph: StreamGraph
+    #: the unknowns said before any edge (the runtime mode's)
+    unknowns: list[Unknown]
+    #: every edge made, in order: how, and the unknowns it said
+    calls: list[tuple[_EdgeCall, list[Unknown]]]
+    #: per node, the calls whose edge starts or ends at it
+    touching: dict[int, list[int]]
+    #: per call, its edge's place in ``graph.edges``
+    places: list[int]
+    #: per node, its place in ``graph.nodes``
+    node_places: dict[int, int]
+
+
+#: the transformation fields a job's next version may change for its
+#: StreamGraph to be made from the last one: read only into the values of
+#: the operator's own node, and into its edges' partitioners (made again)
+_VALUE_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "parallelism",
+        "parallelism_configured",
+        "max_parallelism",
+        "output_type",
+        "api",
+        "hidden",
+        "members",
+        "range",
+        "state",
+        "functions",
+    }
+)
+_STRUCTURE_FIELDS = tuple(
+    name for name in Transformation.__dataclass_fields__ if name not in _VALUE_FIELDS
+)
+
+
+def build_stream_graph_kept(
+    transformations: dict[int, Transformation],
+    order: list[int],
+    env: EnvSettings,
+    job_name: Text,
+    new_id: Callable[[], int],
+    *,
+    sink_parallelism_configured: bool = False,
+    first_id: int | None = None,
+    kept: KeptStreamGraph | None = None,
+) -> tuple[StreamGraph, list[Unknown], KeptStreamGraph | None]:
+    """:func:`build_stream_graph`, made from ``kept`` (the job's last
+    version's) when only values of some operators changed since, and what to
+    keep for the next version (None without ``first_id``, the id ``new_id``
+    gives first).  A graph whose edges all equal the last one's has its very
+    edges (what was built from them by identity then holds for this graph:
+    see ``build_job_graph_again``)."""
+    if kept is not None and first_id is not None:
+        again = build_stream_graph_again(
+            transformations,
+            order,
+            env,
+            job_name,
+            new_id,
+            first_id,
+            sink_parallelism_configured,
+            kept,
+        )
+        if again is not None:
+            return again.graph, again.unknowns + _said(again.calls), again
     job_type, mode_unknown = resolve_job_type(env, transformations)
+    used = 0
+
+    def counted() -> int:
+        nonlocal used
+        used += 1
+        return new_id()
+
     builder = _Builder(
         dict(transformations),
         env,
         job_type,
-        new_id,
+        counted if first_id is not None else new_id,
         sink_parallelism_configured=sink_parallelism_configured,
     )
     if mode_unknown is not None:
         builder.unknowns.append(mode_unknown)
+    head = list(builder.unknowns)
     for tid in order:
         builder.transform(tid)
     if job_type is JobType.BATCH:
@@ -535,6 +665,7 @@ def build_stream_graph(
     for index, edge in enumerate(builder.edges):
         in_order.setdefault(edge.target_id, []).append(position[index])
     edges = tuple(builder.edges[i] for i in ordered)
+    last = kept.graph if kept is not None else None
     if last is not None and last.edges == edges:
         edges = last.edges
     graph = StreamGraph(
@@ -543,4 +674,127 @@ def build_stream_graph(
         in_edge_order={k: tuple(v) for k, v in in_order.items()},
         settings=settings,
     )
-    return graph, builder.unknowns
+    if first_id is None:
+        return graph, builder.unknowns, None
+    touching: dict[int, list[int]] = {}
+    for index, (call, _) in enumerate(builder.calls):
+        touching.setdefault(call.upstream, []).append(index)
+        if call.downstream != call.upstream:
+            touching.setdefault(call.downstream, []).append(index)
+    made = KeptStreamGraph(
+        transformations=transformations,
+        order=list(order),
+        env=env,
+        job_name=job_name,
+        first_id=first_id,
+        used=used,
+        sink_parallelism_configured=sink_parallelism_configured,
+        graph=graph,
+        unknowns=head,
+        calls=builder.calls,
+        touching=touching,
+        places=[position[i] for i in range(len(builder.calls))],
+        node_places={node.id: i for i, node in enumerate(graph.nodes)},
+    )
+    return graph, builder.unknowns, made
+
+
+def _said(calls: list[tuple[_EdgeCall, list[Unknown]]]) -> list[Unknown]:
+    return [unknown for _, unknowns in calls for unknown in unknowns]
+
+
+def build_stream_graph_again(
+    transformations: dict[int, Transformation],
+    order: list[int],
+    env: EnvSettings,
+    job_name: Text,
+    new_id: Callable[[], int],
+    first_id: int,
+    sink_parallelism_configured: bool,
+    kept: KeptStreamGraph,
+) -> KeptStreamGraph | None:
+    """The StreamGraph of ``transformations`` from ``kept``'s, when they are
+    ``kept``'s but for the values of some (names, parallelism, ...: fields
+    read only into their own node and the partitioners of its edges): the
+    nodes of the changed operators and their edges are made again, the rest
+    kept.  None when anything else changed, or an edge made again is refused
+    (the graph is then built whole, which says why)."""
+    if (
+        kept.first_id != first_id
+        or kept.sink_parallelism_configured != sink_parallelism_configured
+        or len(transformations) != len(kept.transformations)
+        or kept.order != order
+        or kept.env != env
+        or kept.job_name != job_name
+    ):
+        return None
+    graph = kept.graph
+    before = kept.transformations
+    changed: list[Transformation] = []
+    for tid, t in transformations.items():
+        old = before.get(tid)
+        if old is t:
+            continue
+        if old is None:
+            return None
+        if t == old:
+            continue
+        if any(getattr(t, f) != getattr(old, f) for f in _STRUCTURE_FIELDS):
+            return None
+        kind = t.kind
+        if kind is _SINK:
+            return None  # its expansion names and counts its own operators
+        if tid in kept.node_places:  # (a union, partition or side output: no node)
+            changed.append(t)
+    builder = _Builder({}, env, graph.settings.job_type, new_id)
+    nodes = list(graph.nodes)
+    new_nodes: dict[int, StreamNode] = {}
+    for t in changed:
+        place = kept.node_places[t.id]
+        node = builder.node_of(t, nodes[place].slot_sharing_group)
+        nodes[place] = new_nodes[t.id] = node
+    calls = list(kept.calls)
+    edges: list[StreamEdge] | None = None
+    redo = sorted({i for t in changed for i in kept.touching.get(t.id, ())})
+    for index in redo:
+        call = calls[index][0]
+        up = new_nodes.get(call.upstream) or graph.node(call.upstream)
+        down = new_nodes.get(call.downstream) or graph.node(call.downstream)
+        try:
+            edge, unknowns = call.made(up, down, builder)
+        except JobGraphError:
+            return None
+        calls[index] = (call, unknowns)
+        place = kept.places[index]
+        if edge != graph.edges[place]:
+            if edges is None:
+                edges = list(graph.edges)
+            edges[place] = edge
+    if not changed:
+        made = graph
+    elif edges is None:
+        made = graph.with_nodes(tuple(nodes))
+    else:
+        made = StreamGraph(
+            nodes=tuple(nodes),
+            edges=tuple(edges),
+            in_edge_order=graph.in_edge_order,
+            settings=graph.settings,
+        )
+    for _ in range(kept.used):
+        new_id()
+    return KeptStreamGraph(
+        transformations=transformations,
+        order=kept.order,
+        env=env,
+        job_name=job_name,
+        first_id=first_id,
+        used=kept.used,
+        sink_parallelism_configured=sink_parallelism_configured,
+        graph=made,
+        unknowns=kept.unknowns,
+        calls=calls,
+        touching=kept.touching,
+        places=kept.places,
+        node_places=kept.node_places,
+    )

@@ -7,6 +7,7 @@ explicitly rather than derived from one global edge list.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from chainlens.analyzer.model.enums import (
@@ -181,6 +182,14 @@ class StreamGraph:
             key = (e.target_id, e.type_number)
             typed[key] = typed.get(key, 0) + 1
         object.__setattr__(self, "_typed_inputs", typed)
+
+    def with_nodes(self, nodes: tuple[StreamNode, ...]) -> StreamGraph:
+        """This graph with other nodes of the same ids, in the same order: its
+        edges, and what is indexed of them, shared."""
+        graph = copy.copy(self)
+        object.__setattr__(graph, "nodes", nodes)
+        object.__setattr__(graph, "_by_id", {n.id: n for n in nodes})
+        return graph
 
     def node(self, node_id: int) -> StreamNode:
         """Return the node with ``node_id``."""

@@ -1,9 +1,11 @@
-"""A JobGraph built from the last version of its job is the JobGraph built whole.
+"""Graphs made from the last version of their job are the graphs built whole.
 
 An edit that changes values of some operators (a name, a parallelism, a
-description) but no edge's chaining has its JobGraph made from the last one:
-only the tasks of the changed operators are made again
-(``job_graph_gen.build_job_graph_again``).  Every fixture program goes through
+description) has its StreamGraph made from the last one (the changed
+operators' nodes and edges made again:
+``stream_graph_gen.build_stream_graph_again``) and, when no edge chains
+otherwise, its JobGraph too (the changed operators' tasks made again:
+``job_graph_gen.build_job_graph_again``).  Every fixture program goes through
 versions each changing one number or one word of a string of the last, and
 each version's jobs must equal those compiled from nothing.
 """
@@ -18,7 +20,7 @@ from dataclasses import replace
 import pytest
 
 from chainlens.analyzer.api import analyze_source
-from chainlens.analyzer.compile import job_graph_gen, pipeline
+from chainlens.analyzer.compile import job_graph_gen, pipeline, stream_graph_gen
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.model.result import CompiledJob
 from tests.support import ROOT
@@ -59,18 +61,26 @@ def _versions(text: str, rng: random.Random, count: int) -> list[str]:
     return versions
 
 
-def test_a_job_graph_built_again_is_the_one_built_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    built = {"again": 0, "whole": 0}
-    again = job_graph_gen.build_job_graph_again
+def _count(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[bool]:
+    """Whether each call of ``module.name`` made its graph again (or gave
+    None: built whole)."""
+    made: list[bool] = []
+    again = getattr(module, name)
 
     def counted(*args: object, **kwargs: object) -> object:
-        made = again(*args, **kwargs)  # type: ignore[arg-type]
-        built["again" if made is not None else "whole"] += 1
-        return made
+        found = again(*args, **kwargs)
+        made.append(found is not None)
+        return found
 
-    monkeypatch.setattr(job_graph_gen, "build_job_graph_again", counted)
+    monkeypatch.setattr(module, name, counted)
+    return made
+
+
+def test_graphs_made_again_are_the_ones_built_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    streams = _count(monkeypatch, stream_graph_gen, "build_stream_graph_again")
+    builds = _count(monkeypatch, job_graph_gen, "build_job_graph_again")
     rng = random.Random(7)
     compared = 0
     programs = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
@@ -90,7 +100,8 @@ def test_a_job_graph_built_again_is_the_one_built_whole(
                     assert all(id(e.stream_edge) in edges for e in job.job_graph.edges)
             compared += 1
     assert compared > 600
-    assert built["again"] > 150, built
+    assert sum(streams) > 300, (sum(streams), len(streams))
+    assert sum(builds) > 150, (sum(builds), len(builds))
 
 
 def test_only_the_tasks_of_the_changed_operators_are_made_again() -> None:
