@@ -4,9 +4,11 @@ output; the PyFlink API of each version; the upgrade preview."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -287,6 +289,32 @@ def test_no_pin_above_the_repository_root(tmp_path: Path) -> None:
     assert ConfigResolver().config_for(program).flink_version == FlinkVersion(
         NEWEST, "default"
     )
+
+
+def test_a_requirements_file_added_renamed_or_removed_is_seen(tmp_path: Path) -> None:
+    """A folder's requirements files are listed again once the folder changed
+    (they are kept by its modification time between edits)."""
+    (tmp_path / ".git").mkdir()
+    for name in ("README.md", "requirements-notes.md", "requirementstxt"):
+        _write(tmp_path / name, "apache-flink==1.18.1\n")
+    settled = time.time_ns() - 10_000_000_000  # (its listing is kept)
+    os.utime(tmp_path, ns=(settled, settled))
+    assert find_pin(tmp_path) is None
+    assert find_pin(tmp_path) is None
+    first = _write(tmp_path / "requirements-dev.txt", "apache-flink==1.19.3\n")
+    pin = find_pin(tmp_path)
+    assert pin is not None
+    assert (pin.path, str(pin.specifier)) == (first, "==1.19.3")
+    second = _write(tmp_path / "requirements.txt", "apache-flink==1.20.5\n")
+    pin = find_pin(tmp_path)
+    assert pin is not None
+    assert pin.path == first  # the first in name order
+    first.rename(tmp_path / "requirements-dev.txt.old")
+    pin = find_pin(tmp_path)
+    assert pin is not None
+    assert pin.path == second
+    second.unlink()
+    assert find_pin(tmp_path) is None
 
 
 def test_a_resolver_looks_for_pins_once_per_folder(
