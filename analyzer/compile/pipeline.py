@@ -15,9 +15,11 @@ from dataclasses import dataclass, replace
 
 from chainlens.analyzer.compile.job_graph_gen import KeptBuild, build_job_graph_kept
 from chainlens.analyzer.compile.python_fusion import (
+    KeptFusion,
     Workspace,
     align_transformations,
     optimize,
+    optimize_again,
 )
 from chainlens.analyzer.compile.stream_graph_gen import (
     KeptStreamGraph,
@@ -103,6 +105,7 @@ def _shift_job(job: JobSpec, shift: _Shift) -> JobSpec:
 class Kept:
     """What the graphs of a job's next version may be made from."""
 
+    fusion: KeptFusion | None
     stream: KeptStreamGraph
     build: KeptBuild | None
 
@@ -148,6 +151,7 @@ def _compile_job(
     job_graph: JobGraph | None = None
     error: JobGraphError | None = None
     keep: Kept | None = None
+    fusion: KeptFusion | None = None
     replaced: dict[int, int] = {}
     if len(job.transformations) > MAX_JOB_TRANSFORMATIONS:
         too_many = Unknown(
@@ -174,7 +178,15 @@ def _compile_job(
             )
         align_transformations(ws, job.aligned)
         if env.python_chaining_enabled:
-            replaced = optimize(ws, job.collect_input)
+            if kept is not None and kept.fusion is not None:
+                fusion = optimize_again(
+                    ws, job.collect_input, counter.value, kept.fusion
+                )
+            if fusion is not None:
+                replaced = dict(fusion.replaced)
+            else:
+                fusion = KeptFusion(first_id=counter.value)
+                replaced = optimize(ws, job.collect_input, fusion)
         if job.collect_input is not None:
             target = replaced.get(job.collect_input, job.collect_input)
             sink_id = counter()
@@ -211,7 +223,7 @@ def _compile_job(
             stream_graph, kept.build if kept is not None else None
         )
         if stream_kept is not None:
-            keep = Kept(stream_kept, build_kept)
+            keep = Kept(fusion, stream_kept, build_kept)
     except JobGraphError as exc:
         # kept without its traceback: its frames would keep the whole
         # compilation alive (and, holding it, be a reference cycle)

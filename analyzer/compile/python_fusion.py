@@ -196,9 +196,14 @@ def _equal(ws: Workspace, a: object, b: object, what: str, t: Transformation) ->
 
 
 def _chain_with_input_if_possible(
-    ws: Workspace, t: Transformation, consumers: Consumers
+    ws: Workspace,
+    t: Transformation,
+    consumers: Consumers,
+    compared: list[_Compared] | None = None,
 ) -> Transformation | None:
-    """Mirror ``chainWithInputIfPossible``: the fused transformation, or None."""
+    """Mirror ``chainWithInputIfPossible``: the fused transformation, or None.
+    ``compared`` collects the comparisons of values made (see
+    :class:`KeptFusion`)."""
     if t.kind is not _ONE_INPUT or t.operator is not _PYTHON_PROCESS:
         return None
     up = ws.get(t.inputs[0])
@@ -218,12 +223,17 @@ def _chain_with_input_if_possible(
         if len(consumers.get(hop.id, ())) != 1:
             return None
     if not _equal(ws, up.parallelism, t.parallelism, "parallelism", t):
+        if compared is not None:
+            compared.append((up.id, t.id, False, None))
         return None
-    if not _equal(ws, up.max_parallelism, t.max_parallelism, "max parallelism", t):
+    same_max = _equal(ws, up.max_parallelism, t.max_parallelism, "max parallelism", t)
+    if compared is not None:
+        compared.append((up.id, t.id, True, same_max))
+    if not same_max:
         return None
     if not _same_slot_sharing_group(up, t):
         return None
-    return _create_chained_transformation(ws, up, t)
+    return ws.put(_chained(up, t, ws.new_id()))
 
 
 def _same_slot_sharing_group(up: Transformation, t: Transformation) -> bool:
@@ -256,9 +266,7 @@ def _dropped(member: FusedMember) -> FusedMember:
     )
 
 
-def _create_chained_transformation(
-    ws: Workspace, up: Transformation, t: Transformation
-) -> Transformation:
+def _chained(up: Transformation, t: Transformation, fused_id: int) -> Transformation:
     """Mirror ``createChainedTransformation``.
 
     The chained transformation has up's settings, t's output and their names joined.
@@ -270,8 +278,8 @@ def _create_chained_transformation(
     else:
         description = up.description if up.description is not None else t.description
     name = _join(up.name, t.name)
-    fused = Transformation(
-        id=ws.new_id(),
+    return Transformation(
+        id=fused_id,
         kind=up.kind,
         name=name,
         inputs=up.inputs,
@@ -293,10 +301,11 @@ def _create_chained_transformation(
         state=up.state + t.state,
         functions=up.functions + t.functions,
     )
-    return ws.put(fused)
 
 
-def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
+def optimize(
+    ws: Workspace, target: int | None = None, kept: KeptFusion | None = None
+) -> dict[int, int]:
     """Mirror ``PythonOperatorChainingOptimizer.optimize``; rewrite ``ws.env_order``.
 
     Without ``target`` (``execute``): every transformation of ``env.transformations``
@@ -307,7 +316,15 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
     outside that list (the collected partition of a keyed stream) keeps reading
     from the unfused operator.  Returns, for every fused-away transformation, the
     id of the transformation that replaced it.
+
+    ``kept`` (empty) is filled with what the next version of the job may
+    be chained from (:func:`optimize_again`).
     """
+    if kept is not None:
+        kept.before = dict(ws.transformations)
+        kept.order = list(ws.env_order)
+        kept.target = target
+    compared = kept.compared if kept is not None else None
     consumers = _consumers(ws, list(ws.env_order))
     replaced: dict[int, int] = {}
     #: the transformations fusion made (a chain of n operators makes n - 1)
@@ -322,11 +339,13 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
             continue
         done.add(tid)
         t = ws.get(tid)
-        fused = _chain_with_input_if_possible(ws, t, consumers)
+        fused = _chain_with_input_if_possible(ws, t, consumers, compared)
         if fused is None:
             new, old = t, ()
         else:
             up_id = _fused_up_id(ws, t)
+            if kept is not None:
+                kept.fusions.append((up_id, t.id, fused))
             new, old = fused, (up_id, t.id)
             _rewire(ws, consumers, fused, up_id, t.id)
             for old_id in old:
@@ -355,7 +374,144 @@ def optimize(ws: Workspace, target: int | None = None) -> dict[int, int]:
             new_id = replaced[new_id]
         for step in path:
             replaced[step] = new_id
+    if kept is not None:
+        kept.after = dict(ws.transformations)
+        kept.env_order = list(ws.env_order)
+        kept.replaced = dict(replaced)
+        kept.said = bool(ws.unknowns)
     return replaced
+
+
+#: one comparison of values made by Python chaining: the upstream and the
+#: downstream transformation, whether their parallelism was equal and
+#: (when it was) their max parallelism
+_Compared = tuple[int, int, bool, bool | None]
+
+
+@dataclass(slots=True)
+class KeptFusion:
+    """What Python chaining did to the transformations of a job (aligned),
+    for the job's next version (:func:`optimize_again`): the transformations
+    it was given and those it left, each fusion in order, and each
+    comparison of values it made."""
+
+    first_id: int
+    before: dict[int, Transformation] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+    target: int | None = None
+    after: dict[int, Transformation] = field(default_factory=dict)
+    env_order: list[int] = field(default_factory=list)
+    replaced: dict[int, int] = field(default_factory=dict)
+    #: (the upstream's id, the downstream's id, the fused transformation)
+    fusions: list[tuple[int, int, Transformation]] = field(default_factory=list)
+    compared: list[_Compared] = field(default_factory=list)
+    #: whether the chaining said what it could not know (then never kept)
+    said: bool = False
+
+
+#: the fields a transformation may change for the job's chaining to be made
+#: from the last one: read by the chaining only into the fused
+#: transformations' values (and parallelism, compared: the comparisons are
+#: made again)
+_VALUE_FIELDS = (
+    "name",
+    "description",
+    "parallelism",
+    "parallelism_configured",
+    "max_parallelism",
+    "output_type",
+    "api",
+    "hidden",
+    "members",
+    "range",
+    "state",
+    "functions",
+)
+_STRUCTURE_FIELDS = tuple(
+    name for name in Transformation.__dataclass_fields__ if name not in _VALUE_FIELDS
+)
+
+
+def optimize_again(
+    ws: Workspace, target: int | None, first_id: int, kept: KeptFusion
+) -> KeptFusion | None:
+    """:func:`optimize` from ``kept`` (the job's last version's), when the
+    transformations are ``kept``'s but for values of some (names,
+    parallelism...) and every comparison of values those take part in comes
+    out as before: the same operators fuse, and only the fused
+    transformations made of changed ones are made again.  Rewrites ``ws``
+    as :func:`optimize` does and returns what the next version may be
+    chained from; None (``ws`` untouched) when anything else changed."""
+    if (
+        kept.said
+        or kept.first_id != first_id
+        or kept.target != target
+        or kept.order != ws.env_order
+        or len(ws.transformations) != len(kept.before)
+    ):
+        return None
+    before = kept.before
+    now = ws.transformations
+    changed: set[int] = set()
+    for tid, t in now.items():
+        old = before.get(tid)
+        if old is t:
+            continue
+        if old is None:
+            return None
+        if t == old:
+            continue
+        if any(getattr(t, name) != getattr(old, name) for name in _STRUCTURE_FIELDS):
+            return None
+        changed.add(tid)
+    made: dict[int, Transformation] = {}
+    if changed:
+        fused = {f.id: f for _, _, f in kept.fusions}
+
+        def current(tid: int) -> Transformation:
+            found = made.get(tid) or now.get(tid)
+            return found if found is not None else fused[tid]
+
+        for up_id, t_id, old_fused in kept.fusions:
+            if up_id in changed or t_id in changed:
+                made[old_fused.id] = _chained(
+                    current(up_id), current(t_id), old_fused.id
+                )
+                changed.add(old_fused.id)
+        for up_id, t_id, same, same_max in kept.compared:
+            if up_id not in changed and t_id not in changed:
+                continue
+            up, t = current(up_id), current(t_id)
+            if same_value(up.parallelism, t.parallelism) is not same:
+                return None
+            if same and same_value(up.max_parallelism, t.max_parallelism) is not (
+                same_max
+            ):
+                return None
+    after = dict(kept.after)
+    for tid in changed:
+        last = after.get(tid)
+        if last is None:
+            continue  # (a fused step no input names any more)
+        source = made.get(tid) or now[tid]
+        after[tid] = evolve(
+            last, **{name: getattr(source, name) for name in _VALUE_FIELDS}
+        )
+    for _ in range(len(kept.fusions)):
+        ws.new_id()
+    ws.transformations = after
+    ws.env_order = list(kept.env_order)
+    return KeptFusion(
+        first_id=first_id,
+        before=dict(now),
+        order=kept.order,
+        target=target,
+        after=after,
+        env_order=kept.env_order,
+        replaced=kept.replaced,
+        fusions=[(up_id, t_id, made.get(f.id, f)) for up_id, t_id, f in kept.fusions],
+        compared=kept.compared,
+    )
 
 
 def _fused_up_id(ws: Workspace, t: Transformation) -> int:

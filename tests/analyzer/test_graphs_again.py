@@ -1,8 +1,10 @@
 """Graphs made from the last version of their job are the graphs built whole.
 
 An edit that changes values of some operators (a name, a parallelism, a
-description) has its StreamGraph made from the last one (the changed
-operators' nodes and edges made again:
+description) has its Python chaining made from the last one (the fused
+operators made of changed ones made again, every comparison of values they
+take part in made again: ``python_fusion.optimize_again``), its StreamGraph
+(the changed operators' nodes and edges made again:
 ``stream_graph_gen.build_stream_graph_again``) and, when no edge chains
 otherwise, its JobGraph too (the changed operators' tasks made again:
 ``job_graph_gen.build_job_graph_again``).  Every fixture program goes through
@@ -79,6 +81,7 @@ def _count(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[b
 def test_graphs_made_again_are_the_ones_built_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    fusions = _count(monkeypatch, pipeline, "optimize_again")
     streams = _count(monkeypatch, stream_graph_gen, "build_stream_graph_again")
     builds = _count(monkeypatch, job_graph_gen, "build_job_graph_again")
     rng = random.Random(7)
@@ -100,6 +103,7 @@ def test_graphs_made_again_are_the_ones_built_whole(
                     assert all(id(e.stream_edge) in edges for e in job.job_graph.edges)
             compared += 1
     assert compared > 600
+    assert sum(fusions) > 300, (sum(fusions), len(fusions))
     assert sum(streams) > 300, (sum(streams), len(streams))
     assert sum(builds) > 150, (sum(builds), len(builds))
 
