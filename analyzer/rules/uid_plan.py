@@ -657,6 +657,40 @@ def _suggest(
     taken: set[str],
     quote: str,
 ) -> UidSuggestion:
+    siblings = tuple(same_call.get(j, {}).get(site.range, ()) for j, _ in site.nodes)
+    kept = _SUGGESTED.get(site.range)
+    if kept is None or not kept.holds(site, siblings):
+        kept = _Suggested(site, siblings, _no_fix(site, siblings))
+        if len(_SUGGESTED) >= _SUGGESTED_KEPT:
+            _SUGGESTED.clear()
+        _SUGGESTED[site.range] = kept
+    if kept.no_fix is not None:
+        return kept.no_fix
+    method = api_method(_primary(site)[0][1].api)
+    located = calls.call_at(site.range, method)
+    if located is None:
+        return UidSuggestion(
+            None, None, f"the .{method}(...) call was not found where the graph says"
+        )
+    derived = kept.derived  # (read once: another thread may set it)
+    if derived is None or derived[0] is not located.node:
+        derived = kept.derived = (located.node, _derive_uid(site, calls, located))
+    uid = _unique(derived[1], taken)
+    taken.add(uid)
+    call_text = f".uid({quote}{uid}{quote})"
+    edit = TextEdit(SourceRange(site.range.end, site.range.end), call_text)
+    return UidSuggestion(uid, Fix(f"Add {call_text}", (edit,)))
+
+
+def _primary(site: _Site) -> list[tuple[int, StreamNode]]:
+    return [(j, n) for j, n in site.nodes if not is_sink_committer(n)]
+
+
+def _no_fix(
+    site: _Site, siblings: tuple[tuple[StreamNode, ...], ...]
+) -> UidSuggestion | None:
+    """Why the call at ``site`` gets no fix, from its operators alone (None:
+    it may get one, if the call is where the graph says)."""
     if any(node.api in _PLANNER_APIS for _, node in site.nodes):
         return UidSuggestion(
             None,
@@ -675,14 +709,14 @@ def _suggest(
             "Flink would reject the job; give each a distinct uid, e.g. built from "
             "the helper's arguments",
         )
-    primary = [(j, n) for j, n in site.nodes if not is_sink_committer(n)]
+    primary = _primary(site)
     if not primary:
         return UidSuggestion(
             None, None, "the call creates no operator that can be named"
         )
+    of_job = dict(zip((j for j, _ in site.nodes), siblings, strict=True))
     for job_index, node in primary:
-        siblings = same_call.get(job_index, {}).get(site.range, ())
-        if not returns_its_operator(node, siblings):
+        if not returns_its_operator(node, of_job[job_index]):
             return UidSuggestion(
                 None,
                 None,
@@ -697,13 +731,48 @@ def _suggest(
             f"the .{method}(...) call is in a module the program imports, where "
             "the uid goes (fixes edit the checked program only)",
         )
-    located = calls.call_at(site.range, method)
-    if located is None:
-        return UidSuggestion(
-            None, None, f"the .{method}(...) call was not found where the graph says"
+    return None
+
+
+class _Suggested:
+    """What was decided of the call at one place: from its operators and
+    the other operators of its call (the very objects: a graph made again
+    from the last version's keeps its unchanged nodes), and from the call
+    found in the text (the very ``ast`` node: a region of the text indexed
+    again makes new ones)."""
+
+    __slots__ = ("derived", "jobs", "no_fix", "nodes", "siblings")
+
+    def __init__(
+        self,
+        site: _Site,
+        siblings: tuple[tuple[StreamNode, ...], ...],
+        no_fix: UidSuggestion | None,
+    ) -> None:
+        self.jobs = tuple(j for j, _ in site.nodes)
+        self.nodes = tuple(n for _, n in site.nodes)
+        self.siblings = siblings
+        self.no_fix = no_fix
+        #: the call found, and the uid derived from it (before it is made
+        #: unique among the file's)
+        self.derived: tuple[object, str] | None = None
+
+    def holds(self, site: _Site, siblings: tuple[tuple[StreamNode, ...], ...]) -> bool:
+        """Whether ``site`` has the very operators decided on."""
+        return (
+            len(self.nodes) == len(site.nodes)
+            and all(
+                j == k and a is b
+                for (j, a), k, b in zip(site.nodes, self.jobs, self.nodes, strict=True)
+            )
+            and len(self.siblings) == len(siblings)
+            and all(
+                len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+                for a, b in zip(siblings, self.siblings, strict=True)
+            )
         )
-    uid = _unique(_derive_uid(site, calls, located), taken)
-    taken.add(uid)
-    call_text = f".uid({quote}{uid}{quote})"
-    edit = TextEdit(SourceRange(site.range.end, site.range.end), call_text)
-    return UidSuggestion(uid, Fix(f"Add {call_text}", (edit,)))
+
+
+#: per place of a call, what was decided of it the last time
+_SUGGESTED: dict[SourceRange, _Suggested] = {}
+_SUGGESTED_KEPT = 20_000

@@ -9,7 +9,10 @@ take part in made again: ``python_fusion.optimize_again``), its StreamGraph
 otherwise, its JobGraph too (the changed operators' tasks made again:
 ``job_graph_gen.build_job_graph_again``).  Every fixture program goes through
 versions each changing one number or one word of a string of the last, and
-each version's jobs must equal those compiled from nothing.
+each version's jobs must equal those compiled from nothing, and its
+findings those made from nothing (the uid fixes planned from what was
+decided of each call before, where its operators are the very ones:
+``uid_plan._Suggested``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import pytest
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.compile import job_graph_gen, pipeline, stream_graph_gen
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.model.result import CompiledJob
+from chainlens.analyzer.rules import uid_plan
 from tests.support import ROOT
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
@@ -91,11 +96,18 @@ def test_graphs_made_again_are_the_ones_built_whole(
         text = path.read_text(encoding="utf-8")
         analyze_source(str(path), text, Config())
         for version in _versions(text, rng, 6):
-            jobs = analyze_source(str(path), version, Config()).jobs
+            result = analyze_source(str(path), version, Config())
+            jobs = result.jobs
             with monkeypatch.context() as patch:
                 patch.setattr(pipeline, "_COMPILED", {})
-                fresh = analyze_source(str(path), version, Config()).jobs
+                patch.setattr(uid_plan, "_SUGGESTED", {})
+                whole = analyze_source(str(path), version, Config())
+                fresh = whole.jobs
             assert _jobs(jobs) == _jobs(fresh), (path, version)
+            # and the findings made of them (the uid fixes planned from what
+            # was decided of each call before, where its operators are the
+            # very ones)
+            assert result.diagnostics == whole.diagnostics, (path, version)
             # what the JobGraph was built from is the StreamGraph given
             for job in jobs:
                 if job.job_graph is not None and job.stream_graph is not None:
@@ -170,3 +182,53 @@ def test_an_edit_that_changes_why_an_edge_breaks_a_chain(
     assert [b.reasons for b in jobs[0].job_graph.chain_breaks] != [
         b.reasons for b in before.chain_breaks
     ]
+
+
+_NAMED = """
+from pyflink.datastream import StreamExecutionEnvironment
+
+NAME = {name!r}
+
+
+def main():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    s = env.from_collection([1, 2, 3])
+    {var} = s.key_by(lambda v: v).reduce(lambda a, b: a + b).name(NAME)
+    {var}.print()
+    env.execute('named')
+
+
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "uid"),
+    [
+        # the operator's name, set from a constant above the call: the call's
+        # text is as it was, its operator is not
+        ({"name": "totals", "var": "t"}, {"name": "counts", "var": "t"}, "counts"),
+        # the variable, as long as it was (the call where it was)
+        ({"name": "reduce", "var": "totals"}, {"name": "reduce", "var": "counts"}, ""),
+    ],
+)
+def test_a_uid_fix_follows_what_it_is_derived_from(
+    monkeypatch: pytest.MonkeyPatch,
+    old: dict[str, str],
+    new: dict[str, str],
+    uid: str,
+) -> None:
+    """The uid a fix adds is derived again when the operator's name or the
+    variable the call is assigned to changed (the rest of the file as it
+    was), in an editor's document: it is the uid planned from nothing."""
+    cache = ModuleCache(keep_current_only=True)
+    before = analyze_source("p.py", _NAMED.format(**old), Config(), cache=cache)
+    after = analyze_source("p.py", _NAMED.format(**new), Config(), cache=cache)
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "_COMPILED", {})
+        patch.setattr(uid_plan, "_SUGGESTED", {})
+        whole = analyze_source("p.py", _NAMED.format(**new), Config())
+    fixes = [f.edits[0].new_text for d in after.diagnostics for f in d.fixes]
+    assert fixes == [f.edits[0].new_text for d in whole.diagnostics for f in d.fixes]
+    assert fixes != [f.edits[0].new_text for d in before.diagnostics for f in d.fixes]
+    assert all(f"'{uid or new['var']}" in text for text in fixes), fixes
