@@ -53,6 +53,7 @@ from chainlens.analyzer.model.stream_graph import (
     StreamNode,
     hash_of_forward,
 )
+from chainlens.analyzer.model.transformation import VALUE_FIELDS
 from chainlens.analyzer.model.values import Parallelism, Symbol, Text, Unknown
 
 #: ``StreamGraphGenerator.DEFAULT_SLOT_SHARING_GROUP``
@@ -1004,25 +1005,12 @@ class KeptBuild:
 
 
 #: the node fields a graph may change for its JobGraph to be built from the
-#: last one: each is read, by the JobGraph, only into the values of its own
-#: task (names, descriptions, parallelism, the operators' facts), or by the
-#: chaining predicates, whose verdicts are compared
-_VALUE_FIELDS = frozenset(
-    {
-        "name",
-        "description",
-        "parallelism",
-        "max_parallelism",
-        "parallelism_configured",
-        "api",
-        "hidden",
-        "members",
-        "range",
-        "state",
-        "functions",
-    }
-)
+#: last one (a transformation's VALUE_FIELDS that its node has): each is
+#: read, by the JobGraph, only into the values of its own task (names,
+#: descriptions, parallelism, the operators' facts), or by the chaining
+#: predicates, whose verdicts are compared
 _NODE_FIELDS = tuple(StreamNode.__dataclass_fields__)
+_VALUE_FIELDS = VALUE_FIELDS.intersection(_NODE_FIELDS)
 
 
 def build_job_graph_kept(

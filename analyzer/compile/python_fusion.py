@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
 from chainlens.analyzer.model.stream_graph import FusedMember
 from chainlens.analyzer.model.transformation import (
+    VALUE_FIELDS,
     Transformation,
     TransformationKind,
     evolve,
@@ -409,27 +410,11 @@ class KeptFusion:
     said: bool = False
 
 
-#: the fields a transformation may change for the job's chaining to be made
-#: from the last one: read by the chaining only into the fused
-#: transformations' values (and parallelism, compared: the comparisons are
-#: made again)
-_VALUE_FIELDS = (
-    "name",
-    "description",
-    "parallelism",
-    "parallelism_configured",
-    "max_parallelism",
-    "output_type",
-    "api",
-    "hidden",
-    "members",
-    "range",
-    "state",
-    "functions",
-)
+#: the fields outside VALUE_FIELDS, compared whole
 _STRUCTURE_FIELDS = tuple(
-    name for name in Transformation.__dataclass_fields__ if name not in _VALUE_FIELDS
+    name for name in Transformation.__dataclass_fields__ if name not in VALUE_FIELDS
 )
+_VALUE_FIELDS = tuple(sorted(VALUE_FIELDS))
 
 
 def optimize_again(

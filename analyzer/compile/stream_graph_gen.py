@@ -33,6 +33,7 @@ from chainlens.analyzer.model.stream_graph import (
     hash_of_forward,
 )
 from chainlens.analyzer.model.transformation import (
+    VALUE_FIELDS,
     EnvSettings,
     Transformation,
     TransformationKind,
@@ -563,27 +564,10 @@ class KeptStreamGraph:
     node_places: dict[int, int]
 
 
-#: the transformation fields a job's next version may change for its
-#: StreamGraph to be made from the last one: read only into the values of
-#: the operator's own node, and into its edges' partitioners (made again)
-_VALUE_FIELDS = frozenset(
-    {
-        "name",
-        "description",
-        "parallelism",
-        "parallelism_configured",
-        "max_parallelism",
-        "output_type",
-        "api",
-        "hidden",
-        "members",
-        "range",
-        "state",
-        "functions",
-    }
-)
+#: the fields outside VALUE_FIELDS (read only into an operator's own node
+#: and its edges' partitioners, which are made again), compared whole
 _STRUCTURE_FIELDS = tuple(
-    name for name in Transformation.__dataclass_fields__ if name not in _VALUE_FIELDS
+    name for name in Transformation.__dataclass_fields__ if name not in VALUE_FIELDS
 )
 
 

@@ -175,6 +175,29 @@ def _copier(cls: type) -> tuple[Callable[[Any], Any], frozenset[str]] | None:
     return scope["copy"], frozenset(names)
 
 
+#: the fields of a transformation the compiler reads only into the values of
+#: what it makes of it (a fused operator's, a node's, a task's: names,
+#: parallelism, places...), and, for parallelism, into comparisons it can
+#: make again: a job whose transformations changed only in these has its
+#: Python chaining and graphs made from its last version's
+VALUE_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "parallelism",
+        "parallelism_configured",
+        "max_parallelism",
+        "output_type",
+        "api",
+        "hidden",
+        "members",
+        "range",
+        "state",
+        "functions",
+    }
+)
+
+
 def evolve(obj: _T, **changes: object) -> _T:
     """``dataclasses.replace(obj, **changes)`` for a frozen dataclass of the
     model, copied without ``__init__`` (the compiler and the replay replace
