@@ -18,6 +18,7 @@ from chainlens.analyzer.model.transformation import (
     VALUE_FIELDS,
     Transformation,
     TransformationKind,
+    changed_values,
     evolve,
 )
 from chainlens.analyzer.model.values import Symbol, Unknown, same_value
@@ -410,10 +411,6 @@ class KeptFusion:
     said: bool = False
 
 
-#: the fields outside VALUE_FIELDS, compared whole
-_STRUCTURE_FIELDS = tuple(
-    name for name in Transformation.__dataclass_fields__ if name not in VALUE_FIELDS
-)
 _VALUE_FIELDS = tuple(sorted(VALUE_FIELDS))
 
 
@@ -432,23 +429,13 @@ def optimize_again(
         or kept.first_id != first_id
         or kept.target != target
         or kept.order != ws.env_order
-        or len(ws.transformations) != len(kept.before)
     ):
         return None
-    before = kept.before
     now = ws.transformations
-    changed: set[int] = set()
-    for tid, t in now.items():
-        old = before.get(tid)
-        if old is t:
-            continue
-        if old is None:
-            return None
-        if t == old:
-            continue
-        if any(getattr(t, name) != getattr(old, name) for name in _STRUCTURE_FIELDS):
-            return None
-        changed.add(tid)
+    differ = changed_values(now, kept.before)
+    if differ is None:
+        return None
+    changed = set(differ)
     made: dict[int, Transformation] = {}
     if changed:
         fused = {f.id: f for _, _, f in kept.fusions}

@@ -33,10 +33,10 @@ from chainlens.analyzer.model.stream_graph import (
     hash_of_forward,
 )
 from chainlens.analyzer.model.transformation import (
-    VALUE_FIELDS,
     EnvSettings,
     Transformation,
     TransformationKind,
+    changed_values,
 )
 from chainlens.analyzer.model.values import (
     DEFAULT_PARALLELISM,
@@ -564,13 +564,6 @@ class KeptStreamGraph:
     node_places: dict[int, int]
 
 
-#: the fields outside VALUE_FIELDS (read only into an operator's own node
-#: and its edges' partitioners, which are made again), compared whole
-_STRUCTURE_FIELDS = tuple(
-    name for name in Transformation.__dataclass_fields__ if name not in VALUE_FIELDS
-)
-
-
 def build_stream_graph_kept(
     transformations: dict[int, Transformation],
     order: list[int],
@@ -706,27 +699,19 @@ def build_stream_graph_again(
     if (
         kept.first_id != first_id
         or kept.sink_parallelism_configured != sink_parallelism_configured
-        or len(transformations) != len(kept.transformations)
         or kept.order != order
         or kept.env != env
         or kept.job_name != job_name
     ):
         return None
     graph = kept.graph
-    before = kept.transformations
+    differ = changed_values(transformations, kept.transformations)
+    if differ is None:
+        return None
     changed: list[Transformation] = []
-    for tid, t in transformations.items():
-        old = before.get(tid)
-        if old is t:
-            continue
-        if old is None:
-            return None
-        if t == old:
-            continue
-        if any(getattr(t, f) != getattr(old, f) for f in _STRUCTURE_FIELDS):
-            return None
-        kind = t.kind
-        if kind is _SINK:
+    for tid in differ:
+        t = transformations[tid]
+        if t.kind is _SINK:
             return None  # its expansion names and counts its own operators
         if tid in kept.node_places:  # (a union, partition or side output: no node)
             changed.append(t)

@@ -198,6 +198,35 @@ VALUE_FIELDS = frozenset(
 )
 
 
+#: the fields outside VALUE_FIELDS
+_STRUCTURE_FIELDS = tuple(
+    name for name in Transformation.__dataclass_fields__ if name not in VALUE_FIELDS
+)
+
+
+def changed_values(
+    now: dict[int, Transformation], before: dict[int, Transformation]
+) -> list[int] | None:
+    """The ids of the transformations of ``now`` that differ from those of
+    ``before`` in VALUE_FIELDS only (in ``now``'s order); None when the two
+    have other ids, or a transformation differs in another field."""
+    if len(now) != len(before):
+        return None
+    changed: list[int] = []
+    for tid, t in now.items():
+        old = before.get(tid)
+        if old is t:
+            continue
+        if old is None:
+            return None
+        if t == old:
+            continue
+        if any(getattr(t, name) != getattr(old, name) for name in _STRUCTURE_FIELDS):
+            return None
+        changed.append(tid)
+    return changed
+
+
 def evolve(obj: _T, **changes: object) -> _T:
     """``dataclasses.replace(obj, **changes)`` for a frozen dataclass of the
     model, copied without ``__init__`` (the compiler and the replay replace
