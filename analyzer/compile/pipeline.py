@@ -23,7 +23,7 @@ from chainlens.analyzer.compile.python_fusion import (
 )
 from chainlens.analyzer.compile.stream_graph_gen import (
     KeptStreamGraph,
-    build_stream_graph_kept,
+    build_stream_graph,
     resolve_default_parallelism,
 )
 from chainlens.analyzer.model.enums import OperatorKind
@@ -207,7 +207,7 @@ def _compile_job(
             )
             ws.env_order.append(sink_id)
         first = counter.value
-        stream_graph, p3_unknowns, stream_kept = build_stream_graph_kept(
+        stream_graph, p3_unknowns, stream_kept = build_stream_graph(
             ws.transformations,
             ws.env_order,
             env,

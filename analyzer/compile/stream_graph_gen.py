@@ -511,32 +511,6 @@ def resolve_default_parallelism(
     return resolved, env
 
 
-def build_stream_graph(
-    transformations: dict[int, Transformation],
-    order: list[int],
-    env: EnvSettings,
-    job_name: Text,
-    new_id: Callable[[], int],
-    *,
-    sink_parallelism_configured: bool = False,
-) -> tuple[StreamGraph, list[Unknown]]:
-    """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list ``order``.
-
-    ``sink_parallelism_configured`` is the version fact
-    ``sink-v2.parallelism-configured`` (``model/flink_versions.py``).
-    Raises :class:`JobGraphError` when Flink would refuse to build the graph.
-    """
-    graph, unknowns, _ = build_stream_graph_kept(
-        transformations,
-        order,
-        env,
-        job_name,
-        new_id,
-        sink_parallelism_configured=sink_parallelism_configured,
-    )
-    return graph, unknowns
-
-
 @dataclass(slots=True)
 class KeptStreamGraph:
     """A StreamGraph with what it was built from and how: the graph of the
@@ -564,7 +538,7 @@ class KeptStreamGraph:
     node_places: dict[int, int]
 
 
-def build_stream_graph_kept(
+def build_stream_graph(
     transformations: dict[int, Transformation],
     order: list[int],
     env: EnvSettings,
@@ -575,12 +549,19 @@ def build_stream_graph_kept(
     first_id: int | None = None,
     kept: KeptStreamGraph | None = None,
 ) -> tuple[StreamGraph, list[Unknown], KeptStreamGraph | None]:
-    """:func:`build_stream_graph`, made from ``kept`` (the job's last
-    version's) when only values of some operators changed since, and what to
-    keep for the next version (None without ``first_id``, the id ``new_id``
-    gives first).  A graph whose edges all equal the last one's has its very
-    edges (what was built from them by identity then holds for this graph:
-    see ``build_job_graph_again``)."""
+    """Mirror ``StreamGraphGenerator.generate`` over the (optimized) list
+    ``order``; also return the unknowns it met, and what to keep for the
+    job's next version (None without ``first_id``, the id ``new_id`` gives
+    first).
+
+    ``sink_parallelism_configured`` is the version fact
+    ``sink-v2.parallelism-configured`` (``model/flink_versions.py``).  With
+    ``kept`` (the job's last version's), a graph where only values of some
+    operators changed since is made from the last one
+    (:func:`build_stream_graph_again`).  A graph whose edges all equal the
+    last one's has its very edges (what was built from them by identity then
+    holds for this graph: see ``build_job_graph_again``).  Raises
+    :class:`JobGraphError` when Flink would refuse to build the graph."""
     if kept is not None and first_id is not None:
         again = build_stream_graph_again(
             transformations,
