@@ -136,9 +136,9 @@ def _compile_job(
     version: VersionProfile,
     kept: Kept | None,
 ) -> tuple[Compiled, Kept | None]:
-    """:func:`compile_job`, its StreamGraph and JobGraph made from ``kept``
-    (the job's last version's, which this changes) where they can be; and
-    what to keep of this one's for the next."""
+    """:func:`compile_job`, its Python chaining, StreamGraph and JobGraph
+    made from ``kept`` (the job's last version's, which this changes) where
+    they can be; and what to keep of this one's for the next."""
     counter = _Counter(job.next_id)
     transformations, env = resolve_default_parallelism(
         dict(job.transformations), job.env, default_parallelism

@@ -478,7 +478,7 @@ def optimize_again(
         before=dict(now),
         order=kept.order,
         target=target,
-        after=after,
+        after=dict(after),  # (the job's collect sink is put into ws's)
         env_order=kept.env_order,
         replaced=kept.replaced,
         fusions=[(up_id, t_id, made.get(f.id, f)) for up_id, t_id, f in kept.fusions],
