@@ -16,7 +16,7 @@ would turn their outputs BLOCKING), cached intermediate data sets.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.compile.chaining import (
     ChainingVerdict,
@@ -361,21 +361,47 @@ class _JobGraphBuilder:
         Mirrors StreamingJobGraphGenerator.createJobVertex (Flink 2.3).
         """
         start = info.start_node_id
-        head = self.nodes[start]
-        parallelism: Parallelism = head.parallelism
-        if not _is_positive(parallelism):
-            parallelism = PARALLELISM_DEFAULT
-        # getAllChainedNodes: the chained sources, then the chain (post-order)
-        chained = [self.nodes[n] for n in (*info.chained_sources, *info.nodes)]
+        parallelism, max_parallelism, configured = self.task_values(info)
         self.vertices[start] = _Vertex(
             start_node_id=start,
             id=self.hexes[start],
             chain=info,
             name=info.chained_names[start],
             parallelism=parallelism,
-            max_parallelism=head.max_parallelism,
-            parallelism_configured=any(n.parallelism_configured for n in chained),
+            max_parallelism=max_parallelism,
+            parallelism_configured=configured,
         )
+
+    def task_values(self, info: _ChainInfo) -> tuple[Parallelism, int | Symbol, bool]:
+        """The parallelism of a chain's task (the head's, when set), its max
+        parallelism, and whether one of its operators set its parallelism
+        (``createJobVertex``)."""
+        head = self.nodes[info.start_node_id]
+        parallelism: Parallelism = head.parallelism
+        if not _is_positive(parallelism):
+            parallelism = PARALLELISM_DEFAULT
+        # getAllChainedNodes: the chained sources, then the chain (post-order)
+        configured = any(
+            self.nodes[n].parallelism_configured
+            for n in (*info.chained_sources, *info.nodes)
+        )
+        return parallelism, head.max_parallelism, configured
+
+    def name_chain_again(self, info: _ChainInfo) -> None:
+        """Name every node of a finished chain again (its nodes' names
+        changed; its chaining did not)."""
+        for node_id in info.nodes:  # post-order: a node after its outputs
+            chainable = [
+                e
+                for e in self.graph.out_edges(node_id)
+                if not self.verdicts[id(e)].reasons
+            ]
+            info.chained_names[node_id] = self.create_chained_name(
+                node_id,
+                chainable,
+                self.chain_entry_points.get(node_id),
+                info.chained_names,
+            )
 
     def try_convert_partitioner_for_dynamic_graph(
         self, chainable: list[StreamEdge], non_chainable: list[StreamEdge]
@@ -718,7 +744,7 @@ class _JobGraphBuilder:
         if not self.graph.settings.vertex_name_include_index_prefix:
             return
         for index, vertex in enumerate(topological):
-            vertex.name = f"[vertex-{index}]{vertex.name}"
+            vertex.name = _indexed(index, vertex.name)
 
     # ------------------------------------------------------------ descriptions
 
@@ -814,6 +840,11 @@ class _JobGraphBuilder:
             slot_sharing_group_index=ssg_index,
             description=description,
         )
+
+
+def _indexed(index: int, name: str) -> str:
+    """A task's name with its topological index (``[vertex-i]``)."""
+    return f"[vertex-{index}]{name}"
 
 
 def _user_defined_operator_id(user_hash: Text | None) -> Text | None:
@@ -1004,13 +1035,14 @@ class KeptBuild:
     heads: dict[int, int]
 
 
-#: the node fields a graph may change for its JobGraph to be built from the
-#: last one (a transformation's VALUE_FIELDS that its node has): each is
-#: read, by the JobGraph, only into the values of its own task (names,
-#: descriptions, parallelism, the operators' facts), or by the chaining
-#: predicates, whose verdicts are compared
-_NODE_FIELDS = tuple(StreamNode.__dataclass_fields__)
-_VALUE_FIELDS = VALUE_FIELDS.intersection(_NODE_FIELDS)
+#: the node fields a graph may not change for its JobGraph to be built from
+#: the last one: all but a transformation's VALUE_FIELDS, which the JobGraph
+#: reads only into the values of the node's own task (names, descriptions,
+#: parallelism, the operators' facts), or by the chaining predicates, whose
+#: verdicts are compared
+_NODE_STRUCTURE = tuple(
+    name for name in StreamNode.__dataclass_fields__ if name not in VALUE_FIELDS
+)
 
 
 def build_job_graph_kept(
@@ -1074,12 +1106,8 @@ def build_job_graph_again(graph: StreamGraph, kept: KeptBuild) -> KeptBuild | No
     for new, before in zip(graph.nodes, old.nodes, strict=True):
         if new is before or new == before:
             continue
-        if new.id != before.id or any(
-            getattr(new, name) != getattr(before, name)
-            for name in _NODE_FIELDS
-            if name not in _VALUE_FIELDS
-        ):
-            return None
+        if any(getattr(new, name) != getattr(before, name) for name in _NODE_STRUCTURE):
+            return None  # (the id among them)
         changed.append(new)
     builder = kept.builder
     if changed and not _same_verdicts(graph, old, changed, builder.verdicts):
@@ -1088,14 +1116,7 @@ def build_job_graph_again(graph: StreamGraph, kept: KeptBuild) -> KeptBuild | No
         job_graph = kept.job_graph
     else:
         job_graph = _with_tasks_again(graph, kept, changed)
-    return KeptBuild(
-        graph,
-        job_graph,
-        builder,
-        kept.symbolic,
-        kept.places,
-        kept.heads,
-    )
+    return replace(kept, graph=graph, job_graph=job_graph)
 
 
 def _same_verdicts(
@@ -1138,31 +1159,16 @@ def _with_tasks_again(
     for start in dict.fromkeys(kept.heads[node.id] for node in changed):
         vertex = builder.vertices[start]
         info = vertex.chain
-        for node_id in info.nodes:  # post-order: a node after its outputs
-            chainable = [
-                e
-                for e in graph.out_edges(node_id)
-                if not builder.verdicts[id(e)].reasons
-            ]
-            info.chained_names[node_id] = builder.create_chained_name(
-                node_id,
-                chainable,
-                builder.chain_entry_points.get(node_id),
-                info.chained_names,
-            )
+        builder.name_chain_again(info)
         place = kept.places[start]
         vertex.name = info.chained_names[start]
         if prefix:
-            vertex.name = f"[vertex-{place}]{vertex.name}"
-        head = builder.nodes[start]
-        vertex.parallelism = (
-            head.parallelism if _is_positive(head.parallelism) else PARALLELISM_DEFAULT
-        )
-        vertex.max_parallelism = head.max_parallelism
-        vertex.parallelism_configured = any(
-            builder.nodes[n].parallelism_configured
-            for n in (*info.chained_sources, *info.nodes)
-        )
+            vertex.name = _indexed(place, vertex.name)
+        (
+            vertex.parallelism,
+            vertex.max_parallelism,
+            vertex.parallelism_configured,
+        ) = builder.task_values(info)
         vertices[place] = builder.job_vertex(
             vertex, vertices[place].slot_sharing_group_index
         )

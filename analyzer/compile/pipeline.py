@@ -290,8 +290,9 @@ def _compiled(
     ``compile_job`` depends on its arguments alone, and a submission is
     compared whole, the places of its calls included: what an equal one
     compiled to is what this one compiles to.  A new version of a job (the
-    same place, first id and size) has its StreamGraph and JobGraph made
-    from the last version's where only values of some operators changed
+    same place, first id and size) has its Python chaining, StreamGraph and
+    JobGraph made from the last version's where only values of some
+    operators changed
     (:class:`Kept`, taken out of the cache while it is used: one compile
     changes what it holds)."""
     key = (
@@ -305,11 +306,11 @@ def _compiled(
         kept = _COMPILED.get(key)
         if kept is not None and kept[0] == job:
             return kept[1]
-        build = None
+        last = None
         if kept is not None and kept[2] is not None:
-            build = kept[2]
+            last = kept[2]
             _COMPILED[key] = (kept[0], kept[1], None)
-    made, build = _compile_job(job, default_parallelism, version, build)
+    made, keep = _compile_job(job, default_parallelism, version, last)
     size = len(job.transformations)
     with _COMPILED_LOCK:
         replaced = _COMPILED.pop(key, None)  # (a new version of the same job)
@@ -318,13 +319,13 @@ def _compiled(
         if len(_COMPILED) >= _KEPT_COMPILED or _KEPT_SIZE[0] + size > _KEPT_MOST:
             _COMPILED.clear()
             _KEPT_SIZE[0] = 0
-        _COMPILED[key] = (job, made, build)
+        _COMPILED[key] = (job, made, keep)
         _KEPT_SIZE[0] += size
     return made
 
 
-#: the last compilations: (submission, what it compiled to, what its
-#: JobGraph's next version may be built from), by the submission's place,
+#: the last compilations: (submission, what it compiled to, what its next
+#: version's graphs may be made from), by the submission's place,
 #: first id and size, the default parallelism and the line
 _COMPILED: dict[
     tuple[int, int, int, int | None, str],

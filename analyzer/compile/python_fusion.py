@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
 from chainlens.analyzer.model.stream_graph import FusedMember
@@ -411,9 +411,6 @@ class KeptFusion:
     said: bool = False
 
 
-_VALUE_FIELDS = tuple(sorted(VALUE_FIELDS))
-
-
 def optimize_again(
     ws: Workspace, target: int | None, first_id: int, kept: KeptFusion
 ) -> KeptFusion | None:
@@ -467,22 +464,17 @@ def optimize_again(
             continue  # (a fused step no input names any more)
         source = made.get(tid) or now[tid]
         after[tid] = evolve(
-            last, **{name: getattr(source, name) for name in _VALUE_FIELDS}
+            last, **{name: getattr(source, name) for name in VALUE_FIELDS}
         )
     for _ in range(len(kept.fusions)):
         ws.new_id()
     ws.transformations = after
     ws.env_order = list(kept.env_order)
-    return KeptFusion(
-        first_id=first_id,
-        before=dict(now),
-        order=kept.order,
-        target=target,
+    return replace(
+        kept,
+        before=now,  # (not changed after: ``ws`` holds ``after`` now)
         after=dict(after),  # (the job's collect sink is put into ws's)
-        env_order=kept.env_order,
-        replaced=kept.replaced,
         fusions=[(up_id, t_id, made.get(f.id, f)) for up_id, t_id, f in kept.fusions],
-        compared=kept.compared,
     )
 
 

@@ -359,9 +359,14 @@ class _Builder:
     ) -> None:
         """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
         call = _EdgeCall(
-            upstream, downstream, type_number, partitioner, output_tag, exchange_mode
+            upstream,
+            downstream,
+            type_number,
+            partitioner,
+            output_tag,
+            exchange_mode,
+            detail,
         )
-        call.detail = detail
         edge, unknowns = call.made(self.nodes[upstream], self.nodes[downstream], self)
         self.edges.append(edge)
         self.unknowns.extend(unknowns)
@@ -526,8 +531,9 @@ class KeptStreamGraph:
     used: int
     sink_parallelism_configured: bool
     graph: StreamGraph
-    #: the unknowns said before any edge (the runtime mode's)
-    unknowns: list[Unknown]
+    #: the unknowns said before any edge (the runtime mode's); the edges'
+    #: follow, in ``calls``
+    head: list[Unknown]
     #: every edge made, in order: how, and the unknowns it said
     calls: list[tuple[_EdgeCall, list[Unknown]]]
     #: per node, the calls whose edge starts or ends at it
@@ -574,7 +580,7 @@ def build_stream_graph(
             kept,
         )
         if again is not None:
-            return again.graph, again.unknowns + _said(again.calls), again
+            return again.graph, again.head + _said(again.calls), again
     job_type, mode_unknown = resolve_job_type(env, transformations)
     used = 0
 
@@ -648,7 +654,7 @@ def build_stream_graph(
         used=used,
         sink_parallelism_configured=sink_parallelism_configured,
         graph=graph,
-        unknowns=head,
+        head=head,
         calls=builder.calls,
         touching=touching,
         places=[position[i] for i in range(len(builder.calls))],
@@ -733,18 +739,4 @@ def build_stream_graph_again(
         )
     for _ in range(kept.used):
         new_id()
-    return KeptStreamGraph(
-        transformations=transformations,
-        order=kept.order,
-        env=env,
-        job_name=job_name,
-        first_id=first_id,
-        used=kept.used,
-        sink_parallelism_configured=sink_parallelism_configured,
-        graph=made,
-        unknowns=kept.unknowns,
-        calls=calls,
-        touching=kept.touching,
-        places=kept.places,
-        node_places=kept.node_places,
-    )
+    return replace(kept, transformations=transformations, graph=made, calls=calls)
