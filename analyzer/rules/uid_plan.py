@@ -666,7 +666,7 @@ def _suggest(
         _SUGGESTED[site.range] = kept
     if kept.no_fix is not None:
         return kept.no_fix
-    method = api_method(_primary(site)[0][1].api)
+    method = kept.method
     located = calls.call_at(site.range, method)
     if located is None:
         return UidSuggestion(
@@ -741,7 +741,7 @@ class _Suggested:
     found in the text (the very ``ast`` node: a region of the text indexed
     again makes new ones)."""
 
-    __slots__ = ("derived", "jobs", "no_fix", "nodes", "siblings")
+    __slots__ = ("derived", "jobs", "method", "no_fix", "nodes", "siblings")
 
     def __init__(
         self,
@@ -753,6 +753,8 @@ class _Suggested:
         self.nodes = tuple(n for _, n in site.nodes)
         self.siblings = siblings
         self.no_fix = no_fix
+        #: the method of the call that names its operators (with a fix)
+        self.method = "" if no_fix is not None else api_method(_primary(site)[0][1].api)
         #: the call found, and the uid derived from it (before it is made
         #: unique among the file's)
         self.derived: tuple[object, str] | None = None
