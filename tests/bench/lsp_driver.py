@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+
+from chainlens.analyzer.extract.lexer import shared_end, shared_start
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -163,9 +164,8 @@ class Server:
         old = self.sent.get(uri)
         if old is None:
             return types.TextDocumentContentChangeWholeDocument(text=text)
-        start = shared(old, text, lambda s, n: s[:n])
-        most = min(len(old), len(text)) - start
-        end = shared(old, text, lambda s, n: s[len(s) - n :], most)
+        start = shared_start(old, text)
+        end = shared_end(old, text, min(len(old), len(text)) - start)
         return types.TextDocumentContentChangePartial(
             range=types.Range(position(old, start), position(old, len(old) - end)),
             text=text[start : len(text) - end],
@@ -204,22 +204,6 @@ class Server:
         await self.client.shutdown_async(None)
         self.client.exit(None)
         await self.client.stop()
-
-
-def shared(
-    a: str, b: str, part: Callable[[str, int], str], most: int | None = None
-) -> int:
-    """How many characters ``a`` and ``b`` share at one end (``part``: the
-    first or last n of a text), at most ``most``: found by halving, each
-    comparison a slice."""
-    low, high = 0, min(len(a), len(b)) if most is None else most
-    while low < high:
-        middle = (low + high + 1) // 2
-        if part(a, middle) == part(b, middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def position(text: str, offset: int) -> types.Position:
