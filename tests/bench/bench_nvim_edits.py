@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_lsp_edits import Edit, shapes
-from lsp_driver import Server, load, percentile
+from bench_lsp_edits import Edit, shapes, summary
+from lsp_driver import Server, load
 
 SCRIPT = Path(__file__).parent / "nvim_edits.lua"
 
@@ -74,13 +74,6 @@ def plan(text: str, edits: dict[str, Edit], count: int) -> list[dict[str, object
             steps.append({"kind": kind, "first": first, "last": last, "lines": lines})
             current = new
     return steps
-
-
-def summary(ms: list[float]) -> str:
-    return (
-        f"p50 {percentile(ms, 0.5):8.1f} ms  p99 {percentile(ms, 0.99):8.1f} ms  "
-        f"spread p10..p90 {percentile(ms, 0.1):.1f}..{percentile(ms, 0.9):.1f} ms"
-    )
 
 
 def run_nvim(shape: str, text: str, edits: dict[str, Edit], count: int) -> None:
@@ -128,8 +121,8 @@ def run_nvim(shape: str, text: str, edits: dict[str, Edit], count: int) -> None:
         flush=True,
     )
     for kind in edits:
-        ms = [e["ms"] for e in seen["edits"] if e["kind"] == kind]
-        print(f"    nvim  {kind:<12} {summary(ms)}", flush=True)
+        seconds = [e["ms"] / 1000 for e in seen["edits"] if e["kind"] == kind]
+        print(f"    nvim  {kind:<12} {summary(seconds)}", flush=True)
 
 
 async def run_pygls(text: str, edits: dict[str, Edit], count: int) -> None:
@@ -143,7 +136,7 @@ async def run_pygls(text: str, edits: dict[str, Edit], count: int) -> None:
             samples = []
             for n in range(count):
                 version += 1
-                samples.append(await server.change(uri, version, edit(text, n)) * 1000)
+                samples.append(await server.change(uri, version, edit(text, n)))
             print(f"    pygls {kind:<12} {summary(samples)}", flush=True)
     finally:
         await server.stop()
