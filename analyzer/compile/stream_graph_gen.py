@@ -338,36 +338,23 @@ class _Builder:
                 exchange_mode = v.exchange_mode
             upstream = v.input_id
         self.create_actual_edge(
-            upstream,
-            downstream,
-            type_number,
-            partitioner,
-            output_tag,
-            exchange_mode,
-            detail,
+            _EdgeCall(
+                upstream,
+                downstream,
+                type_number,
+                partitioner,
+                output_tag,
+                exchange_mode,
+                detail,
+            )
         )
 
-    def create_actual_edge(
-        self,
-        upstream: int,
-        downstream: int,
-        type_number: int,
-        partitioner: Partitioner | None,
-        output_tag: str | None,
-        exchange_mode: ExchangeMode | None,
-        detail: PartitionerDetail | None = None,
-    ) -> None:
-        """Mirror ``StreamGraph.createActualEdge``: default and check partitioners."""
-        call = _EdgeCall(
-            upstream,
-            downstream,
-            type_number,
-            partitioner,
-            output_tag,
-            exchange_mode,
-            detail,
+    def create_actual_edge(self, call: _EdgeCall) -> None:
+        """Mirror ``StreamGraph.createActualEdge``: default and check partitioners
+        (:meth:`_EdgeCall.made`), the call kept."""
+        edge, unknowns = call.made(
+            self.nodes[call.upstream], self.nodes[call.downstream], self
         )
-        edge, unknowns = call.made(self.nodes[upstream], self.nodes[downstream], self)
         self.edges.append(edge)
         self.unknowns.extend(unknowns)
         self.calls.append((call, unknowns))
