@@ -36,6 +36,30 @@ class SourceRange:
     path: str | None = None
     via: SourceRange | None = None
 
+    # Equality and hashing by the four numbers at once, not through the two
+    # positions' own (a range is a key of the rules' and the replay's tables,
+    # hashed and compared thousands of times per analysis): the same
+    # relation as the dataclass's.
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not SourceRange:
+            return NotImplemented
+        assert isinstance(other, SourceRange)
+        a, b, c, d = self.start, self.end, other.start, other.end
+        return (
+            a.line == c.line
+            and a.column == c.column
+            and b.line == d.line
+            and b.column == d.column
+            and self.path == other.path
+            and self.via == other.via
+        )
+
+    def __hash__(self) -> int:
+        start, end = self.start, self.end
+        return hash(
+            (start.line, start.column, end.line, end.column, self.path, self.via)
+        )
+
     def to_json(self) -> dict[str, object]:
         """Return the flat JSON form used by every report."""
         doc: dict[str, object] = {
