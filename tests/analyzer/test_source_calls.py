@@ -138,3 +138,20 @@ def test_a_call_in_a_chunk_names_the_function_whose_body_it_is_in() -> None:
     assert index.enclosing_function(located) == "main"
     assert index.receiver_root(located) == "s"
     assert {f"u{n}" for n in range(60)} == index.literal_uids
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "a", "a\n", "a\nb", "\n\n", "é\nü\n", "a\r\nb\rc\nd", "x\r", "\r\n\r\n"],
+)
+def test_lines_are_split_where_the_tokenizer_ends_them(text: str) -> None:
+    """``\\n``, ``\\r\\n`` and a lone ``\\r`` end a line; nothing else does."""
+    ends = [i for i, c in enumerate(text) if c == "\n" or c == "\r"]
+    expected, start = [], 0
+    for i in ends:
+        if text[i] == "\n" and i > 0 and text[i - 1] == "\r":
+            continue  # (the end of the \r\n the \r started)
+        expected.append(text[start:i])
+        start = i + (2 if text[i : i + 2] == "\r\n" else 1)
+    expected.append(text[start:])
+    assert split_lines(text) == expected
