@@ -280,39 +280,132 @@ def quote_of(text: str) -> str:
 #: per job, the nodes each call created (hidden ones included)
 _SameCall = dict[int, dict[SourceRange, tuple[StreamNode, ...]]]
 
+#: per job with a StreamGraph: its index and its nodes
+_Graphs = tuple[tuple[int, tuple[StreamNode, ...]], ...]
 
-def _sites(result: AnalysisResult) -> tuple[list[_Site], _SameCall]:
+
+@dataclass(frozen=True, slots=True)
+class _Sites:
+    """What a plan starts from, for the jobs' nodes (the very objects): each
+    call creating user operators without a uid (in the order its operators
+    come), every call's nodes per job, the uids the nodes set, and the calls
+    in the order they are planned (the stateful first)."""
+
+    graphs: _Graphs
+    sites: list[_Site]
+    same_call: _SameCall
+    node_uids: frozenset[str]
+    ordered: list[_Site]
+    #: per call's range, where its site is in ``sites``
+    index: dict[SourceRange, int]
+
+
+def _plan_sites(result: AnalysisResult) -> _Sites:
+    """The sites of ``result``'s jobs: made from those planned last on this
+    thread when the jobs are the same but for nodes changed in place
+    (:func:`_sites_again`), else from nothing (:func:`_sites`)."""
+    graphs = tuple(
+        (job.spec.index, job.stream_graph.nodes)
+        for job in result.jobs
+        if job.stream_graph is not None
+    )
+    kept = getattr(_LAST_SITES, "sites", None)
+    made = _sites_again(graphs, kept) if kept is not None else None
+    if made is None:
+        made = _sites(graphs)
+    _LAST_SITES.sites = made
+    return made
+
+
+#: the sites planned last on each thread
+_LAST_SITES = threading.local()
+
+
+def _unplanned(node: StreamNode) -> bool:
+    """Whether the plan gives ``node`` a uid: a user operator without one."""
+    return is_user_operator(node) and node.uid is None
+
+
+def _uids_of(node: StreamNode) -> tuple[str, ...]:
+    return tuple(
+        uid
+        for uid in (node.uid, *(m.uid for m in node.members))
+        if isinstance(uid, str)
+    )
+
+
+def _sites(graphs: _Graphs) -> _Sites:
     by_range: dict[SourceRange, list[tuple[int, StreamNode]]] = {}
     same_call: _SameCall = {}
-    for job in result.jobs:
-        graph = job.stream_graph
-        if graph is None:
-            continue
+    node_uids: set[str] = set()
+    for job_index, nodes in graphs:
         per_range: dict[SourceRange, list[StreamNode]] = {}
-        for node in graph.nodes:
+        for node in nodes:
+            node_uids.update(_uids_of(node))
             if node.range is None:
                 continue
             per_range.setdefault(node.range, []).append(node)
-            if is_user_operator(node) and node.uid is None:
-                by_range.setdefault(node.range, []).append((job.spec.index, node))
-        same_call[job.spec.index] = {r: tuple(ns) for r, ns in per_range.items()}
+            if _unplanned(node):
+                by_range.setdefault(node.range, []).append((job_index, node))
+        same_call[job_index] = {r: tuple(ns) for r, ns in per_range.items()}
     sites = [
         _Site(r, tuple(nodes), any(state_info(n) is not None for _, n in nodes))
         for r, nodes in by_range.items()
     ]
-    return sites, same_call
+    index = {site.range: i for i, site in enumerate(sites)}
+    return _Sites(graphs, sites, same_call, frozenset(node_uids), _order(sites), index)
 
 
-def _existing_uids(result: AnalysisResult, calls: SourceCalls) -> set[str]:
-    taken = set(calls.literal_uids)
-    for job in result.jobs:
-        if job.stream_graph is None:
+def _sites_again(graphs: _Graphs, kept: _Sites) -> _Sites | None:
+    """The sites of ``graphs`` from ``kept``, when ``graphs`` are the jobs of
+    ``kept`` with some nodes replaced by nodes of the same range, planned or
+    not as they were, keeping state or not as they did and setting the same
+    uids (a graph made again from the last version's keeps the others);
+    None otherwise.  What holds a replaced node is made again, the rest is
+    shared."""
+    if len(graphs) != len(kept.graphs):
+        return None
+    replaced: dict[int, list[tuple[StreamNode, StreamNode]]] = {}
+    for (job_index, nodes), (old_index, old_nodes) in zip(
+        graphs, kept.graphs, strict=True
+    ):
+        if job_index != old_index or len(nodes) != len(old_nodes):
+            return None
+        if nodes is old_nodes:
             continue
-        for node in job.stream_graph.nodes:
-            for uid in (node.uid, *(m.uid for m in node.members)):
-                if isinstance(uid, str):
-                    taken.add(uid)
-    return taken
+        for new, old in zip(nodes, old_nodes, strict=True):
+            if new is old:
+                continue
+            if (
+                new.range != old.range
+                or _unplanned(new) != _unplanned(old)
+                or (state_info(new) is None) != (state_info(old) is None)
+                or _uids_of(new) != _uids_of(old)
+            ):
+                return None
+            if new.range is not None:
+                replaced.setdefault(job_index, []).append((old, new))
+    sites = list(kept.sites)
+    same_call = dict(kept.same_call)
+    for job_index, pairs in replaced.items():
+        calls = same_call[job_index] = dict(same_call[job_index])
+        for old, new in pairs:
+            where = new.range
+            assert where is not None
+            calls[where] = tuple(new if n is old else n for n in calls[where])
+            at = kept.index.get(where)
+            if at is not None and _unplanned(new):
+                site = sites[at]
+                sites[at] = _Site(
+                    where,
+                    tuple(
+                        (j, new if j == job_index and n is old else n)
+                        for j, n in site.nodes
+                    ),
+                    site.stateful,
+                )
+    ordered = [sites[kept.index[site.range]] for site in kept.ordered]
+    return _Sites(graphs, sites, same_call, kept.node_uids, ordered, kept.index)
 
 
 #: The APIs of the operators Flink's Table planner made (``--planner``).
@@ -389,7 +482,8 @@ def _build_uid_plan(
     ``lines`` (first, last): only the fixes of the calls starting on those
     lines are checked (a code action's); the others are left plain.
     """
-    sites, same_call = _sites(result)
+    planned = _plan_sites(result)
+    sites, same_call = planned.sites, planned.same_call
     if not sites:
         return UidPlan({})
     calls = SourceCalls.parse(text) if text is not None else None
@@ -397,10 +491,11 @@ def _build_uid_plan(
         # Without the text (or with text ast cannot parse) no edit can be checked.
         reason = "" if text is None else "the source could not be parsed"
         return UidPlan({s.range: UidSuggestion(None, None, reason) for s in sites})
-    taken = _existing_uids(result, calls)
+    taken = set(calls.literal_uids)
+    taken |= planned.node_uids
     quote = quote_of(text or "")
     plan: dict[SourceRange, UidSuggestion] = {}
-    ordered = _order(sites)  # the stateful first: their uids never wait
+    ordered = planned.ordered  # the stateful first: their uids never wait
     stateless = next((i for i, site in enumerate(ordered) if not site.stateful), None)
     later = ordered[stateless:] if stateless is not None else []
 

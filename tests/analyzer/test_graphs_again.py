@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -89,6 +90,7 @@ def test_graphs_made_again_are_the_ones_built_whole(
     fusions = _count(monkeypatch, pipeline, "optimize_again")
     streams = _count(monkeypatch, stream_graph_gen, "build_stream_graph_again")
     builds = _count(monkeypatch, job_graph_gen, "build_job_graph_again")
+    sites = _count(monkeypatch, uid_plan, "_sites_again")
     rng = random.Random(7)
     compared = 0
     programs = sorted((ROOT / "tests" / "fixtures" / "pipelines").glob("*.py"))
@@ -98,9 +100,20 @@ def test_graphs_made_again_are_the_ones_built_whole(
         for version in _versions(text, rng, 6):
             result = analyze_source(str(path), version, Config())
             jobs = result.jobs
+            # the calls the uid plan starts from, made from the last ones
+            kept = getattr(uid_plan._LAST_SITES, "sites", None)
+            if kept is not None:
+                made = uid_plan._sites(kept.graphs)
+                assert (kept.sites, kept.same_call, kept.ordered) == (
+                    made.sites,
+                    made.same_call,
+                    made.ordered,
+                ), (path, version)
+                assert (kept.node_uids, kept.index) == (made.node_uids, made.index)
             with monkeypatch.context() as patch:
                 patch.setattr(pipeline, "_COMPILED", {})
                 patch.setattr(uid_plan, "_SUGGESTED", {})
+                patch.setattr(uid_plan, "_LAST_SITES", threading.local())
                 whole = analyze_source(str(path), version, Config())
                 fresh = whole.jobs
             assert _jobs(jobs) == _jobs(fresh), (path, version)
@@ -118,6 +131,7 @@ def test_graphs_made_again_are_the_ones_built_whole(
     assert sum(fusions) > 300, (sum(fusions), len(fusions))
     assert sum(streams) > 300, (sum(streams), len(streams))
     assert sum(builds) > 150, (sum(builds), len(builds))
+    assert sum(sites) > 300, (sum(sites), len(sites))
 
 
 def test_only_the_tasks_of_the_changed_operators_are_made_again() -> None:
@@ -227,6 +241,7 @@ def test_a_uid_fix_follows_what_it_is_derived_from(
     with monkeypatch.context() as patch:
         patch.setattr(pipeline, "_COMPILED", {})
         patch.setattr(uid_plan, "_SUGGESTED", {})
+        patch.setattr(uid_plan, "_LAST_SITES", threading.local())
         whole = analyze_source("p.py", _NAMED.format(**new), Config())
     fixes = [f.edits[0].new_text for d in after.diagnostics for f in d.fixes]
     assert fixes == [f.edits[0].new_text for d in whole.diagnostics for f in d.fixes]
