@@ -772,9 +772,14 @@ def _suggest(
         derived = kept.derived = (located.node, _derive_uid(site, calls, located))
     uid = _unique(derived[1], taken)
     taken.add(uid)
+    made = kept.made  # (read once, as ``derived``)
+    if made is not None and made[0] == uid and made[1] == quote:
+        return made[2]
     call_text = f".uid({quote}{uid}{quote})"
     edit = TextEdit(SourceRange(site.range.end, site.range.end), call_text)
-    return UidSuggestion(uid, Fix(f"Add {call_text}", (edit,)))
+    suggestion = UidSuggestion(uid, Fix(f"Add {call_text}", (edit,)))
+    kept.made = (uid, quote, suggestion)
+    return suggestion
 
 
 def _primary(site: _Site) -> list[tuple[int, StreamNode]]:
@@ -836,7 +841,16 @@ class _Suggested:
     found in the text (the very ``ast`` node: a region of the text indexed
     again makes new ones)."""
 
-    __slots__ = ("derived", "jobs", "method", "no_fix", "nodes", "siblings")
+    __slots__ = (
+        "derived",
+        "jobs",
+        "made",
+        "method",
+        "no_fix",
+        "nodes",
+        "siblings",
+        "site",
+    )
 
     def __init__(
         self,
@@ -844,6 +858,7 @@ class _Suggested:
         siblings: tuple[tuple[StreamNode, ...], ...],
         no_fix: UidSuggestion | None,
     ) -> None:
+        self.site = site
         self.jobs = tuple(j for j, _ in site.nodes)
         self.nodes = tuple(n for _, n in site.nodes)
         self.siblings = siblings
@@ -853,18 +868,30 @@ class _Suggested:
         #: the call found, and the uid derived from it (before it is made
         #: unique among the file's)
         self.derived: tuple[object, str] | None = None
+        #: the uid made unique last, the quote, and the suggestion made of them
+        self.made: tuple[str, str, UidSuggestion] | None = None
 
     def holds(self, site: _Site, siblings: tuple[tuple[StreamNode, ...], ...]) -> bool:
         """Whether ``site`` has the very operators decided on."""
+        # (a site or a call's nodes made from the last plan's without a
+        # replaced node are the very objects)
         return (
-            len(self.nodes) == len(site.nodes)
-            and all(
-                j == k and a is b
-                for (j, a), k, b in zip(site.nodes, self.jobs, self.nodes, strict=True)
+            (
+                site is self.site
+                or (
+                    len(self.nodes) == len(site.nodes)
+                    and all(
+                        j == k and a is b
+                        for (j, a), k, b in zip(
+                            site.nodes, self.jobs, self.nodes, strict=True
+                        )
+                    )
+                )
             )
             and len(self.siblings) == len(siblings)
             and all(
-                len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+                a is b
+                or (len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True)))
                 for a, b in zip(siblings, self.siblings, strict=True)
             )
         )
