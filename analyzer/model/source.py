@@ -41,7 +41,7 @@ class SourceRange:
     # hashed and compared thousands of times per analysis): the same
     # relation as the dataclass's.
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not SourceRange:
+        if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, SourceRange)
         a, b, c, d = self.start, self.end, other.start, other.end
