@@ -32,6 +32,7 @@ from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.extract.resume import Resume, Snapshot
 from chainlens.analyzer.extract.resume import plan as plan_resume
+from chainlens.analyzer.extract.tail import Tail
 from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.flink_versions import profile
 from chainlens.analyzer.model.planner import PendingPlan
@@ -332,6 +333,8 @@ def _analyze_text(
             cache.replayed = (_replay_key(path, config), text, program)
             if resume is not None and resume.made:
                 cache.snapshot = resume.made[-1]
+            if resume is not None and resume.tail_made is not None:
+                cache.tail = resume.tail_made
         if config.planner and program.tables and program.tables.statements:
             # the planner is asked about every statement at once (one JVM: its
             # operator names carry JVM-wide ids), then the program is replayed
@@ -487,6 +490,7 @@ def _resume_plan(
         module,
         lambda top: cache.chunk_starts(module, top),
         lambda top: cache.statement_line(module, top),
+        cache.tail if isinstance(cache.tail, Tail) else None,
     )
 
 

@@ -17,7 +17,13 @@ from dataclasses import replace
 
 import libcst as cst
 
-from chainlens.analyzer.extract.evaluator import BOTH_SIDES, FIRST_SIDE, Evaluator
+from chainlens.analyzer.extract.evaluator import (
+    BOTH_SIDES,
+    FIRST_SIDE,
+    Caller,
+    Evaluator,
+    OnPoint,
+)
 from chainlens.analyzer.extract.interface import Assumption
 from chainlens.analyzer.extract.modules import Guard, ReadText
 from chainlens.analyzer.extract.positions import KnownCalls
@@ -25,6 +31,13 @@ from chainlens.analyzer.extract.program import Program, TableReplay
 from chainlens.analyzer.extract.resolver import PyFlinkResolver
 from chainlens.analyzer.extract.resume import Resume, Snapshot, recorder, restored
 from chainlens.analyzer.extract.syntax import body_of
+from chainlens.analyzer.extract.tail import (
+    Tail,
+    TailKnown,
+    facts,
+    given_again,
+    kept_program,
+)
 from chainlens.analyzer.model.flink_versions import NEWEST
 from chainlens.analyzer.model.source import SourceRange
 from chainlens.analyzer.model.values import Unknown
@@ -148,10 +161,39 @@ def interpret(
             site = (snapshot.site_index, snapshot.inner)
             _, evaluator.on_point = recorder(plan, module, _kept(method_scans), site)
             again = plan.point.index - snapshot.point.index
-        evaluator.resume(
-            rest, scope, caller, (snapshot.site_index, snapshot.inner), again
-        )
-        return ended(program, evaluator)
+        tail: list[Tail | Program] = []
+        if plan.point is None and plan.after is not None:
+            again = plan.after[0] - snapshot.point.index
+            evaluator.on_point = _at_chunk_end(plan, snapshot, program, tail)
+        try:
+            evaluator.resume(
+                rest, scope, caller, (snapshot.site_index, snapshot.inner), again
+            )
+        except TailKnown:
+            # the rest is what the recorded one made: ``tail`` holds it
+            (given,) = tail
+            assert isinstance(given, Program)
+            assert plan.tail is not None
+            assert plan.tail.program is not None
+            current.update(plan.tail.scans)
+            ended(given, evaluator)
+            given.missing_modules = list(plan.tail.program.missing_modules)
+            return given, evaluator
+        program.reads = program.setters = None
+        ended(program, evaluator)
+        if tail and isinstance(tail[0], Tail):
+            recorded = tail[0]
+            if (
+                evaluator.failed_when is None
+                and evaluator.failed_after is None
+                and len(evaluator.untaken) == recorded.facts[-1]
+                and len(evaluator.modules) == recorded.modules
+                and tuple(program.modules) == recorded.facts[7]
+            ):
+                recorded.program = kept_program(program)
+                recorded.scans = dict(current)
+                plan.tail_made = recorded
+        return program, evaluator
 
     decided: dict[tuple[object, ...], bool] = {}
     failures: list[tuple[str, SourceRange | None]] = []
@@ -214,6 +256,47 @@ def interpret(
         method_scans.clear()
         method_scans.update(current)
     return program
+
+
+def _at_chunk_end(
+    plan: Resume, snapshot: Snapshot, program: Program, tail: list[Tail | Program]
+) -> OnPoint:
+    """What a resumed run does where the chunk it resumed in ends: stop there
+    when the rest recorded last is given again (``tail.py``: the program it
+    makes in ``tail``), else record the rest from there (in ``tail``)."""
+    assert plan.after is not None
+    index, line = plan.after
+    if plan.tail is not None:
+        program.setters = []
+
+    def at_chunk_end(
+        evaluator: Evaluator, scope: dict[str, object], caller: Caller
+    ) -> None:
+        untaken = len(evaluator.untaken)
+        if (
+            plan.tail is not None
+            and plan.setter is not None
+            and evaluator.failed_when is None
+            and evaluator.failed_after is None
+        ):
+            given = given_again(plan.tail, program, untaken, plan.setter)
+            if given is not None:
+                tail.append(given)
+                raise TailKnown
+        program.setters = None
+        recorded = Tail(
+            snapshot,
+            index,
+            line,
+            plan.text,
+            dict(program.transformations),
+            facts(program, untaken),
+            modules=len(evaluator.modules),
+        )
+        program.reads = recorded.reads
+        tail.append(recorded)
+
+    return at_chunk_end
 
 
 def _kept(method_scans: object) -> list[object]:

@@ -259,6 +259,8 @@ class ModuleCache:
         #: the state the last versions' replays recorded where their edits
         #: were (``resume.py``)
         self.snapshot: object = None
+        #: what the rest of the last resumed replay did (``tail.py``)
+        self.tail: object = None
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
         """The piece of ``text``, parsed now if it was not before.

@@ -167,6 +167,12 @@ class Program:
     #: the type of each transformation's output given as ``Types.X(...)``, as
     #: the Table planner is given it (only what the program said statically)
     type_specs: dict[int, list[object]] = field(default_factory=dict)
+    #: while a replay follows what its rest reads (``resume.py``): the ids
+    #: of the transformations whose values it read or changed
+    reads: set[int] | None = None
+    #: while a replay follows its setters: each setter called on a stream's
+    #: transformation (``name``, ``set_parallelism``...), and where
+    setters: list[tuple[str, SourceRange | None]] | None = None
 
     def new_id(self) -> int:
         """Consume one id of Flink's transformation counter."""
@@ -179,8 +185,16 @@ class Program:
         self.transformations[t.id] = t
         return t
 
+    def read(self, tid: int) -> Transformation:
+        """Transformation ``tid``, whose values are read."""
+        if self.reads is not None:
+            self.reads.add(tid)
+        return self.transformations[tid]
+
     def update(self, tid: int, **changes: object) -> Transformation:
         """Replace fields of transformation ``tid`` (as Flink's setters do)."""
+        if self.reads is not None:
+            self.reads.add(tid)
         t = evolve(self.transformations[tid], **changes)
         self.transformations[tid] = t
         return t

@@ -208,7 +208,7 @@ def type_of(value: object, default: OutputType) -> OutputType:
 
 def partition(call: Call, stream: Stream, partitioner: Partitioner, api: str) -> Stream:
     """Mirror a ``PartitionTransformation`` (no node; an edge property)."""
-    src = call.program.transformations[stream.tid]
+    src = call.program.read(stream.tid)
     t = new_transformation(
         call,
         stream.env,

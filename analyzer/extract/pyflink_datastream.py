@@ -198,7 +198,7 @@ KEY_TYPE = "key_type "
 def _with_key_type(call: Call, stream: Stream, typed: str | None) -> Stream:
     """Record the key type on the key_by map (``key_type Types.LONG()``, or
     ``key_type pickled`` when none is given: PyFlink's default)."""
-    t = call.program.transformations[stream.tid]
+    t = call.program.read(stream.tid)
     text = KEY_TYPE + (typed if typed is not None else "pickled")
     call.program.update(stream.tid, functions=(*t.functions, text))
     return stream
@@ -247,7 +247,7 @@ def ds_union(call: Call, s: Stream, others: Sequence[object]) -> Stream:
         TransformationKind.UNION,
         "Union",
         tuple(inputs),
-        parallelism=call.program.transformations[first.tid].parallelism,
+        parallelism=call.program.read(first.tid).parallelism,
         output_type=first.output_type,
         api="union",
         add_to_env=False,
@@ -296,7 +296,7 @@ def ds_assign_timestamps(call: Call, s: Stream) -> Stream:
             "assign_timestamps_and_watermarks",
             hidden=True,
         )
-    up_t = call.program.transformations[upstream.tid]
+    up_t = call.program.read(upstream.tid)
     wm = new_transformation(
         call,
         s.env,
@@ -342,7 +342,7 @@ def ds_get_side_output(call: Call, s: Stream) -> Stream:
         TransformationKind.SIDE_OUTPUT,
         "SideOutput",
         (s.tid,),
-        parallelism=call.program.transformations[s.tid].parallelism,
+        parallelism=call.program.read(s.tid).parallelism,
         output_type=out,
         api="get_side_output",
         add_to_env=False,
@@ -498,6 +498,8 @@ def set_on_transformation(call: Call, s: Stream, api: str) -> Stream:
                 "surrogate): PyFlink cannot pass it to Java, the program fails here",
                 call.where,
             ) from None
+    if program.setters is not None:
+        program.setters.append((api, call.where))
     if api == "name":
         program.update(tid, name=call.text(a.get(0, "name"), "operator name"))
     elif api == "uid":

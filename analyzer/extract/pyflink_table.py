@@ -1161,7 +1161,7 @@ def _from_data_stream(
                 "the stream going into the Table API is unbounded: a table "
                 "environment in batch mode refuses to query it (not planned)"
             )
-    t = program.transformations[stream.tid]
+    t = program.read(stream.tid)
     parallelism = t.parallelism if t.parallelism is not None else env.parallelism
     max_parallelism = t.max_parallelism if isinstance(t.max_parallelism, int) else 0
     statement: Statement = {

@@ -55,6 +55,7 @@ from chainlens.analyzer.extract.flow import Context
 from chainlens.analyzer.extract.lexer import shared_end, shared_start
 from chainlens.analyzer.extract.modules import ModuleFinder
 from chainlens.analyzer.extract.positions import CallLocator, KnownCalls
+from chainlens.analyzer.extract.tail import Tail, literal_setter
 from chainlens.analyzer.extract.values import FunctionDef
 from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
@@ -112,6 +113,15 @@ class Resume:
     point: Point | None
     #: the records made (the replay's, kept by the caller)
     made: list[Snapshot] = field(default_factory=list)
+    #: where the chunk the replay resumes in ends (the next chunk's index in
+    #: the function's body, and its line; None: no chunk after it), the
+    #: rest recorded last from there, and, when it may be given again, the
+    #: setter whose literal is all that changed (``tail.py``)
+    after: tuple[int, int] | None = None
+    tail: Tail | None = None
+    setter: tuple[str, SourceRange] | None = None
+    #: the rest this replay recorded (kept by the caller)
+    tail_made: Tail | None = None
 
 
 def plan(
@@ -122,24 +132,56 @@ def plan(
     module: cst.Module,
     chunks: Callable[[int], list[tuple[int, int]] | None],
     starts: Callable[[int], int | None],
+    tail: Tail | None = None,
 ) -> Resume | None:
     """Decide how the replay of ``text`` (parsed into ``module``) starts and
     where it records its state: ``previous`` is the state recorded last,
     ``last_text`` the version replayed last; ``chunks`` and ``starts`` say
     where the chunks of a top-level function start and where a top-level
-    statement does (``ModuleCache``).  None: neither."""
+    statement does (``ModuleCache``).  None: neither.  ``tail``: the rest
+    of a replay recorded last (``tail.py``)."""
     changed = _resumable(previous, key, text, module, starts)
     resumed = previous if changed is not None else None
     since = resumed.text if resumed is not None else last_text
     if since is None or since == text:
         return Resume(key, text, module, resumed, None) if resumed else None
-    first, last = changed or _changed_lines(since, text)
+    # where this edit is: against the version replayed last (an edit after
+    # the recorded point gets a point of its own, though the text differs
+    # from the recorded one from that point on)
+    first, last = (
+        _changed_lines(last_text, text)
+        if last_text is not None and last_text != text
+        else changed or _changed_lines(since, text)
+    )
     point = _point(module, first, last, chunks, starts)
     if resumed is not None and (point is None or point.index <= resumed.point.index):
         point = None  # (the state recorded holds)
     if resumed is None and point is None:
         return None
-    return Resume(key, text, module, resumed, point)
+    made = Resume(key, text, module, resumed, point)
+    if resumed is not None and point is None:
+        _plan_tail(made, resumed, chunks(resumed.point.top), tail)
+    return made
+
+
+def _plan_tail(
+    made: Resume,
+    resumed: Snapshot,
+    found: list[tuple[int, int]] | None,
+    tail: Tail | None,
+) -> None:
+    """Where the chunk the replay resumes in ends, and whether the rest
+    ``tail`` recorded from there is given again (``tail.py``)."""
+    after = next((s for s in found or () if s[1] > resumed.point.index), None)
+    if after is None:
+        return
+    line, index = after
+    made.after = (index, line)
+    if tail is None or tail.snapshot is not resumed or tail.index != index:
+        return
+    if tail.line == line:
+        made.setter = literal_setter(tail.text, made.text, resumed.point.line, line)
+        made.tail = tail if made.setter is not None else None
 
 
 def _changed_lines(old: str, new: str) -> tuple[int, int]:
