@@ -261,6 +261,11 @@ class ModuleCache:
         self.snapshot: object = None
         #: what the rest of the last resumed replay did (``tail.py``)
         self.tail: object = None
+        #: the pieces of texts written more than once in the module, after
+        #: the first (:meth:`_distinct`)
+        self._twins: dict[tuple[str, int], _Piece] = {}
+        #: the same, for the chunks of a long function written alike
+        self._chunk_twins: dict[tuple[str, int], _Piece] = {}
 
     def _piece(self, text: str, node: ast.stmt | None = None, delta: int = 0) -> _Piece:
         """The piece of ``text``, parsed now if it was not before.
@@ -362,10 +367,22 @@ class ModuleCache:
         """The piece of ``text`` made of ``header`` and the chunks between
         ``cuts`` (parsed here, or found parsed before)."""
         newline = _newline_of(lines[0])
-        chunks = [
-            self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
-            for a, b in itertools.pairwise(cuts)
-        ]
+        chunks: list[_Piece] = []
+        for a, b in itertools.pairwise(cuts):
+            chunk = self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
+            count = 0
+            while any(chunk is c for c in chunks):  # (a twin: see _distinct)
+                count += 1
+                key = (chunk.text, count)
+                twin = self._chunk_twins.get(key)
+                if twin is None:
+                    if len(self._chunk_twins) >= self._max:
+                        self._chunk_twins.clear()
+                    twin = self._chunk_twins[key] = _Piece(
+                        chunk.text, parse_module(chunk.text)
+                    )
+                chunk = twin
+            chunks.append(chunk)
         return _joined(text, header, chunks, tuple(cuts), indent)
 
     def _reparse_inside(
@@ -671,10 +688,13 @@ class ModuleCache:
                 )
         except cst.ParserSyntaxError:
             return parse_module(text)
+        self._distinct(entries)
         if self.keep_current_only:
-            self._pieces = OrderedDict(
-                (p.text, p) for e in entries for p in (*e.parts, e)
-            )
+            kept: OrderedDict[str, _Piece] = OrderedDict()
+            for e in entries:
+                for p in (*e.parts, e):
+                    kept.setdefault(p.text, p)  # (a text's first: not a twin)
+            self._pieces = kept
         pieces = [e.module for e in entries]
         indents = {
             p.default_indent
@@ -695,6 +715,28 @@ class ModuleCache:
         self._last_text = text
         self._previous = (lines, bounds)
         return module
+
+    def _distinct(self, entries: list[_Piece]) -> None:
+        """Give each place of a module nodes of its own: a piece of the same
+        text as one before it (two statements, or two long functions sharing
+        a chunk, written alike) is parsed again there, once (kept as the
+        text's next twin).  The replay and the positions know a node by its
+        identity: a node at two places would be located at one of them
+        only."""
+        seen: set[int] = set()
+        twins: dict[tuple[str, int], _Piece] = {}
+        for index, entry in enumerate(entries):
+            count = 0
+            while id(entry) in seen or any(id(part) in seen for part in entry.parts):
+                count += 1
+                key = (entry.text, count)
+                twin = self._twins.get(key) or twins.get(key)
+                if twin is None:
+                    twin = _Piece(entry.text, parse_module(entry.text))
+                twins[key] = entry = entries[index] = twin
+            seen.add(id(entry))
+            seen.update(id(part) for part in entry.parts)
+        self._twins = twins
 
     def module_of(self, text: str) -> cst.Module | None:
         """The module of ``text`` when it is the text parsed last, else None."""

@@ -595,3 +595,65 @@ def test_the_walk_of_libcst_nodes_reads_their_fields_only() -> None:
             continue
         names = {f.name for f in dataclasses.fields(cls)}
         assert set(positions._fields(cls)) <= names, cls
+
+
+def _nodes(module: cst.Module) -> list[int]:
+    """The identity of every node of ``module`` (a node may be at two
+    places: each place counts)."""
+    found: list[int] = []
+
+    class Visitor(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.append(id(node))
+            return True
+
+    module.visit(Visitor())
+    return found
+
+
+_REDUCE = "s.key_by(lambda v: v).reduce(lambda a, b: a + b).print()\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # statements written alike at the module level
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        f"s = env.from_collection([1, 2, 3])\n{_REDUCE}x = 1\n{_REDUCE}{_REDUCE}"
+        "env.execute('alike')\n",
+        # chunks written alike in a long function (three lines each)
+        "from pyflink.datastream import StreamExecutionEnvironment\n\n\n"
+        "def main():\n"
+        "    env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "    s = env.from_collection([1, 2, 3])\n"
+        + "".join(f"    z{i} = {i}\n" for i in range(42))
+        + f"    {_REDUCE}    x = 1\n    y = 2\n"
+        + "".join(f"    z{i} = {i}\n" for i in range(42))
+        + f"    {_REDUCE}    x = 1\n    y = 2\n"
+        + "".join(f"    z{i} = {i}\n" for i in range(42))
+        + "    env.execute('alike')\n\n\nmain()\n",
+    ],
+    ids=["statements", "chunks"],
+)
+def test_code_written_alike_twice_has_nodes_of_its_own(text: str) -> None:
+    """Each place gets nodes of its own (the analysis finds each keyed
+    reduce where it is, as without the cache), and an edit elsewhere keeps
+    them: the same nodes as before."""
+    cache = ModuleCache(keep_current_only=True)
+    cached = analyze_source("p.py", text, cache=cache)
+    fresh = analyze_source("p.py", text)
+    assert cached.diagnostics == fresh.diagnostics
+    assert len({d.range.start.line for d in fresh.diagnostics}) >= 2
+    module = cache.module_of(text)
+    assert module is not None
+    nodes = _nodes(module)
+    assert len(nodes) == len(set(nodes))
+    edited = text.replace("[1, 2, 3]", "[1, 2, 4]")
+    again = analyze_source("p.py", edited, cache=cache)
+    assert again.diagnostics == analyze_source("p.py", edited).diagnostics
+    module = cache.module_of(edited)
+    assert module is not None
+    kept = _nodes(module)
+    assert len(kept) == len(set(kept))
+    assert len(set(nodes) & set(kept)) > len(nodes) * 0.8
