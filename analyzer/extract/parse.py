@@ -368,10 +368,11 @@ class ModuleCache:
         ``cuts`` (parsed here, or found parsed before)."""
         newline = _newline_of(lines[0])
         chunks: list[_Piece] = []
+        used: set[int] = set()
         for a, b in itertools.pairwise(cuts):
             chunk = self._piece(f"if 1:{newline}" + "".join(lines[a:b]))
             count = 0
-            while any(chunk is c for c in chunks):  # (a twin: see _distinct)
+            while id(chunk) in used:  # (a twin: see _distinct)
                 count += 1
                 key = (chunk.text, count)
                 twin = self._chunk_twins.get(key)
@@ -383,6 +384,7 @@ class ModuleCache:
                     )
                 chunk = twin
             chunks.append(chunk)
+            used.add(id(chunk))
         return _joined(text, header, chunks, tuple(cuts), indent)
 
     def _reparse_inside(
