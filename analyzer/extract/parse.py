@@ -264,6 +264,8 @@ class ModuleCache:
         #: the pieces of texts written more than once in the module, after
         #: the first (:meth:`_distinct`)
         self._twins: dict[tuple[str, int], _Piece] = {}
+        #: the chunk starts found last: of a piece at an offset
+        self._starts: tuple[_Piece, int, list[tuple[int, int]]] | None = None
         #: the same, for the chunks of a long function written alike
         self._chunk_twins: dict[tuple[str, int], _Piece] = {}
 
@@ -467,6 +469,9 @@ class ModuleCache:
         piece, index, offset = self._layout[top]
         if not piece.parts or index != 0 or len(piece.module.body) != 1:
             return None
+        kept = self._starts
+        if kept is not None and kept[0] is piece and kept[1] == offset:
+            return kept[2]  # (asked more than once per version)
         starts: list[tuple[int, int]] = []
         count = 0
         for chunk, cut in zip(piece.parts[1:], piece.cuts, strict=False):
@@ -475,6 +480,7 @@ class ModuleCache:
             assert isinstance(wrapper, cst.If)
             assert isinstance(wrapper.body, cst.IndentedBlock)
             count += len(wrapper.body.body)
+        self._starts = (piece, offset, starts)
         return starts
 
     def statement_line(self, module: cst.Module, top: int) -> int | None:

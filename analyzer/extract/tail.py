@@ -194,7 +194,13 @@ def literal_setter(
         return None
     column = start - (new.rfind("\n", 0, start) + 1)
     found = [
-        _setter_at(text, first, end, line, column, len(text) - tail - start)
+        _setter_at(
+            _lines(text, start, line, first, end),
+            first,
+            line,
+            column,
+            len(text) - tail - start,
+        )
         for text in (old, new)
     ]
     if found[0] is None or found[1] is None or found[0][0] != found[1][0]:
@@ -202,14 +208,29 @@ def literal_setter(
     return found[1]
 
 
+def _lines(text: str, at: int, line: int, first: int, end: int) -> list[str]:
+    """Lines ``first`` to ``end`` (excluded) of ``text``, whose offset ``at``
+    is on line ``line`` (found from there, not by splitting the text)."""
+    begin = text.rfind("\n", 0, at) + 1
+    for _ in range(line - first):
+        begin = text.rfind("\n", 0, begin - 1) + 1
+    stop = at
+    for _ in range(end - line):
+        found = text.find("\n", stop)
+        if found < 0:
+            stop = len(text)
+            break
+        stop = found + 1
+    return text[begin:stop].split("\n")[: end - first]
+
+
 def _setter_at(
-    text: str, first: int, end: int, line: int, column: int, width: int
+    lines: list[str], first: int, line: int, column: int, width: int
 ) -> tuple[str, SourceRange] | None:
     """The setter whose sole argument is the literal holding the ``width``
-    characters at ``column`` of line ``line`` of ``text``, and where its call
-    is, when that call is in a statement of its own of the chunk of lines
-    ``first`` to ``end`` (excluded)."""
-    lines = text.split("\n")[first - 1 : end - 1]
+    characters at ``column`` of line ``line``, and where its call is, when
+    that call is in a statement of its own of the chunk ``lines`` (lines
+    ``first`` on)."""
     try:
         tree = ast.parse("if 1:\n" + "\n".join(lines))
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -17,7 +17,7 @@ import pytest
 
 from chainlens.analyzer.check import check_text
 from chainlens.analyzer.config import Config
-from chainlens.analyzer.extract import interpreter
+from chainlens.analyzer.extract import interpreter, tail
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.extract.tail import literal_setter
 from chainlens.analyzer.model.result import CompiledJob
@@ -261,3 +261,22 @@ def test_a_job_submitted_before_the_setter_keeps_what_it_had(
     versions = [text] + [text.replace('"later"', f'"later {n}"') for n in range(4)]
     _same_as_from_nothing("p.py", versions, **_CHUNKED)
     assert sum(given) >= 2, given
+
+
+def test_a_chunk_s_lines_are_found_from_the_change() -> None:
+    """The lines of a chunk, found from an offset on one of them, are the
+    text's lines between the chunk's first and its end."""
+    rng = random.Random(3)
+    for _ in range(2000):
+        count = rng.randint(1, 12)
+        lines = [
+            "".join(rng.choice("ab ") for _ in range(rng.randint(0, 5)))
+            for _ in range(count)
+        ]
+        text = "\n".join(lines) + rng.choice(["", "\n"])
+        line = rng.randint(1, count)
+        first, end = rng.randint(1, line), rng.randint(line + 1, count + 2)
+        at = sum(len(text) + 1 for text in lines[: line - 1])
+        at += rng.randint(0, len(lines[line - 1]))
+        expected = text.split("\n")[first - 1 : end - 1]
+        assert tail._lines(text, at, line, first, end) == expected
