@@ -165,13 +165,30 @@ class MissingUid:
             in_job = (
                 f" in job '{clipped(str(job.job_name), 30)}'" if several_jobs else ""
             )
+            version = context.result.flink_version.version
+            severity = context.severity(self)
             for where, nodes in sites.items():
                 suggestion = context.uid_plan.for_range(where)
+                # what the finding is made of (the operators compared by
+                # identity first: a graph made again keeps the unchanged)
+                made_of = (
+                    tuple(nodes),
+                    tuple(operator_id_text(job.job_graph, n) for n in nodes),
+                    in_job,
+                    suggestion,
+                    version,
+                    severity,
+                    job.spec.index,
+                    context.result.path,
+                )
+                kept = _MADE.get(where)
+                if kept is not None and kept[0] == made_of:
+                    yield kept[1]
+                    continue
                 message, why = _message(job.job_graph, nodes, in_job)
-                version = context.result.flink_version.version
                 aggregate = any(restarting(n, version) for n in nodes)
                 note = fix_note(suggestion, aggregate=aggregate)
-                yield context.report(
+                found = context.report(
                     self,
                     message,
                     where,
@@ -180,3 +197,13 @@ class MissingUid:
                     alternatives=suggestion.alternatives,
                     job_index=job.spec.index,
                 )
+                if len(_MADE) >= _MADE_KEPT:
+                    _MADE.clear()
+                _MADE[where] = (made_of, found)
+                yield found
+
+
+#: per place of a call, the last finding made of it and what it was made of
+#: (an editor's edit leaves most of them as they were)
+_MADE: dict[SourceRange, tuple[tuple[object, ...], Diagnostic]] = {}
+_MADE_KEPT = 20_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -21,12 +22,20 @@ def restarting(node: StreamNode, version: str) -> list[FusedMember]:
     """The keyed aggregations in ``node`` (itself, or fused into it) whose
     running value PyFlink (Flink ``version``) never reads back from a
     savepoint."""
-    methods = profile(version).value("pyflink.state-not-restored")
-    assert isinstance(methods, frozenset)
     if node.hidden or state_info(node) is None:
         return []
+    methods = _not_restored(version)
     members = node.members or (FusedMember(node.name, node.api, range=node.range),)
     return [m for m in members if m.api in methods]
+
+
+@functools.cache
+def _not_restored(version: str) -> frozenset[str]:
+    """The methods whose running value PyFlink (Flink ``version``) never
+    reads back (asked per operator: looked up once per version)."""
+    methods = profile(version).value("pyflink.state-not-restored")
+    assert isinstance(methods, frozenset)
+    return methods
 
 
 class AggregateNotRestored:

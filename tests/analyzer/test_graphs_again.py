@@ -12,7 +12,8 @@ versions each changing one number or one word of a string of the last, and
 each version's jobs must equal those compiled from nothing, and its
 findings those made from nothing (the uid fixes planned from what was
 decided of each call before, where its operators are the very ones:
-``uid_plan._Suggested``).
+``uid_plan._Suggested``; a call's CL101 finding made last, where what it is
+made of is as it was: ``cl101_missing_uid._MADE``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.compile import job_graph_gen, pipeline, stream_graph_gen
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.parse import ModuleCache
-from chainlens.analyzer.model.result import CompiledJob
-from chainlens.analyzer.rules import uid_plan
+from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
+from chainlens.analyzer.rules import cl101_missing_uid, uid_plan
 from tests.support import ROOT
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
@@ -114,6 +115,7 @@ def test_graphs_made_again_are_the_ones_built_whole(
                 patch.setattr(pipeline, "_COMPILED", {})
                 patch.setattr(uid_plan, "_SUGGESTED", {})
                 patch.setattr(uid_plan, "_LAST_SITES", threading.local())
+                patch.setattr(cl101_missing_uid, "_MADE", {})
                 whole = analyze_source(str(path), version, Config())
                 fresh = whole.jobs
             assert _jobs(jobs) == _jobs(fresh), (path, version)
@@ -247,3 +249,32 @@ def test_a_uid_fix_follows_what_it_is_derived_from(
     assert fixes == [f.edits[0].new_text for d in whole.diagnostics for f in d.fixes]
     assert fixes != [f.edits[0].new_text for d in before.diagnostics for f in d.fixes]
     assert all(f"'{uid or new['var']}" in text for text in fixes), fixes
+
+
+def test_a_finding_names_the_operator_id_its_operator_has_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A uid set upstream moves the reduce's generated ID, though the
+    reduce's operator is as it was: its CL101 finding, made last of the same
+    operator, names the ID it has now."""
+    program = """from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+s = env.from_collection([1, 2, 3]).map(lambda v: v + 1){uid}
+s.key_by(lambda v: v).reduce(lambda a, b: a + b).print()
+env.execute("moved")
+"""
+
+    def analysed(uid: str) -> AnalysisResult:  # (the fixes unchecked, as an editor)
+        return analyze_source("p.py", program.format(uid=uid), verify_fixes=False)
+
+    before = analysed("")
+    after = analysed('.uid("m")')
+    with monkeypatch.context() as patch:
+        patch.setattr(cl101_missing_uid, "_MADE", {})
+        whole = analysed('.uid("m")')
+    reduce = [d for d in after.diagnostics if d.code.code == "CL101"]
+    assert [d.explanation for d in reduce] == [
+        d.explanation for d in whole.diagnostics if d.code.code == "CL101"
+    ]
+    assert reduce[0].explanation not in {d.explanation for d in before.diagnostics}
