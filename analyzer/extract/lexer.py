@@ -121,7 +121,10 @@ def same_code(old: str, new: str) -> bool:
     same."""
     if old == new:
         return True
-    texts = [t.replace("\r\n", "\n").replace("\r", "\n") for t in (old, new)]
+    texts = [
+        t.replace("\r\n", "\n").replace("\r", "\n") if "\r" in t else t
+        for t in (old, new)
+    ]
     a, b = texts
     if a == b:
         return True
