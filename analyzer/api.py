@@ -26,7 +26,7 @@ import libcst as cst
 from chainlens.analyzer.compile.pipeline import compile_jobs
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.interpreter import interpret
-from chainlens.analyzer.extract.lexer import same_code
+from chainlens.analyzer.extract.lexer import TOKEN, same_code
 from chainlens.analyzer.extract.modules import PARSED, ModuleFinder, ReadText
 from chainlens.analyzer.extract.parse import ModuleCache, parse_module
 from chainlens.analyzer.extract.program import Program, TableReplay
@@ -539,19 +539,12 @@ MAX_NESTING_DEPTH = 1_000
 #: LibCST needs 1 to 8 KB of memory per token and CPython's ``ast`` up to
 #: 1.5 KB (200,000 statements ``1`` took 794 MB and 15 s in LibCST; 2,500,000
 #: took 63 s and 3.8 GB in ``ast.parse`` alone): a text with more tokens than
-#: this (counted by :data:`_TOKEN`, about Python's count) is not parsed.
+#: this (counted by ``lexer.TOKEN``, about Python's count) is not parsed.
 MAX_TOKENS = 100_000
 #: Python's line breaks.
 _BREAKS = re.compile(r"\r\n|\r|\n")
 #: A code point a str may hold but no UTF-8 text (a JSON string may send one).
 _SURROGATE = re.compile("[\ud800-\udfff]")
-#: A Python token, about: a comment or a string literal is one.
-_TOKEN = re.compile(
-    r"#[^\r\n]*"
-    r"|[rRbBuUfF]{0,3}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\")"
-    r"|[rRbBuUfF]{0,3}(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\")"
-    r"|\w+|[^\s\w]"
-)
 #: Each byte of a text's UTF-8 as ``a`` (an ASCII letter, digit or ``_``),
 #: ``s`` (ASCII white space) or ``p`` (anything else).
 _CLASSES = bytes(
@@ -565,7 +558,7 @@ _CLASSES = bytes(
 
 
 def _at_most_tokens(text: str) -> int:
-    """At least :data:`_TOKEN`'s count of ``text``, counted at the speed of C.
+    """At least ``lexer.TOKEN``'s count of ``text``, counted at the speed of C.
 
     Each token starts a run of ASCII word characters (a word, or a string's
     prefix) or is started by another byte that is not white space (a
@@ -594,7 +587,7 @@ def _refuse_deep(text: str, statements: Sequence[ast.stmt] | None) -> None:
         visible = len(text) - sum(text.count(c) for c in " \n\t\r")
         # nor is one whose bound of tokens is under it (every edit of a long one)
         counted = visible > MAX_TOKENS and _at_most_tokens(text) > MAX_TOKENS
-        tokens = _TOKEN.subn("", text)[1] if counted else 0
+        tokens = TOKEN.subn("", text)[1] if counted else 0
         if tokens > MAX_TOKENS:
             raise _TooLargeError(
                 f"the file has about {tokens:,} tokens, more than the "

@@ -7,6 +7,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+#: A Python token, about: a comment or a string literal is one.
+TOKEN = re.compile(
+    r"#[^\r\n]*"
+    r"|[rRbBuUfF]{0,3}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\")"
+    r"|[rRbBuUfF]{0,3}(?:'(?:[^'\\\r\n]|\\.)*'|\"(?:[^\"\\\r\n]|\\.)*\")"
+    r"|\w+|[^\s\w]"
+)
 #: what :func:`scan` stops at: a comment, or a quote starting a string
 _LEXEME = re.compile(r"#[^\n]*|'|\"")
 #: the rest of a one-line string after its opening quote, up to its closing

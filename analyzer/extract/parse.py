@@ -30,6 +30,7 @@ from typing import Final, NamedTuple
 
 import libcst as cst
 
+from chainlens.analyzer.extract.literal_edit import patched
 from chainlens.analyzer.extract.positions import CallRanges, KnownCalls, statement_calls
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 
@@ -431,6 +432,8 @@ class ModuleCache:
             guard(region, wrapper.body)
         new_cuts = [*cuts[:first], *inside, *(c + shift for c in cuts[last:])]
         text = "".join(piece_lines)
+        if not shift and new_cuts == list(cuts):
+            self._patch_chunks(piece, piece_lines, first, last)
         try:
             made = self._joined(
                 text, piece_lines, piece.parts[0], new_cuts, piece.indent
@@ -441,6 +444,25 @@ class ModuleCache:
             return None
         self._pieces[text] = made
         return [*old_bounds[: index + 1], *(b + shift for b in old_bounds[index + 1 :])]
+
+    def _patch_chunks(
+        self, piece: _Piece, lines: Sequence[str], first: int, last: int
+    ) -> None:
+        """Make the chunks ``first`` to ``last`` (excluded) of the new
+        version of ``piece`` (its ``lines``, cut where it was) whose one
+        literal changed from their last version's nodes, not parsed
+        (``literal_edit``); the others are parsed as they are joined."""
+        newline = _newline_of(lines[0])
+        for index in range(first, last):
+            text = f"if 1:{newline}" + "".join(
+                lines[piece.cuts[index] : piece.cuts[index + 1]]
+            )
+            old = piece.parts[index + 1]
+            if text == old.text or text in self._pieces:
+                continue
+            module = patched(old.text, old.module, text)
+            if module is not None:
+                self._pieces[text] = _Piece(text, module)
 
     def known_calls(self, module: cst.Module) -> KnownCalls | None:
         """Return the call ranges of ``module``'s statements (None: not built here)."""

@@ -150,7 +150,9 @@ def test_an_edit_in_a_long_function_parses_its_chunk_only() -> None:
     cache = ModuleCache(keep_current_only=True)
     cache.parse_module(text, ast.parse(text))
     before = cache.misses
-    edited = text.replace("'stage 100'", "'stage one hundred'")
+    edited = text.replace("'stage 100'", "'stage one hundred'").replace(
+        "e + 100)", "e * 100)"
+    )
     module = cache.reparse(edited)
     assert module is not None
     assert module.code == edited
@@ -159,6 +161,13 @@ def test_an_edit_in_a_long_function_parses_its_chunk_only() -> None:
     parsed = [p for p in cache._pieces.values() if "stage one hundred" in p.text]
     assert min(len(p.text.splitlines()) for p in parsed) <= 4  # the chunk
     _assert_same_calls(edited, cache)
+    # one literal changed: the chunk is made from its last version's nodes
+    typed = edited.replace("'stage one hundred'", "'stage one hundred and one'")
+    module = cache.reparse(typed)
+    assert module is not None
+    assert module.deep_equals(cst.parse_module(typed))
+    assert cache.misses - before == 1
+    _assert_same_calls(typed, cache)
 
 
 def test_a_comment_above_a_long_function_parses_no_more_than_its_neighbour(
