@@ -331,6 +331,8 @@ def cpu(args: argparse.Namespace) -> None:
     options: dict[str, object] = {"verify_fixes": False} if quick else {}
     if "findings" in inspect.signature(check_document).parameters:
         options["findings"] = False  # as the server asks
+    if args.stages:
+        time_stages()
     gc.disable()  # as the server does while it analyses
     print(
         f"{os.cpu_count()} cores; load {load()}; uid fixes checked: {not quick}; "
@@ -356,17 +358,64 @@ def cpu(args: argparse.Namespace) -> None:
         previous = check_document(path, text, Config(), cache=cache, **options)
         for kind, edit in edits.items():
             times = []
+            spent.clear()
             for n in range(args.edits):
                 new = edit(text, n)
                 started = time.thread_time()
                 checked = check_document(path, new, Config(), cache=cache, **options)
                 times.append(time.thread_time() - started)
+                for stage in STAGES:
+                    spent.setdefault(stage, []).append(spent.pop(("now", stage), 0.0))
                 # the analysis an edit replaces is freed after the new one, as
                 # the server frees it (once the new findings are made)
                 previous = checked
             del previous
             found.append(f"{kind} {statistics.median(times) * 1000:.1f} ms")
+            if args.stages:
+                found[-1] += (
+                    " ("
+                    + ", ".join(
+                        f"{stage} {statistics.median(spent[stage]) * 1000:.1f}"  # type: ignore[arg-type]
+                        for stage in STAGES
+                    )
+                    + ")"
+                )
         print(f"{shape}: CPU per edit (median) " + "; ".join(found), flush=True)
+
+
+#: the stages ``--stages`` times: where each is, what it is called
+STAGES = {
+    "reparse": ("chainlens.analyzer.extract.parse", "ModuleCache.reparse"),
+    "replay": ("chainlens.analyzer.api", "interpret"),
+    "compile": ("chainlens.analyzer.api", "compile_jobs"),
+    "rules": ("chainlens.analyzer.api", "run_rules"),
+}
+#: per stage, the CPU of each edit (the current edit's under ("now", stage))
+spent: dict[object, object] = {}
+
+
+def time_stages() -> None:
+    """Wrap each of :data:`STAGES` to add its thread CPU time to ``spent``."""
+    import importlib
+
+    for stage, (module_name, name) in STAGES.items():
+        owner: object = importlib.import_module(module_name)
+        *path, attribute = name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        real = getattr(owner, attribute)
+
+        def timed(
+            *args: object, _real: object = real, _stage: str = stage, **kw: object
+        ) -> object:
+            started = time.thread_time()
+            try:
+                return _real(*args, **kw)  # type: ignore[operator]
+            finally:
+                key = ("now", _stage)
+                spent[key] = spent.get(key, 0.0) + time.thread_time() - started  # type: ignore[operator]
+
+        setattr(owner, attribute, timed)
 
 
 async def main() -> None:
@@ -376,6 +425,12 @@ async def main() -> None:
     parser.add_argument("--shapes", default="jobs-300,jobs-5000,big-360,big-4200")
     parser.add_argument(
         "--cpu", action="store_true", help="CPU per edit in this process"
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="with --cpu: the CPU of each stage of an edit too (reparse, "
+        "replay, compile, rules)",
     )
     parser.add_argument(
         "--git",
