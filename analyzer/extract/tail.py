@@ -125,10 +125,11 @@ def given_again(
     new = {tid: program.transformations[tid] for tid in changed}
     transformations.update(new)
     # a job holds a transformation as it was when the job was submitted: the
-    # new one where that was the one the chunk ended with (the rest changed
-    # none of them), else as it was before the setter, in both versions
+    # jobs submitted up to the chunk's end are this replay's own; one the
+    # rest submitted holds the one the chunk ended with (the rest changed
+    # none of them), the new one now
     before = tail.transformations
-    jobs = [
+    jobs = list(program.jobs) + [
         replace(
             job,
             transformations={
@@ -138,7 +139,7 @@ def given_again(
         )
         if any(tid in job.transformations for tid in new)
         else job
-        for job in made.jobs
+        for job in made.jobs[len(program.jobs) :]
     ]
     return _copy(made, transformations, jobs, program)
 

@@ -280,3 +280,20 @@ def test_a_chunk_s_lines_are_found_from_the_change() -> None:
         at += rng.randint(0, len(lines[line - 1]))
         expected = text.split("\n")[first - 1 : end - 1]
         assert tail._lines(text, at, line, first, end) == expected
+
+
+def test_a_job_submitted_in_the_chunk_holds_what_the_chunk_gave_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A name typed, a job submitted and the operator's parallelism set, in
+    one chunk: the job holds the new name; the rest's job, both."""
+    given = _given(monkeypatch)
+    body = """
+    a = s.map(lambda v: v + 1)
+    a.name("named"); a.print(); env.execute("first"); a.set_parallelism(3)
+    a.filter(lambda v: v > 0).print()
+"""
+    text = _FRAME.format(body=body)
+    versions = [text] + [text.replace('"named"', f'"named {n}"') for n in range(4)]
+    _same_as_from_nothing("p.py", versions, **_CHUNKED)
+    assert sum(given) >= 2, given
