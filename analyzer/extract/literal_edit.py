@@ -4,12 +4,12 @@ nodes instead of parsed again.
 Typing a parallelism or a name changes one number or one string of one
 chunk of a long function; LibCST parses a chunk of a few long lines in
 milliseconds, most of what an edit's parse costs.  When the new text is the
-old one with one integer or one plain string literal changed, the same
-literal everywhere else in the chunk (a token of its own: not part of a
-float, a name, a comment, another string or an f-string), the new module is
-the old one with that one node replaced: its parents along the path are made
-again, every other node is the very node it was (what the replay, its
-positions and the state it recorded know nodes by).
+old one with one integer or one plain string literal changed (a token of its
+own: not part of a float, a name, a comment, another string or an
+f-string), the new module is the old one with that one node replaced: its
+parents along the path are made again, every other node is the very node it
+was (what the replay, its positions and the state it recorded know nodes
+by).
 
 Which node the literal is, is found by counting: the literals of the same
 text before it, as tokens of the chunk and as nodes in source order.  The
