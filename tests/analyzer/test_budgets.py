@@ -19,6 +19,7 @@ import pytest
 
 from chainlens.analyzer import api
 from chainlens.analyzer.api import analyze_source
+from chainlens.analyzer.extract.lexer import TOKEN
 
 HEADER = (
     "from pyflink.common import Types\n"
@@ -325,7 +326,7 @@ def test_the_bound_of_tokens_is_never_under_their_count() -> None:
     for _ in range(4000):
         texts.append("".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))))
     for text in texts:
-        assert api._at_most_tokens(text) >= api._TOKEN.subn("", text)[1], repr(text)
+        assert api._at_most_tokens(text) >= TOKEN.subn("", text)[1], repr(text)
 
 
 @pytest.mark.parametrize("maps", [20_000, 8_000])
