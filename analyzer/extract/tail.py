@@ -84,10 +84,9 @@ class Tail:
     #: how many modules the replay had looked for there
     modules: int = 0
     reads: set[int] = field(default_factory=set)
-    #: the program the run made (its lists its own) and the modules it looked
-    #: for and did not find; the state its method scans ended with
+    #: the program the run made (its lists its own; the modules it looked
+    #: for and did not find among them), and the state its method scans ended with
     program: Program | None = None
-    missing: tuple[str, ...] = ()
     scans: dict[int, tuple[object, object]] = field(default_factory=dict)
 
 
@@ -187,7 +186,7 @@ def literal_setter(
     if old.count("\n") != new.count("\n"):
         return None
     start = shared_start(old, new)
-    tail = shared_end(old, new, min(len(old), len(new)))
+    tail = shared_end(old, new, min(len(old), len(new)) - start)
     if "\n" in old[start : len(old) - tail] or "\n" in new[start : len(new) - tail]:
         return None
     line = new.count("\n", 0, start) + 1
