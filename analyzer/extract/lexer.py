@@ -5,7 +5,7 @@ in code at all, or only in comments and blank lines."""
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from itertools import accumulate, repeat
 
 #: A Python token, about: a comment or a string literal is one.
 TOKEN = re.compile(
@@ -48,14 +48,24 @@ def scan(
     # universal newlines: lines end at \r\n, \r or \n, as the tokenizer and
     # LibCST count them (a file with \r alone is one line otherwise)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    starts = [0, *(m.end() for m in re.finditer("\n", text))]
     comments: list[tuple[int, int, str]] = []
     multiline: list[tuple[int, int]] = []
     ends_in_comment: set[int] = set()
     unterminated: set[int] = set()
+    # the line of an offset, counted on from the last one asked (they rise):
+    # only the lines up to the last lexeme are counted
+    counted = [0, 1]  # an offset, its line
 
     def line_of(offset: int) -> int:
-        return bisect_right(starts, offset)
+        at, line = counted
+        if offset < at:
+            at, line = 0, 1
+        line += text.count("\n", at, offset)
+        counted[:] = offset, line
+        return line
+
+    def line_start(offset: int) -> int:
+        return text.rfind("\n", 0, offset) + 1
 
     position = 0
     while True:
@@ -65,7 +75,7 @@ def scan(
         at, lexeme = found.start(), found.group()
         if lexeme[0] == "#":
             line = line_of(at)
-            comments.append((line, at - starts[line - 1], lexeme))
+            comments.append((line, at - line_start(at), lexeme))
             ends_in_comment.add(line)
             position = found.end()
             continue
@@ -107,15 +117,47 @@ def scan(
     return comments, multiline, ends_in_comment
 
 
+#: a string, as :data:`_BRACKETED` finds it: from its first quote.  Its
+#: prefix letters (``r``, ``b``, ``f``...) change neither where it ends (a
+#: backslash escapes the quote in raw strings as well) nor the depth, and every
+#: token then starts with one of a few characters, which the regular
+#: expression engine skips to (four times as fast on a 4,000-line file as
+#: trying a prefix at every letter)
+_STRINGS = (
+    r"\'\'\'(?:\\[\s\S]|[^\\])*?\'\'\'",
+    r"\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\"",
+    r"'(?:\\.|[^'\\\n])*'",
+    r"\"(?:\\.|[^\"\\\n])*\"",
+)
 #: what the bracket depth is counted over: a comment, a string (skipped
 #: whole: a bracket in it is none), or a bracket
-_BRACKETED = re.compile(
-    r"#[^\n]*"
-    r"|[rRbBuUfF]{0,3}(?:\'\'\'(?:\\[\s\S]|[^\\])*?\'\'\'"
-    r"|\"\"\"(?:\\[\s\S]|[^\\])*?\"\"\")"
-    r"|[rRbBuUfF]{0,3}(?:'(?:\\.|[^'\\\n])*'|\"(?:\\.|[^\"\\\n])*\")"
-    r"|[()\[\]{}]"
+_BRACKETED = re.compile("|".join((r"#[^\n]*", *_STRINGS, r"[()\[\]{}]")))
+
+
+def _open(strings: tuple[str, ...]) -> tuple[str, ...]:
+    """Each of the ``strings`` patterns, then the same string not closed before
+    the end (a backslash last perhaps)."""
+    return tuple(
+        pattern
+        for closed in strings
+        for pattern in (closed, closed[: closed.rindex("*") + 1] + r"\\?\Z")
+    )
+
+
+#: :data:`_BRACKETED` where the text is read up to an offset: each string
+#: not closed before it is matched as an open one, up to it (what runs past
+#: the offset is then seen)
+_BRACKETED_UP_TO = re.compile(
+    "|".join(
+        (
+            r"#[^\n]*",
+            *_open(_STRINGS),
+            r"[()\[\]{}]",
+        )
+    )
 )
+#: what a token adds to the depth
+_DEPTH = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
 def same_code(old: str, new: str) -> bool:
@@ -205,7 +247,44 @@ def shared_end(a: str, b: str, most: int) -> int:
 
 def _outside_brackets(text: str, offsets: list[int]) -> bool:
     """Whether each of the ``offsets`` (rising) of ``text`` is outside every
-    bracket."""
+    bracket.
+
+    The tokens between two offsets are found in C (``findall`` up to the
+    offset) and their depths summed in C: a loop over every token of a
+    4,000-line file took 9 ms of a comment's edit.  The tokens found up to an
+    offset are those of the whole text unless one runs past it, which is the
+    last found (a string running past it is matched as an open one, up to
+    it): when the last token reaches the offset and the whole text reads
+    otherwise there, the depth is counted the slow way, as it is past a
+    closing bracket with none open (the depth stays 0 there)."""
+    depth, at = 0, 0
+    for offset in offsets:
+        tokens = _BRACKETED_UP_TO.findall(text, at, offset)
+        if tokens and not _whole(tokens[-1], text, offset):
+            return _outside_brackets_slowly(text, offsets)
+        sums = list(accumulate(map(_DEPTH.get, tokens, repeat(0)), initial=depth))
+        if min(sums) < 0:
+            return _outside_brackets_slowly(text, offsets)
+        depth = sums[-1]
+        if depth:
+            return False
+        at = offset
+    return True
+
+
+def _whole(token: str, text: str, end: int) -> bool:
+    """Whether ``token``, the last found before ``end``, is the token of the
+    whole text there: one reading past ``end`` differs only where the token
+    reaches it."""
+    start = end - len(token)
+    if not text.endswith(token, 0, end):
+        return True
+    found = _BRACKETED.match(text, start)
+    return found is not None and found.group() == token
+
+
+def _outside_brackets_slowly(text: str, offsets: list[int]) -> bool:
+    """:func:`_outside_brackets`, token by token over the whole text."""
     depth, wanted = 0, 0
     for found in _BRACKETED.finditer(text):
         while wanted < len(offsets) and offsets[wanted] <= found.start():

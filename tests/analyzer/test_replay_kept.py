@@ -13,6 +13,7 @@ from chainlens.analyzer import api, rules
 from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.check import check_text
 from chainlens.analyzer.config import Config
+from chainlens.analyzer.extract import lexer
 from chainlens.analyzer.extract.lexer import same_code
 from chainlens.analyzer.extract.parse import ModuleCache
 from chainlens.analyzer.rules.cl101_missing_uid import MissingUid
@@ -58,6 +59,32 @@ env.execute("words")
 def test_what_is_the_same_code(new: str, same: bool) -> None:
     assert same_code(BASE, new) is same
     assert same_code(new, BASE) is same
+
+
+#: pieces of texts for the bracket depth: brackets, quotes of each kind,
+#: strings, comments, backslashes and line breaks
+_PIECES = (
+    *"()[]{}'\"\\\n# xr",
+    "'''",
+    '"""',
+    "'a'",
+    '"(b"',
+    "# c(\n",
+    "\\\n",
+)
+
+
+def test_the_depth_up_to_offsets_is_the_depth_in_the_whole_text() -> None:
+    """Whether offsets are outside brackets, read up to each offset, is what
+    reading the whole text token by token says, wherever the offsets fall:
+    in a string, a triple quote, a comment, or after a bracket closed twice."""
+    rng = random.Random(25)
+    for _ in range(30_000):
+        text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 25)))
+        offsets = sorted(rng.randint(0, len(text)) for _ in range(rng.randint(0, 4)))
+        assert lexer._outside_brackets(text, offsets) is (
+            lexer._outside_brackets_slowly(text, offsets)
+        ), (text, offsets)
 
 
 def test_an_edit_of_a_comment_is_not_replayed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -123,6 +123,8 @@ def run_nvim(shape: str, text: str, edits: dict[str, Edit], count: int) -> None:
     for kind in edits:
         seconds = [e["ms"] / 1000 for e in seen["edits"] if e["kind"] == kind]
         print(f"    nvim  {kind:<12} {summary(seconds)}", flush=True)
+        handler = [e["handler_ms"] / 1000 for e in seen["edits"] if e["kind"] == kind]
+        print(f"      of which Neovim's handler {summary(handler)}", flush=True)
 
 
 async def run_pygls(text: str, edits: dict[str, Edit], count: int) -> None:

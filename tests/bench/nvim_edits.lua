@@ -10,7 +10,7 @@ plan_file:close()
 local out_path = assert(os.getenv('CHAINLENS_BENCH_OUT'))
 
 vim.g.loaded_python3_provider = 0
-local arrived, counts = {}, {}
+local arrived, counts, handled = {}, {}, {}
 
 local function finish(result)
   local file = assert(io.open(out_path, 'w'))
@@ -35,16 +35,20 @@ local function run()
       -- Neovim 0.11 pulls diagnostics (textDocument/diagnostic) after each
       -- change; a server that pushes them is timed as well
       ['textDocument/diagnostic'] = function(err, result, ctx)
+        local taken = vim.uv.hrtime()
         vim.lsp.diagnostic.on_diagnostic(err, result, ctx)
         if err == nil and result ~= nil then
           local v = ctx.version or vim.lsp.util.buf_versions[ctx.bufnr]
           arrived[v] = vim.uv.hrtime()
+          handled[v] = arrived[v] - taken
           counts[v] = result.items and #result.items or counts[v - 1]
         end
       end,
       ['textDocument/publishDiagnostics'] = function(err, result, ctx)
+        local taken = vim.uv.hrtime()
         vim.lsp.diagnostic.on_publish_diagnostics(err, result, ctx)
         arrived[result.version or 0] = vim.uv.hrtime()
+        handled[result.version or 0] = arrived[result.version or 0] - taken
         counts[result.version or 0] = #result.diagnostics
       end,
     },
@@ -73,7 +77,7 @@ local function run()
       result.error = 'no diagnostics for version ' .. v
       break
     end
-    table.insert(result.edits, { kind = edit.kind, ms = (arrived[v] - sent) / 1e6, count = counts[v] })
+    table.insert(result.edits, { kind = edit.kind, ms = (arrived[v] - sent) / 1e6, handler_ms = handled[v] / 1e6, count = counts[v] })
   end
   finish(result)
 end
