@@ -158,6 +158,8 @@ class ChainlensServer(LanguageServer):
         #: with str.splitlines, which also breaks at form feeds and other
         #: separators, so its copy drifts from the editor's after such a line
         self.documents: dict[str, Snapshot] = {}
+        #: per open document, the id and the items of the last report pulled
+        self.reports: dict[str, tuple[str, list[dict[str, Any]]]] = {}
 
     def notify_json(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification whose parameters are JSON already."""

@@ -15,6 +15,7 @@ def did_close(ls: ChainlensServer, params: types.DidCloseTextDocumentParams) -> 
     diagnostics are pushed, clear the ones shown for it."""
     uri = params.text_document.uri
     ls.documents.pop(uri, None)
+    ls.reports.pop(uri, None)
     ls.session.closed(uri)
     if not ls.pull_diagnostics:
         ls.text_document_publish_diagnostics(

@@ -126,6 +126,41 @@ def test_non_ascii_lines_in_each_encoding(encoding: str, docs: str | None) -> No
     assert json.loads(built), "the program has findings to convert"
 
 
+def test_a_finding_converted_again_reads_its_lines_again() -> None:
+    """The JSON of a finding is made again when a line its positions are on
+    reads otherwise (columns count in the client's units), and is the last
+    one when they read the same."""
+    text = (
+        "from pyflink.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "s = env.from_collection(['a']).key_by(lambda x: x)"
+        ".reduce(lambda a, b: a + b)\n"
+        "s.print()\n"
+        "env.execute('job')\n"
+    )
+    utf16 = types.PositionEncodingKind.Utf16
+    result = analyze_source("/w/p.py", text, Config())
+    assert result.diagnostics, "the program has a finding to convert"
+    finding = result.diagnostics[0]
+    first = lsp_diagnostic_json(finding, TextLines(text, utf16), "file:///w/p.py", None)
+    again = lsp_diagnostic_json(finding, TextLines(text, utf16), "file:///w/p.py", None)
+    assert again is first  # nothing it reads changed
+    # the same finding on a text whose line holds a character of two units
+    # before its column: the column moves
+    wider = text.replace("['a']", "['𝄞']")
+    lines = TextLines(wider, utf16)
+    moved = lsp_diagnostic_json(finding, lines, "file:///w/p.py", None)
+    assert moved == json.loads(json.dumps(_both_one(finding, lines)))
+    assert moved["range"] != first["range"]
+    other = lsp_diagnostic_json(finding, lines, "file:///w/q.py", None)
+    assert other["relatedInformation"][-1]["location"]["uri"] == "file:///w/q.py"
+
+
+def _both_one(diagnostic: Diagnostic, lines: TextLines) -> object:
+    converter = default_converter()
+    return converter.unstructure(_objects(diagnostic, lines, "file:///w/p.py", None))
+
+
 def _reference_change(
     text: str, change: types.TextDocumentContentChangePartial, encoding: str
 ) -> str:

@@ -296,6 +296,44 @@ async def test_diagnostics_relay_every_finding(lsp: Session) -> None:
     assert bool(lsp.published) != lsp.pull
 
 
+async def test_a_report_said_again_is_told_unchanged(lsp: Session) -> None:
+    """A client that names its last report's id is told the report is
+    unchanged while it says the same (a comment edited), and gets it whole,
+    with a new id, once it says otherwise (every finding a line lower)."""
+    if not lsp.pull:
+        pytest.skip("a client that pulls its diagnostics")
+
+    async def pull(uri: str, previous: str | None) -> types.DocumentDiagnosticReport:
+        return await lsp.client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                previous_result_id=previous,
+            )
+        )
+
+    uri = lsp.open("pipeline.py", PIPELINE)
+    first = await pull(uri, None)
+    assert isinstance(first, types.RelatedFullDocumentDiagnosticReport)
+    assert first.items
+    assert first.result_id
+    again = await pull(uri, first.result_id)
+    assert isinstance(again, types.RelatedUnchangedDocumentDiagnosticReport)
+    assert again.result_id == first.result_id
+    lsp.replace(uri, PIPELINE + "# said again\n")
+    commented = await pull(uri, first.result_id)
+    assert isinstance(commented, types.RelatedUnchangedDocumentDiagnosticReport)
+    lsp.replace(uri, "\n" + PIPELINE)
+    lower = await pull(uri, first.result_id)
+    assert isinstance(lower, types.RelatedFullDocumentDiagnosticReport)
+    assert lower.result_id != first.result_id
+    assert [d.range.start.line for d in lower.items] == [
+        d.range.start.line + 1 for d in first.items
+    ]
+    whole = await pull(uri, None)  # no id named: the whole report
+    assert isinstance(whole, types.RelatedFullDocumentDiagnosticReport)
+    assert whole.items == lower.items
+
+
 async def test_positions_on_non_ascii_lines(lsp: Session) -> None:
     uri = lsp.open("pipeline.py", PIPELINE)
     got = await lsp.diagnostics(uri)
