@@ -31,7 +31,10 @@ printed are this checkout's p50 over the baseline's.  The load average is
 printed before and after each program, and the spread as p10..p90.
 
     python tests/bench/bench_lsp_edits.py [--edits 60] [--baseline PYTHON]
-        [--shapes jobs-300,jobs-5000,big-360,big-4200]
+        [--shapes jobs-300,jobs-5000,big-360,big-4200] [--result-ids]
+
+``--result-ids``: the client names the id of the last report it was given
+when it pulls, as VS Code's client does (Neovim 0.11's does not).
 
 ``--cpu`` times instead, in this process, the thread CPU time of each edit's
 check as the server runs it (``check_document`` on the document's parse
@@ -447,13 +450,27 @@ async def main() -> None:
         action="store_true",
         help="the server pushes diagnostics (the client does not pull them)",
     )
+    parser.add_argument(
+        "--result-ids",
+        action="store_true",
+        help="the client names its last report's id when it pulls, as VS Code does",
+    )
     args = parser.parse_args()
     if args.cpu:
         cpu(args)
         return
-    servers = [Server(sys.executable, "this", pull=not args.push)]
+    servers = [
+        Server(sys.executable, "this", pull=not args.push, result_ids=args.result_ids)
+    ]
     if args.baseline:
-        servers.append(Server(args.baseline, "baseline", pull=not args.push))
+        servers.append(
+            Server(
+                args.baseline,
+                "baseline",
+                pull=not args.push,
+                result_ids=args.result_ids,
+            )
+        )
     print(
         f"{os.cpu_count()} cores; load {load()}; {args.edits} edits of each kind; "
         f"in git: {args.git}; diagnostics {'pushed' if args.push else 'pulled'}"

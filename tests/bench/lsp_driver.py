@@ -6,7 +6,9 @@ Each edit is sent as editors send one: an incremental ``didChange`` of the
 characters that changed.  With ``pull`` the client says it pulls diagnostics,
 as Neovim 0.11 and VS Code's language client do with a server that offers
 them (chainlens does), and asks for them after each change; without it the
-server pushes them (``publishDiagnostics``)."""
+server pushes them (``publishDiagnostics``).  With ``result_ids`` as well, it
+names the id of the last report it was given, as VS Code's client does (a
+server may then answer that the report is unchanged)."""
 
 from __future__ import annotations
 
@@ -33,10 +35,16 @@ def load() -> str:
 class Server:
     """One language server process and the diagnostics it published."""
 
-    def __init__(self, python: str, label: str, *, pull: bool = False) -> None:
+    def __init__(
+        self, python: str, label: str, *, pull: bool = False, result_ids: bool = False
+    ) -> None:
         self.python = python
         self.label = label
         self.pull = pull
+        #: name the last report's id when pulling, as VS Code's client does
+        self.result_ids = result_ids
+        #: each document's last report's id
+        self.report_ids: dict[str, str] = {}
         #: each document's text as last sent
         self.sent: dict[str, str] = {}
         self.client = LanguageClient("chainlens-bench", "1")
@@ -128,9 +136,15 @@ class Server:
         is analysed (the server answers when it is)."""
         report = await self.client.text_document_diagnostic_async(
             types.DocumentDiagnosticParams(
-                text_document=types.TextDocumentIdentifier(uri=uri)
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                previous_result_id=self.report_ids.get(uri)
+                if self.result_ids
+                else None,
             )
         )
+        result_id = getattr(report, "result_id", None)
+        if result_id is not None:
+            self.report_ids[uri] = result_id
         items = getattr(report, "items", None)
         if items is not None:
             self.latest[uri] = items
