@@ -245,6 +245,8 @@ def _setter_at(
     parents: dict[int, ast.AST] = {}
     literal: ast.Constant | None = None
     for statement in wrapper.body:
+        if not statement.lineno <= row <= (statement.end_lineno or row):
+            continue  # (the literal is on ``row``)
         for node in ast.walk(statement):
             for child in ast.iter_child_nodes(node):
                 parents[id(child)] = node
