@@ -186,9 +186,9 @@ def interpret(
             if (
                 evaluator.failed_when is None
                 and evaluator.failed_after is None
-                and len(evaluator.untaken) == recorded.facts[-1]
+                and len(evaluator.untaken) == recorded.facts.untaken
                 and len(evaluator.modules) == recorded.modules
-                and tuple(program.modules) == recorded.facts[7]
+                and tuple(program.modules) == recorded.facts.modules
             ):
                 recorded.program = kept_program(program)
                 recorded.scans = dict(current)

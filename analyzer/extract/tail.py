@@ -40,15 +40,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from chainlens.analyzer.extract.lexer import shared_end, shared_start
 from chainlens.analyzer.extract.program import Program
+from chainlens.analyzer.model.result import Problem
 from chainlens.analyzer.model.source import SourcePosition, SourceRange
 from chainlens.analyzer.model.transformation import (
     JobSpec,
     Transformation,
     changed_values,
 )
+from chainlens.analyzer.model.values import CommandLineOption, Unknown
 
 #: the setters whose one argument becomes a value (``VALUE_FIELDS``) of the
 #: stream's transformation and nothing else
@@ -80,7 +83,7 @@ class Tail:
     line: int
     text: str
     transformations: dict[int, Transformation]
-    facts: tuple[object, ...]
+    facts: Facts
     #: how many modules the replay had looked for there
     modules: int = 0
     reads: set[int] = field(default_factory=set)
@@ -90,10 +93,26 @@ class Tail:
     scans: dict[int, tuple[object, object]] = field(default_factory=dict)
 
 
-def facts(program: Program, untaken: int) -> tuple[object, ...]:
+class Facts(NamedTuple):
     """What the state holds besides the transformations that a chunk may
     change (compared where it ends)."""
-    return (
+
+    next_id: int
+    submitted: int
+    jobs: int
+    type_specs: int
+    unknowns: tuple[Unknown, ...]
+    problems: tuple[Problem, ...]
+    options: tuple[CommandLineOption, ...]
+    modules: tuple[str, ...]
+    no_tables: bool
+    #: how many branches the replay had not taken
+    untaken: int
+
+
+def facts(program: Program, untaken: int) -> Facts:
+    """The :class:`Facts` of ``program`` where a chunk ends."""
+    return Facts(
         program.next_id,
         program.submitted,
         len(program.jobs),
