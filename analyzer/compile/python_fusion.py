@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from chainlens.analyzer.model.enums import ChainingStrategy, OperatorKind, Partitioner
 from chainlens.analyzer.model.stream_graph import FusedMember
@@ -90,20 +91,7 @@ class Workspace:
 
     def forward_partition(self, input_id: int) -> Transformation:
         """Create ``new PartitionTransformation(input, new ForwardPartitioner())``."""
-        source = self.get(input_id)
-        return self.put(
-            Transformation(
-                id=self.new_id(),
-                kind=_PARTITION,
-                name="Partition",
-                inputs=(input_id,),
-                parallelism=source.parallelism,
-                partitioner=_FORWARD_PARTITIONER,
-                api="alignment",
-                hidden=True,
-                range=source.range,
-            )
-        )
+        return _forward_partition(self, input_id)
 
 
 def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
@@ -114,35 +102,142 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
     The values operator takes its consumer's parallelism and slot sharing group;
     the key-by and partition-custom maps take their input's.  Both get a FORWARD
     partition in front, which is why a partitioner right before ``key_by`` is lost.
+
+    A step that reads the very transformations it read last time, and takes
+    the same ids, puts what it put then (:data:`_ALIGNED`): an edit's version
+    of a job has the same objects but where it changed, and Python chaining
+    then finds them the same by identity (a 1,791-operator job's compile
+    compared 1,786 new transformations equal to the last on every edit).
     """
     order = dict.fromkeys(t for t in aligned if t in ws.transformations)
     order.update(dict.fromkeys(ws.env_order))
+    # the counter's next id (``value``) is what a step took its ids from: a
+    # counter without one keeps no step
+    counter: Any = ws.new_id
+    if not isinstance(getattr(counter, "value", None), int):
+        counter = None
+    transformations = ws.transformations
     for tid in order:
-        t = ws.get(tid)
+        t = transformations[tid]
         if not t.inputs:
             continue
-        first = ws.get(t.inputs[0])
-        if first.name == KEYED_VALUES:
-            changes: dict[str, object] = {
-                "parallelism": t.parallelism,
-                "parallelism_configured": False,
-            }
-            if t.slot_sharing_group is not None:
-                changes["slot_sharing_group"] = t.slot_sharing_group
-            ws.put(evolve(first, **changes))
-            part = ws.forward_partition(first.id)
-            t = ws.put(evolve(t, inputs=(part.id, *t.inputs[1:])))
-        if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
-            source = ws.get(t.inputs[0])
-            parallelism = source.parallelism
-            if source.kind is _PARTITION and source.inputs:
-                parallelism = ws.get(source.inputs[0]).parallelism
-            changes = {"parallelism": parallelism}
-            if source.slot_sharing_group is not None:
-                changes["slot_sharing_group"] = source.slot_sharing_group
-            part = ws.forward_partition(source.id)
-            changes["inputs"] = (part.id,)
-            ws.put(evolve(t, **changes))
+        if transformations[t.inputs[0]].name != KEYED_VALUES and t.name not in (
+            KEY_BY_MAP,
+            PARTITION_CUSTOM_MAP,
+        ):
+            continue  # nothing to align
+        if counter is None:
+            _align(ws, t)
+            continue
+        first_id = counter.value
+        step = _ALIGNED.get(id(t))
+        if step is not None and step.t is t and step.first_id == first_id:
+            for read_id, read in step.reads:
+                if transformations.get(read_id) is not read:
+                    break
+            else:
+                for made in step.puts:
+                    ws.put(made)
+                counter.value += step.ids
+                continue
+        recording = _Recording(ws)
+        _align(recording, t)
+        if len(_ALIGNED) >= _ALIGNED_KEPT:
+            _ALIGNED.clear()
+        _ALIGNED[id(t)] = _Step(
+            t,
+            first_id,
+            tuple(recording.reads.items()),
+            tuple(recording.puts),
+            counter.value - first_id,
+        )
+
+
+def _align(ws: Workspace | _Recording, t: Transformation) -> None:
+    """Align ``t`` (see :func:`align_transformations`)."""
+    first = ws.get(t.inputs[0])
+    if first.name == KEYED_VALUES:
+        changes: dict[str, object] = {
+            "parallelism": t.parallelism,
+            "parallelism_configured": False,
+        }
+        if t.slot_sharing_group is not None:
+            changes["slot_sharing_group"] = t.slot_sharing_group
+        ws.put(evolve(first, **changes))
+        part = _forward_partition(ws, first.id)
+        t = ws.put(evolve(t, inputs=(part.id, *t.inputs[1:])))
+    if t.name in (KEY_BY_MAP, PARTITION_CUSTOM_MAP):
+        source = ws.get(t.inputs[0])
+        parallelism = source.parallelism
+        if source.kind is _PARTITION and source.inputs:
+            parallelism = ws.get(source.inputs[0]).parallelism
+        changes = {"parallelism": parallelism}
+        if source.slot_sharing_group is not None:
+            changes["slot_sharing_group"] = source.slot_sharing_group
+        part = _forward_partition(ws, source.id)
+        changes["inputs"] = (part.id,)
+        ws.put(evolve(t, **changes))
+
+
+def _forward_partition(ws: Workspace | _Recording, input_id: int) -> Transformation:
+    """:meth:`Workspace.forward_partition` on ``ws``."""
+    source = ws.get(input_id)
+    return ws.put(
+        Transformation(
+            id=ws.new_id(),
+            kind=_PARTITION,
+            name="Partition",
+            inputs=(input_id,),
+            parallelism=source.parallelism,
+            partitioner=_FORWARD_PARTITIONER,
+            api="alignment",
+            hidden=True,
+            range=source.range,
+        )
+    )
+
+
+class _Recording:
+    """A workspace's alignment of one transformation, recorded: what it read
+    of the workspace (but what it put itself) and what it put."""
+
+    __slots__ = ("puts", "reads", "ws")
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.reads: dict[int, Transformation] = {}
+        self.puts: list[Transformation] = []
+
+    def get(self, tid: int) -> Transformation:
+        found = self.ws.get(tid)
+        if tid not in self.reads and all(p.id != tid for p in self.puts):
+            self.reads[tid] = found
+        return found
+
+    def put(self, t: Transformation) -> Transformation:
+        self.puts.append(t)
+        return self.ws.put(t)
+
+    def new_id(self) -> int:
+        return self.ws.new_id()
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One transformation's alignment: the transformation, the id the counter
+    was at, what it read and put, and how many ids it took."""
+
+    t: Transformation
+    first_id: int
+    reads: tuple[tuple[int, Transformation], ...]
+    puts: tuple[Transformation, ...]
+    ids: int
+
+
+#: per transformation aligned (by identity: the transformation is held), its
+#: last alignment
+_ALIGNED: dict[int, _Step] = {}
+_ALIGNED_KEPT = 20_000
 
 
 #: transformation -> its consumers (an ordered set: only who and how many

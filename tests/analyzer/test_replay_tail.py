@@ -297,3 +297,41 @@ def test_a_job_submitted_in_the_chunk_holds_what_the_chunk_gave_it(
     versions = [text] + [text.replace('"named"', f'"named {n}"') for n in range(4)]
     _same_as_from_nothing("p.py", versions, **_CHUNKED)
     assert sum(given) >= 2, given
+
+
+_KEYED_LATER = """from pyflink.datastream import StreamExecutionEnvironment
+
+
+def main():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    s = env.from_collection([("a", 1)])
+    m = s.map(lambda e: e)
+    m.set_parallelism(P)
+    t = s.map(lambda e: e)
+    k = m.key_by(lambda e: e[0])
+    k.reduce(lambda a, b: a).print()
+    env.execute("j")
+
+
+main()
+"""
+
+
+def test_a_key_by_given_again_takes_its_input_s_new_parallelism(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rest given again holds the very key-by map it made, whose
+    alignment reads the edited operator's parallelism: it is aligned again
+    (Flink's forward edge between them would refuse two parallelisms)."""
+    given = _given(monkeypatch)
+    cache = ModuleCache(keep_current_only=True, **_CHUNKED)
+    for parallelism in (2, 3, 2, 5, 1):
+        text = _KEYED_LATER.replace("(P)", f"({parallelism})")
+        checked = check_text("/w/p.py", text, Config(), cache=cache)
+        assert checked.result is not None
+        (job,) = checked.result.jobs
+        assert job.error is None
+        assert job.stream_graph is not None
+        keyed = [n for n in job.stream_graph.nodes if "key_by" in n.name]
+        assert [n.parallelism for n in keyed] == [parallelism]
+    assert given.count(True) >= 2  # the rest was given again
