@@ -173,6 +173,17 @@ class SourceCalls:
             return None
         return len(line[: position.column].encode("utf-8"))
 
+    def region_of(self, first: int, last: int) -> tuple[object, int] | None:
+        """The index of the region holding lines ``first`` to ``last``, and
+        the region's first line (None: they are not in one region).  A
+        region indexed once per text: the same index at the same first line
+        has the same calls at the same lines."""
+        at = bisect.bisect_right(self._firsts, last) - 1
+        if at < 0 or self._firsts[at] > first:
+            return None
+        start, _, region = self._parts[at]
+        return region, start
+
     def call_at(self, where: SourceRange, method: str) -> LocatedCall | None:
         """Return the ``.method(...)`` call spanning ``where`` (name to parenthesis)."""
         end = self._byte_column(where.end)

@@ -762,14 +762,24 @@ def _suggest(
     if kept.no_fix is not None:
         return kept.no_fix
     method = kept.method
-    located = calls.call_at(site.range, method)
-    if located is None:
-        return UidSuggestion(
-            None, None, f"the .{method}(...) call was not found where the graph says"
-        )
     derived = kept.derived  # (read once: another thread may set it)
-    if derived is None or derived[0] is not located.node:
-        derived = kept.derived = (located.node, _derive_uid(site, calls, located))
+    # the call is the one found last when the region of the text its lines
+    # are in is the very region indexed then, at the same line (its site is
+    # the same: ``holds``)
+    region = calls.region_of(site.range.start.line, site.range.end.line)
+    if derived is None or region is None or derived[2] != region:
+        located = calls.call_at(site.range, method)
+        if located is None:
+            return UidSuggestion(
+                None,
+                None,
+                f"the .{method}(...) call was not found where the graph says",
+            )
+        if derived is None or derived[0] is not located.node:
+            uid = _derive_uid(site, calls, located)
+        else:
+            uid = derived[1]
+        derived = kept.derived = (located.node, uid, region)
     uid = _unique(derived[1], taken)
     taken.add(uid)
     made = kept.made  # (read once, as ``derived``)
@@ -865,9 +875,10 @@ class _Suggested:
         self.no_fix = no_fix
         #: the method of the call that names its operators (with a fix)
         self.method = "" if no_fix is not None else api_method(_primary(site)[0][1].api)
-        #: the call found, and the uid derived from it (before it is made
-        #: unique among the file's)
-        self.derived: tuple[object, str] | None = None
+        #: the call found, the uid derived from it (before it is made unique
+        #: among the file's), and the region of the text the call was found
+        #: in with its first line (None: in none)
+        self.derived: tuple[object, str, tuple[object, int] | None] | None = None
         #: the uid made unique last, the quote, and the suggestion made of them
         self.made: tuple[str, str, UidSuggestion] | None = None
 
