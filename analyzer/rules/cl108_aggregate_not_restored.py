@@ -113,6 +113,8 @@ class AggregateNotRestored:
     def check(self, context: RuleContext) -> Iterator[Diagnostic]:
         """Report each keyed reduce or aggregation of a STREAMING job."""
         version = context.result.flink_version.version
+        severity = context.severity(self)
+        path = context.result.path
         seen: set[tuple[int, object]] = set()
         for job in context.result.jobs:
             graph = job.stream_graph
@@ -124,7 +126,22 @@ class AggregateNotRestored:
                     if key in seen:
                         continue
                     seen.add(key)
-                    yield self._report(context, node, member, job.spec.index)
+                    # the finding made last of the very operator (its member at
+                    # that place is the same), asked the same (a graph made
+                    # again keeps the unchanged operators)
+                    kept = _MADE.get(key)
+                    if (
+                        kept is not None
+                        and kept[0] is node
+                        and kept[1] == (version, severity, path)
+                    ):
+                        yield kept[2]
+                        continue
+                    found = self._report(context, node, member, job.spec.index)
+                    if len(_MADE) >= _MADE_KEPT:
+                        _MADE.clear()
+                    _MADE[key] = (node, (version, severity, path), found)
+                    yield found
 
     def _report(
         self, context: RuleContext, node: StreamNode, member: FusedMember, job: int
@@ -142,3 +159,9 @@ class AggregateNotRestored:
             "from its next record; keep the value in a named ValueState of "
             "a KeyedProcessFunction instead.",
         )
+
+
+#: per job and place of a member, the last finding made of it and what it was
+#: made of (an editor's edit leaves most of them as they were)
+_MADE: dict[tuple[int, object], tuple[StreamNode, tuple[object, ...], Diagnostic]] = {}
+_MADE_KEPT = 20_000

@@ -30,8 +30,13 @@ from chainlens.analyzer.api import analyze_source
 from chainlens.analyzer.compile import job_graph_gen, pipeline, stream_graph_gen
 from chainlens.analyzer.config import Config
 from chainlens.analyzer.extract.parse import ModuleCache
+from chainlens.analyzer.model.diagnostic import Diagnostic
 from chainlens.analyzer.model.result import AnalysisResult, CompiledJob
-from chainlens.analyzer.rules import cl101_missing_uid, uid_plan
+from chainlens.analyzer.rules import (
+    cl101_missing_uid,
+    cl108_aggregate_not_restored,
+    uid_plan,
+)
 from tests.support import ROOT
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?![\w.])")
@@ -278,3 +283,35 @@ env.execute("moved")
         d.explanation for d in whole.diagnostics if d.code.code == "CL101"
     ]
     assert reduce[0].explanation not in {d.explanation for d in before.diagnostics}
+
+
+def test_a_cl108_finding_names_its_operator_as_it_is_now(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keyed reduce renamed: its CL108 finding, made last at the same
+    place, names it as it is now; one made of the very operator again is the
+    one made last."""
+    program = """from pyflink.datastream import StreamExecutionEnvironment
+
+env = StreamExecutionEnvironment.get_execution_environment()
+s = env.from_collection([1, 2, 3])
+s.key_by(lambda v: v).reduce(lambda a, b: a + b).name({name!r}).print()
+s.key_by(lambda v: v).reduce(lambda a, b: a * b).name("kept").print()
+env.execute("renamed")
+"""
+
+    def found(name: str) -> list[Diagnostic]:  # (the fixes unchecked, as an editor)
+        result = analyze_source("p.py", program.format(name=name), verify_fixes=False)
+        return [d for d in result.diagnostics if d.code.code == "CL108"]
+
+    before = found("totals")
+    after = found("sums")
+    again = found("sums")
+    with monkeypatch.context() as patch:
+        patch.setattr(cl108_aggregate_not_restored, "_MADE", {})
+        whole = found("sums")
+    assert [d.message for d in after] == [d.message for d in whole]
+    assert after[0].message != before[0].message
+    assert "sums" in after[0].explanation
+    assert after[1] is before[1]  # the other reduce, as it was
+    assert again[0] is after[0]
