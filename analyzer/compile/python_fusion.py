@@ -131,20 +131,20 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
             continue
         first_id = counter.value
         step = _ALIGNED.get(id(t))
-        if step is not None and step.t is t and step.first_id == first_id:
-            for read_id, read in step.reads:
+        if step is not None and step[0] is t and step[1] == first_id:
+            for read_id, read in step[2]:
                 if transformations.get(read_id) is not read:
                     break
             else:
-                for made in step.puts:
+                for made in step[3]:
                     ws.put(made)
-                counter.value += step.ids
+                counter.value += step[4]
                 continue
         recording = _Recording(ws)
         _align(recording, t)
         if len(_ALIGNED) >= _ALIGNED_KEPT:
             _ALIGNED.clear()
-        _ALIGNED[id(t)] = _Step(
+        _ALIGNED[id(t)] = (
             t,
             first_id,
             tuple(recording.reads.items()),
@@ -201,42 +201,42 @@ class _Recording:
     """A workspace's alignment of one transformation, recorded: what it read
     of the workspace (but what it put itself) and what it put."""
 
-    __slots__ = ("puts", "reads", "ws")
+    __slots__ = ("put_ids", "puts", "reads", "ws")
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.reads: dict[int, Transformation] = {}
         self.puts: list[Transformation] = []
+        self.put_ids: set[int] = set()
 
     def get(self, tid: int) -> Transformation:
-        found = self.ws.get(tid)
-        if tid not in self.reads and all(p.id != tid for p in self.puts):
+        found = self.ws.transformations[tid]
+        if tid not in self.reads and tid not in self.put_ids:
             self.reads[tid] = found
         return found
 
     def put(self, t: Transformation) -> Transformation:
         self.puts.append(t)
+        self.put_ids.add(t.id)
         return self.ws.put(t)
 
     def new_id(self) -> int:
         return self.ws.new_id()
 
 
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One transformation's alignment: the transformation, the id the counter
-    was at, what it read and put, and how many ids it took."""
-
-    t: Transformation
-    first_id: int
-    reads: tuple[tuple[int, Transformation], ...]
-    puts: tuple[Transformation, ...]
-    ids: int
-
-
 #: per transformation aligned (by identity: the transformation is held), its
-#: last alignment
-_ALIGNED: dict[int, _Step] = {}
+#: last alignment: the transformation, the id the counter was at, what it read
+#: (id, transformation) and put, and how many ids it took
+_ALIGNED: dict[
+    int,
+    tuple[
+        Transformation,
+        int,
+        tuple[tuple[int, Transformation], ...],
+        tuple[Transformation, ...],
+        int,
+    ],
+] = {}
 _ALIGNED_KEPT = 20_000
 
 
