@@ -215,37 +215,14 @@ def lsp_diagnostic_json(
     information (its related locations, then its explanation, at the finding),
     to the JSON of the protocol's diagnostic, built at once: a publication of a
     thousand findings spent two thirds of its time making the protocol's
-    objects and turning them into this.
-
-    The JSON made of the very finding (the rules give the last version's
-    finding again where what it is made of is the same) is the last one when
-    the lines its positions are on read the same: an edit of a 1,791-operator
-    job kept three findings in four, whose conversion was 7 ms of each
-    edit."""
-    read = _lines_read(diagnostic, lines)
-    if read is None:
-        return _diagnostic_json(diagnostic, lines, uri, docs_url)
-    made_of = (uri, docs_url, lines.encoding, read)
-    kept = _JSON_KEPT.get(id(diagnostic))
-    if kept is not None and kept[0] is diagnostic and kept[1] == made_of:
-        return kept[2]
-    out = _diagnostic_json(diagnostic, lines, uri, docs_url)
-    if len(_JSON_KEPT) >= _JSON_KEPT_MOST:
-        _JSON_KEPT.clear()
-    _JSON_KEPT[id(diagnostic)] = (diagnostic, made_of, out)
-    return out
+    objects and turning them into this."""
+    return _diagnostic_json(diagnostic, lines, uri, docs_url)
 
 
-#: per finding (by identity, the finding held), the JSON last made of it and
-#: what it was made of (the document, the docs link, the encoding and the
-#: lines its positions are on)
-_JSON_KEPT: dict[int, tuple[Diagnostic, tuple[object, ...], dict[str, Any]]] = {}
-_JSON_KEPT_MOST = 20_000
-
-
-def _lines_read(diagnostic: Diagnostic, lines: TextLines) -> tuple[str, ...] | None:
-    """The lines the JSON of ``diagnostic`` converts positions on; None when it
-    reads more (a position past the text, or a module's text elsewhere)."""
+def lines_read(diagnostic: Diagnostic, lines: TextLines) -> tuple[str, ...] | None:
+    """The lines the JSON of ``diagnostic`` converts positions on (the JSON is
+    the same while they read the same); None when it reads more (a position
+    past the text, or a module's text elsewhere)."""
     count = lines.line_count
     read: list[str] = []
     for where in (diagnostic.range, *(r.range for r in diagnostic.related)):

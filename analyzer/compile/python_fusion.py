@@ -130,7 +130,7 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
             _align(ws, t)
             continue
         first_id = counter.value
-        step = _ALIGNED.get(id(t))
+        step = _ALIGNED.get(t.id)
         if step is not None and step[0] is t and step[1] == first_id:
             for read_id, read in step[2]:
                 if transformations.get(read_id) is not read:
@@ -144,7 +144,7 @@ def align_transformations(ws: Workspace, aligned: Sequence[int] = ()) -> None:
         _align(recording, t)
         if len(_ALIGNED) >= _ALIGNED_KEPT:
             _ALIGNED.clear()
-        _ALIGNED[id(t)] = (
+        _ALIGNED[t.id] = (
             t,
             first_id,
             tuple(recording.reads.items()),
@@ -224,9 +224,10 @@ class _Recording:
         return self.ws.new_id()
 
 
-#: per transformation aligned (by identity: the transformation is held), its
-#: last alignment: the transformation, the id the counter was at, what it read
-#: (id, transformation) and put, and how many ids it took
+#: per id of a transformation aligned, its last alignment: the transformation
+#: (the very one is asked for), the id the counter was at, what it read (id,
+#: transformation) and put, and how many ids it took.  By id, each replaces
+#: the last (a program replayed whole makes new transformations every time)
 _ALIGNED: dict[
     int,
     tuple[

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from lsprotocol import types
 
-from chainlens.server.convert import JsonResult, lsp_diagnostic_json
+from chainlens.server.convert import JsonResult, lines_read, lsp_diagnostic_json
 
 if TYPE_CHECKING:
+    from chainlens.analyzer import Diagnostic
     from chainlens.server.app import ChainlensServer
     from chainlens.server.session import Analysis
 
@@ -53,12 +54,46 @@ def default_docs_url() -> str | None:
 def lsp_diagnostics(analysis: Analysis) -> list[dict[str, Any]]:
     """An analysis' findings as the protocol's diagnostics, in JSON (built at
     once: a thousand findings spent two thirds of their conversion making the
-    protocol's objects and turning them into JSON)."""
+    protocol's objects and turning them into JSON).
+
+    The JSON of a finding the document's last conversion had (the very
+    object: the rules give the last version's finding again where what it is
+    made of is the same) is the one made then when the lines its positions
+    are on read the same (columns count in the client's units), with the
+    same docs link and encoding: an edit of a 1,791-operator job kept three
+    findings in four, whose conversion was 7 ms of each edit."""
     docs = analysis.settings.docs_url or default_docs_url()
-    return [
-        lsp_diagnostic_json(d, analysis.lines, analysis.uri, docs)
-        for d in analysis.diagnostics
-    ]
+    lines, uri = analysis.lines, analysis.uri
+    kept = _CONVERTED.get(uri, {})
+    made: dict[int, tuple[Diagnostic, tuple[object, ...], dict[str, Any]]] = {}
+    items: list[dict[str, Any]] = []
+    for finding in analysis.diagnostics:
+        read = lines_read(finding, lines)
+        if read is None:
+            items.append(lsp_diagnostic_json(finding, lines, uri, docs))
+            continue
+        made_of = (docs, lines.encoding, read)
+        last = kept.get(id(finding))
+        if last is not None and last[0] is finding and last[1] == made_of:
+            item = last[2]
+        else:
+            item = lsp_diagnostic_json(finding, lines, uri, docs)
+        made[id(finding)] = (finding, made_of, item)
+        items.append(item)
+    _CONVERTED[uri] = made
+    return items
+
+
+def forget(uri: str) -> None:
+    """Drop what was kept of a document's findings (it was closed)."""
+    _CONVERTED.pop(uri, None)
+
+
+#: per document, its last conversion: per finding (by identity, the finding
+#: held), the finding, what its JSON was made of and the JSON
+_CONVERTED: dict[
+    str, dict[int, tuple[Diagnostic, tuple[object, ...], dict[str, Any]]]
+] = {}
 
 
 def publish(ls: ChainlensServer, analysis: Analysis) -> None:

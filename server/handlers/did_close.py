@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from chainlens.server.handlers import diagnostic
+
 if TYPE_CHECKING:
     from chainlens.server.app import ChainlensServer
 
@@ -16,6 +18,7 @@ def did_close(ls: ChainlensServer, params: types.DidCloseTextDocumentParams) -> 
     uri = params.text_document.uri
     ls.documents.pop(uri, None)
     ls.reports.pop(uri, None)
+    diagnostic.forget(uri)
     ls.session.closed(uri)
     if not ls.pull_diagnostics:
         ls.text_document_publish_diagnostics(

@@ -27,6 +27,9 @@ from chainlens.server.convert import (
     rule_docs_href,
     severity,
 )
+from chainlens.server.handlers import diagnostic
+from chainlens.server.session import Analysis, Snapshot
+from chainlens.server.settings import ClientSettings
 from tests.support import ROOT
 
 
@@ -127,9 +130,9 @@ def test_non_ascii_lines_in_each_encoding(encoding: str, docs: str | None) -> No
 
 
 def test_a_finding_converted_again_reads_its_lines_again() -> None:
-    """The JSON of a finding is made again when a line its positions are on
-    reads otherwise (columns count in the client's units), and is the last
-    one when they read the same."""
+    """The JSON of a finding the document's last conversion had is made again
+    when a line its positions are on reads otherwise (columns count in the
+    client's units), and is the one made then when they read the same."""
     text = (
         "from pyflink.datastream import StreamExecutionEnvironment\n"
         "env = StreamExecutionEnvironment.get_execution_environment()\n"
@@ -140,25 +143,31 @@ def test_a_finding_converted_again_reads_its_lines_again() -> None:
     )
     utf16 = types.PositionEncodingKind.Utf16
     result = analyze_source("/w/p.py", text, Config())
-    assert result.diagnostics, "the program has a finding to convert"
-    finding = result.diagnostics[0]
-    first = lsp_diagnostic_json(finding, TextLines(text, utf16), "file:///w/p.py", None)
-    again = lsp_diagnostic_json(finding, TextLines(text, utf16), "file:///w/p.py", None)
-    assert again is first  # nothing it reads changed
-    # the same finding on a text whose line holds a character of two units
-    # before its column: the column moves
-    wider = text.replace("['a']", "['𝄞']")
-    lines = TextLines(wider, utf16)
-    moved = lsp_diagnostic_json(finding, lines, "file:///w/p.py", None)
-    assert moved == json.loads(json.dumps(_both_one(finding, lines)))
-    assert moved["range"] != first["range"]
-    other = lsp_diagnostic_json(finding, lines, "file:///w/q.py", None)
-    assert other["relatedInformation"][-1]["location"]["uri"] == "file:///w/q.py"
+    assert result.diagnostics, "the program has findings to convert"
+    settings = ClientSettings(docs_url="file:///d/rules.md")
 
+    def converted(version: int, new: str) -> list[dict[str, object]]:
+        snapshot = Snapshot("file:///w/p.py", version, new)
+        analysis = Analysis(snapshot, result, result.diagnostics, utf16, settings, 0.0)
+        return diagnostic.lsp_diagnostics(analysis)
 
-def _both_one(diagnostic: Diagnostic, lines: TextLines) -> object:
-    converter = default_converter()
-    return converter.unstructure(_objects(diagnostic, lines, "file:///w/p.py", None))
+    try:
+        first = converted(1, text)
+        again = converted(2, text + "# a comment\n")
+        assert all(a is b for a, b in zip(again, first, strict=True))
+        # the same findings on a text whose line holds a character of two
+        # units before their columns: the columns move
+        wider = text.replace("['a']", "['𝄞']")
+        moved = converted(3, wider)
+        lines = TextLines(wider, utf16)
+        expected = [
+            lsp_diagnostic_json(d, lines, "file:///w/p.py", settings.docs_url)
+            for d in result.diagnostics
+        ]
+        assert moved == expected
+        assert moved != first
+    finally:
+        diagnostic.forget("file:///w/p.py")
 
 
 def _reference_change(
