@@ -136,7 +136,8 @@ _BRACKETED = re.compile("|".join((r"#[^\n]*", *_STRINGS, r"[()\[\]{}]")))
 
 def _open(strings: tuple[str, ...]) -> tuple[str, ...]:
     """Each of the ``strings`` patterns, then the same string not closed before
-    the end (a backslash last perhaps)."""
+    the end (a backslash last perhaps): each pattern is an opening quote, a
+    body repeated by its last ``*`` and a closing quote."""
     return tuple(
         pattern
         for closed in strings
