@@ -28,7 +28,9 @@ import errno
 import functools
 import os
 import stat
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
@@ -185,22 +187,105 @@ def parse_toml(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+def stat_of(path: str | Path) -> os.stat_result | None:
+    """``os.stat(path)`` (following links), None when nothing can be found
+    there; noted while :func:`probing`."""
+    try:
+        found: os.stat_result | None = os.stat(path)
+    except (OSError, ValueError):
+        found = None
+    probes: list[tuple[str, os.stat_result | None]] | None = getattr(
+        _PROBING, "probes", None
+    )
+    if probes is not None:
+        probes.append((os.fspath(path), found))
+    return found
+
+
 def is_present(path: str | Path) -> bool:
     """Tell whether anything is at ``path`` (never raises: a folder that cannot
     be searched holds nothing)."""
-    try:
-        os.stat(path)
-    except (OSError, ValueError):
-        return False
-    return True
+    return stat_of(path) is not None
 
 
 def is_regular(path: str | Path) -> bool:
     """Tell whether ``path`` is a regular file (following links; never raises)."""
+    found = stat_of(path)
+    return found is not None and stat.S_ISREG(found.st_mode)
+
+
+@contextlib.contextmanager
+def probing() -> Iterator[list[tuple[str, os.stat_result | None]]]:
+    """Note every path :func:`stat_of` (and what uses it) looks at on this
+    thread, with what it found, into the list given."""
+    outer = getattr(_PROBING, "probes", None)
+    probes: list[tuple[str, os.stat_result | None]] = []
+    _PROBING.probes = probes
     try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+        yield probes
+    finally:
+        _PROBING.probes = outer
+        if outer is not None:
+            outer.extend(probes)
+
+
+#: the probes noted on each thread (``probing``)
+_PROBING = threading.local()
+
+
+def still_found(
+    probes: Sequence[tuple[str, os.stat_result | None]],
+) -> tuple[tuple[str, tuple[int, ...] | None], ...] | None:
+    """What ``probes`` found, to tell later whether the files are still as
+    they were (:func:`as_found`): each file and folder found by its time,
+    size, inode and mode; each path found empty by its folder's time (a
+    file made or removed in a folder changes the folder's time).  None when
+    something was changed too lately to tell (file times move by the
+    kernel's coarse clock: a file changed again within that step keeps its
+    time)."""
+    found: dict[str, tuple[int, ...] | None] = {}
+    settled = time.time_ns() - _SETTLED_NS
+    for path, result in probes:
+        if result is None:
+            folder = os.path.dirname(path)
+            if folder not in found:
+                found[folder] = _stamp(stat_of(folder))
+                stamp = found[folder]
+                if stamp is not None and stamp[0] > settled:
+                    return None
+        else:
+            stamp = _stamp(result)
+            assert stamp is not None
+            if stamp[0] > settled:
+                return None
+            found[path] = stamp
+    return tuple(found.items())
+
+
+def as_found(kept: tuple[tuple[str, tuple[int, ...] | None], ...]) -> bool:
+    """Whether every file and folder of ``kept`` (:func:`still_found`) is as
+    it was."""
+    for path, stamp in kept:
+        try:
+            now = os.stat(path)
+        except (OSError, ValueError):
+            if stamp is not None:
+                return False
+            continue
+        if _stamp(now) != stamp:
+            return False
+    return True
+
+
+def _stamp(found: os.stat_result | None) -> tuple[int, ...] | None:
+    if found is None:
+        return None
+    return (found.st_mtime_ns, found.st_size, found.st_ino, found.st_mode)
+
+
+#: how long after its last change a file's time is trusted (file times move
+#: by the kernel's coarse clock, a few milliseconds a step)
+_SETTLED_NS = 1_000_000_000
 
 
 # ------------------------------------------------------------------- writing

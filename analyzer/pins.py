@@ -34,6 +34,7 @@ from chainlens.analyzer.files import (
     is_regular,
     parse_toml,
     read_text_bounded,
+    stat_of,
 )
 from chainlens.analyzer.model.flink_versions import (
     VersionError,
@@ -125,10 +126,8 @@ def pin_of_directory(directory: Path) -> Pin | None:
 
 
 def _mtime(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return -1
+    found = stat_of(path)
+    return found.st_mtime_ns if found is not None else -1
 
 
 def _candidates(directory: Path) -> list[Path]:
@@ -150,10 +149,10 @@ def _requirements(directory: Path) -> list[Path]:
     folder's modification time changed (a file added, removed or renamed in
     it).  A folder of a thousand entries, matched by ``Path.glob``, cost 0.6
     ms, walked up from a file outside a repository on every edit."""
-    try:
-        stamp = directory.stat().st_mtime_ns
-    except OSError:
+    folder = stat_of(directory)
+    if folder is None:
         return []
+    stamp = folder.st_mtime_ns
     kept = _REQUIREMENTS.get(directory)
     if kept is not None and kept[0] == stamp:
         return kept[1]

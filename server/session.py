@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlparse
 from chainlens.analyzer import (
     AnalysisResult,
     Config,
+    ConfigCache,
     ConfigError,
     ConfigLayer,
     ConfigResolver,
@@ -253,6 +254,9 @@ class Session:
         self._cheap: dict[str, bool] = {}
         #: per savepointBase setting, the base versions of files
         self._baselines: dict[str, EditorBaseline] = {}
+        #: each document's config, while the files it was read from are as
+        #: they were
+        self._configs = ConfigCache()
 
     # ------------------------------------------------------------------ settings
 
@@ -291,11 +295,15 @@ class Session:
             ):
                 files = resolver.layers_for(name)
                 return materialize(name, (editor, *files)), tuple(problems)
-            config = resolver.config_for(name)
-            if settings.deployment:
-                config = self._deployed(
-                    config, name, settings.deployment, resolver, problems
-                )
+            if not settings.deployment:
+                return self._configs.config_for(name, editor), tuple(problems)
+            config = self._deployed(
+                resolver.config_for(name),
+                name,
+                settings.deployment,
+                resolver,
+                problems,
+            )
             return config, tuple(problems)
         except ConfigError as exc:
             problems.append(_file_problem(f"chainlens: configuration error: {exc}"))

@@ -542,3 +542,88 @@ def test_an_exclusion_matches_entries_as_paths_do() -> None:
         assert glob_matches_entry(pattern, entry, anchor) == _entry_matches_as_paths(
             pattern, entry, anchor
         ), (pattern, entry, anchor)
+
+
+class _Clock:
+    """Times for the files a test changes, each later than the last, and a
+    clock an hour ahead of them all (every time is then old enough to be
+    trusted: what the machine's other folders do does not matter)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import time
+
+        from chainlens.analyzer import files
+
+        self.now = time.time_ns()
+        ahead = self.now + 3_600_000_000_000
+        monkeypatch.setattr(files.time, "time_ns", lambda: ahead)
+
+    def touch(self, *paths: Path) -> None:
+        import os
+
+        self.now += 1_000_000_000
+        for path in paths:
+            os.utime(path, ns=(self.now, self.now))
+
+
+def test_a_config_kept_between_edits_follows_the_files_it_was_read_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config an editor asks for on every edit is the one made last while
+    nothing it was read from, or looked for, changed; a config file written
+    above, edited, or removed, and a pin of apache-flink changed, make it
+    again: always what a resolver made now says."""
+    from chainlens.analyzer.config import ConfigCache
+
+    clock = _Clock(monkeypatch)
+    project = tmp_path / "project"
+    job = _job(project / "jobs")
+    cache = ConfigCache()
+
+    def asked() -> Config:
+        kept = cache.config_for(job)
+        assert kept == ConfigResolver().config_for(job)
+        return kept
+
+    first = asked()
+    assert asked() is first  # nothing changed: the config made last
+    config = _write(project / "chainlens.toml", 'ignore = ["CL101"]\n')
+    clock.touch(config, project)
+    written = asked()
+    assert "CL101" in written.ignore
+    assert asked() is written
+    config.write_text('ignore = ["CL102"]\n', encoding="utf-8")  # (as long)
+    clock.touch(config)
+    assert "CL102" in asked().ignore
+    pin = _write(project / "requirements.txt", "apache-flink==1.19.1\n")
+    clock.touch(pin, project)
+    assert asked().flink_version.version == "1.19"
+    pin.write_text("apache-flink==1.20.0\n", encoding="utf-8")
+    clock.touch(pin)
+    assert asked().flink_version.version == "1.20"
+    config.unlink()
+    clock.touch(project)
+    assert "CL102" not in asked().ignore
+    # above the repository (where the walk for a pin stops): a config file
+    # made there is seen by its folder's time alone
+    (project / ".git").mkdir()
+    clock.touch(project)
+    assert asked() is asked()
+    outer = _write(tmp_path / "chainlens.toml", 'ignore = ["CL103"]\n')
+    clock.touch(outer, tmp_path)
+    assert "CL103" in asked().ignore
+
+
+def test_a_config_changed_within_a_tick_of_the_clock_is_not_kept(
+    tmp_path: Path,
+) -> None:
+    """A file changed less than a second ago may change again with the same
+    time: the config read from it is made again until then."""
+    from chainlens.analyzer.config import ConfigCache
+
+    job = _job(tmp_path / "jobs")
+    _write(tmp_path / "jobs" / "chainlens.toml", 'ignore = ["CL101"]\n')
+    cache = ConfigCache()
+    first = cache.config_for(job)
+    assert cache.config_for(job) is not first
+    assert cache.config_for(job) == first
