@@ -250,10 +250,17 @@ def _setter_at(
     characters at ``column`` of line ``line``, and where its call is, when
     that call is in a statement of its own of the chunk ``lines`` (lines
     ``first`` on)."""
-    try:
-        tree = ast.parse("if 1:\n" + "\n".join(lines))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    chunk = "if 1:\n" + "\n".join(lines)
+    tree = _PARSED.get(chunk)
+    if tree is None:
+        try:
+            tree = ast.parse(chunk)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        # (the new text of one edit is the old of the next: kept for it)
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[chunk] = tree
     wrapper = tree.body[0] if len(tree.body) == 1 else None
     if not isinstance(wrapper, ast.If):
         return None
@@ -303,3 +310,8 @@ def _setter_at(
         SourcePosition(line, name_end - len(attr)), SourcePosition(line, call_end)
     )
     return attr, where
+
+
+#: the chunks' trees parsed last, by text (read, never changed)
+_PARSED: dict[str, ast.Module] = {}
+_PARSED_KEPT = 8
