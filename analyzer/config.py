@@ -649,13 +649,11 @@ def _load_cached_key(path: str, mtime_ns: int, size: int) -> ConfigLayer | None:
 
 
 def _load_cached(path: Path) -> ConfigLayer | None:
-    stat = stat_of(path)
-    if stat is None:
-        try:
-            path.stat()
-        except OSError as exc:
-            raise ConfigError(f"cannot read: {exc.strerror or exc}", path) from None
-        raise ConfigError("cannot read", path)
+    # (its one caller found the file with ``is_present``, which noted it)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror or exc}", path) from None
     return _load_cached_key(str(path), stat.st_mtime_ns, stat.st_size)
 
 

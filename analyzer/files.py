@@ -244,7 +244,7 @@ def still_found(
     kernel's coarse clock: a file changed again within that step keeps its
     time)."""
     found: dict[str, tuple[int, ...] | None] = {}
-    settled = time.time_ns() - _SETTLED_NS
+    settled = time.time_ns() - SETTLED_NS
     for path, result in probes:
         if result is None:
             folder = os.path.dirname(path)
@@ -283,9 +283,10 @@ def _stamp(found: os.stat_result | None) -> tuple[int, ...] | None:
     return (found.st_mtime_ns, found.st_size, found.st_ino, found.st_mode)
 
 
-#: how long after its last change a file's time is trusted (file times move
-#: by the kernel's coarse clock, a few milliseconds a step)
-_SETTLED_NS = 1_000_000_000
+#: how long after its last change a file's or folder's time is trusted (file
+#: times move by the kernel's coarse clock, a few milliseconds a step: one
+#: changed again within that step keeps its time)
+SETTLED_NS: Final = 1_000_000_000
 
 
 # ------------------------------------------------------------------- writing

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from chainlens.analyzer.files import (
     MAX_PIN_FILE_BYTES,
+    SETTLED_NS,
     is_present,
     is_regular,
     parse_toml,
@@ -165,7 +166,7 @@ def _requirements(directory: Path) -> list[Path]:
             )
     except OSError:
         found = []
-    if time.time_ns() - stamp > _SETTLED_NS:
+    if time.time_ns() - stamp > SETTLED_NS:
         # (a folder changed within the clock's tick of its listing could
         # change again with the same time: it is listed again until then)
         if len(_REQUIREMENTS) >= _REQUIREMENTS_KEPT:
@@ -177,9 +178,6 @@ def _requirements(directory: Path) -> list[Path]:
 #: each folder's requirements files, with the folder's modification time
 _REQUIREMENTS: dict[Path, tuple[int, list[Path]]] = {}
 _REQUIREMENTS_KEPT = 4096
-#: how long after its last change a folder's listing is kept (file times
-#: move by the kernel's coarse clock, a few milliseconds a step)
-_SETTLED_NS = 1_000_000_000
 
 
 @functools.lru_cache(maxsize=1024)
