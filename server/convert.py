@@ -208,17 +208,6 @@ def _location(where: SourceRange, lines: TextLines, uri: str) -> types.Location:
     return types.Location(Path(where.path).as_uri(), other.to_lsp_range(where))
 
 
-def lsp_diagnostic_json(
-    diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
-) -> dict[str, Any]:
-    """Convert a finding, with its rule code, docs link and related
-    information (its related locations, then its explanation, at the finding),
-    to the JSON of the protocol's diagnostic, built at once: a publication of a
-    thousand findings spent two thirds of its time making the protocol's
-    objects and turning them into this."""
-    return _diagnostic_json(diagnostic, lines, uri, docs_url)
-
-
 def lines_read(diagnostic: Diagnostic, lines: TextLines) -> tuple[str, ...] | None:
     """The lines the JSON of ``diagnostic`` converts positions on (the JSON is
     the same while they read the same); None when it reads more (a position
@@ -235,9 +224,14 @@ def lines_read(diagnostic: Diagnostic, lines: TextLines) -> tuple[str, ...] | No
     return tuple(read)
 
 
-def _diagnostic_json(
+def lsp_diagnostic_json(
     diagnostic: Diagnostic, lines: TextLines, uri: str, docs_url: str | None
 ) -> dict[str, Any]:
+    """Convert a finding, with its rule code, docs link and related
+    information (its related locations, then its explanation, at the finding),
+    to the JSON of the protocol's diagnostic, built at once: a publication of a
+    thousand findings spent two thirds of its time making the protocol's
+    objects and turning them into this."""
     code = diagnostic.code
     here = lines.range_json(diagnostic.range)
     related: list[dict[str, Any]] = []
